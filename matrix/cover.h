@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * t-way covering arrays under constraints.
+ *
+ * A model is a list of parameters, each with n_values values (0..n_values-1),
+ * plus forbidden patterns. A row assigns one value to every parameter. A row is
+ * valid when it matches no forbidden pattern. A t-tuple (t parameters, one value
+ * each) is valid when at least one valid row contains it. A covering array of
+ * strength t is a list of valid rows in which every valid t-tuple appears.
+ *
+ * The matrix engine compiles a matrix file's exclude entries and boolean rules
+ * into forbidden patterns (matrix.c); this module knows nothing of matrix files.
+ *
+ * Everything here is deterministic for a given seed: no clocks, no addresses,
+ * no unseeded randomness.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MX_COVER_MAX_PARAMS 1024
+#define MX_COVER_MAX_VALUES 64 /* values per parameter: one uint64_t bitset */
+#define MX_COVER_MAX_T 6
+
+/* One term of a forbidden pattern: parameter param takes a value in set (bit v = value v). */
+struct mx_cover_term {
+        unsigned param;
+        uint64_t set;
+};
+
+/* A forbidden pattern: a row that satisfies every term is invalid. */
+struct mx_cover_forbid {
+        size_t n_terms;
+        const struct mx_cover_term *terms;
+};
+
+struct mx_cover_model {
+        size_t n_params;
+        const unsigned *n_values; /* n_params entries, each 1..MX_COVER_MAX_VALUES */
+        size_t n_forbidden;
+        const struct mx_cover_forbid *forbidden;
+};
+
+struct mx_cover_options {
+        unsigned t;    /* strength, 1..MX_COVER_MAX_T (clamped to n_params) */
+        uint64_t seed; /* same seed, same model -> same rows */
+        /*
+         * Rows that must appear first, in this order (n_required x n_params
+         * values). A value of -1 means "free": the generator fills it.
+         * Required rows must be valid (else -EINVAL with a reason).
+         */
+        const int *required;
+        size_t n_required;
+        /*
+         * Effort for post-optimisation (0 = default). Bounded by work done,
+         * never by wall-clock time, so results stay deterministic.
+         */
+        unsigned effort;
+};
+
+/*
+ * Generate a covering array. On success *ret_rows is an n x n_params array of
+ * values (caller frees) and *ret_n_rows is n. Errors: -EINVAL (bad model or
+ * required row; *reterr says why), -E2BIG (the model exceeds the limits above
+ * or the tuple table would not fit in memory), -ENOENT (no valid row exists).
+ */
+int mx_cover_generate(const struct mx_cover_model *m, const struct mx_cover_options *opt, int **ret_rows,
+                      size_t *ret_n_rows, char **reterr);
+
+/*
+ * Prove that rows form a covering array of strength t for m: every value in
+ * range, no row forbidden, every valid t-tuple present. Returns 0, or -EDOM with
+ * *reterr naming the first offending row or missing tuple.
+ */
+int mx_cover_verify(const struct mx_cover_model *m, unsigned t, const int *rows, size_t n_rows, char **reterr);
+
+/* True when row (n_params values) matches no forbidden pattern. */
+bool mx_cover_row_valid(const struct mx_cover_model *m, const int *row);
+
+/*
+ * True when the partial assignment (values, -1 = unassigned) can be completed
+ * to a valid row. Exact (a backtracking search), fast for the small constraint
+ * sets real matrices have.
+ */
+bool mx_cover_extendable(const struct mx_cover_model *m, const int *partial);
+
+/* Number of valid t-tuples of the model (for reports); -E2BIG if too many to count. */
+int mx_cover_count_tuples(const struct mx_cover_model *m, unsigned t, uint64_t *ret_count);

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install what building and testing mxmatrix needs on Debian 12 (idempotent).
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config
+      libevent-dev libjansson-dev libsqlite3-dev libsystemd-dev libcurl4-openssl-dev
+      systemd sqlite3 util-linux procps psmisc curl)
+missing=()
+for p in "${pkgs[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing: ${missing[*]}" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
