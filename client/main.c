@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mxmatrix: parse global options, then run a local verb (matrix files) or a
+ * daemon verb (a protocol method, see conn.c).
+ */
+#include "client.h"
+
+#include <getopt.h>
+
+bool arg_json;
+const char *arg_socket;
+
+static const struct client_verb local_verbs[] = {
+        { "matrix", "matrix check|show|cover FILE ...", "check a matrix file, show it, or print a covering array",
+          cmd_matrix },
+        { "plan", "plan FILE feature=X [axis=value...] [--strategy S]", "print the runs a submission would make",
+          cmd_plan },
+        { "gate", "gate FILE --report R [axis=value...]", "check a profiler report or log against kernel expectations",
+          cmd_gate },
+};
+
+static void help(FILE *f)
+{
+        fprintf(f, "Usage: mxmatrix [--json] [--socket PATH] VERB [ARGS...]\n\n"
+                   "Run and watch test matrices on LLM inference servers through mxmatrixd.\n\n"
+                   "Verbs that work on files (no daemon needed):\n");
+        for (size_t i = 0; i < ELEMENTSOF(local_verbs); i++)
+                fprintf(f, "  %-52s %s\n", local_verbs[i].synopsis, local_verbs[i].summary);
+        fprintf(f, "\nOptions:\n"
+                   "  --json           print one JSON document instead of tables\n"
+                   "  --socket PATH    the daemon's socket (default $MXMATRIX_SOCKET, else /run/mxmatrix/control.sock)\n"
+                   "  -h, --help       this help; VERB --help for a verb's own\n"
+                   "  --version        print the version\n"
+                   "\nSee mxmatrix(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "json", no_argument, NULL, 'j' },
+                { "socket", required_argument, NULL, 's' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
+                {},
+        };
+        int c;
+
+        /* '+': stop at the verb, so verbs parse their own options. */
+        while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
+                switch (c) {
+                case 'j':
+                        arg_json = true;
+                        break;
+                case 's':
+                        arg_socket = optarg;
+                        break;
+                case 'h':
+                        help(stdout);
+                        return MX_EXIT_OK;
+                case 'V':
+                        printf("mxmatrix %s\n", MX_VERSION);
+                        return MX_EXIT_OK;
+                default:
+                        return MX_EXIT_USAGE;
+                }
+        }
+        if (optind >= argc) {
+                help(stderr);
+                return MX_EXIT_USAGE;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(local_verbs); i++)
+                if (streq(argv[optind], local_verbs[i].name))
+                        return local_verbs[i].run(argc - optind, argv + optind);
+        fprintf(stderr, "mxmatrix: unknown verb '%s' (see mxmatrix --help)\n", argv[optind]);
+        return MX_EXIT_USAGE;
+}
