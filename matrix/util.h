@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -183,3 +184,13 @@ char *mx_format_duration(int64_t us);
  * At most max input bytes are used (0 = all); "…" marks truncation.
  */
 char *mx_escape(const char *s, size_t max);
+
+/*
+ * Make n bytes valid UTF-8 (as JSON strings must be): invalid bytes and NULs
+ * become U+FFFD. An incomplete sequence at the very end is left out when
+ * more input may follow (partial_end), so *ret_used may be less than n.
+ */
+char *mx_utf8_sanitize(const char *p, size_t n, bool partial_end, size_t *ret_used);
+
+/* mkdir -p: create path and its missing parents with mode. */
+int mx_mkdir_p(const char *path, mode_t mode);
