@@ -392,6 +392,7 @@ struct proc_stop {
         struct proc_stop_step steps[PROC_STOP_STEPS_MAX];
         size_t n_steps;
         struct event *timer;
+        struct event *recheck;   /* rescans while some member has no pidfd */
         struct event *kick_ev;   /* starts the first step from the loop */
         struct event *finish_ev;
         proc_stop_cb cb;
@@ -410,6 +411,8 @@ static void stop_free(struct proc_stop *s)
                 (void)proc_reaper_unwatch(s->reaper, s->cmd_pid);
         if (s->timer)
                 event_free(s->timer);
+        if (s->recheck)
+                event_free(s->recheck);
         if (s->kick_ev)
                 event_free(s->kick_ev);
         if (s->finish_ev)
@@ -432,6 +435,7 @@ static void stop_finish(struct proc_stop *s)
                 return;
         s->phase = STOP_DONE;
         evtimer_del(s->timer);
+        evtimer_del(s->recheck);
         for (size_t i = 0; i < s->sw.n; i++)
                 if (s->sw.m[i].ev) {
                         event_free(s->sw.m[i].ev);
@@ -475,23 +479,47 @@ static void stop_watch_members(struct proc_stop *s)
         }
 }
 
-/* Scan again; signal new members with the current step's signal (all of them if all_members). */
-static bool stop_refresh_and_signal(struct proc_stop *s, bool all_members)
+static void stop_arm_recheck(struct proc_stop *s);
+
+/* Scan again; signal new members with the current step's signal; finish if none is left. */
+static void stop_refresh_and_signal(struct proc_stop *s)
 {
         int r = sweep_refresh(&s->sw);
 
         if (r < 0) {
                 s->res.error = r;
                 stop_finish(s);
-                return false;
+                return;
         }
         if (s->sw.n == 0) {
                 stop_finish(s);
-                return false;
+                return;
         }
-        sweep_signal(&s->sw, s->steps[s->res.steps_taken - 1].signal, !all_members);
+        sweep_signal(&s->sw, s->steps[s->res.steps_taken - 1].signal, true);
         stop_watch_members(s);
-        return true;
+        stop_arm_recheck(s);
+}
+
+/*
+ * Members without a pidfd (more than PROC_MEMBERS_MAX, no descriptors left, or
+ * no pidfd_open() at all: Linux < 5.3, valgrind) cannot report their exit; for
+ * them, and only while there are any, the stop scans again every
+ * PROC_RECHECK_MS instead of sitting out the whole grace period.
+ */
+static void stop_arm_recheck(struct proc_stop *s)
+{
+        struct timeval tv = { .tv_sec = 0, .tv_usec = PROC_RECHECK_MS * 1000 };
+
+        if (s->sw.n > sweep_waitable(&s->sw) && !evtimer_pending(s->recheck, NULL))
+                evtimer_add(s->recheck, &tv);
+}
+
+static void stop_recheck_cb(evutil_socket_t fd, short what, void *userdata)
+{
+        struct proc_stop *s = userdata;
+
+        if (s->phase == STOP_STEPS)
+                stop_refresh_and_signal(s);
 }
 
 /* Begin the next step, or finish if nothing is left or no step is. */
@@ -510,6 +538,7 @@ static void stop_next_step(struct proc_stop *s)
         s->res.steps_taken++;
         sweep_signal(&s->sw, s->steps[s->res.steps_taken - 1].signal, false);
         stop_watch_members(s);
+        stop_arm_recheck(s);
         stop_arm_timer(s, s->steps[s->res.steps_taken - 1].grace_ms);
 }
 
@@ -526,7 +555,7 @@ static void stop_member_cb(evutil_socket_t fd, short what, void *userdata)
                 }
         /* The last member we could wait on is gone: is anything left, or new? */
         if (sweep_waitable(&s->sw) == 0)
-                (void)stop_refresh_and_signal(s, false);
+                stop_refresh_and_signal(s);
 }
 
 static void stop_timer_cb(evutil_socket_t fd, short what, void *userdata)
@@ -615,9 +644,10 @@ int proc_stop(struct proc_reaper *r, const struct proc_stop_plan *plan, const st
         memcpy(s->steps, steps, s->n_steps * sizeof(*steps));
         sweep_init(&s->sw, tag, leader ? leader->pgid : 0, leader ? leader->starttime : 0);
         s->timer = evtimer_new(s->base, stop_timer_cb, s);
+        s->recheck = evtimer_new(s->base, stop_recheck_cb, s);
         s->kick_ev = event_new(s->base, -1, 0, stop_kickoff_cb, s);
         s->finish_ev = event_new(s->base, -1, 0, stop_finish_cb, s);
-        if (!s->timer || !s->kick_ev || !s->finish_ev) {
+        if (!s->timer || !s->recheck || !s->kick_ev || !s->finish_ev) {
                 stop_free(s);
                 return fail(reterr, -ENOMEM, "%s", "cannot create the stop's events");
         }
@@ -722,16 +752,30 @@ static void block_wait_members(struct sweep *sw, int64_t deadline_us)
         free(p);
 }
 
-/* One step: signal everything, then wait, rescanning whenever all waitable members are gone. */
+/*
+ * One step: signal everything, then wait for exits until the deadline, scanning
+ * again whenever every waitable member is gone, and every PROC_RECHECK_MS while
+ * some member has no pidfd.
+ */
 static int block_step(struct sweep *sw, const struct proc_stop_step *step)
 {
         int64_t deadline = mx_now_mono_us() + step->grace_ms * 1000;
         int r;
 
         sweep_signal(sw, step->signal, false);
-        while (mx_now_mono_us() < deadline) {
-                block_wait_members(sw, deadline);
+        for (;;) {
+                int64_t now = mx_now_mono_us(), until = deadline;
+                bool untracked = sw->n > sweep_waitable(sw);
+
+                if (now >= deadline)
+                        return 0;
+                if (untracked)
+                        until = MX_MIN(deadline, now + PROC_RECHECK_MS * 1000);
                 if (sweep_waitable(sw) > 0)
+                        block_wait_members(sw, until);
+                else
+                        (void)poll(NULL, 0, ms_until(until));
+                if (sweep_waitable(sw) > 0 && sw->n == sweep_waitable(sw))
                         continue;
                 r = sweep_refresh(sw);
                 if (r < 0)
@@ -739,12 +783,7 @@ static int block_step(struct sweep *sw, const struct proc_stop_step *step)
                 if (sw->n == 0)
                         return 0;
                 sweep_signal(sw, step->signal, true);
-                if (sweep_waitable(sw) == 0) {
-                        /* Members we cannot wait on: sleep out the step (bounded by its grace). */
-                        (void)poll(NULL, 0, ms_until(deadline));
-                }
         }
-        return 0;
 }
 
 /* Whether rec still names the same live process; if so its group and session count as the run's. */

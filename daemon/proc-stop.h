@@ -33,6 +33,8 @@
 #define PROC_STOP_COMMAND_TIMEOUT_MS 60000
 /* Members waited on through pidfds (each is a descriptor); others are still signalled, and re-checked. */
 #define PROC_MEMBERS_MAX 1024
+/* How often members without a pidfd are looked for again (only while there are any). */
+#define PROC_RECHECK_MS 100
 
 struct proc_stop_step {
         int signal;       /* sent to the group and to every member */

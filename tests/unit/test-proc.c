@@ -390,10 +390,13 @@ TEST(spawn_failures_are_synchronous)
         ASSERT_EQ(info.pid, 4242); /* untouched on failure */
         err = drop(err);
 
+        /* (A directory on PATH we may not search would make it EACCES, as with execvp().) */
         spec.argv = (char *const[]){ "mxmatrix-no-such-server", NULL };
+        spec.env = (char *const[]){ "PATH=/usr/bin:/bin", NULL };
         ASSERT_ERR(proc_spawn(&spec, &info, &err), ENOENT);
         ASSERT_CONTAINS(err, "executing 'mxmatrix-no-such-server'");
         err = drop(err);
+        spec.env = NULL;
 
         /* PATH comes from the spec's environment, not ours. */
         spec.argv = SH("exit 0");
