@@ -64,9 +64,10 @@ static void stopped_cb(const struct proc_stop_result *res, void *userdata)
 /* Start one server that starts n sleeps and says "ready" when all are running. */
 static int start_tree(const char *tag, int n, struct proc_info *ret)
 {
-        _cleanup_free_ char *script = xasprintf("i=0; while [ $i -lt %d ]; do sleep 1000 & i=$((i+1)); done; "
-                                                "echo ready; wait",
-                                                n);
+        _cleanup_free_ char *script =
+                xasprintf("i=0; while [ $i -lt %d ]; do sleep 1000 & i=$((i+1)); done; "
+                          "echo ready; wait",
+                          n);
         char *const argv[] = { "sh", "-c", script, NULL };
         _cleanup_free_ char *err = NULL;
         struct proc_spec spec = { .argv = argv, .env = environ, .tag = tag, .stderr_fd = -1 };
@@ -151,14 +152,15 @@ int main(int argc, char **argv)
                         sizes[n_sizes++] = (int)v;
                 }
         }
-        if (proc_subreaper_enable() < 0 || !(base = event_base_new()) || proc_reaper_new(base, &reaper) < 0) {
+        if (proc_subreaper_enable() < 0 || !(base = event_base_new()) ||
+            proc_reaper_new(base, &reaper) < 0) {
                 fprintf(stderr, "bench-proc: cannot set up the reaper\n");
                 return 1;
         }
         printf("# proc_scan over %d runs (ms); stop = proc_stop, default plan (SIGTERM, 30 s grace)\n",
                SCAN_RUNS);
-        printf("%9s %8s %8s %12s %12s %10s %6s %6s\n", "tagged", "members", "host", "scan-median", "scan-max",
-               "stop-ms", "steps", "clean");
+        printf("%9s %8s %8s %12s %12s %10s %6s %6s\n", "tagged", "members", "host", "scan-median",
+               "scan-max", "stop-ms", "steps", "clean");
         for (int i = 0; i < n_sizes; i++)
                 if (bench_one(base, reaper, sizes[i]) < 0) {
                         fprintf(stderr, "bench-proc: run with %d processes failed\n", sizes[i]);

@@ -39,16 +39,16 @@ _printf_(3, 4) static int fail(char **reterr, int r, const char *fmt, ...)
 struct sweep_member {
         pid_t pid;
         uint64_t starttime;
-        int pidfd;         /* -1: none could be opened (too many members, or out of descriptors) */
-        bool fresh;        /* found by the latest scan, not signalled in this step yet */
-        struct event *ev;  /* the asynchronous stop's read event on pidfd */
+        int pidfd;        /* -1: none could be opened (too many members, or out of descriptors) */
+        bool fresh;       /* found by the latest scan, not signalled in this step yet */
+        struct event *ev; /* the asynchronous stop's read event on pidfd */
 };
 
 struct sweep {
         char *tag;
-        struct proc_match match;  /* .group is cleared once a scan finds the group and session empty */
-        bool group_has_members;   /* the latest scan saw a live process in the process group itself */
-        struct sweep_member *m;   /* the members believed alive */
+        struct proc_match match; /* .group is cleared once a scan finds the group and session empty */
+        bool group_has_members;  /* the latest scan saw a live process in the process group itself */
+        struct sweep_member *m;  /* the members believed alive */
         size_t n;
         size_t alloc;
 };
@@ -115,7 +115,7 @@ static int member_open_pidfd(const struct proc_entry *e, size_t tracked)
                 return -1;
         fd = pidfd_open(e->pid, 0);
         if (fd < 0)
-                return -1;
+                return errno == ESRCH ? -2 : -1; /* gone already, or no pidfd to be had */
         if (proc_get_starttime(e->pid, &st) < 0 || st != e->starttime) {
                 close(fd);
                 return -2; /* gone, or someone else's now */
@@ -242,7 +242,8 @@ static size_t reap_listed_children(const struct proc_entry *list, size_t n)
         size_t k = 0;
 
         for (size_t i = 0; i < n; i++)
-                if (list[i].state == 'Z' && list[i].ppid == getpid() && waitpid(list[i].pid, NULL, WNOHANG) > 0)
+                if (list[i].state == 'Z' && list[i].ppid == getpid() &&
+                    waitpid(list[i].pid, NULL, WNOHANG) > 0)
                         k++;
         return k;
 }
@@ -329,8 +330,9 @@ static int plan_check(const struct proc_stop_plan *plan, char **reterr)
                         return fail(reterr, -EINVAL, "stop step %zu: %d is not a signal to stop with", i + 1,
                                     s->signal);
                 if (s->grace_ms < 0 || s->grace_ms > PROC_GRACE_MAX_MS)
-                        return fail(reterr, -ERANGE, "stop step %zu: grace %" PRId64 " ms is outside 0..%lld",
-                                    i + 1, s->grace_ms, PROC_GRACE_MAX_MS);
+                        return fail(reterr, -ERANGE,
+                                    "stop step %zu: grace %" PRId64 " ms is outside 0..%lld", i + 1,
+                                    s->grace_ms, PROC_GRACE_MAX_MS);
         }
         if (plan->stop_argv && (!plan->stop_argv[0] || !plan->stop_argv[0][0]))
                 return fail(reterr, -EINVAL, "stop command is empty");
@@ -392,8 +394,8 @@ struct proc_stop {
         struct proc_stop_step steps[PROC_STOP_STEPS_MAX];
         size_t n_steps;
         struct event *timer;
-        struct event *recheck;   /* rescans while some member has no pidfd */
-        struct event *kick_ev;   /* starts the first step from the loop */
+        struct event *recheck; /* rescans while some member has no pidfd */
+        struct event *kick_ev; /* starts the first step from the loop */
         struct event *finish_ev;
         proc_stop_cb cb;
         void *userdata;
@@ -469,7 +471,7 @@ static void stop_watch_members(struct proc_stop *s)
                         continue;
                 m->ev = event_new(s->base, m->pidfd, EV_READ, stop_member_cb, s);
                 if (!m->ev || event_add(m->ev, NULL) < 0) {
-                        /* Cannot wait on it: treat it as a member without pidfd; the step's timer covers it. */
+                        /* Cannot wait on it: it becomes a member without pidfd (rechecked). */
                         if (m->ev)
                                 event_free(m->ev);
                         m->ev = NULL;
@@ -683,22 +685,33 @@ static int ms_until(int64_t deadline_us)
         return (int)MX_MIN((left + 999) / 1000, INT32_MAX);
 }
 
-/* Wait for our child pid to exit, at most ms; reap it and return its status, or -1. */
+/*
+ * Wait for our child pid to exit until the deadline; reap it and return its
+ * status, or -1. Without a pidfd (Linux < 5.3, valgrind) it looks every
+ * PROC_RECHECK_MS / 10 instead: this runs before the event loop exists.
+ */
 static int wait_child_exit(int pidfd, pid_t pid, int64_t deadline_us)
 {
         struct pollfd p = { .fd = pidfd, .events = POLLIN };
-        int status, k;
+        int status, k, timeout;
 
-        do
-                k = poll(&p, 1, ms_until(deadline_us));
-        while (k < 0 && errno == EINTR);
-        if (k <= 0 || waitpid(pid, &status, WNOHANG) != pid)
-                return -1;
-        return status;
+        for (;;) {
+                if (waitpid(pid, &status, WNOHANG) == pid)
+                        return status;
+                if (mx_now_mono_us() >= deadline_us)
+                        return -1;
+                timeout = ms_until(deadline_us);
+                if (pidfd < 0)
+                        timeout = MX_MIN(timeout, PROC_RECHECK_MS / 10);
+                k = poll(&p, pidfd >= 0 ? 1 : 0, timeout);
+                if (k < 0 && errno != EINTR)
+                        return -1;
+        }
 }
 
 /* Run the stop command and wait for it (bounded); on overrun kill its group and reap it. */
-static void block_stop_command(const struct proc_stop_plan *plan, const char *tag, struct proc_stop_result *res)
+static void block_stop_command(const struct proc_stop_plan *plan, const char *tag,
+                               struct proc_stop_result *res)
 {
         _cleanup_close_ int pidfd = -1;
         struct proc_info info;
@@ -711,15 +724,9 @@ static void block_stop_command(const struct proc_stop_plan *plan, const char *ta
                 res->stop_command_error = r;
                 return;
         }
-        pidfd = pidfd_open(info.pid, 0);
-        if (pidfd < 0) {
-                /* Cannot wait with a deadline: do not wait at all; the steps will deal with it. */
-                res->stop_command_error = -errno;
-                (void)kill(-info.pid, SIGKILL);
-                (void)waitpid(info.pid, &res->stop_command_status, 0);
-                return;
-        }
-        res->stop_command_status = wait_child_exit(pidfd, info.pid, mx_now_mono_us() + plan_stop_timeout(plan) * 1000);
+        pidfd = pidfd_open(info.pid, 0); /* -1 is handled by wait_child_exit() */
+        res->stop_command_status =
+                wait_child_exit(pidfd, info.pid, mx_now_mono_us() + plan_stop_timeout(plan) * 1000);
         if (res->stop_command_status >= 0)
                 return;
         res->stop_command_timed_out = true;

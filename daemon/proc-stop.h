@@ -56,8 +56,8 @@ struct proc_stop_plan {
         char *const *stop_argv;             /* NULL: no stop command */
         char *const *stop_env;
         const char *stop_cwd;
-        int stop_output_fd;                 /* its stdout and stderr; -1 = /dev/null */
-        int64_t stop_timeout_ms;            /* 0: PROC_STOP_COMMAND_TIMEOUT_MS */
+        int stop_output_fd;      /* its stdout and stderr; -1 = /dev/null */
+        int64_t stop_timeout_ms; /* 0: PROC_STOP_COMMAND_TIMEOUT_MS */
 };
 
 struct proc_stop_result {
@@ -73,13 +73,13 @@ struct proc_stop_result {
          */
         pid_t *zombies;
         size_t n_zombies;
-        unsigned steps_taken;        /* signal steps sent; 0 if nothing was alive to signal */
+        unsigned steps_taken; /* signal steps sent; 0 if nothing was alive to signal */
         int64_t elapsed_us;
-        bool identity_matched;       /* the leader was still the recorded process (so its group counted) */
-        int stop_command_status;     /* its waitpid() status; -1 if not run or not reaped */
-        int stop_command_error;      /* negative errno if it could not be started, else 0 */
+        bool identity_matched;   /* the leader was still the recorded process (so its group counted) */
+        int stop_command_status; /* its waitpid() status; -1 if not run or not reaped */
+        int stop_command_error;  /* negative errno if it could not be started, else 0 */
         bool stop_command_timed_out;
-        int error;                   /* negative errno if a /proc scan failed (then clean is false) */
+        int error; /* negative errno if a /proc scan failed (then clean is false) */
 };
 
 /* Free the arrays of a result filled by proc_kill_recorded(). */

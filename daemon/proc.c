@@ -469,7 +469,7 @@ static int spawn_build_env(const struct proc_spec *spec, char ***ret, char **ret
 
                 if (!eq || eq == spec->env[i]) {
                         return fail(reterr, -EINVAL, "environment entry %zu ('%s') is not NAME=value", i,
-                                            spec->env[i]);
+                                    spec->env[i]);
                 }
                 if (!env_is_reserved(spec->env[i]))
                         strv_push(&env, spec->env[i]);
@@ -535,7 +535,7 @@ static int spawn_check_spec(const struct proc_spec *spec, char **reterr)
         }
         if (!proc_tag_is_valid(spec->tag)) {
                 return fail(reterr, -EINVAL, "run tag '%s' is not 1-%d characters of [A-Za-z0-9._-]",
-                                    strna(spec->tag), PROC_TAG_MAX);
+                            strna(spec->tag), PROC_TAG_MAX);
         }
         return 0;
 }
@@ -649,9 +649,11 @@ static int spawn_report(const struct spawn_error *m, const struct proc_spec *spe
         case SPAWN_SETSID:
                 return fail(reterr, r, "setsid for '%s': %s", spec->argv[0], strerror(m->error));
         case SPAWN_FDS:
-                return fail(reterr, r, "setting up descriptors for '%s': %s", spec->argv[0], strerror(m->error));
+                return fail(reterr, r, "setting up descriptors for '%s': %s", spec->argv[0],
+                            strerror(m->error));
         case SPAWN_CHDIR:
-                return fail(reterr, r, "chdir to '%s' for '%s': %s", spec->cwd, spec->argv[0], strerror(m->error));
+                return fail(reterr, r, "chdir to '%s' for '%s': %s", spec->cwd, spec->argv[0],
+                            strerror(m->error));
         default:
                 return fail(reterr, r, "executing '%s': %s", spec->argv[0], strerror(m->error));
         }
@@ -690,7 +692,8 @@ static int spawn_fork(struct spawn_prep *p, pid_t *ret_pid)
 }
 
 /* After fork(): the exec report, then the new process's start time. Reaps the child on failure. */
-static int spawn_finish(int rd, pid_t pid, const struct proc_spec *spec, struct proc_info *info, char **reterr)
+static int spawn_finish(int rd, pid_t pid, const struct proc_spec *spec, struct proc_info *info,
+                        char **reterr)
 {
         struct spawn_error m;
         int r;

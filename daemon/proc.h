@@ -47,18 +47,18 @@ struct event_base;
 
 /* What to start. Nothing in it is taken over; it need only live for the call. */
 struct proc_spec {
-        char *const *argv;  /* argv[0] without '/' is searched in PATH (from env, else ours) */
-        char *const *env;   /* the complete environment, "NAME=value" each; NULL = empty */
-        const char *cwd;    /* NULL = the daemon's working directory */
-        const char *tag;    /* required; added as MXMATRIX_RUN_TAG=<tag> */
-        int stdout_fd;      /* -1 = /dev/null; the caller keeps its own copy */
-        int stderr_fd;      /* -1 = /dev/null; may equal stdout_fd */
+        char *const *argv; /* argv[0] without '/' is searched in PATH (from env, else ours) */
+        char *const *env;  /* the complete environment, "NAME=value" each; NULL = empty */
+        const char *cwd;   /* NULL = the daemon's working directory */
+        const char *tag;   /* required; added as MXMATRIX_RUN_TAG=<tag> */
+        int stdout_fd;     /* -1 = /dev/null; the caller keeps its own copy */
+        int stderr_fd;     /* -1 = /dev/null; may equal stdout_fd */
 };
 
 /* Who was started: enough to find it again after a daemon restart, and to prove it is the same process. */
 struct proc_info {
         pid_t pid;
-        pid_t pgid; /* == pid: the server leads its own session and group */
+        pid_t pgid;         /* == pid: the server leads its own session and group */
         uint64_t starttime; /* /proc/PID/stat field 22, clock ticks since boot */
         char boot_id[PROC_BOOT_ID_SIZE];
 };
@@ -93,7 +93,8 @@ int proc_spawn(const struct proc_spec *spec, struct proc_info *ret, char **reter
 /* Whether tag is usable: 1..PROC_TAG_MAX characters of [A-Za-z0-9._-]. */
 bool proc_tag_is_valid(const char *tag);
 
-/* 1 if pid is alive (or a zombie) and is the process recorded as (boot_id, starttime), 0 if not, <0 on error. */
+/* 1 if pid is alive (or a zombie) and is the process recorded as (boot_id, starttime), 0 if not, <0 on
+ * error. */
 int proc_identity_matches(pid_t pid, const char *boot_id, uint64_t starttime);
 /* /proc/PID/stat field 22 of a live process or zombie; -ESRCH if there is none. */
 int proc_get_starttime(pid_t pid, uint64_t *ret);
@@ -106,16 +107,15 @@ int proc_has_tag(pid_t pid, const char *tag);
  */
 int proc_find_tagged(const char *tag, pid_t **ret, size_t *ret_n);
 
-
 /* One process as a scan saw it. */
 struct proc_entry {
         pid_t pid;
         pid_t ppid;
         pid_t pgid;
         pid_t sid;
-        char state;         /* /proc/PID/stat field 3: 'R', 'S', 'D', 'T', 'Z', ... */
+        char state; /* /proc/PID/stat field 3: 'R', 'S', 'D', 'T', 'Z', ... */
         uint64_t starttime;
-        bool tagged;        /* its environment carries the tag */
+        bool tagged; /* its environment carries the tag */
 };
 
 /*

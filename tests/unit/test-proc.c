@@ -303,8 +303,12 @@ TEST(spawn_environment_session_identity)
 {
         _cleanup_free_ char *tag = make_tag("env"), *forged = make_tag("forged"), *env = NULL, *path = NULL;
         _cleanup_free_ pid_t *pids = NULL;
-        char *const extra[] = { "NOTIFY_SOCKET=/run/x", "LISTEN_FDS=3", "LISTEN_PID=1", "WATCHDOG_USEC=5",
-                                "MXMATRIX_RUN_TAG=mxtest-forged", NULL };
+        char *const extra[] = { "NOTIFY_SOCKET=/run/x",
+                                "LISTEN_FDS=3",
+                                "LISTEN_PID=1",
+                                "WATCHDOG_USEC=5",
+                                "MXMATRIX_RUN_TAG=mxtest-forged",
+                                NULL };
         char boot[PROC_BOOT_ID_SIZE];
         struct exit_rec ex = { 0 };
         struct stop_rec st;
@@ -456,9 +460,10 @@ TEST(spawn_stdio_descriptors_and_signals)
         sigemptyset(&block);
         sigaddset(&block, SIGTERM);
         sigprocmask(SIG_BLOCK, &block, &old);
-        script = xasprintf("readlink /proc/self/fd/0; test -e /proc/self/fd/%d && echo leaked || echo closed; "
-                           "grep -E '^Sig(Blk|Ign)' /proc/self/status; echo to-stderr >&2",
-                           leak);
+        script = xasprintf(
+                "readlink /proc/self/fd/0; test -e /proc/self/fd/%d && echo leaked || echo closed; "
+                "grep -E '^Sig(Blk|Ign)' /proc/self/status; echo to-stderr >&2",
+                leak);
         info = spawn_ok(SH(script), tag, fds[1], NULL);
         sigprocmask(SIG_SETMASK, &old, NULL);
         signal(SIGUSR2, SIG_DFL);
@@ -496,8 +501,9 @@ TEST(stop_escalates_and_finds_escaped_grandchild)
          * too, and is orphaned at once (the subshell exits), so that only its tag
          * ties it to the run: not its session, group or parent.
          */
-        info = spawn_ok(SH("trap '' TERM; (setsid sh -c 'echo $$; while :; do sleep 1; done' &); sleep 1000"),
-                        tag, fds[1], NULL);
+        info = spawn_ok(
+                SH("trap '' TERM; (setsid sh -c 'echo $$; while :; do sleep 1; done' &); sleep 1000"), tag,
+                fds[1], NULL);
         close(fds[1]);
         ASSERT_OK(proc_reaper_watch(g.reaper, info.pid, exit_cb, &ex));
         grandchild = read_pid(fds[0]);
@@ -537,8 +543,8 @@ TEST(stop_follows_children_that_clear_their_environment)
         rig_init(&g);
         make_pipe(fds);
         /* No tag, its own session: only its parent (the leader) ties it to the run. */
-        info = spawn_ok(SH("env -i /usr/bin/setsid /bin/sh -c 'echo $$; exec /bin/sleep 1000' & sleep 1000"), tag,
-                        fds[1], NULL);
+        info = spawn_ok(SH("env -i /usr/bin/setsid /bin/sh -c 'echo $$; exec /bin/sleep 1000' & sleep 1000"),
+                        tag, fds[1], NULL);
         close(fds[1]);
         ASSERT_OK(proc_reaper_watch(g.reaper, info.pid, exit_cb, &ex));
         child = read_pid(fds[0]);
@@ -691,7 +697,8 @@ TEST(identity_guards_against_pid_reuse)
         ASSERT_EQ(proc_identity_matches(info.pid, info.boot_id, info.starttime), 1);
         /* The same pid with another start time is another process: a reused pid. */
         ASSERT_EQ(proc_identity_matches(info.pid, info.boot_id, info.starttime + 1), 0);
-        ASSERT_EQ(proc_identity_matches(info.pid, "00000000-0000-0000-0000-000000000000", info.starttime), 0);
+        ASSERT_EQ(proc_identity_matches(info.pid, "00000000-0000-0000-0000-000000000000", info.starttime),
+                  0);
         ASSERT_ERR(proc_identity_matches(0, info.boot_id, info.starttime), EINVAL);
 
         stop_and_wait(&g, NULL, &info, tag, &st);
@@ -715,8 +722,8 @@ TEST(kill_recorded_kills_a_matching_group)
         make_pipe(fds);
         /* A group member without the tag: only the (verified) group reaches it. */
         info = spawn_ok(SH("trap '' TERM; env -u MXMATRIX_RUN_TAG sh -c 'echo $$; exec sleep 1000' & "
-                           "exec sleep 1000"), tag,
-                        fds[1], NULL);
+                           "exec sleep 1000"),
+                        tag, fds[1], NULL);
         close(fds[1]);
         untagged = read_pid(fds[0]);
         close(fds[0]);
@@ -770,6 +777,40 @@ TEST(kill_recorded_refuses_a_mismatched_identity)
         proc_stop_result_done(&st.res);
         assert_none_tagged(tag);
         rig_done(&g);
+}
+
+TEST(kill_recorded_runs_the_stop_command)
+{
+        _cleanup_free_ char *tag = make_tag("recorded-cmd"), *pidarg = NULL;
+        struct proc_stop_plan plan = quick_plan;
+        struct proc_stop_result res;
+        struct proc_info info;
+
+        info = spawn_ok((char *const[]){ "sleep", "1000", NULL }, tag, -1, NULL);
+        pidarg = xasprintf("%d", (int)info.pid);
+        plan.stop_argv = (char *const[]){ "sh", "-c", "kill -INT \"$1\"", "sh", pidarg, NULL };
+        plan.stop_env = environ;
+        ASSERT_OK(proc_kill_recorded(&info, tag, &plan, &res, NULL));
+        ASSERT_TRUE(res.clean);
+        ASSERT_FALSE(res.stop_command_timed_out);
+        ASSERT_TRUE(WIFEXITED(res.stop_command_status));
+        ASSERT_EQ(WEXITSTATUS(res.stop_command_status), 0);
+        ASSERT_FALSE(alive(info.pid));
+        proc_stop_result_done(&res);
+
+        /* A stop command that hangs is killed at its timeout, and the steps still run. */
+        info = spawn_ok((char *const[]){ "sleep", "1000", NULL }, tag, -1, NULL);
+        plan.stop_argv = SH("trap '' TERM; sleep 1000");
+        plan.stop_timeout_ms = 200;
+        ASSERT_OK(proc_kill_recorded(&info, tag, &plan, &res, NULL));
+        ASSERT_TRUE(res.stop_command_timed_out);
+        ASSERT_TRUE(WIFSIGNALED(res.stop_command_status));
+        ASSERT_EQ(WTERMSIG(res.stop_command_status), SIGKILL);
+        ASSERT_TRUE(res.clean);
+        ASSERT_EQ(res.steps_taken, 1);
+        ASSERT_FALSE(alive(info.pid));
+        proc_stop_result_done(&res);
+        assert_none_tagged(tag);
 }
 
 TEST(stop_command_runs_first)
