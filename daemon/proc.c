@@ -416,7 +416,6 @@ int proc_find_tagged(const char *tag, pid_t **ret, size_t *ret_n)
 
 enum spawn_step {
         SPAWN_SETSID,
-        SPAWN_STDIO,
         SPAWN_FDS,
         SPAWN_CHDIR,
         SPAWN_EXEC,

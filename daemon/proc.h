@@ -30,8 +30,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct event_base;
-
 /* The environment variable that names the run every process of a server belongs to. */
 #define PROC_TAG_ENV "MXMATRIX_RUN_TAG"
 /* Longest tag accepted; tags are [A-Za-z0-9._-], e.g. "<boot id>-<attempt id>". */
@@ -93,8 +91,11 @@ int proc_spawn(const struct proc_spec *spec, struct proc_info *ret, char **reter
 /* Whether tag is usable: 1..PROC_TAG_MAX characters of [A-Za-z0-9._-]. */
 bool proc_tag_is_valid(const char *tag);
 
-/* 1 if pid is alive (or a zombie) and is the process recorded as (boot_id, starttime), 0 if not, <0 on
- * error. */
+/*
+ * 1 if pid is alive (or a zombie) and is the process recorded as (boot_id,
+ * starttime), 0 if not (another boot, another start time, or no such pid), <0 on
+ * error.
+ */
 int proc_identity_matches(pid_t pid, const char *boot_id, uint64_t starttime);
 /* /proc/PID/stat field 22 of a live process or zombie; -ESRCH if there is none. */
 int proc_get_starttime(pid_t pid, uint64_t *ret);
