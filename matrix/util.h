@@ -24,6 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
@@ -80,7 +82,9 @@ static inline void fclosep(FILE **f)
         if (*f)
                 fclose(*f);
 }
+/* jansson provides json_decrefp (its json_auto_t cleanup). */
 #define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_json_ _cleanup_(json_decrefp)
 #define _cleanup_close_ _cleanup_(closep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
