@@ -8,7 +8,7 @@
  */
 #include "control.h"
 #include "log.h"
-#include "sched.h"
+#include "scheduler.h"
 #include "stream.h"
 #include "submit.h"
 

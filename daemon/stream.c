@@ -8,7 +8,7 @@
 #include "stream.h"
 #include "control.h"
 #include "log.h"
-#include "sched.h"
+#include "scheduler.h"
 
 #include <fcntl.h>
 #include <inttypes.h>

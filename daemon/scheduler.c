@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "sched.h"
+#include "scheduler.h"
 #include "control.h"
 #include "log.h"
 #include "notify.h"
