@@ -26,6 +26,16 @@ enum mx_verdict mx_verdict_from_string(const char *s)
         return _MX_VERDICT_INVALID;
 }
 
+/* Copy n bytes that need not be NUL-terminated (xstrndup() may read past them) and terminate them. */
+static char *memdup_nul(const char *p, size_t n)
+{
+        char *s = xmalloc(n + 1);
+
+        memcpy(s, p, n);
+        s[n] = '\0';
+        return s;
+}
+
 /* ---- expectations ---- */
 
 static void rules_done(struct mx_kgate_rules *r)
@@ -152,7 +162,7 @@ static int glob_compile(const char *g, struct pattern *p, char **reterr)
         while (p->n_toks > 0 && p->toks[p->n_toks - 1] == TOK_STAR)
                 p->n_toks--;
         /* lit holds every literal byte in order; the best run ends at best_end */
-        p->literal = xstrndup(lit + best_end - best, best);
+        p->literal = memdup_nul(lit + best_end - best, best);
         p->literal_len = best;
         return 0;
 }
@@ -387,7 +397,7 @@ static void entry_matched(struct entry *e, size_t which, const char *s, size_t n
 {
         e->matched = true;
         e->which = which;
-        e->subject = xstrndup(s, MX_MIN(n, (size_t)MX_KGATE_EVIDENCE_MAX + 1));
+        e->subject = memdup_nul(s, MX_MIN(n, (size_t)MX_KGATE_EVIDENCE_MAX + 1));
         e->line = line;
 }
 

@@ -49,6 +49,16 @@ enum mx_profreport_tool mx_profreport_tool_from_string(const char *s)
         return _MX_PROFREPORT_TOOL_INVALID;
 }
 
+/* Copy n bytes that need not be NUL-terminated (xstrndup() may read past them) and terminate them. */
+static char *memdup_nul(const char *p, size_t n)
+{
+        char *s = xmalloc(n + 1);
+
+        memcpy(s, p, n);
+        s[n] = '\0';
+        return s;
+}
+
 /* ---- numbers ---- */
 
 /* Length of a space-like group separator at p (space, no-break spaces, apostrophes), or 0. */
@@ -953,6 +963,7 @@ static int parser_record(struct parser *p, const struct mx_csv_record *rec, char
                 [MX_PROFREPORT_NCU_SUMMARY] = row_ncu_summary,
                 [MX_PROFREPORT_NCU_RAW] = row_ncu_raw,
         };
+        int missing = -1;
 
         if (rec->n_fields > p->n_header) {
                 if (reterr)
@@ -960,16 +971,19 @@ static int parser_record(struct parser *p, const struct mx_csv_record *rec, char
                                             rec->n_fields, p->header_line_no, p->n_header);
                 return -EBADMSG;
         }
-        for (int c = 0; c < _COL_MAX; c++)
-                if (col_required[c] && p->col[c] >= 0 && (size_t)p->col[c] >= rec->n_fields) {
-                        if (reterr) {
-                                _cleanup_free_ char *e = mx_escape(p->header[p->col[c]], 80);
+        for (int c = 0; c < _COL_MAX; c++) /* the first required column the row does not reach */
+                if (col_required[c] && p->col[c] >= 0 && (size_t)p->col[c] >= rec->n_fields &&
+                    (missing < 0 || p->col[c] < missing))
+                        missing = p->col[c];
+        if (missing >= 0) {
+                if (reterr) {
+                        _cleanup_free_ char *e = mx_escape(p->header[missing], 80);
 
-                                *reterr = xasprintf("line %u: %zu fields, too few to reach column '%s' (field %d)",
-                                                    rec->line, rec->n_fields, e, p->col[c] + 1);
-                        }
-                        return -EBADMSG;
+                        *reterr = xasprintf("line %u: %zu fields, too few to reach column '%s' (field %d)", rec->line,
+                                            rec->n_fields, e, missing + 1);
                 }
+                return -EBADMSG;
+        }
         p->r->n_rows++;
         return rows[p->format](p, rec, reterr);
 }
@@ -1000,7 +1014,7 @@ static int parser_line(struct parser *p, unsigned line_no, const char *line, siz
                 if (r == 0)
                         p->r->n_noise++;
                 else {
-                        p->header_line = xstrndup(line, len);
+                        p->header_line = memdup_nul(line, len);
                         p->header_len = len;
                 }
                 return 0;
