@@ -435,6 +435,7 @@ struct parser {
         /* ncu raw page */
         bool raw_units_seen;
         char **raw_units;
+        size_t n_raw_units;
         bool *raw_metric; /* per column: a metric, not launch information */
 };
 
@@ -511,21 +512,20 @@ static int header_nsys(struct parser *p, const struct mx_csv_record *rec, enum m
                 c[COL_TOTAL] = find_time_col(rec, NAMES("Total Time"), 1, &s[COL_TOTAL], line_no, reterr);
                 if (c[COL_INSTANCES] < 0 || c[COL_TOTAL] < 0)
                         return c[COL_TOTAL] < -1 ? c[COL_TOTAL] : 0;
-                c[COL_AVG] = find_time_col(rec, NAMES("Avg", "Average"), s[COL_TOTAL], &s[COL_AVG], line_no,
-                                           reterr);
-                c[COL_MIN] = find_time_col(rec, NAMES("Min", "Minimum"), s[COL_TOTAL], &s[COL_MIN], line_no,
-                                           reterr);
-                c[COL_MAX] = find_time_col(rec, NAMES("Max", "Maximum"), s[COL_TOTAL], &s[COL_MAX], line_no,
-                                           reterr);
-                if (c[COL_AVG] < -1 || c[COL_MIN] < -1 || c[COL_MAX] < -1)
+                /* each call may fail with a reason: stop at the first */
+                if ((c[COL_AVG] = find_time_col(rec, NAMES("Avg", "Average"), s[COL_TOTAL], &s[COL_AVG], line_no,
+                                                reterr)) < -1 ||
+                    (c[COL_MIN] = find_time_col(rec, NAMES("Min", "Minimum"), s[COL_TOTAL], &s[COL_MIN], line_no,
+                                                reterr)) < -1 ||
+                    (c[COL_MAX] = find_time_col(rec, NAMES("Max", "Maximum"), s[COL_TOTAL], &s[COL_MAX], line_no,
+                                                reterr)) < -1)
                         return -EBADMSG;
                 return 1;
         }
         if (find_col(rec, NAMES("Instances")) >= 0)
                 return 0;
-        c[COL_START] = find_time_col(rec, NAMES("Start"), 1, &s[COL_START], line_no, reterr);
-        c[COL_DURATION] = find_time_col(rec, NAMES("Duration"), 1, &s[COL_DURATION], line_no, reterr);
-        if (c[COL_START] < -1 || c[COL_DURATION] < -1)
+        if ((c[COL_START] = find_time_col(rec, NAMES("Start"), 1, &s[COL_START], line_no, reterr)) < -1 ||
+            (c[COL_DURATION] = find_time_col(rec, NAMES("Duration"), 1, &s[COL_DURATION], line_no, reterr)) < -1)
                 return -EBADMSG;
         return c[COL_START] >= 0 && c[COL_DURATION] >= 0;
 }
@@ -923,6 +923,7 @@ static int row_ncu_raw(struct parser *p, const struct mx_csv_record *rec, char *
                 p->raw_units = xcalloc(rec->n_fields + 1, sizeof(char *));
                 for (size_t i = 0; i < rec->n_fields; i++)
                         p->raw_units[i] = xstrdup(rec->fields[i]);
+                p->n_raw_units = rec->n_fields;
                 p->r->n_rows--;
                 return 0;
         }
@@ -936,7 +937,7 @@ static int row_ncu_raw(struct parser *p, const struct mx_csv_record *rec, char *
         if (launch)
                 k->instances++;
         for (size_t i = 0; i < rec->n_fields; i++) {
-                const char *unit = p->raw_units && p->raw_units[i] ? p->raw_units[i] : "";
+                const char *unit = i < p->n_raw_units ? p->raw_units[i] : "";
                 double v, ns;
 
                 if (!p->raw_metric[i] || mx_profreport_parse_number(rec->fields[i], &p->fmt, &v) < 0)

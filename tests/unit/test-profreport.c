@@ -613,3 +613,27 @@ TEST(names)
         ASSERT_EQ(mx_profreport_tool_from_string("nsight"), -EINVAL);
         ASSERT_EQ(mx_profreport_tool_from_string(NULL), -EINVAL);
 }
+
+TEST(ncu_raw_short_units_row)
+{
+        /* found by fuzz-profreport: a units row shorter than the rows after it */
+        const char *text = "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\",\"extra.metric\"\n"
+                           "\"\",\"\",\"usecond\"\n"
+                           "\"0\",\"k\",\"2.5\",\"7\"\n";
+        _cleanup_(mx_profreport_freep) struct mx_profreport *r = parse_ok(text, MX_PROFREPORT_TOOL_ANY);
+        const struct mx_profreport_metric *m;
+
+        ASSERT_EQ(r->format, MX_PROFREPORT_NCU_RAW);
+        ASSERT_NEAR(r->kernels[0].total_ns, 2500, 1e-9);
+        m = mx_profreport_kernel_metric(&r->kernels[0], "extra.metric");
+        ASSERT_NOT_NULL(m);
+        ASSERT_STREQ(m->unit, "");
+}
+
+TEST(header_errors_do_not_pile_up)
+{
+        /* found by fuzz-profreport: two bad units in one header set the reason twice (a leak) */
+        _cleanup_free_ char *e = parse_err("Start (MB),Duration (parsecs),Name\n", MX_PROFREPORT_TOOL_ANY, EBADMSG);
+
+        ASSERT_CONTAINS(e, "line 1: column 'Start (MB)': unknown time unit");
+}
