@@ -30,25 +30,32 @@ static void log_line(struct mx_buf *b, unsigned x)
 
         switch ((x >> 7) % 4) {
         case 0:
-                mx_buf_printf(b, "INFO %02d-%02d 12:%02d:%02d [loggers.py:123] Engine 000: Avg prompt throughput: "
-                                 "%d.%d tokens/s, Avg generation throughput: %d.%d tokens/s, Running: %d reqs, "
-                                 "Waiting: 0 reqs, GPU KV cache usage: %d.%d%%, Prefix cache hit rate: 0.0%%\n",
-                              a, d, m, m, k, a, k % 400, a, d, m, a);
+                mx_buf_printf(
+                        b,
+                        "INFO %02d-%02d 12:%02d:%02d [loggers.py:123] Engine 000: Avg prompt throughput: "
+                        "%d.%d tokens/s, Avg generation throughput: %d.%d tokens/s, Running: %d reqs, "
+                        "Waiting: 0 reqs, GPU KV cache usage: %d.%d%%, Prefix cache hit rate: 0.0%%\n",
+                        a, d, m, m, k, a, k % 400, a, d, m, a);
                 break;
         case 1:
-                mx_buf_printf(b, "INFO %02d-%02d 12:%02d:%02d [logger.py:43] Received request chatcmpl-%08x: "
-                                 "prompt: '<|start|>system<|message|>You are ChatGPT, a large language model trained "
-                                 "by OpenAI.', params: SamplingParams(n=1, temperature=%d.%d, top_p=1.0, "
-                                 "max_tokens=%d), prompt_token_ids: None\n",
-                              a, d, m, m, x, a % 2, a, k);
+                mx_buf_printf(
+                        b,
+                        "INFO %02d-%02d 12:%02d:%02d [logger.py:43] Received request chatcmpl-%08x: "
+                        "prompt: '<|start|>system<|message|>You are ChatGPT, a large language model trained "
+                        "by OpenAI.', params: SamplingParams(n=1, temperature=%d.%d, top_p=1.0, "
+                        "max_tokens=%d), prompt_token_ids: None\n",
+                        a, d, m, m, x, a % 2, a, k);
                 break;
         case 2:
-                mx_buf_printf(b, "INFO:     127.0.0.1:%d - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n", k + 30000);
+                mx_buf_printf(b, "INFO:     127.0.0.1:%d - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n",
+                              k + 30000);
                 break;
         default:
-                mx_buf_printf(b, "DEBUG %02d-%02d 12:%02d:%02d [core.py:%d] scheduled %d tokens in %d.%d ms for %d "
-                                 "sequences\n",
-                              a, d, m, m, k % 900, k, a, d, m);
+                mx_buf_printf(
+                        b,
+                        "DEBUG %02d-%02d 12:%02d:%02d [core.py:%d] scheduled %d tokens in %d.%d ms for %d "
+                        "sequences\n",
+                        a, d, m, m, k % 900, k, a, d, m);
                 break;
         }
 }
@@ -62,15 +69,19 @@ static char *make_log(size_t mb, size_t *ret_len)
                 x = x * 1103515245 + 12345;
                 log_line(&b, x);
         }
-        mx_buf_puts(&b, "[MoE] backend=flashinfer format=MXFP4_NATIVE fn=flashinfer.fused_moe.cutlass_fused_moe\n"
-                        "[MoE] activation input dtype=torch.bfloat16 shape=(32, 4096) \xe2\x86\x92 MXFP8 quantized\n");
+        mx_buf_puts(
+                &b,
+                "[MoE] backend=flashinfer format=MXFP4_NATIVE fn=flashinfer.fused_moe.cutlass_fused_moe\n"
+                "[MoE] activation input dtype=torch.bfloat16 shape=(32, 4096) \xe2\x86\x92 MXFP8 "
+                "quantized\n");
         *ret_len = b.len;
         return mx_buf_steal(&b);
 }
 
 static struct line *split(const char *log, size_t len, size_t *ret_n)
 {
-        _cleanup_(mx_lines_freep) struct mx_lines *l = mx_lines_new_buffer(log, len, 1 << 20, MX_LINES_TRUNCATE);
+        _cleanup_(mx_lines_freep) struct mx_lines *l =
+                mx_lines_new_buffer(log, len, 1 << 20, MX_LINES_TRUNCATE);
         struct line *v = NULL;
         size_t n = 0, alloc = 0, ln;
         const char *p;
@@ -97,8 +108,8 @@ static int64_t median(int64_t *v, int n)
 }
 
 /* Feed all lines through a gate built from e, reps times; print the median. */
-static void bench_gate(const char *label, const struct mx_kgate_expect *e, const struct line *lines, size_t n,
-                       size_t bytes, int reps, enum mx_verdict want)
+static void bench_gate(const char *label, const struct mx_kgate_expect *e, const struct line *lines,
+                       size_t n, size_t bytes, int reps, enum mx_verdict want)
 {
         int64_t t[64];
 
@@ -128,8 +139,8 @@ static void bench_gates(size_t mb, int reps)
 {
         _cleanup_(mx_kgate_expect_done) struct mx_kgate_expect seed = {}, regex = {}, worst = {};
         static const char *const worst_globs[] = {
-                "cutlass_*_grouped_gemm", "marlin_*moe", "gemv_fp4_*", "mxfp8_*quantize*", "Using NVFP4 ? path",
-                "format=MXFP4_BF16",      "*t?ken*s/s*ZZ", "r*e*q*u*e*s*t*ZZ",
+                "cutlass_*_grouped_gemm", "marlin_*moe",       "gemv_fp4_*",    "mxfp8_*quantize*",
+                "Using NVFP4 ? path",     "format=MXFP4_BF16", "*t?ken*s/s*ZZ", "r*e*q*u*e*s*t*ZZ",
         };
         _cleanup_free_ char *log = NULL, *lines = NULL;
         struct line *v;
@@ -138,7 +149,8 @@ static void bench_gates(size_t mb, int reps)
         log = make_log(mb, &len);
         v = split(log, len, &n);
         lines = (char *)v;
-        printf("log: %.1f MB, %zu lines, %d repetitions, median\n", (double)len / (1024.0 * 1024.0), n, reps);
+        printf("log: %.1f MB, %zu lines, %d repetitions, median\n", (double)len / (1024.0 * 1024.0), n,
+               reps);
 
         /* seed 004's callsite lines: one must-see (matched on the last lines), three red flags */
         mx_kgate_rules_add_must_see(&seed.log, "backend=flashinfer format=MXFP4_NATIVE");
@@ -164,12 +176,14 @@ static char *make_trace(size_t rows, size_t *ret_len)
         struct mx_buf b = MX_BUF_INIT;
 
         mx_buf_puts(&b, "Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),"
-                        "DymSMem (MB),Bytes (MB),Throughput (MB/s),SrcMemKd,DstMemKd,Device,Ctx,GreenCtx,Strm,Name\n");
+                        "DymSMem (MB),Bytes (MB),Throughput "
+                        "(MB/s),SrcMemKd,DstMemKd,Device,Ctx,GreenCtx,Strm,Name\n");
         for (size_t i = 0; i < rows; i++)
-                mx_buf_printf(&b,
-                              "%zu,%zu,%zu,128,1,1,256,1,1,64,0.000,0.049,,,,,NVIDIA H200 (0),1,,7,"
-                              "\"void cutlass::Kernel2<cutlass_sm90_grouped_gemm_%zu<float, 128, 64>>(Params)\"\n",
-                              i * 1000, 500 + i % 97, i, i % 200);
+                mx_buf_printf(
+                        &b,
+                        "%zu,%zu,%zu,128,1,1,256,1,1,64,0.000,0.049,,,,,NVIDIA H200 (0),1,,7,"
+                        "\"void cutlass::Kernel2<cutlass_sm90_grouped_gemm_%zu<float, 128, 64>>(Params)\"\n",
+                        i * 1000, 500 + i % 97, i, i % 200);
         *ret_len = b.len;
         return mx_buf_steal(&b);
 }

@@ -36,7 +36,8 @@ static void gate_help(FILE *f)
                    "Check a profiler report and/or a server log against kernel-path expectations\n"
                    "(test level L1.5). Exit status 0: pass; 1: fail or invalid; 2: usage.\n\n"
                    "Inputs:\n"
-                   "  --report FILE            nsys stats CSV (cuda_gpu_kern_sum, cuda_gpu_trace) or ncu --csv output\n"
+                   "  --report FILE            nsys stats CSV (cuda_gpu_kern_sum, cuda_gpu_trace) or ncu "
+                   "--csv output\n"
                    "  --format auto|nsys|ncu   which tool wrote the report (default: auto-detect)\n"
                    "  --log FILE               the target server's log\n"
                    "Expectations (PATTERN: glob with * ? and \\ escapes, unanchored; re:ERE for a regex):\n"
@@ -52,7 +53,17 @@ static void gate_help(FILE *f)
 
 static int gate_parse_args(int argc, char **argv, struct gate_args *a)
 {
-        enum { ARG_REPORT = 0x100, ARG_FORMAT, ARG_LOG, ARG_SEE, ARG_NOT, ARG_KSEE, ARG_KNOT, ARG_OR, ARG_KERNELS };
+        enum {
+                ARG_REPORT = 0x100,
+                ARG_FORMAT,
+                ARG_LOG,
+                ARG_SEE,
+                ARG_NOT,
+                ARG_KSEE,
+                ARG_KNOT,
+                ARG_OR,
+                ARG_KERNELS
+        };
         static const struct option opts[] = {
                 { "report", required_argument, NULL, ARG_REPORT },
                 { "format", required_argument, NULL, ARG_FORMAT },
@@ -78,7 +89,8 @@ static int gate_parse_args(int argc, char **argv, struct gate_args *a)
                 case ARG_FORMAT:
                         a->tool = mx_profreport_tool_from_string(optarg);
                         if (a->tool < 0) {
-                                fprintf(stderr, "mxmatrix gate: --format must be auto, nsys or ncu, not '%s'\n",
+                                fprintf(stderr,
+                                        "mxmatrix gate: --format must be auto, nsys or ncu, not '%s'\n",
                                         optarg);
                                 return -EINVAL;
                         }
@@ -99,7 +111,8 @@ static int gate_parse_args(int argc, char **argv, struct gate_args *a)
                         break;
                 case ARG_OR:
                         if (!a->last_see) {
-                                fprintf(stderr, "mxmatrix gate: --or needs a --must-see or --kernel-must-see before it\n");
+                                fprintf(stderr, "mxmatrix gate: --or needs a --must-see or "
+                                                "--kernel-must-see before it\n");
                                 return -EINVAL;
                         }
                         (void)mx_kgate_rules_add_alternative(a->last_see, optarg);
@@ -118,8 +131,9 @@ static int gate_parse_args(int argc, char **argv, struct gate_args *a)
                 }
         }
         if (optind < argc) {
-                fprintf(stderr, "mxmatrix gate: taking expectations from a matrix file ('%s') is not supported yet; "
-                                "give them with --kernel-must-see and friends\n",
+                fprintf(stderr,
+                        "mxmatrix gate: taking expectations from a matrix file ('%s') is not supported yet; "
+                        "give them with --kernel-must-see and friends\n",
                         argv[optind]);
                 return -EINVAL;
         }
@@ -222,7 +236,7 @@ static void print_entries(const char *what, json_t *list, bool is_log)
         size_t i;
         json_t *e;
 
-        json_array_foreach(list, i, e) {
+        json_array_foreach (list, i, e) {
                 json_t *subject = json_object_get(e, "subject"), *any = json_object_get(e, "any_of");
                 _cleanup_free_ char *pat = NULL, *shown = NULL;
                 struct mx_buf b = MX_BUF_INIT;
@@ -233,7 +247,8 @@ static void print_entries(const char *what, json_t *list, bool is_log)
                         size_t k;
                         json_t *p;
 
-                        json_array_foreach(any, k, p) mx_buf_printf(&b, "%s'%s'", k ? " or " : "", json_string_value(p));
+                        json_array_foreach (any, k, p)
+                                mx_buf_printf(&b, "%s'%s'", k ? " or " : "", json_string_value(p));
                 } else
                         mx_buf_printf(&b, "'%s'", json_string_value(json_object_get(e, "pattern")));
                 pat = mx_escape(b.data, 0);
@@ -285,7 +300,8 @@ static void print_source(json_t *detail, const char *key, json_t *input)
                 printf("  no evidence: %s\n", m);
         }
         print_entries(is_log ? "log must-see" : "kernel must-see", json_object_get(s, "must_see"), is_log);
-        print_entries(is_log ? "log must-not-see" : "kernel must-not-see", json_object_get(s, "must_not_see"), is_log);
+        print_entries(is_log ? "log must-not-see" : "kernel must-not-see",
+                      json_object_get(s, "must_not_see"), is_log);
 }
 
 static void print_kernels(const struct mx_profreport *r)
@@ -296,7 +312,8 @@ static void print_kernels(const struct mx_profreport *r)
                 _cleanup_free_ char *name = mx_escape(k->name, GATE_SHOW_MAX);
 
                 if (k->n_timed)
-                        printf("  %8" PRIu64 "  %12.0f ns  %s\n", k->instances, mx_profreport_kernel_avg_ns(k), name);
+                        printf("  %8" PRIu64 "  %12.0f ns  %s\n", k->instances,
+                               mx_profreport_kernel_avg_ns(k), name);
                 else
                         printf("  %8" PRIu64 "  %15s  %s\n", k->instances, "-", name);
         }
@@ -335,7 +352,8 @@ int cmd_gate(int argc, char **argv)
                 json_dumpf(detail, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
                 putchar('\n');
         } else {
-                _cleanup_free_ char *summary = mx_escape(json_string_value(json_object_get(detail, "summary")), 0);
+                _cleanup_free_ char *summary =
+                        mx_escape(json_string_value(json_object_get(detail, "summary")), 0);
                 char upper[16];
 
                 snprintf(upper, sizeof(upper), "%s", mx_verdict_to_string(v));

@@ -77,13 +77,14 @@ static int field_add(struct mx_csv *c, const char *p, size_t n, unsigned line_no
 {
         if (c->data.len - c->field_start + n > c->lim.max_field) {
                 if (reterr)
-                        *reterr = xasprintf("line %u, field %zu: longer than %zu bytes", line_no, c->n_fields + 1,
-                                            c->lim.max_field);
+                        *reterr = xasprintf("line %u, field %zu: longer than %zu bytes", line_no,
+                                            c->n_fields + 1, c->lim.max_field);
                 return -E2BIG;
         }
         if (c->data.len - c->n_fields + n > c->lim.max_record) {
                 if (reterr)
-                        *reterr = xasprintf("line %u: record longer than %zu bytes", line_no, c->lim.max_record);
+                        *reterr = xasprintf("line %u: record longer than %zu bytes", line_no,
+                                            c->lim.max_record);
                 return -E2BIG;
         }
         mx_buf_add(&c->data, p, n);
@@ -100,8 +101,10 @@ static void field_end(struct mx_csv *c)
         mx_buf_putc(&c->data, '\0');
 }
 
-/* Copy a quoted field's text up to its closing quote; 1 when closed (*i past it), 0 at the end of the line. */
-static int quoted_run(struct mx_csv *c, const char *line, size_t len, size_t *i, unsigned line_no, char **reterr)
+/* Copy a quoted field's text up to its closing quote; 1 when closed (*i past it), 0 at the end of the line.
+ */
+static int quoted_run(struct mx_csv *c, const char *line, size_t len, size_t *i, unsigned line_no,
+                      char **reterr)
 {
         for (;;) {
                 const char *q = memchr(line + *i, '"', len - *i);
@@ -147,11 +150,13 @@ static int after_quote_error(const struct mx_csv *c, unsigned line_no, char ch, 
                 unsigned char u = (unsigned char)ch;
 
                 if (u >= 0x20 && u < 0x7f)
-                        *reterr = xasprintf("line %u, field %zu: '%c' after the closing quote (expected ',')",
-                                            line_no, c->n_fields + 1, ch);
+                        *reterr =
+                                xasprintf("line %u, field %zu: '%c' after the closing quote (expected ',')",
+                                          line_no, c->n_fields + 1, ch);
                 else
-                        *reterr = xasprintf("line %u, field %zu: byte 0x%02x after the closing quote (expected ',')",
-                                            line_no, c->n_fields + 1, u);
+                        *reterr = xasprintf(
+                                "line %u, field %zu: byte 0x%02x after the closing quote (expected ',')",
+                                line_no, c->n_fields + 1, u);
         }
         return -EBADMSG;
 }

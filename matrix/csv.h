@@ -21,9 +21,9 @@
 
 #include "util.h"
 
-#define MX_CSV_FIELDS_MAX 4096            /* ncu --page raw prints one column per metric */
-#define MX_CSV_FIELD_MAX (64 * 1024)      /* templated C++ kernel names reach several KiB */
-#define MX_CSV_RECORD_MAX (1024 * 1024)   /* all fields of one record together */
+#define MX_CSV_FIELDS_MAX 4096          /* ncu --page raw prints one column per metric */
+#define MX_CSV_FIELD_MAX (64 * 1024)    /* templated C++ kernel names reach several KiB */
+#define MX_CSV_RECORD_MAX (1024 * 1024) /* all fields of one record together */
 
 struct mx_csv_limits {
         size_t max_fields;

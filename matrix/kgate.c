@@ -139,7 +139,8 @@ static int glob_compile(const char *g, struct pattern *p, char **reterr)
                 if (g[i] == '\\') {
                         if (++i >= n) {
                                 if (reterr)
-                                        *reterr = xasprintf("pattern '%s': '\\' at the end escapes nothing", g);
+                                        *reterr = xasprintf("pattern '%s': '\\' at the end escapes nothing",
+                                                            g);
                                 return -EINVAL;
                         }
                         t = (unsigned char)g[i];
@@ -211,7 +212,11 @@ int mx_kgate_pattern_check(const char *pattern, char **reterr)
 /* Bytes in the character at s: a valid UTF-8 sequence, else one byte. */
 static size_t char_len(const unsigned char *s, size_t n)
 {
-        size_t len = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 1;
+        size_t len = s[0] < 0x80             ? 1
+                     : (s[0] & 0xe0) == 0xc0 ? 2
+                     : (s[0] & 0xf0) == 0xe0 ? 3
+                     : (s[0] & 0xf8) == 0xf0 ? 4
+                                             : 1;
 
         if (len > n)
                 return 1;
@@ -354,10 +359,11 @@ static int entry_compile(struct mx_kgate *g, struct entry *e, char *const *patte
         return 0;
 }
 
-static int source_compile(struct mx_kgate *g, struct source *s, const char *name, const struct mx_kgate_rules *r,
-                          char **reterr)
+static int source_compile(struct mx_kgate *g, struct source *s, const char *name,
+                          const struct mx_kgate_rules *r, char **reterr)
 {
-        _cleanup_free_ char *see = xasprintf("%s must-see", name), *not_see = xasprintf("%s must-not-see", name);
+        _cleanup_free_ char *see = xasprintf("%s must-see", name),
+                            *not_see = xasprintf("%s must-not-see", name);
         int k;
 
         s->name = name;
@@ -566,11 +572,13 @@ static char *verdict_summary(const struct mx_kgate *g, enum mx_verdict v)
                 n_expect += s->n_see + s->n_not_see;
                 for (size_t i = 0; v == MX_VERDICT_FAIL && i < s->n_not_see; i++)
                         if (s->not_see[i].matched)
-                                return xasprintf("%s: must-not-see '%s' matched", s->name, s->not_see[i].alts[0].text);
+                                return xasprintf("%s: must-not-see '%s' matched", s->name,
+                                                 s->not_see[i].alts[0].text);
                 for (size_t i = 0; v == MX_VERDICT_FAIL && !missing && i < s->n_see; i++)
                         if (!s->see[i].matched)
                                 return xasprintf("%s: must-see '%s'%s not seen in %" PRIu64 " %s", s->name,
-                                                 s->see[i].alts[0].text, s->see[i].n_alts > 1 ? " (or its alternatives)" : "",
+                                                 s->see[i].alts[0].text,
+                                                 s->see[i].n_alts > 1 ? " (or its alternatives)" : "",
                                                  s->n_subjects, s == &g->log ? "lines" : "kernels");
                 if (v == MX_VERDICT_INVALID && missing)
                         return xasprintf("%s: no evidence: %s", s->name, missing);
@@ -596,7 +604,10 @@ enum mx_verdict mx_kgate_verdict(const struct mx_kgate *g, json_t **ret_detail)
                 fail |= source_not_seen_matched(s) || (evidence && s->n_see_left > 0);
                 invalid |= !evidence;
         }
-        v = !any ? MX_VERDICT_SKIPPED : fail ? MX_VERDICT_FAIL : invalid ? MX_VERDICT_INVALID : MX_VERDICT_PASS;
+        v = !any      ? MX_VERDICT_SKIPPED
+            : fail    ? MX_VERDICT_FAIL
+            : invalid ? MX_VERDICT_INVALID
+                      : MX_VERDICT_PASS;
         if (ret_detail) {
                 json_t *d = json_object();
                 _cleanup_free_ char *summary = verdict_summary(g, v);

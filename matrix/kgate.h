@@ -30,9 +30,9 @@
 
 #include <jansson.h>
 
-#define MX_KGATE_PATTERN_MAX 4096   /* bytes in one pattern */
-#define MX_KGATE_PATTERNS_MAX 1024  /* patterns in one gate, alternatives included */
-#define MX_KGATE_EVIDENCE_MAX 512   /* bytes of a matching line or kernel name kept as evidence */
+#define MX_KGATE_PATTERN_MAX 4096  /* bytes in one pattern */
+#define MX_KGATE_PATTERNS_MAX 1024 /* patterns in one gate, alternatives included */
+#define MX_KGATE_EVIDENCE_MAX 512  /* bytes of a matching line or kernel name kept as evidence */
 
 enum mx_verdict {
         MX_VERDICT_PASS,
@@ -67,9 +67,11 @@ void mx_kgate_expect_done(struct mx_kgate_expect *e);
 /* Append src's rules to dst (used to merge the expectations of a configuration's axis values). */
 void mx_kgate_expect_merge(struct mx_kgate_expect *dst, const struct mx_kgate_expect *src);
 bool mx_kgate_expect_empty(const struct mx_kgate_expect *e);
-/* Builders: a new must-see entry with one pattern; another alternative for the last entry; a must-not-see. */
+/* Builders: a new must-see entry with one pattern; another alternative for the last entry; a must-not-see.
+ */
 void mx_kgate_rules_add_must_see(struct mx_kgate_rules *r, const char *pattern);
-int mx_kgate_rules_add_alternative(struct mx_kgate_rules *r, const char *pattern); /* -ENOENT: no entry yet */
+int mx_kgate_rules_add_alternative(struct mx_kgate_rules *r,
+                                   const char *pattern); /* -ENOENT: no entry yet */
 void mx_kgate_rules_add_must_not_see(struct mx_kgate_rules *r, const char *pattern);
 /* Check pattern syntax (regex compiles, glob escapes complete); -EINVAL with *reterr. */
 int mx_kgate_pattern_check(const char *pattern, char **reterr);

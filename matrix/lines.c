@@ -138,7 +138,8 @@ static int lines_next_fd(struct mx_lines *l, const char **ret_line, size_t *ret_
                         return lines_emit(l, p, n, ret_line, ret_len);
                 }
                 if (avail > l->max_line) {
-                        /* no terminator within max_line bytes: cut or refuse, then drop until the next one */
+                        /* no terminator within max_line bytes: cut or refuse, then drop until the next one
+                         */
                         l->start = l->end;
                         if (l->skipping)
                                 continue;

@@ -65,7 +65,11 @@ static char *memdup_nul(const char *p, size_t n)
 static size_t space_sep_len(const char *p, const char *end)
 {
         static const char *const seps[] = {
-                " ", "'", "\xc2\xa0" /* U+00A0 */, "\xe2\x80\xaf" /* U+202F */, "\xe2\x80\x89" /* U+2009 */,
+                " ",
+                "'",
+                "\xc2\xa0" /* U+00A0 */,
+                "\xe2\x80\xaf" /* U+202F */,
+                "\xe2\x80\x89" /* U+2009 */,
                 "\xe2\x80\x99" /* U+2019 */,
         };
 
@@ -252,7 +256,10 @@ int mx_profreport_parse_number(const char *s, struct mx_numfmt *fmt, double *ret
 static char *numfmt_describe(const struct mx_numfmt *fmt)
 {
         return xasprintf("%s groups digits, %s marks decimals",
-                         fmt->group == ' ' ? "a space" : fmt->group == ',' ? "','" : fmt->group == '.' ? "'.'" : "nothing",
+                         fmt->group == ' '   ? "a space"
+                         : fmt->group == ',' ? "','"
+                         : fmt->group == '.' ? "'.'"
+                                             : "nothing",
                          fmt->decimal == ',' ? "','" : "'.'");
 }
 
@@ -263,10 +270,10 @@ static double time_unit_ns(const char *u)
                 const char *name;
                 double ns;
         } units[] = {
-                { "ns", 1 },       { "nsec", 1 },       { "nsecond", 1 },         { "us", 1e3 },
-                { "usec", 1e3 },   { "usecond", 1e3 },  { "\xc2\xb5s", 1e3 },     { "\xce\xbcs", 1e3 },
-                { "ms", 1e6 },     { "msec", 1e6 },     { "msecond", 1e6 },       { "s", 1e9 },
-                { "sec", 1e9 },    { "second", 1e9 },
+                { "ns", 1 },     { "nsec", 1 },      { "nsecond", 1 },     { "us", 1e3 },
+                { "usec", 1e3 }, { "usecond", 1e3 }, { "\xc2\xb5s", 1e3 }, { "\xce\xbcs", 1e3 },
+                { "ms", 1e6 },   { "msec", 1e6 },    { "msecond", 1e6 },   { "s", 1e9 },
+                { "sec", 1e9 },  { "second", 1e9 },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(units); i++)
@@ -407,8 +414,8 @@ enum col {
 
 /* Columns every row must reach; the others may be cut short (ncu leaves the Rule columns out). */
 static const bool col_required[_COL_MAX] = {
-        [COL_NAME] = true, [COL_INSTANCES] = true, [COL_TOTAL] = true,    [COL_DURATION] = true,
-        [COL_ID] = true,   [COL_KERNEL] = true,    [COL_METRIC] = true,   [COL_UNIT] = true,
+        [COL_NAME] = true,  [COL_INSTANCES] = true,   [COL_TOTAL] = true,  [COL_DURATION] = true,
+        [COL_ID] = true,    [COL_KERNEL] = true,      [COL_METRIC] = true, [COL_UNIT] = true,
         [COL_VALUE] = true, [COL_INVOCATIONS] = true,
 };
 
@@ -513,19 +520,20 @@ static int header_nsys(struct parser *p, const struct mx_csv_record *rec, enum m
                 if (c[COL_INSTANCES] < 0 || c[COL_TOTAL] < 0)
                         return c[COL_TOTAL] < -1 ? c[COL_TOTAL] : 0;
                 /* each call may fail with a reason: stop at the first */
-                if ((c[COL_AVG] = find_time_col(rec, NAMES("Avg", "Average"), s[COL_TOTAL], &s[COL_AVG], line_no,
-                                                reterr)) < -1 ||
-                    (c[COL_MIN] = find_time_col(rec, NAMES("Min", "Minimum"), s[COL_TOTAL], &s[COL_MIN], line_no,
-                                                reterr)) < -1 ||
-                    (c[COL_MAX] = find_time_col(rec, NAMES("Max", "Maximum"), s[COL_TOTAL], &s[COL_MAX], line_no,
-                                                reterr)) < -1)
+                if ((c[COL_AVG] = find_time_col(rec, NAMES("Avg", "Average"), s[COL_TOTAL], &s[COL_AVG],
+                                                line_no, reterr)) < -1 ||
+                    (c[COL_MIN] = find_time_col(rec, NAMES("Min", "Minimum"), s[COL_TOTAL], &s[COL_MIN],
+                                                line_no, reterr)) < -1 ||
+                    (c[COL_MAX] = find_time_col(rec, NAMES("Max", "Maximum"), s[COL_TOTAL], &s[COL_MAX],
+                                                line_no, reterr)) < -1)
                         return -EBADMSG;
                 return 1;
         }
         if (find_col(rec, NAMES("Instances")) >= 0)
                 return 0;
         if ((c[COL_START] = find_time_col(rec, NAMES("Start"), 1, &s[COL_START], line_no, reterr)) < -1 ||
-            (c[COL_DURATION] = find_time_col(rec, NAMES("Duration"), 1, &s[COL_DURATION], line_no, reterr)) < -1)
+            (c[COL_DURATION] = find_time_col(rec, NAMES("Duration"), 1, &s[COL_DURATION], line_no, reterr)) <
+                    -1)
                 return -EBADMSG;
         return c[COL_START] >= 0 && c[COL_DURATION] >= 0;
 }
@@ -534,8 +542,8 @@ static int header_nsys(struct parser *p, const struct mx_csv_record *rec, enum m
 static bool ncu_launch_column(const char *name)
 {
         static const char *const cols[] = {
-                "ID",     "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time",
-                "Context", "Stream",    "Block Size",   "Grid Size", "Device",      "CC",
+                "ID",      "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time",
+                "Context", "Stream",     "Block Size",   "Grid Size", "Device",      "CC",
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cols); i++)
@@ -569,7 +577,8 @@ static int header_ncu(struct parser *p, const struct mx_csv_record *rec, enum mx
                 c[COL_VALUE] = find_col(rec, NAMES("Average"));
                 c[COL_MIN] = find_col(rec, NAMES("Minimum"));
                 c[COL_MAX] = find_col(rec, NAMES("Maximum"));
-                return c[COL_INVOCATIONS] >= 0 && c[COL_METRIC] >= 0 && c[COL_UNIT] >= 0 && c[COL_VALUE] >= 0;
+                return c[COL_INVOCATIONS] >= 0 && c[COL_METRIC] >= 0 && c[COL_UNIT] >= 0 &&
+                       c[COL_VALUE] >= 0;
         case MX_PROFREPORT_NCU_RAW:
                 if (c[COL_ID] < 0 || c[COL_METRIC] >= 0 || c[COL_UNIT] >= 0)
                         return 0;
@@ -587,8 +596,8 @@ static int header_ncu(struct parser *p, const struct mx_csv_record *rec, enum mx
 static int parser_header(struct parser *p, const struct mx_csv_record *rec, unsigned line_no, char **reterr)
 {
         static const enum mx_profreport_format order[] = {
-                MX_PROFREPORT_NCU_DETAILS,    MX_PROFREPORT_NCU_SUMMARY,   MX_PROFREPORT_NCU_RAW,
-                MX_PROFREPORT_NSYS_KERN_SUM,  MX_PROFREPORT_NSYS_GPU_TRACE,
+                MX_PROFREPORT_NCU_DETAILS,   MX_PROFREPORT_NCU_SUMMARY,    MX_PROFREPORT_NCU_RAW,
+                MX_PROFREPORT_NSYS_KERN_SUM, MX_PROFREPORT_NSYS_GPU_TRACE,
         };
 
         for (size_t i = 0; i < ELEMENTSOF(order); i++) {
@@ -639,7 +648,8 @@ static int bad_value(const struct parser *p, const struct mx_csv_record *rec, en
 }
 
 /* A number from column c; absent column: -ENOENT; not a number or a wrong format: -EBADMSG. */
-static int col_number(struct parser *p, const struct mx_csv_record *rec, enum col c, double *ret, char **reterr)
+static int col_number(struct parser *p, const struct mx_csv_record *rec, enum col c, double *ret,
+                      char **reterr)
 {
         int r;
 
@@ -657,7 +667,8 @@ static int col_number(struct parser *p, const struct mx_csv_record *rec, enum co
         return 0;
 }
 
-static int col_count(struct parser *p, const struct mx_csv_record *rec, enum col c, uint64_t *ret, char **reterr)
+static int col_count(struct parser *p, const struct mx_csv_record *rec, enum col c, uint64_t *ret,
+                     char **reterr)
 {
         double v;
         int r;
@@ -688,8 +699,9 @@ static int parser_kernel(struct parser *p, const struct mx_csv_record *rec, cons
 }
 
 /* Add one value of a metric to a kernel (n launches, sum of their values, their min and max). */
-static int kernel_add_metric(struct mx_profreport_kernel *k, size_t *hint, const char *section, const char *name,
-                             const char *unit, double sum, double min, double max, uint64_t n)
+static int kernel_add_metric(struct mx_profreport_kernel *k, size_t *hint, const char *section,
+                             const char *name, const char *unit, double sum, double min, double max,
+                             uint64_t n)
 {
         struct mx_profreport_metric *m = NULL;
 
@@ -705,8 +717,11 @@ static int kernel_add_metric(struct mx_profreport_kernel *k, size_t *hint, const
                         return -E2BIG;
                 k->metrics = xreallocarray(k->metrics, k->n_metrics + 1, sizeof(*k->metrics));
                 m = &k->metrics[k->n_metrics++];
-                *m = (struct mx_profreport_metric){ .section = xstrdup(section), .name = xstrdup(name),
-                                                    .unit = xstrdup(unit), .min = min, .max = max };
+                *m = (struct mx_profreport_metric){ .section = xstrdup(section),
+                                                    .name = xstrdup(name),
+                                                    .unit = xstrdup(unit),
+                                                    .min = min,
+                                                    .max = max };
         }
         *hint = (size_t)(m - k->metrics) + 1;
         m->sum += sum;
@@ -716,8 +731,9 @@ static int kernel_add_metric(struct mx_profreport_kernel *k, size_t *hint, const
         return 0;
 }
 
-static int parser_metric(struct parser *p, const struct mx_csv_record *rec, const char *section, const char *name,
-                         const char *unit, double sum, double min, double max, uint64_t n, char **reterr)
+static int parser_metric(struct parser *p, const struct mx_csv_record *rec, const char *section,
+                         const char *name, const char *unit, double sum, double min, double max, uint64_t n,
+                         char **reterr)
 {
         struct mx_profreport_kernel *k = &p->r->kernels[p->cur_kernel];
 
@@ -725,8 +741,8 @@ static int parser_metric(struct parser *p, const struct mx_csv_record *rec, cons
                 if (reterr) {
                         _cleanup_free_ char *e = mx_escape(k->name, 80);
 
-                        *reterr = xasprintf("line %u: kernel '%s' has more than %d distinct metrics", rec->line,
-                                            e, MX_PROFREPORT_METRICS_MAX);
+                        *reterr = xasprintf("line %u: kernel '%s' has more than %d distinct metrics",
+                                            rec->line, e, MX_PROFREPORT_METRICS_MAX);
                 }
                 return -E2BIG;
         }
@@ -812,7 +828,8 @@ static int parser_group(struct parser *p, const struct mx_csv_record *rec, const
                         _cleanup_free_ char *e = mx_escape(key, 40);
 
                         *reterr = xasprintf("line %u: launch ID '%s' names a different kernel than the rows "
-                                            "before it", rec->line, e);
+                                            "before it",
+                                            rec->line, e);
                 }
                 return -EBADMSG;
         }
@@ -968,8 +985,8 @@ static int parser_record(struct parser *p, const struct mx_csv_record *rec, char
 
         if (rec->n_fields > p->n_header) {
                 if (reterr)
-                        *reterr = xasprintf("line %u: %zu fields, but the header on line %u has %zu", rec->line,
-                                            rec->n_fields, p->header_line_no, p->n_header);
+                        *reterr = xasprintf("line %u: %zu fields, but the header on line %u has %zu",
+                                            rec->line, rec->n_fields, p->header_line_no, p->n_header);
                 return -EBADMSG;
         }
         for (int c = 0; c < _COL_MAX; c++) /* the first required column the row does not reach */
@@ -980,8 +997,8 @@ static int parser_record(struct parser *p, const struct mx_csv_record *rec, char
                 if (reterr) {
                         _cleanup_free_ char *e = mx_escape(p->header[missing], 80);
 
-                        *reterr = xasprintf("line %u: %zu fields, too few to reach column '%s' (field %d)", rec->line,
-                                            rec->n_fields, e, missing + 1);
+                        *reterr = xasprintf("line %u: %zu fields, too few to reach column '%s' (field %d)",
+                                            rec->line, rec->n_fields, e, missing + 1);
                 }
                 return -EBADMSG;
         }
@@ -1064,12 +1081,14 @@ static int parse_lines(struct mx_lines *l, enum mx_profreport_tool tool, struct 
         }
         if (r == -E2BIG) {
                 if (reterr)
-                        *reterr = xasprintf("line %u: longer than %d bytes", mx_lines_number(l), LINE_MAX_BYTES);
+                        *reterr = xasprintf("line %u: longer than %d bytes", mx_lines_number(l),
+                                            LINE_MAX_BYTES);
                 return r;
         }
         if (r < 0) {
                 if (reterr)
-                        *reterr = xasprintf("read error after line %u: %s", mx_lines_number(l), strerror(-r));
+                        *reterr =
+                                xasprintf("read error after line %u: %s", mx_lines_number(l), strerror(-r));
                 return r;
         }
         r = mx_csv_finish(p.csv, reterr);
@@ -1079,8 +1098,8 @@ static int parse_lines(struct mx_lines *l, enum mx_profreport_tool tool, struct 
                 if (reterr) {
                         _cleanup_free_ char *tried = formats_tried(tool);
 
-                        *reterr = xasprintf("no profiler report header in %u lines (tried: %s)", mx_lines_number(l),
-                                            tried);
+                        *reterr = xasprintf("no profiler report header in %u lines (tried: %s)",
+                                            mx_lines_number(l), tried);
                 }
                 return -EBADMSG;
         }

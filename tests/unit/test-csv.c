@@ -175,6 +175,6 @@ TEST(real_ncu_lines)
                 records++;
         }
         ASSERT_EQ(noise, 3);
-        ASSERT_EQ(records, 944); /* header + 943 rows */
+        ASSERT_EQ(records, 944);   /* header + 943 rows */
         ASSERT_EQ(with_rules, 44); /* the header and 43 rows with a rule */
 }

@@ -27,7 +27,8 @@ static bool matches(const char *pattern, const char *subject)
 TEST(glob)
 {
         /* unanchored, case-sensitive */
-        ASSERT_TRUE(matches("cutlass_*_grouped_gemm", "void cutlass_sm120_grouped_gemm<cutlass::float_e2m1_t, 128>()"));
+        ASSERT_TRUE(matches("cutlass_*_grouped_gemm",
+                            "void cutlass_sm120_grouped_gemm<cutlass::float_e2m1_t, 128>()"));
         ASSERT_TRUE(matches("marlin", "void marlin::Marlin<256, 1, 8>(int4 const*)"));
         ASSERT_FALSE(matches("Marlin_", "void marlin_moe<>()"));
         ASSERT_TRUE(matches("gemv_fp4_*", "gemv_fp4_"));
@@ -35,8 +36,10 @@ TEST(glob)
         /* '?' is exactly one character, also a multi-byte one */
         ASSERT_TRUE(matches("a?c", "xxabcxx"));
         ASSERT_FALSE(matches("a?c", "ac"));
-        ASSERT_TRUE(matches("shape=(32, 4096) ? MXFP8", "activation shape=(32, 4096) \xe2\x86\x92 MXFP8 quantized"));
-        ASSERT_FALSE(matches("shape=(32, 4096) ?? MXFP8", "activation shape=(32, 4096) \xe2\x86\x92 MXFP8 quantized"));
+        ASSERT_TRUE(matches("shape=(32, 4096) ? MXFP8",
+                            "activation shape=(32, 4096) \xe2\x86\x92 MXFP8 quantized"));
+        ASSERT_FALSE(matches("shape=(32, 4096) ?? MXFP8",
+                             "activation shape=(32, 4096) \xe2\x86\x92 MXFP8 quantized"));
         /* escapes make * ? \ literal */
         ASSERT_TRUE(matches("int4 \\*", "Marlin(int4 *, int)"));
         ASSERT_FALSE(matches("int4 \\*", "Marlin(int4 const*)"));
@@ -97,14 +100,17 @@ static struct mx_profreport *report_of(const char *const *names)
         _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
         struct mx_profreport *r = NULL;
 
-        mx_buf_puts(&b, "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n");
+        mx_buf_puts(
+                &b,
+                "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n");
         for (size_t i = 0; names && names[i]; i++)
                 mx_buf_printf(&b, "10.0,1000,10,100,100,90,110,1,\"%s\"\n", names[i]);
         ASSERT_OK(mx_profreport_parse_buffer(b.data, b.len, MX_PROFREPORT_TOOL_ANY, &r, NULL));
         return r;
 }
 
-static enum mx_verdict gate_kernels(const struct mx_kgate_expect *e, const char *const *names, json_t **detail)
+static enum mx_verdict gate_kernels(const struct mx_kgate_expect *e, const char *const *names,
+                                    json_t **detail)
 {
         _cleanup_(mx_kgate_freep) struct mx_kgate *g = NULL;
         _cleanup_(mx_profreport_freep) struct mx_profreport *r = report_of(names);
@@ -151,23 +157,28 @@ TEST(seed_table_marlin)
         ASSERT_STREQ(json_string_value(json_object_get(j, "pattern")), "marlin_*");
 
         ASSERT_EQ(gate_kernels(&e, wrong, &d2), MX_VERDICT_FAIL);
-        ASSERT_STREQ(json_string_value(json_object_get(d2, "summary")), "kernels: must-not-see 'cutlass_*_moe' matched");
+        ASSERT_STREQ(json_string_value(json_object_get(d2, "summary")),
+                     "kernels: must-not-see 'cutlass_*_moe' matched");
         j = json_array_get(json_object_get(json_object_get(d2, "kernels"), "must_not_see"), 0);
         ASSERT_TRUE(json_is_true(json_object_get(j, "matched")));
         ASSERT_STREQ(json_string_value(json_object_get(j, "subject")), wrong[1]);
         ASSERT_NULL(json_object_get(j, "line")); /* kernels have no line numbers */
 
         ASSERT_EQ(gate_kernels(&e, missing, &d3), MX_VERDICT_FAIL);
-        ASSERT_STREQ(json_string_value(json_object_get(d3, "summary")), "kernels: must-see 'marlin_*' not seen in 1 kernels");
+        ASSERT_STREQ(json_string_value(json_object_get(d3, "summary")),
+                     "kernels: must-see 'marlin_*' not seen in 1 kernels");
         ASSERT_NULL(json_object_get(d3, "log")); /* no log expectations, no log section */
 }
 
 TEST(seed_table_gemm_and_mxfp8)
 {
         _cleanup_(mx_kgate_expect_done) struct mx_kgate_expect gemm = {}, mxfp8 = {}, both = {};
-        const char *cutlass[] = { "void cutlass_sm120_grouped_gemm<cutlass::float_e2m1_t, 128, 64>(Params)", NULL };
-        const char *cutlass_mx[] = { "void cutlass_sm120_grouped_gemm<cutlass::float_e2m1_t, 128, 64>(Params)",
-                                     "void flashinfer::mxfp8_quantize_kernel<__nv_bfloat16, 32>(int)", NULL };
+        const char *cutlass[] = { "void cutlass_sm120_grouped_gemm<cutlass::float_e2m1_t, 128, 64>(Params)",
+                                  NULL };
+        const char *cutlass_mx[] = {
+                "void cutlass_sm120_grouped_gemm<cutlass::float_e2m1_t, 128, 64>(Params)",
+                "void flashinfer::mxfp8_quantize_kernel<__nv_bfloat16, 32>(int)", NULL
+        };
         const char *marlin[] = { "void cutlass_sm120_grouped_gemm<128>(Params)", "marlin_gemm(int)", NULL };
 
         expect_gemm(&gemm);
@@ -193,7 +204,8 @@ TEST(seed_table_gemv_alternatives)
         /* "gemv_fp4_* or GEMM fallback logged": one must-see entry with two alternatives in the log */
         _cleanup_(mx_kgate_expect_done) struct mx_kgate_expect e = {};
         const char *lines_a[] = { "INFO model loaded", "[MoE] fn=gemv_fp4_sm120_dp4a selected", NULL };
-        const char *lines_b[] = { "INFO model loaded", "WARNING gemv unsupported here, GEMM fallback used", NULL };
+        const char *lines_b[] = { "INFO model loaded", "WARNING gemv unsupported here, GEMM fallback used",
+                                  NULL };
         const char *lines_c[] = { "INFO model loaded", "[MoE] fn=cutlass_fused_moe", NULL };
         const char *const *cases[] = { lines_a, lines_b, lines_c };
         const enum mx_verdict want[] = { MX_VERDICT_PASS, MX_VERDICT_PASS, MX_VERDICT_FAIL };
@@ -217,8 +229,9 @@ TEST(seed_table_gemv_alternatives)
                         ASSERT_STREQ(json_string_value(json_object_get(entry, "pattern")),
                                      c == 0 ? "gemv_fp4_*" : "re:GEMM fallback (used|logged)");
                 } else
-                        ASSERT_CONTAINS(json_string_value(json_object_get(d, "summary")),
-                                        "log: must-see 'gemv_fp4_*' (or its alternatives) not seen in 2 lines");
+                        ASSERT_CONTAINS(
+                                json_string_value(json_object_get(d, "summary")),
+                                "log: must-see 'gemv_fp4_*' (or its alternatives) not seen in 2 lines");
         }
 }
 
@@ -292,7 +305,8 @@ TEST(invalid_and_skipped)
                 _cleanup_json_ json_t *d = NULL;
 
                 ASSERT_EQ(gate_kernels(&e, NULL, &d), MX_VERDICT_INVALID);
-                ASSERT_CONTAINS(json_string_value(json_object_get(d, "summary")), "the profiler report lists no kernels");
+                ASSERT_CONTAINS(json_string_value(json_object_get(d, "summary")),
+                                "the profiler report lists no kernels");
         }
         /* log expectations but no log */
         {
@@ -356,8 +370,8 @@ TEST(real_report)
         j = json_object_get(d, "kernels");
         ASSERT_EQ(json_integer_value(json_object_get(j, "kernels")), 7);
         ASSERT_EQ(json_integer_value(json_object_get(j, "reports")), 1);
-        ASSERT_CONTAINS(json_string_value(json_object_get(json_array_get(json_object_get(j, "must_not_see"), 0),
-                                                          "subject")),
+        ASSERT_CONTAINS(json_string_value(json_object_get(
+                                json_array_get(json_object_get(j, "must_not_see"), 0), "subject")),
                         "void at::vectorized_elementwise_kernel<8, at::<unnamed>::silu_kernel(");
 }
 
@@ -380,13 +394,13 @@ TEST(evidence_is_bounded_and_valid_utf8)
         mx_kgate_feed_log_line(g, line, 5000);
         mx_kgate_feed_log_line(g, bad_utf8, strlen(bad_utf8));
         ASSERT_EQ(mx_kgate_verdict(g, &d), MX_VERDICT_FAIL);
-        subject = json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(d, "log"),
-                                                                                   "must_see"), 0), "subject"));
+        subject = json_string_value(json_object_get(
+                json_array_get(json_object_get(json_object_get(d, "log"), "must_see"), 0), "subject"));
         ASSERT_NOT_NULL(subject);
         ASSERT_TRUE(endswith(subject, "…"));
         ASSERT_EQ(strlen(subject), MX_KGATE_EVIDENCE_MAX + strlen("…"));
-        subject = json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(d, "log"),
-                                                                                   "must_not_see"), 0), "subject"));
+        subject = json_string_value(json_object_get(
+                json_array_get(json_object_get(json_object_get(d, "log"), "must_not_see"), 0), "subject"));
         ASSERT_STREQ(subject, "needle \\xff\\xfe tail");
         dump = json_dumps(d, 0);
         ASSERT_NOT_NULL(dump);

@@ -71,7 +71,8 @@ TEST(too_long)
 
         for (size_t i = 0; i < ELEMENTSOF(readers); i++) {
                 _cleanup_free_ char *a = readers[i]("short\nthis line is too long\nok\n", 8, 0);
-                _cleanup_free_ char *b = readers[i]("short\nthis line is too long\nok\n", 8, MX_LINES_TRUNCATE);
+                _cleanup_free_ char *b =
+                        readers[i]("short\nthis line is too long\nok\n", 8, MX_LINES_TRUNCATE);
                 _cleanup_free_ char *c = readers[i]("exactly8\n12345678", 8, 0);
                 _cleanup_free_ char *d = readers[i]("endless line without end", 4, MX_LINES_TRUNCATE);
 

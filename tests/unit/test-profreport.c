@@ -10,16 +10,20 @@
 /* Full kernel names from the real H200 reports (templates, commas, lambdas). */
 #define K_NVJET "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
 #define K_SOFTMAX                                                                                           \
-        "void at::<unnamed>::cunn_SoftMaxForwardReg<float, float, float, at::<unnamed>::SoftMaxForwardEpilogue, " \
+        "void at::<unnamed>::cunn_SoftMaxForwardReg<float, float, float, "                                  \
+        "at::<unnamed>::SoftMaxForwardEpilogue, "                                                           \
         "long, 4>(T3 *, const T1 *, T5)"
 #define K_MUL                                                                                               \
-        "void at::vectorized_elementwise_kernel<8, at::BinaryFunctor<c10::BFloat16, c10::BFloat16, "         \
+        "void at::vectorized_elementwise_kernel<8, at::BinaryFunctor<c10::BFloat16, c10::BFloat16, "        \
         "c10::BFloat16, binary_internal::MulFunctor<float>>, std::array<char *, 3>>(int, T2, T3)"
 #define K_REDUCE                                                                                            \
-        "void at::reduce_kernel<512, 1, at::ReduceOp<float, at::func_wrapper_t<float, at::sum_functor<float, " \
-        "float, float>::operator ()(at::TensorIterator &)::[lambda(float, float) (instance 1)]>, unsigned int, " \
+        "void at::reduce_kernel<512, 1, at::ReduceOp<float, at::func_wrapper_t<float, "                     \
+        "at::sum_functor<float, "                                                                           \
+        "float, float>::operator ()(at::TensorIterator &)::[lambda(float, float) (instance 1)]>, unsigned " \
+        "int, "                                                                                             \
         "float, 4, 4>>(T3)"
-#define K_DIST_PREFIX "void at::<unnamed>::distribution_elementwise_grid_stride_kernel<float, 4, void templates::"
+#define K_DIST_PREFIX                                                                                       \
+        "void at::<unnamed>::distribution_elementwise_grid_stride_kernel<float, 4, void templates::"
 #define K_DIST_SUFFIX "::[lambda(int, float) (instance 1)]>(long, at::PhiloxCudaState, T3, T4)"
 
 #define ASSERT_NEAR(a, b, eps)                                                                              \
@@ -199,11 +203,11 @@ TEST(ncu_locales_real)
                 char decimal;
                 char want_group;
         } locales[] = {
-                { ".", ',', '.' },              /* de_DE: 1.269.577.578,96 */
-                { " ", ',', ' ' },              /* fr_FR with plain spaces */
-                { "\xe2\x80\xaf", ',', ' ' },   /* fr_FR with U+202F */
-                { "\xc2\xa0", '.', ' ' },       /* U+00A0 and a decimal point */
-                { "'", '.', ' ' },              /* de_CH: 1'269'577'578.96 */
+                { ".", ',', '.' },            /* de_DE: 1.269.577.578,96 */
+                { " ", ',', ' ' },            /* fr_FR with plain spaces */
+                { "\xe2\x80\xaf", ',', ' ' }, /* fr_FR with U+202F */
+                { "\xc2\xa0", '.', ' ' },     /* U+00A0 and a decimal point */
+                { "'", '.', ' ' },            /* de_CH: 1'269'577'578.96 */
         };
         const char *files[] = { FIXTURE "ncu-summary.csv", FIXTURE "ncu-details.csv" };
 
@@ -214,7 +218,8 @@ TEST(ncu_locales_real)
 
                 for (size_t i = 0; i < ELEMENTSOF(locales); i++) {
                         _cleanup_free_ char *loc = relocalise(text, locales[i].group, locales[i].decimal);
-                        _cleanup_(mx_profreport_freep) struct mx_profreport *r = parse_ok(loc, MX_PROFREPORT_TOOL_NCU);
+                        _cleanup_(mx_profreport_freep) struct mx_profreport *r =
+                                parse_ok(loc, MX_PROFREPORT_TOOL_NCU);
 
                         ASSERT_EQ(r->decimal_sep, locales[i].decimal);
                         ASSERT_EQ(r->group_sep, locales[i].want_group);
@@ -239,8 +244,13 @@ TEST(parse_number)
                 { "1,215,000,000.00", 1215000000, '.', ',' },
                 { "1.215.000.000,00", 1215000000, ',', '.' },
                 { "1 215 000 000,00", 1215000000, ',', ' ' },
-                { "1\xc2\xa0" "215\xc2\xa0" "000,5", 1215000.5, ',', ' ' },
-                { "1\xe2\x80\xaf" "215", 1215, 0, ' ' },
+                { "1\xc2\xa0"
+                  "215\xc2\xa0"
+                  "000,5",
+                  1215000.5, ',', ' ' },
+                { "1\xe2\x80\xaf"
+                  "215",
+                  1215, 0, ' ' },
                 { "1'215'000.25", 1215000.25, '.', ' ' },
                 { "56,288", 56288, 0, 0 }, /* ambiguous: read as grouped, teaches nothing */
                 { "0,125", 0.125, ',', 0 },
@@ -254,8 +264,8 @@ TEST(parse_number)
                 { "2E-2", 0.02, 0, 0 },
         };
         static const char *const bad[] = {
-                "", "n/a", "-", "1,", ",5", "1..2", "1,2.3,4", "12,34,567", "1234,567,890", "1e", "1.5e3x", "0x10",
-                "1,234e5", "inf", "nan", "12 ab",
+                "",   "n/a",    "-",    "1,",      ",5",  "1..2", "1,2.3,4", "12,34,567", "1234,567,890",
+                "1e", "1.5e3x", "0x10", "1,234e5", "inf", "nan",  "12 ab",
         };
 
         for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
@@ -314,7 +324,9 @@ TEST(parse_number_file_format)
         " ** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):\n"                                                \
         "\n"
 
-#define K_MARLIN "void marlin_moe_wna16::Marlin<(vllm::ScalarTypeId)5, 256, 1, 8, 4, 8, true, 4, 1>(const int4 *, int4 *)"
+#define K_MARLIN                                                                                            \
+        "void marlin_moe_wna16::Marlin<(vllm::ScalarTypeId)5, 256, 1, 8, 4, 8, true, 4, 1>(const int4 *, "  \
+        "int4 *)"
 
 TEST(nsys_kern_sum)
 {
@@ -348,16 +360,18 @@ TEST(nsys_kern_sum)
 TEST(nsys_kern_sum_timeunit_and_old_headers)
 {
         /* --timeunit us */
-        const char *us = "Time (%),Total Time (us),Instances,Avg (us),Med (us),Min (us),Max (us),StdDev (us),Name\n"
-                         "100.0,1250.5,100,12.505,12.4,12.0,14.25,0.3,gemv_fp4_sm120_kernel\n";
+        const char *us =
+                "Time (%),Total Time (us),Instances,Avg (us),Med (us),Min (us),Max (us),StdDev (us),Name\n"
+                "100.0,1250.5,100,12.505,12.4,12.0,14.25,0.3,gemv_fp4_sm120_kernel\n";
         /* nsys 2022.4 gpukernsum: rows per (name, grid), aggregated by name */
-        const char *grid = "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),"
-                           "GridXYZ,BlockXYZ,Name\n"
-                           "60.0,600000,40,15000.0,15000.0,14000,16000,10.0,  128    1    1,  256    1    1,"
-                           "cutlass_sm90_grouped_gemm_kernel\n"
-                           "30.0,300000,20,15000.0,15000.0,13000,17000,10.0,   64    1    1,  256    1    1,"
-                           "cutlass_sm90_grouped_gemm_kernel\n"
-                           "10.0,100000,5,20000.0,20000.0,20000,20000,0.0,    1    1    1,   32    1    1,other\n";
+        const char *grid =
+                "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),"
+                "GridXYZ,BlockXYZ,Name\n"
+                "60.0,600000,40,15000.0,15000.0,14000,16000,10.0,  128    1    1,  256    1    1,"
+                "cutlass_sm90_grouped_gemm_kernel\n"
+                "30.0,300000,20,15000.0,15000.0,13000,17000,10.0,   64    1    1,  256    1    1,"
+                "cutlass_sm90_grouped_gemm_kernel\n"
+                "10.0,100000,5,20000.0,20000.0,20000,20000,0.0,    1    1    1,   32    1    1,other\n";
         /* older still: unit-less statistics columns */
         const char *old = "Time(%),Total Time (ns),Instances,Average,Minimum,Maximum,Name\n"
                           "100.0,3000,3,1000.0,900,1100,\"fused_moe_kernel<float, 8>\"\n";
@@ -389,9 +403,11 @@ TEST(nsys_gpu_trace)
 {
         const char *text =
                 "Processing [report.sqlite] with [cuda_gpu_trace.py]...\n"
-                "Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),DymSMem (MB),"
+                "Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),DymSMem "
+                "(MB),"
                 "Bytes (MB),Throughput (MB/s),SrcMemKd,DstMemKd,Device,Ctx,GreenCtx,Strm,Name\n"
-                "1000,5000,1,,,,,,,,,,4.194,838.8,Pageable,Device,NVIDIA H200 (0),1,,7,[CUDA memcpy Host-to-Device]\n"
+                "1000,5000,1,,,,,,,,,,4.194,838.8,Pageable,Device,NVIDIA H200 (0),1,,7,[CUDA memcpy "
+                "Host-to-Device]\n"
                 "7000,1200,2,128,1,1,256,1,1,64,0.000,0.049,,,,,NVIDIA H200 (0),1,,7,"
                 "\"void gemv_fp4_kernel<float, 4>(const float *, int)\"\n"
                 "9000,1300,3,128,1,1,256,1,1,64,0.000,0.049,,,,,NVIDIA H200 (0),1,,7,"
@@ -399,10 +415,11 @@ TEST(nsys_gpu_trace)
                 "11000,800,4,,,,,,,,,,0.5,625.0,Device,,NVIDIA H200 (0),1,,7,[CUDA memset]\n"
                 "12000,700,5,1,1,1,32,1,1,16,0.000,0.000,,,,,NVIDIA H200 (0),1,,7,mxfp8_quantize\n";
         /* older: Throughput (MBps), no GreenCtx, microseconds */
-        const char *old = "Start (us),Duration (us),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),"
-                          "DymSMem (MB),Bytes (MB),Throughput (MBps),SrcMemKd,DstMemKd,Device,Ctx,Strm,Name\n"
-                          "1.0,2.5,1,1,1,1,32,1,1,16,0.0,0.0,,,,,GPU 0,1,7,marlin_gemm\n"
-                          "4.0,3.5,2,1,1,1,32,1,1,16,0.0,0.0,,,,,GPU 0,1,7,marlin_gemm\n";
+        const char *old =
+                "Start (us),Duration (us),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),"
+                "DymSMem (MB),Bytes (MB),Throughput (MBps),SrcMemKd,DstMemKd,Device,Ctx,Strm,Name\n"
+                "1.0,2.5,1,1,1,1,32,1,1,16,0.0,0.0,,,,,GPU 0,1,7,marlin_gemm\n"
+                "4.0,3.5,2,1,1,1,32,1,1,16,0.0,0.0,,,,,GPU 0,1,7,marlin_gemm\n";
         _cleanup_(mx_profreport_freep) struct mx_profreport *r = parse_ok(text, MX_PROFREPORT_TOOL_ANY);
         _cleanup_(mx_profreport_freep) struct mx_profreport *o = parse_ok(old, MX_PROFREPORT_TOOL_NSYS);
         const struct mx_profreport_kernel *k;
@@ -425,27 +442,34 @@ TEST(nsys_gpu_trace)
 }
 
 #define NCU_HDR                                                                                             \
-        "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\"," \
-        "\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
-#define NCU_ROW(id, kernel, metric, unit, value)                                                           \
-        "\"" id "\",\"77\",\"app\",\"127.0.0.1\",\"" kernel "\",\"1\",\"7\",\"(128, 1, 1)\",\"(64, 1, 1)\",\"0\"," \
+        "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel "                                    \
+        "Name\",\"Context\",\"Stream\",\"Block Size\","                                                     \
+        "\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric "        \
+        "Value\"\n"
+#define NCU_ROW(id, kernel, metric, unit, value)                                                            \
+        "\"" id "\",\"77\",\"app\",\"127.0.0.1\",\"" kernel                                                 \
+        "\",\"1\",\"7\",\"(128, 1, 1)\",\"(64, 1, 1)\",\"0\","                                              \
         "\"9.0\",\"GPU Speed Of Light Throughput\",\"" metric "\",\"" unit "\",\"" value "\"\n"
 
 TEST(ncu_details_synthetic)
 {
         /* Duration units vary per launch; n/a values are skipped; IDs group rows into launches */
-        const char *text = "==PROF== Connected to process 77 (/tmp/app)\n"
-                           "==PROF== Profiling \"moe_gemm\" - 0: 0%....50%....100% - 9 passes\n"
-                           "==WARNING== Found outstanding GPU clock reset, trying to revert...Success.\n" NCU_HDR
-                           NCU_ROW("0", "void moe_gemm<float, 128, 64>(const float *, float *, int)", "DRAM Frequency",
-                                   "hz", "1,215,000,000.00")
-                           NCU_ROW("0", "void moe_gemm<float, 128, 64>(const float *, float *, int)", "Duration",
-                                   "usecond", "12.50")
-                           NCU_ROW("0", "void moe_gemm<float, 128, 64>(const float *, float *, int)", "L2 Hit Rate", "%",
-                                   "n/a")
-                           NCU_ROW("1", "void moe_gemm<float, 128, 64>(const float *, float *, int)", "Duration", "ns",
-                                   "13,500")
-                           NCU_ROW("2", "plain_kernel", "Duration", "msecond", "1.5");
+        const char *text =
+                "==PROF== Connected to process 77 (/tmp/app)\n"
+                "==PROF== Profiling \"moe_gemm\" - 0: 0%....50%....100% - 9 passes\n"
+                "==WARNING== Found outstanding GPU clock reset, trying to revert...Success.\n" NCU_HDR
+                        NCU_ROW("0", "void moe_gemm<float, 128, 64>(const float *, float *, int)",
+                                "DRAM Frequency", "hz", "1,215,000,000.00")
+                                NCU_ROW("0", "void moe_gemm<float, 128, 64>(const float *, float *, int)",
+                                        "Duration", "usecond", "12.50")
+                                        NCU_ROW("0",
+                                                "void moe_gemm<float, 128, 64>(const float *, float *, int)",
+                                                "L2 Hit Rate", "%",
+                                                "n/a") NCU_ROW("1",
+                                                               "void moe_gemm<float, 128, 64>(const float "
+                                                               "*, float *, int)",
+                                                               "Duration", "ns", "13,500")
+                                                NCU_ROW("2", "plain_kernel", "Duration", "msecond", "1.5");
         _cleanup_(mx_profreport_freep) struct mx_profreport *r = parse_ok(text, MX_PROFREPORT_TOOL_NCU);
         const struct mx_profreport_kernel *k;
 
@@ -465,13 +489,16 @@ TEST(ncu_details_old_columns)
 {
         /* an older ncu: "Kernel Time" column, --metrics gpu__time_duration.sum in nsecond */
         const char *text =
-                "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Kernel Time\",\"Context\","
+                "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Kernel "
+                "Time\",\"Context\","
                 "\"Stream\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
                 "\"0\",\"20798\",\"gemm\",\"127.0.0.1\",\"ampere_h16816gemm_256x128_ldg8_stages_32x3_tn\","
-                "\"2024-Nov-13 18:14:36\",\"1\",\"7\",\"Command line profiler metrics\",\"gpu__time_duration.sum\","
+                "\"2024-Nov-13 18:14:36\",\"1\",\"7\",\"Command line profiler "
+                "metrics\",\"gpu__time_duration.sum\","
                 "\"nsecond\",\"152,192\"\n"
                 "\"1\",\"20798\",\"gemm\",\"127.0.0.1\",\"ampere_h16816gemm_256x128_ldg8_stages_32x3_tn\","
-                "\"2024-Nov-13 18:14:37\",\"1\",\"7\",\"Command line profiler metrics\",\"gpu__time_duration.sum\","
+                "\"2024-Nov-13 18:14:37\",\"1\",\"7\",\"Command line profiler "
+                "metrics\",\"gpu__time_duration.sum\","
                 "\"usecond\",\"150.50\"\n";
         _cleanup_(mx_profreport_freep) struct mx_profreport *r = parse_ok(text, MX_PROFREPORT_TOOL_ANY);
 
@@ -485,13 +512,17 @@ TEST(ncu_raw_page)
 {
         const char *text =
                 "==PROF== Connected to process 1234 (/tmp/kernels)\n"
-                "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\","
-                "\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"dram__bytes_read.sum\",\"gpu__time_duration.sum\","
+                "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel "
+                "Name\",\"Context\",\"Stream\","
+                "\"Block Size\",\"Grid "
+                "Size\",\"Device\",\"CC\",\"dram__bytes_read.sum\",\"gpu__time_duration.sum\","
                 "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\"\n"
                 "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"Mbyte\",\"usecond\",\"%\"\n"
-                "\"0\",\"1234\",\"kernels\",\"127.0.0.1\",\"void moe_gemm<float, 128, 64>(const float *, float *, int)\","
+                "\"0\",\"1234\",\"kernels\",\"127.0.0.1\",\"void moe_gemm<float, 128, 64>(const float *, "
+                "float *, int)\","
                 "\"1\",\"7\",\"(128, 1, 1)\",\"(64, 1, 1)\",\"0\",\"9.0\",\"1.05\",\"12.50\",\"80.12\"\n"
-                "\"1\",\"1234\",\"kernels\",\"127.0.0.1\",\"void moe_gemm<float, 128, 64>(const float *, float *, int)\","
+                "\"1\",\"1234\",\"kernels\",\"127.0.0.1\",\"void moe_gemm<float, 128, 64>(const float *, "
+                "float *, int)\","
                 "\"1\",\"7\",\"(128, 1, 1)\",\"(64, 1, 1)\",\"0\",\"9.0\",\"1.10\",\"13.50\",\"81.00\"\n"
                 "\"2\",\"1234\",\"kernels\",\"127.0.0.1\",\"marlin_fake_kernel(int)\","
                 "\"1\",\"7\",\"(32, 1, 1)\",\"(1, 1, 1)\",\"0\",\"9.0\",\"n/a\",\"2.00\",\"5.00\"\n";
@@ -524,8 +555,9 @@ TEST(no_header)
         _cleanup_free_ char *d = NULL;
 
         ASSERT_CONTAINS(a, "no profiler report header in 2 lines");
-        ASSERT_CONTAINS(a, "tried: nsys cuda_gpu_kern_sum (gpukernsum); nsys cuda_gpu_trace (gputrace); "
-                           "ncu --csv details page; ncu --csv --print-summary per-kernel; ncu --csv --page raw");
+        ASSERT_CONTAINS(
+                a, "tried: nsys cuda_gpu_kern_sum (gpukernsum); nsys cuda_gpu_trace (gputrace); "
+                   "ncu --csv details page; ncu --csv --print-summary per-kernel; ncu --csv --page raw");
         ASSERT_CONTAINS(b, "in 0 lines");
         ASSERT_CONTAINS(c, "(tried: nsys cuda_gpu_kern_sum (gpukernsum); nsys cuda_gpu_trace (gputrace))");
         ASSERT_ERR(mx_profreport_parse_buffer(garbage, sizeof(garbage) - 1, MX_PROFREPORT_TOOL_ANY, &r, &d),
@@ -535,7 +567,8 @@ TEST(no_header)
 
 TEST(malformed_rows)
 {
-        const char *hdr = "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n";
+        const char *hdr =
+                "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n";
         _cleanup_free_ char *t1 = xasprintf("%s1,2,3,4,5,6,7,8,name,extra\n", hdr);
         _cleanup_free_ char *t2 = xasprintf("noise\n%s1,2\n", hdr);
         _cleanup_free_ char *t3 = xasprintf("%s1,100,abc,4,5,6,7,8,name\n", hdr);
@@ -550,9 +583,10 @@ TEST(malformed_rows)
                                             MX_PROFREPORT_TOOL_ANY, EBADMSG);
         _cleanup_free_ char *e7 = parse_err(NCU_HDR "\"0\",\"77\",\"app\",\"127.0.0.1\",\"void k<float,\n",
                                             MX_PROFREPORT_TOOL_ANY, EBADMSG);
-        _cleanup_free_ char *e8 = parse_err(NCU_HDR NCU_ROW("0", "k", "DRAM Frequency", "hz", "1,215,000,000.00")
-                                                    NCU_ROW("0", "k", "Duration", "ns", "56.288,5"),
-                                            MX_PROFREPORT_TOOL_ANY, EBADMSG);
+        _cleanup_free_ char *e8 =
+                parse_err(NCU_HDR NCU_ROW("0", "k", "DRAM Frequency", "hz", "1,215,000,000.00")
+                                  NCU_ROW("0", "k", "Duration", "ns", "56.288,5"),
+                          MX_PROFREPORT_TOOL_ANY, EBADMSG);
         _cleanup_free_ char *e9 = parse_err(NCU_HDR NCU_ROW("0", "k", "Duration", "ns", "5")
                                                     NCU_ROW("0", "other", "Duration", "ns", "5"),
                                             MX_PROFREPORT_TOOL_ANY, EBADMSG);
@@ -566,8 +600,9 @@ TEST(malformed_rows)
         ASSERT_CONTAINS(e6, "line 1: column 'Total Time (fortnights)': unknown time unit");
         ASSERT_CONTAINS(e7, "line 2: field 5 of the record started on line 2");
         ASSERT_CONTAINS(e7, "not closed");
-        ASSERT_CONTAINS(e8, "line 3, column 'Metric Value': '56.288,5' does not follow this file's number format "
-                            "(',' groups digits, '.' marks decimals)");
+        ASSERT_CONTAINS(
+                e8, "line 3, column 'Metric Value': '56.288,5' does not follow this file's number format "
+                    "(',' groups digits, '.' marks decimals)");
         ASSERT_CONTAINS(e9, "line 3: launch ID '0' names a different kernel");
         ASSERT_CONTAINS(e10, "line 2, field 2: 'y' after the closing quote");
 }
@@ -607,7 +642,8 @@ TEST(names)
 {
         ASSERT_STREQ(mx_profreport_format_to_string(MX_PROFREPORT_NCU_RAW), "ncu-raw");
         ASSERT_NULL(mx_profreport_format_to_string(_MX_PROFREPORT_FORMAT_MAX));
-        ASSERT_STREQ(mx_profreport_format_describe(MX_PROFREPORT_NSYS_KERN_SUM), "nsys cuda_gpu_kern_sum (gpukernsum)");
+        ASSERT_STREQ(mx_profreport_format_describe(MX_PROFREPORT_NSYS_KERN_SUM),
+                     "nsys cuda_gpu_kern_sum (gpukernsum)");
         ASSERT_EQ(mx_profreport_tool_from_string("auto"), MX_PROFREPORT_TOOL_ANY);
         ASSERT_EQ(mx_profreport_tool_from_string("ncu"), MX_PROFREPORT_TOOL_NCU);
         ASSERT_EQ(mx_profreport_tool_from_string("nsight"), -EINVAL);
@@ -633,7 +669,8 @@ TEST(ncu_raw_short_units_row)
 TEST(header_errors_do_not_pile_up)
 {
         /* found by fuzz-profreport: two bad units in one header set the reason twice (a leak) */
-        _cleanup_free_ char *e = parse_err("Start (MB),Duration (parsecs),Name\n", MX_PROFREPORT_TOOL_ANY, EBADMSG);
+        _cleanup_free_ char *e =
+                parse_err("Start (MB),Duration (parsecs),Name\n", MX_PROFREPORT_TOOL_ANY, EBADMSG);
 
         ASSERT_CONTAINS(e, "line 1: column 'Start (MB)': unknown time unit");
 }
