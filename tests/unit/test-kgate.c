@@ -4,6 +4,8 @@
 #include "kgate.h"
 #include "profreport.h"
 
+#include <math.h>
+
 /* jansson's own cleanup helper */
 #define _cleanup_json_ _cleanup_(json_decrefp)
 
@@ -424,4 +426,67 @@ TEST(pattern_limits)
         ASSERT_CONTAINS(err2, "log must-see: pattern 're:((': ");
         mx_kgate_expect_done(&bad);
         ASSERT_TRUE(mx_kgate_expect_empty(&bad));
+}
+
+/* The live reports from the device check (tests/device/ncu-gate.sh on an H200, tests/fixtures/device). */
+TEST(live_ncu_reports)
+{
+        static const struct {
+                const char *file;
+                enum mx_profreport_format format;
+                double moe_ns, marlin_ns, mxfp8_ns; /* total durations */
+        } reports[] = {
+                { "ncu-live-details.csv", MX_PROFREPORT_NCU_DETAILS, 8256 + 8128 + 8128, 2656 + 2624, 2880 },
+                { "ncu-live-summary.csv", MX_PROFREPORT_NCU_SUMMARY, 3 * 8085.33, 2 * 2624.00, 2784 },
+                { "ncu-live-raw.csv", MX_PROFREPORT_NCU_RAW, 8128 + 8000 + 8032, 2656 + 2624, 2752 },
+        };
+        static const char *const moe = "void moe_gemm<float, 128, 64>(const T1 *, T1 *, int)";
+        static const char *const marlin = "marlin_moe_dequant(const unsigned int *, float *, int)";
+        static const char *const mxfp8 = "mx::mxfp8_quantize(const float *, unsigned char *, int)";
+        _cleanup_(mx_kgate_expect_done) struct mx_kgate_expect pass = {}, fail = {};
+
+        /* the expectations ncu-gate.sh used on the device */
+        mx_kgate_rules_add_must_see(&pass.kernels, "moe_gemm<float, 128, 64>");
+        mx_kgate_rules_add_must_see(&pass.kernels, "marlin_*");
+        mx_kgate_rules_add_must_see(&pass.kernels, "re:mx::mxfp8_quantize\\(");
+        mx_kgate_rules_add_must_not_see(&pass.kernels, "cutlass_*_moe");
+        mx_kgate_rules_add_must_see(&fail.kernels, "cutlass_*_grouped_gemm");
+        mx_kgate_rules_add_must_not_see(&fail.kernels, "marlin_*");
+        for (size_t i = 0; i < ELEMENTSOF(reports); i++) {
+                _cleanup_free_ char *rel = xasprintf("tests/fixtures/device/%s", reports[i].file);
+                _cleanup_free_ char *path = test_source_path(rel);
+                _cleanup_(mx_profreport_freep) struct mx_profreport *r = NULL;
+                _cleanup_(mx_kgate_freep) struct mx_kgate *gp = NULL, *gf = NULL;
+                _cleanup_json_ json_t *d = NULL;
+                const struct mx_profreport_kernel *k;
+                json_t *kernels;
+
+                ASSERT_OK(mx_profreport_parse_file(path, MX_PROFREPORT_TOOL_ANY, &r, NULL));
+                ASSERT_EQ(r->format, reports[i].format);
+                ASSERT_EQ(r->n_kernels, 3);
+                ASSERT_EQ(r->n_launches, 6);
+                ASSERT_EQ(r->n_noise, 3);
+                ASSERT_NOT_NULL(k = mx_profreport_find(r, moe));
+                ASSERT_EQ(k->instances, 3);
+                ASSERT_TRUE(fabs(k->total_ns - reports[i].moe_ns) < 0.02);
+                ASSERT_NOT_NULL(k = mx_profreport_find(r, marlin));
+                ASSERT_EQ(k->instances, 2);
+                ASSERT_TRUE(fabs(k->total_ns - reports[i].marlin_ns) < 0.02);
+                ASSERT_NOT_NULL(k = mx_profreport_find(r, mxfp8));
+                ASSERT_EQ(k->instances, 1);
+                ASSERT_TRUE(fabs(k->total_ns - reports[i].mxfp8_ns) < 0.02);
+
+                ASSERT_OK(mx_kgate_new(&pass, &gp, NULL));
+                ASSERT_OK(mx_kgate_new(&fail, &gf, NULL));
+                mx_kgate_feed_report(gp, r);
+                mx_kgate_feed_report(gf, r);
+                ASSERT_EQ(mx_kgate_verdict(gp, NULL), MX_VERDICT_PASS);
+                ASSERT_EQ(mx_kgate_verdict(gf, &d), MX_VERDICT_FAIL);
+                kernels = json_object_get(d, "kernels");
+                ASSERT_FALSE(json_is_true(json_object_get(json_array_get(json_object_get(kernels, "must_see"), 0),
+                                                          "matched")));
+                ASSERT_STREQ(json_string_value(json_object_get(
+                                     json_array_get(json_object_get(kernels, "must_not_see"), 0), "subject")),
+                             marlin);
+        }
 }
