@@ -483,10 +483,11 @@ TEST(live_ncu_reports)
                 ASSERT_EQ(mx_kgate_verdict(gp, NULL), MX_VERDICT_PASS);
                 ASSERT_EQ(mx_kgate_verdict(gf, &d), MX_VERDICT_FAIL);
                 kernels = json_object_get(d, "kernels");
-                ASSERT_FALSE(json_is_true(json_object_get(json_array_get(json_object_get(kernels, "must_see"), 0),
-                                                          "matched")));
-                ASSERT_STREQ(json_string_value(json_object_get(
-                                     json_array_get(json_object_get(kernels, "must_not_see"), 0), "subject")),
-                             marlin);
+                ASSERT_FALSE(json_is_true(json_object_get(
+                        json_array_get(json_object_get(kernels, "must_see"), 0), "matched")));
+                ASSERT_STREQ(
+                        json_string_value(json_object_get(
+                                json_array_get(json_object_get(kernels, "must_not_see"), 0), "subject")),
+                        marlin);
         }
 }
