@@ -60,7 +60,7 @@ void *xreallocarray(void *p, size_t nmemb, size_t size);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 _printf_(1, 2) char *xasprintf(const char *fmt, ...);
-char *xvasprintf(const char *fmt, va_list ap);
+char *xvasprintf(const char *fmt, va_list ap) _printf_(1, 0);
 
 /* Grow *array (of *allocated elements of size elem) so that it holds at least need. */
 void mx_grow(void **array, size_t *allocated, size_t need, size_t elem);
