@@ -13,9 +13,9 @@
 #include "cover-internal.h"
 #include "util.h"
 
-/* Candidate rows per added row, bounded by a look-up budget for the whole construction. */
-#define BUILD_MAX_CANDIDATES 24
-#define BUILD_LOOKUP_BUDGET (UINT64_C(60) << 20)
+#include <math.h>
+
+#define BUILD_MAX_CANDIDATES 32
 
 static void row_grow(struct cover_gen *g)
 {
@@ -124,7 +124,7 @@ static void count_gains(struct cover_gen *g, const int *row, unsigned p, const u
                 uint64_t base = tt->subset_off[cover_subset_rank(tt, c)] + local;
                 for (unsigned v = 0; v < nvp; v++)
                         gain[v] += bit_get(g->uncov, base + v * mult);
-                g->work += nvp;
+                g->work += nvp + 2 * g->t; /* the look-ups and ranking the subset */
 
                 /* next (t-1)-combination of 0..k-1 */
                 unsigned j = 0;
@@ -268,13 +268,20 @@ static uint64_t complete_row(struct cover_gen *g, int *row, bool seed, bool by_d
         return total;
 }
 
+/*
+ * Candidates per row: about half the effort goes to construction. A candidate
+ * costs about C(n, t) x (mean values + 2t) work units, and a greedy array has about
+ * (lower bound) x ln(C(n, t)) / 2 rows.
+ */
 static size_t candidates_per_row(struct cover_gen *g)
 {
-        /* one candidate costs about C(n, t) * (t + values) look-ups; aim for ~2x the lower bound in rows */
-        uint64_t per = MX_MAX(g->tt.n_subsets, 1u) * (g->t + 8);
-        uint64_t rows = MX_MAX(g->tt.max_subset_valid, 1u) * 2;
-        uint64_t m = BUILD_LOOKUP_BUDGET / MX_MAX(per * rows, 1u);
-        return (size_t)MX_MAX(MX_MIN(m, (uint64_t)BUILD_MAX_CANDIDATES), 1u);
+        uint64_t sum_v = 0;
+        for (size_t p = 0; p < g->n; p++)
+                sum_v += g->tt.nv[p];
+        double per = (double)g->tt.n_subsets * ((double)sum_v / (double)g->n + 2 * g->t);
+        double rows = (double)MX_MAX(g->tt.max_subset_valid, 1u) * MX_MAX(log((double)g->tt.n_subsets) / 2, 1.0);
+        double m = (double)g->work_limit / 2 / MX_MAX(per * rows, 1.0);
+        return (size_t)MX_MAX(MX_MIN(m, (double)BUILD_MAX_CANDIDATES), 1.0);
 }
 
 /* Add the best of several candidate rows. */

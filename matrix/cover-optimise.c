@@ -21,6 +21,8 @@
 #define INVALID_TUPLE UINT16_MAX
 #define MAX_OPT_ROWS (UINT16_MAX - 2)
 #define TABU_TENURE 6
+/* Work units per subset visited (ranking it, two random counter reads), as in cover-build.c. */
+#define OPT_LOOKUP_COST 10
 
 struct opt {
         struct cover_gen *g;
@@ -84,7 +86,7 @@ static void row_account(struct opt *o, const int *row, int sign)
                 else
                         cnt_dec(o, id);
         } while (cover_subset_next(c, o->t, o->n));
-        o->g->work += o->tt->n_subsets;
+        o->g->work += o->tt->n_subsets * OPT_LOOKUP_COST;
 }
 
 /*
@@ -157,7 +159,7 @@ static int64_t cell_delta(struct opt *o, const int *row, unsigned q, int b)
                 delta -= old == 1;
                 delta += new == 0;
         }
-        o->g->work += o->tt->binom[(o->n - 1) * (o->t + 1) + o->t - 1];
+        o->g->work += o->tt->binom[(o->n - 1) * (o->t + 1) + o->t - 1] * OPT_LOOKUP_COST;
         return delta;
 }
 
@@ -172,7 +174,7 @@ static void cell_apply(struct opt *o, int *row, unsigned q, int b)
                 cnt_inc(o, base + (uint64_t)b * mult);
         }
         row[q] = b;
-        o->g->work += o->tt->binom[(o->n - 1) * (o->t + 1) + o->t - 1];
+        o->g->work += o->tt->binom[(o->n - 1) * (o->t + 1) + o->t - 1] * OPT_LOOKUP_COST;
 }
 
 /* A random uncovered tuple, pruning stale list entries on the way. */
@@ -333,7 +335,7 @@ static uint64_t row_unique(struct opt *o, const int *row)
                         local = local * o->tt->nv[c[j]] + (uint64_t)row[c[j]];
                 unique += o->cnt[o->tt->subset_off[r++] + local] == 1;
         } while (cover_subset_next(c, o->t, o->n));
-        o->g->work += o->tt->n_subsets;
+        o->g->work += o->tt->n_subsets * OPT_LOOKUP_COST;
         return unique;
 }
 

@@ -187,7 +187,7 @@ static void gen_done(struct cover_gen *g)
  */
 static uint64_t default_work(const struct cover_tuples *tt)
 {
-        uint64_t w = tt->n_valid * 400;
+        uint64_t w = tt->n_valid * 3000;
         return MX_MIN(MX_MAX(w, 16 * MX_COVER_EFFORT_UNIT), MX_COVER_DEFAULT_EFFORT * MX_COVER_EFFORT_UNIT);
 }
 

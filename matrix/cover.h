@@ -26,11 +26,12 @@
 #define MX_COVER_MAX_FORBIDDEN 65536 /* forbidden patterns per model */
 #define MX_COVER_MAX_REQUIRED 65536  /* required rows per call */
 /*
- * Post-optimisation effort when mx_cover_options.effort is 0. One unit is
- * 2^20 tuple look-ups (about a millisecond); the default keeps 10^20 at t = 3
- * under four seconds on one core.
+ * Largest effort used when mx_cover_options.effort is 0 (smaller models get
+ * less: about a thousand look-ups per valid tuple, at least 16 units). One unit
+ * is 2^20 tuple look-ups, a few milliseconds; the default keeps 10^20 at t = 3
+ * well under four seconds on one core.
  */
-#define MX_COVER_DEFAULT_EFFORT 256
+#define MX_COVER_DEFAULT_EFFORT 1600
 
 /* One term of a forbidden pattern: parameter param takes a value in set (bit v = value v). */
 struct mx_cover_term {
