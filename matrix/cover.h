@@ -23,6 +23,15 @@
 #define MX_COVER_MAX_PARAMS 1024
 #define MX_COVER_MAX_VALUES 64 /* values per parameter: one uint64_t bitset */
 #define MX_COVER_MAX_T 6
+#define MX_COVER_MAX_FORBIDDEN 65536 /* forbidden patterns per model */
+#define MX_COVER_MAX_REQUIRED 65536  /* required rows per call */
+/*
+ * Largest effort used when mx_cover_options.effort is 0 (smaller models get
+ * less: about a thousand look-ups per valid tuple, at least 16 units). One unit
+ * is 2^20 tuple look-ups, a few milliseconds; the default keeps 10^20 at t = 3
+ * well under four seconds on one core.
+ */
+#define MX_COVER_DEFAULT_EFFORT 1600
 
 /* One term of a forbidden pattern: parameter param takes a value in set (bit v = value v). */
 struct mx_cover_term {
