@@ -461,19 +461,25 @@ static int check_value_names(struct loader *l, struct mx_matrix_axis *a, size_t 
 
         for (size_t j = 0; j < vi; j++) {
                 struct mx_matrix_value *w = &a->values[j];
-                _cleanup_free_ char *loc = mx_matrix_location(l->m, w->node);
+                _cleanup_free_ char *loc = NULL;
 
-                if (streq(w->name, v->name))
+                if (streq(w->name, v->name)) {
+                        loc = mx_matrix_location(l->m, w->node);
                         return err(l, v->node, "name", "duplicate value name '%s' in axis '%s' (first at %s)",
                                    v->name, a->name, loc);
-                if (strv_contains(w->aliases, v->name))
+                }
+                if (strv_contains(w->aliases, v->name)) {
+                        loc = mx_matrix_location(l->m, w->node);
                         return err(l, v->node, "name", "value name '%s' is already an alias of value '%s' (at %s)",
                                    v->name, w->name, loc);
+                }
                 for (size_t k = 0; v->aliases && v->aliases[k]; k++)
-                        if (streq(w->name, v->aliases[k]) || strv_contains(w->aliases, v->aliases[k]))
+                        if (streq(w->name, v->aliases[k]) || strv_contains(w->aliases, v->aliases[k])) {
+                                loc = mx_matrix_location(l->m, w->node);
                                 return err_index(l, aliases, k,
                                                  "alias '%s' is already a name or alias of value '%s' (at %s)",
                                                  v->aliases[k], w->name, loc);
+                        }
         }
         for (size_t k = 0; v->aliases && v->aliases[k]; k++) {
                 if (streq(v->aliases[k], v->name))
