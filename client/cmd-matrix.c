@@ -262,7 +262,7 @@ static void show_axes(const struct mx_matrix *m)
         static const char *const headers[] = { "AXIS", "VALUE", "ALIASES", "SETS" };
         _cleanup_(output_table_freep) struct output_table *t = output_table_new(4, headers);
 
-        printf("\nAxes (* = baseline; values marked (include only) are not in the product):\n");
+        printf("\nAxes (* = baseline; (not in product): reachable only through include, a feature or a pin):\n");
         for (size_t a = 0; a < m->n_axes; a++)
                 for (size_t v = 0; v < m->axes[a].n_values; v++) {
                         const struct mx_matrix_value *val = &m->axes[a].values[v];
@@ -276,7 +276,7 @@ static void show_axes(const struct mx_matrix *m)
                                 mx_buf_printf(&aliases, "%s%s", i ? "," : "", val->aliases[i]);
                         output_table_add(t, v == 0 ? m->axes[a].name : "");
                         output_table_addf(t, "%s%s%s", val->name, m->baseline[a] == (int)v ? "*" : "",
-                                          m->axes[a].product && val->product ? "" : " (include only)");
+                                          m->axes[a].product && val->product ? "" : " (not in product)");
                         output_table_add(t, aliases.len ? aliases.data : "-");
                         output_table_add(t, sets.len ? sets.data : "(nothing: server default)");
                 }
