@@ -117,7 +117,8 @@ static void bench_cover(const struct mx_matrix *m, unsigned strength)
                 int64_t t0 = mx_now_mono_us();
 
                 mx_matrix_cover_build(m, NULL, true, &c);
-                if (mx_cover_generate(&c.model, &(struct mx_cover_options){ .t = strength }, &r, &rows, &why) < 0)
+                if (mx_cover_generate(&c.model, &(struct mx_cover_options){ .t = strength }, &r, &rows,
+                                      &why) < 0)
                         mx_die("cover: %s", why);
                 t[i] = mx_now_mono_us() - t0;
                 mx_matrix_cover_done(&c);
@@ -134,18 +135,21 @@ static struct mx_matrix *big_matrix(bool constraints)
         _cleanup_free_ char *why = NULL;
         struct mx_matrix *m = NULL;
 
-        mx_buf_puts(&b, "{\"matrix\": 1, \"name\": \"big\", \"target\": {\"command\": [\"true\"]}, \"axes\": [");
+        mx_buf_puts(&b,
+                    "{\"matrix\": 1, \"name\": \"big\", \"target\": {\"command\": [\"true\"]}, \"axes\": [");
         for (int i = 0; i < 24; i++)
-                mx_buf_printf(&b, "%s{\"name\": \"a%d\", \"values\": [{\"name\": \"0\"}, {\"name\": \"1\"}]}",
+                mx_buf_printf(&b,
+                              "%s{\"name\": \"a%d\", \"values\": [{\"name\": \"0\"}, {\"name\": \"1\"}]}",
                               i ? ", " : "", i);
         mx_buf_puts(&b, "], \"baseline\": {");
         for (int i = 0; i < 24; i++)
                 mx_buf_printf(&b, "%s\"a%d\": \"0\"", i ? ", " : "", i);
         mx_buf_puts(&b, "}");
         if (constraints)
-                mx_buf_puts(&b, ", \"constraints\": {\"exclude\": [{\"a0\": \"1\", \"a5\": \"1\"}], \"rules\": "
-                                "[{\"if\": {\"a1\": \"1\"}, \"then\": {\"a2\": \"0\"}, \"reason\": \"r\"}], "
-                                "\"known_incompatible\": [{\"when\": {\"a3\": \"1\"}, \"reason\": \"k\"}]}");
+                mx_buf_puts(&b,
+                            ", \"constraints\": {\"exclude\": [{\"a0\": \"1\", \"a5\": \"1\"}], \"rules\": "
+                            "[{\"if\": {\"a1\": \"1\"}, \"then\": {\"a2\": \"0\"}, \"reason\": \"r\"}], "
+                            "\"known_incompatible\": [{\"when\": {\"a3\": \"1\"}, \"reason\": \"k\"}]}");
         mx_buf_puts(&b, "}");
         if (mx_matrix_load_string("big.json", b.data, b.len, &m, &why) < 0)
                 mx_die("%s", why);

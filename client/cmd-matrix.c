@@ -18,20 +18,21 @@
 
 static void matrix_help(FILE *f)
 {
-        fprintf(f, "Usage: mxmatrix matrix check FILE [--json]\n"
-                   "       mxmatrix matrix show FILE [--json]\n"
-                   "       mxmatrix matrix cover FILE -t N [--seed S] [--json]\n\n"
-                   "Work on a matrix file (see mxmatrix.json(5)) without a daemon.\n\n"
-                   "  check    validate FILE; print its size and the number of valid configurations\n"
-                   "  show     print axes, values, baseline, features, constraints and counts\n"
-                   "           (full product, valid configurations, pairwise and 3-way rows)\n"
-                   "  cover    print the rows of a covering array of strength N over the product\n\n"
-                   "Options:\n"
-                   "  -t, --strength N   covering strength, 1 to %d (cover)\n"
-                   "      --seed S       covering-array seed (default 0); same seed, same rows\n"
-                   "      --json         print one JSON document\n"
-                   "  -h, --help         this help\n\n"
-                   "Exit status: 0 ok, 2 bad command line, 3 bad matrix file.\n",
+        fprintf(f,
+                "Usage: mxmatrix matrix check FILE [--json]\n"
+                "       mxmatrix matrix show FILE [--json]\n"
+                "       mxmatrix matrix cover FILE -t N [--seed S] [--json]\n\n"
+                "Work on a matrix file (see mxmatrix.json(5)) without a daemon.\n\n"
+                "  check    validate FILE; print its size and the number of valid configurations\n"
+                "  show     print axes, values, baseline, features, constraints and counts\n"
+                "           (full product, valid configurations, pairwise and 3-way rows)\n"
+                "  cover    print the rows of a covering array of strength N over the product\n\n"
+                "Options:\n"
+                "  -t, --strength N   covering strength, 1 to %d (cover)\n"
+                "      --seed S       covering-array seed (default 0); same seed, same rows\n"
+                "      --json         print one JSON document\n"
+                "  -h, --help         this help\n\n"
+                "Exit status: 0 ok, 2 bad command line, 3 bad matrix file.\n",
                 MX_COVER_MAX_T);
 }
 
@@ -45,7 +46,8 @@ static int load(const char *path, struct mx_matrix **ret)
         if (r >= 0)
                 return 0;
         if (arg_json) {
-                _cleanup_(json_decrefp) json_t *j = json_pack("{s:s,s:b,s:s}", "file", path, "ok", 0, "error", why);
+                _cleanup_(json_decrefp) json_t *j =
+                        json_pack("{s:s,s:b,s:s}", "file", path, "ok", 0, "error", why);
 
                 output_json(j);
         } else
@@ -89,26 +91,27 @@ static int verb_check(const char *path)
                 return r;
         count(m, &c, &counted);
         if (arg_json) {
-                _cleanup_(json_decrefp) json_t *j = json_pack(
-                        "{s:s,s:b,s:s,s:I,s:I,s:I,s:o,s:o}", "file", path, "ok", 1, "name", m->name, "axes",
-                        (json_int_t)m->n_axes, "values", (json_int_t)total_values(m), "features",
-                        (json_int_t)m->n_features, "full",
-                        c.product_overflow ? json_null() : json_integer((json_int_t)c.product), "valid",
-                        counted ? json_integer((json_int_t)c.valid) : json_null());
+                _cleanup_(json_decrefp) json_t *j =
+                        json_pack("{s:s,s:b,s:s,s:I,s:I,s:I,s:o,s:o}", "file", path, "ok", 1, "name",
+                                  m->name, "axes", (json_int_t)m->n_axes, "values",
+                                  (json_int_t)total_values(m), "features", (json_int_t)m->n_features, "full",
+                                  c.product_overflow ? json_null() : json_integer((json_int_t)c.product),
+                                  "valid", counted ? json_integer((json_int_t)c.valid) : json_null());
 
                 return output_json(j);
         }
         _cleanup_free_ char *full = format_product(&c);
-        _cleanup_free_ char *valid = counted ? xasprintf("%" PRIu64, c.valid) : xstrdup("not counted (product too large)");
+        _cleanup_free_ char *valid =
+                counted ? xasprintf("%" PRIu64, c.valid) : xstrdup("not counted (product too large)");
 
-        printf("%s: ok (%zu axes, %zu values, %zu features; full %s, valid %s)\n", path, m->n_axes, total_values(m),
-               m->n_features, full, valid);
+        printf("%s: ok (%zu axes, %zu values, %zu features; full %s, valid %s)\n", path, m->n_axes,
+               total_values(m), m->n_features, full, valid);
         return MX_EXIT_OK;
 }
 
 /* Rows of a covering array of strength t over the unpinned product; -errno with *reterr. */
-static int cover_rows(const struct mx_matrix *m, unsigned t, uint64_t seed, struct mx_matrix_cover *c, int **ret_rows,
-                      size_t *ret_n, char **reterr)
+static int cover_rows(const struct mx_matrix *m, unsigned t, uint64_t seed, struct mx_matrix_cover *c,
+                      int **ret_rows, size_t *ret_n, char **reterr)
 {
         int r;
 
@@ -118,7 +121,8 @@ static int cover_rows(const struct mx_matrix *m, unsigned t, uint64_t seed, stru
                 *ret_n = 0;
                 return 0;
         }
-        r = mx_cover_generate(&c->model, &(struct mx_cover_options){ .t = t, .seed = seed }, ret_rows, ret_n, reterr);
+        r = mx_cover_generate(&c->model, &(struct mx_cover_options){ .t = t, .seed = seed }, ret_rows, ret_n,
+                              reterr);
         if (r < 0)
                 return r;
         /* Never print an unproven array: the check is cheap next to generating it. */
@@ -135,9 +139,9 @@ static json_t *value_to_json(const struct mx_matrix_value *v)
                 json_array_append_new(env, json_string(v->env[i]));
         for (size_t i = 0; v->argv && v->argv[i]; i++)
                 json_array_append_new(argv, json_string(v->argv[i]));
-        return json_pack("{s:s,s:o,s:s?,s:b,s:o,s:o,s:o}", "name", v->name, "aliases", aliases, "description",
-                         v->description, "product", v->product, "env", env, "argv", argv, "expect",
-                         mx_expect_to_json(&v->expect));
+        return json_pack("{s:s,s:o,s:s?,s:b,s:o,s:o,s:o}", "name", v->name, "aliases", aliases,
+                         "description", v->description, "product", v->product, "env", env, "argv", argv,
+                         "expect", mx_expect_to_json(&v->expect));
 }
 
 static json_t *feature_to_json(const struct mx_matrix *m, const struct mx_matrix_feature *f)
@@ -147,17 +151,17 @@ static json_t *feature_to_json(const struct mx_matrix *m, const struct mx_matrix
         for (size_t i = 0; i < f->n_criteria; i++) {
                 _cleanup_free_ char *text = mx_criterion_describe(&f->criteria[i]);
 
-                json_array_append_new(crit, json_pack("{s:s,s:s,s:f,s:s?,s:s}", "metric", f->criteria[i].metric,
-                                                      "op", mx_criterion_op_to_string(f->criteria[i].op), "value",
-                                                      f->criteria[i].value, "note", f->criteria[i].note, "text",
-                                                      text));
+                json_array_append_new(
+                        crit, json_pack("{s:s,s:s,s:f,s:s?,s:s}", "metric", f->criteria[i].metric, "op",
+                                        mx_criterion_op_to_string(f->criteria[i].op), "value",
+                                        f->criteria[i].value, "note", f->criteria[i].note, "text", text));
         }
         for (size_t i = 0; i < f->n_depends_on; i++)
                 json_array_append_new(deps, json_string(m->features[f->depends_on[i]].name));
         return json_pack("{s:s,s:s?,s:s?,s:i,s:s,s:o,s:s,s:o,s:o,s:s?}", "name", f->name, "title", f->title,
                          "description", f->description, "priority", f->priority, "status",
-                         mx_feature_status_to_string(f->status), "set", mx_config_to_json(m, f->set), "hypothesis",
-                         f->hypothesis, "criteria", crit, "depends_on", deps, "gate", f->gate);
+                         mx_feature_status_to_string(f->status), "set", mx_config_to_json(m, f->set),
+                         "hypothesis", f->hypothesis, "criteria", crit, "depends_on", deps, "gate", f->gate);
 }
 
 static json_t *constraints_to_json(const struct mx_matrix *m)
@@ -181,8 +185,8 @@ static json_t *constraints_to_json(const struct mx_matrix *m)
                 _cleanup_free_ char *c_if = mx_matrix_cond_describe(m, &m->rules[i].if_);
                 _cleanup_free_ char *c_then = mx_matrix_cond_describe(m, &m->rules[i].then);
 
-                json_array_append_new(rules, json_pack("{s:s,s:s,s:s,s:s}", "at", at, "if", c_if, "then", c_then,
-                                                       "reason", m->rules[i].reason));
+                json_array_append_new(rules, json_pack("{s:s,s:s,s:s,s:s}", "at", at, "if", c_if, "then",
+                                                       c_then, "reason", m->rules[i].reason));
         }
         for (size_t i = 0; i < m->n_known_incompatible; i++) {
                 const struct mx_matrix_known_incompatible *k = &m->known_incompatible[i];
@@ -192,8 +196,8 @@ static json_t *constraints_to_json(const struct mx_matrix *m)
                 json_array_append_new(ki, json_pack("{s:s,s:s,s:s,s:s}", "at", at, "when", when, "expect",
                                                     mx_ki_expect_to_string(k->expect), "reason", k->reason));
         }
-        return json_pack("{s:o,s:o,s:o,s:o}", "exclude", ex, "include", in, "rules", rules, "known_incompatible",
-                         ki);
+        return json_pack("{s:o,s:o,s:o,s:o}", "exclude", ex, "include", in, "rules", rules,
+                         "known_incompatible", ki);
 }
 
 static json_t *strv_json(char *const *l)
@@ -235,25 +239,28 @@ static int show_json(const struct mx_matrix *m, const struct show_counts *s)
 
                 for (size_t v = 0; v < m->axes[a].n_values; v++)
                         json_array_append_new(values, value_to_json(&m->axes[a].values[v]));
-                json_array_append_new(axes, json_pack("{s:s,s:s?,s:b,s:o}", "name", m->axes[a].name, "description",
-                                                      m->axes[a].description, "product", m->axes[a].product, "values",
-                                                      values));
+                json_array_append_new(axes, json_pack("{s:s,s:s?,s:b,s:o}", "name", m->axes[a].name,
+                                                      "description", m->axes[a].description, "product",
+                                                      m->axes[a].product, "values", values));
         }
         for (size_t i = 0; i < m->n_features; i++)
                 json_array_append_new(features, feature_to_json(m, &m->features[i]));
-        j = json_pack("{s:s,s:s,s:s?,s:{s:s,s:o,s:o,s:s?,s:s?},s:o,s:o,s:o,s:o,s:{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}}",
-                      "file", m->path, "name", m->name, "description", m->description, "target", "profile", m->profile,
-                      "command", strv_json(m->command), "env", strv_json(m->target_env), "model", m->model,
-                      "served_model_name", m->served_model_name, "axes", axes, "baseline",
-                      mx_config_to_json(m, m->baseline), "features", features, "constraints", constraints_to_json(m),
-                      "counts", "full", s->c.product_overflow ? json_null() : json_integer((json_int_t)s->c.product),
-                      "valid", s->counted ? json_integer((json_int_t)s->c.valid) : json_null(), "excluded",
+        j = json_pack("{s:s,s:s,s:s?,s:{s:s,s:o,s:o,s:s?,s:s?},s:o,s:o,s:o,s:o,s:{s:o,s:o,s:o,s:o,s:o,s:o,s:"
+                      "o,s:o}}",
+                      "file", m->path, "name", m->name, "description", m->description, "target", "profile",
+                      m->profile, "command", strv_json(m->command), "env", strv_json(m->target_env), "model",
+                      m->model, "served_model_name", m->served_model_name, "axes", axes, "baseline",
+                      mx_config_to_json(m, m->baseline), "features", features, "constraints",
+                      constraints_to_json(m), "counts", "full",
+                      s->c.product_overflow ? json_null() : json_integer((json_int_t)s->c.product), "valid",
+                      s->counted ? json_integer((json_int_t)s->c.valid) : json_null(), "excluded",
                       s->counted ? json_integer((json_int_t)s->c.excluded) : json_null(), "invalid",
                       s->counted ? json_integer((json_int_t)s->c.invalid) : json_null(), "appended",
-                      s->counted ? json_integer((json_int_t)s->c.appended) : json_null(), "known_incompatible",
-                      s->counted ? json_integer((json_int_t)s->c.known_incompatible) : json_null(), "pairwise",
-                      s->have_rows[0] ? json_integer((json_int_t)s->rows[0]) : json_null(), "3way",
-                      s->have_rows[1] ? json_integer((json_int_t)s->rows[1]) : json_null());
+                      s->counted ? json_integer((json_int_t)s->c.appended) : json_null(),
+                      "known_incompatible",
+                      s->counted ? json_integer((json_int_t)s->c.known_incompatible) : json_null(),
+                      "pairwise", s->have_rows[0] ? json_integer((json_int_t)s->rows[0]) : json_null(),
+                      "3way", s->have_rows[1] ? json_integer((json_int_t)s->rows[1]) : json_null());
         return output_json(j);
 }
 
@@ -262,7 +269,8 @@ static void show_axes(const struct mx_matrix *m)
         static const char *const headers[] = { "AXIS", "VALUE", "ALIASES", "SETS" };
         _cleanup_(output_table_freep) struct output_table *t = output_table_new(4, headers);
 
-        printf("\nAxes (* = baseline; (not in product): reachable only through include, a feature or a pin):\n");
+        printf("\nAxes (* = baseline; (not in product): reachable only through include, a feature or a "
+               "pin):\n");
         for (size_t a = 0; a < m->n_axes; a++)
                 for (size_t v = 0; v < m->axes[a].n_values; v++) {
                         const struct mx_matrix_value *val = &m->axes[a].values[v];
@@ -333,8 +341,8 @@ static void show_features(const struct mx_matrix *m)
         for (size_t i = 0; i < m->n_features; i++) {
                 const struct mx_matrix_feature *f = &m->features[i];
 
-                printf("\n  %s%s%s%s\n    hypothesis: %s\n", f->name, f->title ? " (" : "", strempty(f->title),
-                       f->title ? ")" : "", f->hypothesis);
+                printf("\n  %s%s%s%s\n    hypothesis: %s\n", f->name, f->title ? " (" : "",
+                       strempty(f->title), f->title ? ")" : "", f->hypothesis);
                 for (size_t c = 0; c < f->n_criteria; c++) {
                         _cleanup_free_ char *text = mx_criterion_describe(&f->criteria[c]);
 
@@ -368,16 +376,16 @@ static void show_constraints(const struct mx_matrix *m)
                 _cleanup_free_ char *c_if = mx_matrix_cond_describe(m, &m->rules[i].if_);
                 _cleanup_free_ char *c_then = mx_matrix_cond_describe(m, &m->rules[i].then);
 
-                printf("  rule     if %s then %s  (%s)\n           %s\n", *c_if ? c_if : "(always)", c_then, at,
-                       m->rules[i].reason);
+                printf("  rule     if %s then %s  (%s)\n           %s\n", *c_if ? c_if : "(always)", c_then,
+                       at, m->rules[i].reason);
         }
         for (size_t i = 0; i < m->n_known_incompatible; i++) {
                 const struct mx_matrix_known_incompatible *k = &m->known_incompatible[i];
                 _cleanup_free_ char *at = mx_matrix_location(m, k->node);
                 _cleanup_free_ char *when = mx_matrix_cond_describe(m, &k->when);
 
-                printf("  known incompatible (%s)  %s  (%s)\n           %s\n", mx_ki_expect_to_string(k->expect), when,
-                       at, k->reason);
+                printf("  known incompatible (%s)  %s  (%s)\n           %s\n",
+                       mx_ki_expect_to_string(k->expect), when, at, k->reason);
         }
 }
 
@@ -398,7 +406,8 @@ static int verb_show(const char *path)
         printf("Matrix %s (%s)\n", m->name, m->path);
         if (m->description)
                 printf("  %s\n", m->description);
-        printf("\nTarget: profile %s%s%s\n  command:", m->profile, m->model ? ", model " : "", strempty(m->model));
+        printf("\nTarget: profile %s%s%s\n  command:", m->profile, m->model ? ", model " : "",
+               strempty(m->model));
         for (size_t i = 0; m->command[i]; i++)
                 printf(" %s", m->command[i]);
         putchar('\n');
@@ -457,8 +466,9 @@ static int verb_cover(const char *path, unsigned t, uint64_t seed)
                         mx_matrix_cover_row_to_config(m, &c, NULL, rows + i * c.n_params, config);
                         json_array_append_new(jrows, mx_config_to_json(m, config));
                 }
-                j = json_pack("{s:s,s:i,s:I,s:o,s:I,s:b,s:o}", "file", path, "t", (int)t, "seed", (json_int_t)seed,
-                              "axes", axes, "tuples", (json_int_t)tuples, "verified", 1, "rows", jrows);
+                j = json_pack("{s:s,s:i,s:I,s:o,s:I,s:b,s:o}", "file", path, "t", (int)t, "seed",
+                              (json_int_t)seed, "axes", axes, "tuples", (json_int_t)tuples, "verified", 1,
+                              "rows", jrows);
                 mx_matrix_cover_done(&c);
                 return output_json(j);
         }
@@ -479,8 +489,8 @@ static int verb_cover(const char *path, unsigned t, uint64_t seed)
                 output_table_add(tab, mx_ident_hash_format(mx_ident_hash(key), hash));
         }
         output_table_print(tab, stdout, 0);
-        printf("%zu rows cover all %" PRIu64 " valid %u-tuples of %s (verified; seed %" PRIu64 ")\n", n, tuples,
-               MX_MIN(t, (unsigned)c.n_params), path, seed);
+        printf("%zu rows cover all %" PRIu64 " valid %u-tuples of %s (verified; seed %" PRIu64 ")\n", n,
+               tuples, MX_MIN(t, (unsigned)c.n_params), path, seed);
         mx_matrix_cover_done(&c);
         return MX_EXIT_OK;
 }
@@ -519,7 +529,8 @@ int cmd_matrix(int argc, char **argv)
                         break;
                 case 'S':
                         if (mx_parse_int64(optarg, 0, INT64_MAX, &seed) < 0) {
-                                fprintf(stderr, "mxmatrix: --seed wants a non-negative integer, not '%s'\n", optarg);
+                                fprintf(stderr, "mxmatrix: --seed wants a non-negative integer, not '%s'\n",
+                                        optarg);
                                 return MX_EXIT_USAGE;
                         }
                         break;
@@ -535,7 +546,8 @@ int cmd_matrix(int argc, char **argv)
         }
         /* getopt saw argv + 1: its non-options start at argv[1 + optind]. */
         if (argc - 1 - optind != 1) {
-                fprintf(stderr, "mxmatrix: matrix %s wants exactly one FILE (see mxmatrix matrix --help)\n", sub);
+                fprintf(stderr, "mxmatrix: matrix %s wants exactly one FILE (see mxmatrix matrix --help)\n",
+                        sub);
                 return MX_EXIT_USAGE;
         }
         const char *path = argv[1 + optind];
@@ -548,7 +560,8 @@ int cmd_matrix(int argc, char **argv)
         }
         if (streq(sub, "cover")) {
                 if (t == 0) {
-                        fprintf(stderr, "mxmatrix: matrix cover needs -t N (the strength, e.g. 2 for pairwise)\n");
+                        fprintf(stderr,
+                                "mxmatrix: matrix cover needs -t N (the strength, e.g. 2 for pairwise)\n");
                         return MX_EXIT_USAGE;
                 }
                 return verb_cover(path, (unsigned)t, (uint64_t)seed);

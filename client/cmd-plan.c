@@ -14,23 +14,24 @@
 
 static void plan_help(FILE *f)
 {
-        fprintf(f, "Usage: mxmatrix plan FILE feature=X [axis=value...] [--strategy S] [--seed S]\n"
-                   "                     [--max-runs N] [--verbose] [--json]\n\n"
-                   "Print the runs that submitting feature X would make, and why each exists.\n"
-                   "X is a feature of FILE, an axis value by name or alias (cutlass, gemm), or\n"
-                   "axis=value. Further axis=value words pin that axis in every run.\n\n"
-                   "Reasons: baseline and L1-off (the baseline), L1-on (the feature alone),\n"
-                   "L5-prior:P and L5:P (each completed feature P alone and with the feature),\n"
-                   "L6:axis=value (one factor at a time), cover, full.\n\n"
-                   "Options:\n"
-                   "  -s, --strategy S   default (the protocol above), pairwise or 3way (add a\n"
-                   "                     covering array), full (add every valid configuration)\n"
-                   "      --seed S       covering-array seed (default 0)\n"
-                   "      --max-runs N   refuse plans with more runs (default %d)\n"
-                   "  -v, --verbose      print each run's environment, flags and kernel expectations\n"
-                   "      --json         print one JSON document\n"
-                   "  -h, --help         this help\n\n"
-                   "Exit status: 0 ok, 2 bad command line or unknown feature, 3 bad matrix file.\n",
+        fprintf(f,
+                "Usage: mxmatrix plan FILE feature=X [axis=value...] [--strategy S] [--seed S]\n"
+                "                     [--max-runs N] [--verbose] [--json]\n\n"
+                "Print the runs that submitting feature X would make, and why each exists.\n"
+                "X is a feature of FILE, an axis value by name or alias (cutlass, gemm), or\n"
+                "axis=value. Further axis=value words pin that axis in every run.\n\n"
+                "Reasons: baseline and L1-off (the baseline), L1-on (the feature alone),\n"
+                "L5-prior:P and L5:P (each completed feature P alone and with the feature),\n"
+                "L6:axis=value (one factor at a time), cover, full.\n\n"
+                "Options:\n"
+                "  -s, --strategy S   default (the protocol above), pairwise or 3way (add a\n"
+                "                     covering array), full (add every valid configuration)\n"
+                "      --seed S       covering-array seed (default 0)\n"
+                "      --max-runs N   refuse plans with more runs (default %d)\n"
+                "  -v, --verbose      print each run's environment, flags and kernel expectations\n"
+                "      --json         print one JSON document\n"
+                "  -h, --help         this help\n\n"
+                "Exit status: 0 ok, 2 bad command line or unknown feature, 3 bad matrix file.\n",
                 MX_PLAN_DEFAULT_MAX_RUNS);
 }
 
@@ -43,7 +44,8 @@ static char *ki_marks(const struct mx_plan *p, const struct mx_plan_run *r)
         if (r->n_known_incompatible == 0)
                 return xstrdup("");
         for (size_t i = 0; i < r->n_known_incompatible; i++) {
-                crash = crash || p->m->known_incompatible[r->known_incompatible[i]].expect == MX_KI_EXPECT_CRASH;
+                crash = crash ||
+                        p->m->known_incompatible[r->known_incompatible[i]].expect == MX_KI_EXPECT_CRASH;
                 mx_buf_printf(&b, "%s%zu", i ? "," : "", r->known_incompatible[i] + 1);
         }
         return xasprintf("%s [%s]", crash ? "crash" : "fail", b.data);
@@ -70,7 +72,8 @@ static void print_header(const struct mx_plan *p)
         }
         printf("Matrix %s (%s), strategy %s", m->name, m->path, mx_plan_strategy_to_string(p->strategy));
         if (p->cover_t)
-                printf(" (strength %u, seed %" PRIu64 ", %zu covering rows)", p->cover_t, p->seed, p->cover_rows);
+                printf(" (strength %u, seed %" PRIu64 ", %zu covering rows)", p->cover_t, p->seed,
+                       p->cover_rows);
         printf("\n");
         if (*pins)
                 printf("Pinned in every run: %s\n", pins);
@@ -167,7 +170,8 @@ static void print_footer(const struct mx_plan *p)
                         if (!used)
                                 continue;
                         at = mx_matrix_location(m, m->known_incompatible[k].node);
-                        printf("  [%zu] %s: %s (%s)\n", k + 1, mx_ki_expect_to_string(m->known_incompatible[k].expect),
+                        printf("  [%zu] %s: %s (%s)\n", k + 1,
+                               mx_ki_expect_to_string(m->known_incompatible[k].expect),
                                m->known_incompatible[k].reason, at);
                 }
         }
@@ -176,8 +180,8 @@ static void print_footer(const struct mx_plan *p)
                 for (size_t i = 0; p->notes[i]; i++)
                         printf("  - %s\n", p->notes[i]);
         }
-        printf("\n%zu runs (%zu expected to fail), %zu skipped.\n", p->n_runs, mx_plan_n_known_incompatible(p),
-               p->n_skipped);
+        printf("\n%zu runs (%zu expected to fail), %zu skipped.\n", p->n_runs,
+               mx_plan_n_known_incompatible(p), p->n_skipped);
 }
 
 int cmd_plan(int argc, char **argv)
@@ -207,21 +211,24 @@ int cmd_plan(int argc, char **argv)
                 case 's':
                         req.strategy = mx_plan_strategy_from_string(optarg);
                         if (req.strategy < 0) {
-                                fprintf(stderr, "mxmatrix: unknown strategy '%s' (default, pairwise, 3way, full)\n",
+                                fprintf(stderr,
+                                        "mxmatrix: unknown strategy '%s' (default, pairwise, 3way, full)\n",
                                         optarg);
                                 return MX_EXIT_USAGE;
                         }
                         break;
                 case 'S':
                         if (mx_parse_int64(optarg, 0, INT64_MAX, &v) < 0) {
-                                fprintf(stderr, "mxmatrix: --seed wants a non-negative integer, not '%s'\n", optarg);
+                                fprintf(stderr, "mxmatrix: --seed wants a non-negative integer, not '%s'\n",
+                                        optarg);
                                 return MX_EXIT_USAGE;
                         }
                         req.seed = (uint64_t)v;
                         break;
                 case 'm':
                         if (mx_parse_int64(optarg, 1, 1000000, &v) < 0) {
-                                fprintf(stderr, "mxmatrix: --max-runs wants 1 to 1000000, not '%s'\n", optarg);
+                                fprintf(stderr, "mxmatrix: --max-runs wants 1 to 1000000, not '%s'\n",
+                                        optarg);
                                 return MX_EXIT_USAGE;
                         }
                         req.max_runs = (size_t)v;
@@ -251,7 +258,8 @@ int cmd_plan(int argc, char **argv)
                 } else if (strchr(argv[i], '='))
                         strv_push(&pins, argv[i]);
                 else {
-                        fprintf(stderr, "mxmatrix: unexpected argument '%s' (want feature=X or axis=value)\n",
+                        fprintf(stderr,
+                                "mxmatrix: unexpected argument '%s' (want feature=X or axis=value)\n",
                                 argv[i]);
                         return MX_EXIT_USAGE;
                 }

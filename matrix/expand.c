@@ -9,23 +9,23 @@
 struct mx_expand {
         const struct mx_matrix *m;
         const int *pins;
-        int **values;    /* per axis: the values it iterates (product axes and pinned axes) */
+        int **values; /* per axis: the values it iterates (product axes and pinned axes) */
         unsigned *n_values;
         unsigned *odometer;
-        bool *original;  /* per axis: part of the product (include may not overwrite it) */
-        int *cell;       /* the current product cell */
-        int *config;     /* the cell after include, as returned */
-        bool *matched;   /* per include entry: extended some original cell */
+        bool *original; /* per axis: part of the product (include may not overwrite it) */
+        int *cell;      /* the current product cell */
+        int *config;    /* the cell after include, as returned */
+        bool *matched;  /* per include entry: extended some original cell */
         bool started, product_done, empty_product;
         size_t next_append;
         int appended_by;
 
-        bool strict;     /* fail on an include that breaks a rule (file validation) */
+        bool strict; /* fail on an include that breaks a rule (file validation) */
         char **reterr;
         int error;
 
         struct mx_expand_counts counts;
-        size_t *ki;      /* scratch for known-incompatible matches */
+        size_t *ki; /* scratch for known-incompatible matches */
 };
 
 struct mx_expand *mx_expand_new(const struct mx_matrix *m, const int *pins)
@@ -147,14 +147,15 @@ static int blame_include(struct mx_expand *it)
                 if (rule >= 0) {
                         _cleanup_free_ char *loc = mx_matrix_location(m, m->rules[rule].node);
 
-                        return mx_matrix_error_at(m, m->includes[i].node, NULL, it->reterr,
-                                                  "this include entry extends the cell %s, and the result breaks "
-                                                  "the rule at %s: %s",
-                                                  desc, loc, m->rules[rule].reason);
+                        return mx_matrix_error_at(
+                                m, m->includes[i].node, NULL, it->reterr,
+                                "this include entry extends the cell %s, and the result breaks "
+                                "the rule at %s: %s",
+                                desc, loc, m->rules[rule].reason);
                 }
         }
-        return mx_matrix_error_at(m, m->root, "constraints", it->reterr, "include entries make the cell %s break a rule",
-                                  desc);
+        return mx_matrix_error_at(m, m->root, "constraints", it->reterr,
+                                  "include entries make the cell %s break a rule", desc);
 }
 
 /* Count the yielded configuration and its known-incompatible mark. */
@@ -186,9 +187,9 @@ static int next_product(struct mx_expand *it, const int **ret_config)
                         continue;
                 }
                 memcpy(it->config, it->cell, m->n_axes * sizeof(int));
-                if (m->n_includes > 0 && mx_matrix_apply_includes(m, it->config, it->original, it->matched) &&
-                    it->strict && mx_matrix_broken_rule(m, it->config) >= 0 &&
-                    mx_matrix_broken_rule(m, it->cell) < 0) {
+                if (m->n_includes > 0 &&
+                    mx_matrix_apply_includes(m, it->config, it->original, it->matched) && it->strict &&
+                    mx_matrix_broken_rule(m, it->config) >= 0 && mx_matrix_broken_rule(m, it->cell) < 0) {
                         it->error = blame_include(it);
                         return it->error;
                 }
@@ -273,7 +274,8 @@ static int count(const struct mx_matrix *m, const int *pins, uint64_t max_cells,
         return 0;
 }
 
-int mx_expand_count(const struct mx_matrix *m, const int *pins, uint64_t max_cells, struct mx_expand_counts *ret)
+int mx_expand_count(const struct mx_matrix *m, const int *pins, uint64_t max_cells,
+                    struct mx_expand_counts *ret)
 {
         return count(m, pins, max_cells, false, ret, NULL);
 }

@@ -42,12 +42,12 @@ int mx_expand_next(struct mx_expand *it, const int **ret_config);
 int mx_expand_appended_by(const struct mx_expand *it);
 
 struct mx_expand_counts {
-        uint64_t product;      /* cells of the product (saturated at UINT64_MAX) */
-        bool product_overflow; /* the product does not fit in 64 bits */
-        uint64_t excluded;     /* product cells removed by exclude */
-        uint64_t invalid;      /* configurations dropped by rules */
-        uint64_t appended;     /* valid configurations appended by include entries */
-        uint64_t valid;        /* configurations the expansion yields */
+        uint64_t product;            /* cells of the product (saturated at UINT64_MAX) */
+        bool product_overflow;       /* the product does not fit in 64 bits */
+        uint64_t excluded;           /* product cells removed by exclude */
+        uint64_t invalid;            /* configurations dropped by rules */
+        uint64_t appended;           /* valid configurations appended by include entries */
+        uint64_t valid;              /* configurations the expansion yields */
         uint64_t known_incompatible; /* of those, marked by a known-incompatible entry */
 };
 
@@ -58,7 +58,8 @@ uint64_t mx_expand_product_size(const struct mx_matrix *m, const int *pins, bool
  * Count by streaming. Refuses with -E2BIG (before streaming) when the product
  * has more than max_cells cells.
  */
-int mx_expand_count(const struct mx_matrix *m, const int *pins, uint64_t max_cells, struct mx_expand_counts *ret);
+int mx_expand_count(const struct mx_matrix *m, const int *pins, uint64_t max_cells,
+                    struct mx_expand_counts *ret);
 
 /*
  * Stream the whole unpinned expansion and fail (-EINVAL, *reterr naming both

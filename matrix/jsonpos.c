@@ -202,7 +202,8 @@ static int skip_value(struct scanner *sc, unsigned depth)
         if (c < 0)
                 return -EBADMSG;
         /* number, true, false, null: a run of token characters */
-        while ((c = peek(sc)) >= 0 && (strchr("+-.eE", c) || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z')))
+        while ((c = peek(sc)) >= 0 &&
+               (strchr("+-.eE", c) || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z')))
                 advance(sc);
         return 0;
 }
@@ -274,8 +275,8 @@ static int find_element(struct scanner *sc, size_t index)
         }
 }
 
-int mx_jsonpos_find(const char *text, size_t len, const struct mx_jsonpos_step *path, size_t n, bool want_key,
-                    unsigned *ret_line, unsigned *ret_col)
+int mx_jsonpos_find(const char *text, size_t len, const struct mx_jsonpos_step *path, size_t n,
+                    bool want_key, unsigned *ret_line, unsigned *ret_col)
 {
         struct scanner sc = { .s = text, .len = len, .line = 1, .col = 1 };
         unsigned key_line = 0, key_col = 0;

@@ -27,5 +27,5 @@ struct mx_jsonpos_step {
  * returned instead of its value. Returns 0, -ENOENT if the path does not exist
  * in the text, or -EBADMSG if the text is not well-formed JSON on the way there.
  */
-int mx_jsonpos_find(const char *text, size_t len, const struct mx_jsonpos_step *path, size_t n, bool want_key,
-                    unsigned *ret_line, unsigned *ret_col);
+int mx_jsonpos_find(const char *text, size_t len, const struct mx_jsonpos_step *path, size_t n,
+                    bool want_key, unsigned *ret_line, unsigned *ret_col);

@@ -111,7 +111,7 @@ static bool kind_matches(json_t *v, enum kind k)
 }
 
 static const char *const kind_names[] = {
-        [KIND_OBJECT] = "an object", [KIND_ARRAY] = "an array",   [KIND_STRING] = "a string",
+        [KIND_OBJECT] = "an object",   [KIND_ARRAY] = "an array",  [KIND_STRING] = "a string",
         [KIND_INTEGER] = "an integer", [KIND_NUMBER] = "a number", [KIND_BOOL] = "a boolean",
 };
 
@@ -134,7 +134,8 @@ static int member(struct loader *l, json_t *obj, const char *key, enum kind k, b
 }
 
 /* A string member no longer than max bytes; *ret is a copy, or NULL when absent and optional. */
-static int member_string(struct loader *l, json_t *obj, const char *key, bool required, size_t max, char **ret)
+static int member_string(struct loader *l, json_t *obj, const char *key, bool required, size_t max,
+                         char **ret)
 {
         json_t *v;
         int r;
@@ -147,8 +148,8 @@ static int member_string(struct loader *l, json_t *obj, const char *key, bool re
                 return 0;
         }
         if (json_string_length(v) > max)
-                return err(l, obj, key, "string of %zu bytes is longer than the limit of %zu", json_string_length(v),
-                           max);
+                return err(l, obj, key, "string of %zu bytes is longer than the limit of %zu",
+                           json_string_length(v), max);
         *ret = xstrdup(json_string_value(v));
         return 0;
 }
@@ -162,8 +163,8 @@ bool mx_matrix_name_valid(const char *s)
         if (!((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
                 return false;
         for (size_t i = 1; i < n; i++)
-                if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
-                      strchr("._+-", s[i])))
+                if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+                      (s[i] >= '0' && s[i] <= '9') || strchr("._+-", s[i])))
                         return false;
         return true;
 }
@@ -201,13 +202,14 @@ static bool env_name_valid(const char *s)
         if (n == 0 || n > MX_MATRIX_MAX_ENV_NAME || (s[0] >= '0' && s[0] <= '9'))
                 return false;
         for (size_t i = 0; i < n; i++)
-                if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
-                      s[i] == '_'))
+                if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+                      (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
                         return false;
         return true;
 }
 
-/* An array of at most max strings (each at most MX_MATRIX_MAX_STRING bytes); placeholders checked if asked. */
+/* An array of at most max strings (each at most MX_MATRIX_MAX_STRING bytes); placeholders checked if asked.
+ */
 static int member_strings(struct loader *l, json_t *obj, const char *key, size_t max, bool placeholders,
                           char ***ret)
 {
@@ -265,7 +267,8 @@ static int member_env(struct loader *l, json_t *obj, const char *key, char ***re
                 if (!env_name_valid(k)) {
                         _cleanup_free_ char *e = mx_escape(k, MX_MATRIX_MAX_NAME);
 
-                        return err(l, o, k, "invalid environment variable name '%s' (want [A-Za-z_][A-Za-z0-9_]*)",
+                        return err(l, o, k,
+                                   "invalid environment variable name '%s' (want [A-Za-z_][A-Za-z0-9_]*)",
                                    e);
                 }
                 if (!json_is_string(v))
@@ -350,7 +353,8 @@ static int parse_patterns_list(struct loader *l, json_t *obj, const char *key, b
                         }
                 } else
                         return err_index(l, a, i, "expected a pattern string%s, got %s",
-                                         alternatives ? " or an array of alternative patterns" : "", json_kind(v));
+                                         alternatives ? " or an array of alternative patterns" : "",
+                                         json_kind(v));
                 for (j = 0; alts[j]; j++) {
                         _cleanup_free_ char *why = NULL;
 
@@ -371,7 +375,8 @@ static int parse_patterns_list(struct loader *l, json_t *obj, const char *key, b
         return 0;
 }
 
-static int parse_expect_source(struct loader *l, json_t *expect, const char *key, struct mx_kgate_rules *rules)
+static int parse_expect_source(struct loader *l, json_t *expect, const char *key,
+                               struct mx_kgate_rules *rules)
 {
         static const char *const keys[] = { "must_see", "must_not_see", NULL };
         json_t *o;
@@ -421,8 +426,8 @@ static int member_bool(struct loader *l, json_t *obj, const char *key, bool def,
 
 static int parse_value(struct loader *l, json_t *node, struct mx_matrix_value *v)
 {
-        static const char *const keys[] = { "name", "aliases", "description", "env", "argv", "expect", "product",
-                                            NULL };
+        static const char *const keys[] = { "name", "aliases", "description", "env",
+                                            "argv", "expect",  "product",     NULL };
         int r;
 
         v->node = node;
@@ -465,25 +470,29 @@ static int check_value_names(struct loader *l, struct mx_matrix_axis *a, size_t 
 
                 if (streq(w->name, v->name)) {
                         loc = mx_matrix_location(l->m, w->node);
-                        return err(l, v->node, "name", "duplicate value name '%s' in axis '%s' (first at %s)",
-                                   v->name, a->name, loc);
+                        return err(l, v->node, "name",
+                                   "duplicate value name '%s' in axis '%s' (first at %s)", v->name, a->name,
+                                   loc);
                 }
                 if (strv_contains(w->aliases, v->name)) {
                         loc = mx_matrix_location(l->m, w->node);
-                        return err(l, v->node, "name", "value name '%s' is already an alias of value '%s' (at %s)",
-                                   v->name, w->name, loc);
+                        return err(l, v->node, "name",
+                                   "value name '%s' is already an alias of value '%s' (at %s)", v->name,
+                                   w->name, loc);
                 }
                 for (size_t k = 0; v->aliases && v->aliases[k]; k++)
                         if (streq(w->name, v->aliases[k]) || strv_contains(w->aliases, v->aliases[k])) {
                                 loc = mx_matrix_location(l->m, w->node);
-                                return err_index(l, aliases, k,
-                                                 "alias '%s' is already a name or alias of value '%s' (at %s)",
-                                                 v->aliases[k], w->name, loc);
+                                return err_index(
+                                        l, aliases, k,
+                                        "alias '%s' is already a name or alias of value '%s' (at %s)",
+                                        v->aliases[k], w->name, loc);
                         }
         }
         for (size_t k = 0; v->aliases && v->aliases[k]; k++) {
                 if (streq(v->aliases[k], v->name))
-                        return err_index(l, aliases, k, "alias '%s' repeats the value's own name", v->aliases[k]);
+                        return err_index(l, aliases, k, "alias '%s' repeats the value's own name",
+                                         v->aliases[k]);
                 for (size_t j = 0; j < k; j++)
                         if (streq(v->aliases[j], v->aliases[k]))
                                 return err_index(l, aliases, k, "duplicate alias '%s'", v->aliases[k]);
@@ -554,21 +563,24 @@ static int check_env_owners(struct loader *l)
 
                                 for (size_t t = 0; m->target_env && m->target_env[t]; t++)
                                         if (strncmp(m->target_env[t], ev, n + 1) == 0)
-                                                return err(l, envo, name,
-                                                           "variable '%s' is also set by target.env; set it in "
-                                                           "one place",
-                                                           name);
+                                                return err(
+                                                        l, envo, name,
+                                                        "variable '%s' is also set by target.env; set it in "
+                                                        "one place",
+                                                        name);
                                 for (size_t b = 0; b < a; b++)
                                         for (size_t w = 0; w < m->axes[b].n_values; w++)
-                                                for (size_t f = 0; m->axes[b].values[w].env &&
-                                                                   m->axes[b].values[w].env[f];
+                                                for (size_t f = 0;
+                                                     m->axes[b].values[w].env && m->axes[b].values[w].env[f];
                                                      f++)
-                                                        if (strncmp(m->axes[b].values[w].env[f], ev, n + 1) == 0)
-                                                                return err(l, envo, name,
-                                                                           "variable '%s' is also set by axis "
-                                                                           "'%s'; an environment variable "
-                                                                           "belongs to one axis",
-                                                                           name, m->axes[b].name);
+                                                        if (strncmp(m->axes[b].values[w].env[f], ev,
+                                                                    n + 1) == 0)
+                                                                return err(
+                                                                        l, envo, name,
+                                                                        "variable '%s' is also set by axis "
+                                                                        "'%s'; an environment variable "
+                                                                        "belongs to one axis",
+                                                                        name, m->axes[b].name);
                         }
         return 0;
 }
@@ -603,13 +615,14 @@ static int parse_axes(struct loader *l, json_t *root)
                         return r;
                 /* "feature=X" on a command line is the feature; an axis of that name would shadow it. */
                 if (streq(m->axes[i].name, "feature"))
-                        return err(l, a, "name", "'feature' is reserved (feature=X names the feature to plan)");
+                        return err(l, a, "name",
+                                   "'feature' is reserved (feature=X names the feature to plan)");
                 for (size_t j = 0; j < i; j++)
                         if (streq(m->axes[j].name, m->axes[i].name)) {
                                 _cleanup_free_ char *loc = mx_matrix_location(m, m->axes[j].node);
 
-                                return err(l, a, "name", "duplicate axis name '%s' (first at %s)", m->axes[i].name,
-                                           loc);
+                                return err(l, a, "name", "duplicate axis name '%s' (first at %s)",
+                                           m->axes[i].name, loc);
                         }
         }
         m->axes_by_name = xreallocarray(NULL, m->n_axes, sizeof(unsigned));
@@ -659,7 +672,8 @@ static int resolve_axis(struct loader *l, json_t *obj, const char *key, int *ret
 }
 
 /* v (obj[key], or element index of array obj when key is NULL) names a value of axis a. */
-static int resolve_value(struct loader *l, json_t *obj, const char *key, size_t index, int a, json_t *v, int *ret)
+static int resolve_value(struct loader *l, json_t *obj, const char *key, size_t index, int a, json_t *v,
+                         int *ret)
 {
         const struct mx_matrix_axis *ax = &l->m->axes[a];
         int i;
@@ -673,11 +687,14 @@ static int resolve_value(struct loader *l, json_t *obj, const char *key, size_t 
         }
         i = mx_matrix_value_index(ax, json_string_value(v));
         if (i < 0) {
-                _cleanup_free_ char *vals = list_values(ax), *e = mx_escape(json_string_value(v), MX_MATRIX_MAX_NAME);
+                _cleanup_free_ char *vals = list_values(ax),
+                                    *e = mx_escape(json_string_value(v), MX_MATRIX_MAX_NAME);
 
                 if (key)
-                        return err(l, obj, key, "axis '%s' has no value '%s' (values: %s)", ax->name, e, vals);
-                return err_index(l, obj, index, "axis '%s' has no value '%s' (values: %s)", ax->name, e, vals);
+                        return err(l, obj, key, "axis '%s' has no value '%s' (values: %s)", ax->name, e,
+                                   vals);
+                return err_index(l, obj, index, "axis '%s' has no value '%s' (values: %s)", ax->name, e,
+                                 vals);
         }
         *ret = i;
         return 0;
@@ -721,8 +738,10 @@ static int parse_baseline(struct loader *l, json_t *root)
                 return r;
         for (size_t a = 0; a < m->n_axes; a++)
                 if (m->axes[a].product && m->baseline[a] < 0)
-                        return err(l, root, "baseline", "the baseline sets no value for axis '%s'; it must "
-                                   "set every product axis", m->axes[a].name);
+                        return err(l, root, "baseline",
+                                   "the baseline sets no value for axis '%s'; it must "
+                                   "set every product axis",
+                                   m->axes[a].name);
         return 0;
 }
 
@@ -730,8 +749,9 @@ static int parse_baseline(struct loader *l, json_t *root)
 
 static int parse_criterion(struct loader *l, json_t *node, struct mx_matrix_criterion *c)
 {
-        static const char *const keys[] = { "metric", "min_gain_pct", "max_regression_pct", "max_increase",
-                                            "max_decrease", "max", "min", "note", NULL };
+        static const char *const keys[] = { "metric",       "min_gain_pct", "max_regression_pct",
+                                            "max_increase", "max_decrease", "max",
+                                            "min",          "note",         NULL };
         int found = 0, r;
 
         r = check_keys(l, node, keys, "a criterion");
@@ -761,7 +781,8 @@ static int parse_criterion(struct loader *l, json_t *node, struct mx_matrix_crit
                         return err(l, node, k, "a criterion has exactly one comparison; split it in two");
                 c->op = op;
                 c->value = json_number_value(v);
-                if (!isfinite(c->value) || (op != MX_CRITERION_MAX && op != MX_CRITERION_MIN && c->value < 0))
+                if (!isfinite(c->value) ||
+                    (op != MX_CRITERION_MAX && op != MX_CRITERION_MIN && c->value < 0))
                         return err(l, node, k, "expected a non-negative number");
         }
         if (!found)
@@ -773,8 +794,9 @@ static int parse_criterion(struct loader *l, json_t *node, struct mx_matrix_crit
 
 static int parse_feature(struct loader *l, json_t *node, struct mx_matrix_feature *f)
 {
-        static const char *const keys[] = { "name",     "title",  "description", "priority", "set", "hypothesis",
-                                            "criteria", "status", "depends_on",  "gate",     NULL };
+        static const char *const keys[] = { "name",       "title",      "description", "priority",
+                                            "set",        "hypothesis", "criteria",    "status",
+                                            "depends_on", "gate",       NULL };
         _cleanup_free_ char *status = NULL;
         json_t *prio, *set, *crit, *c;
         size_t i;
@@ -797,7 +819,8 @@ static int parse_feature(struct loader *l, json_t *node, struct mx_matrix_featur
         if (r < 0)
                 return r;
         if (json_integer_value(prio) < 1 || json_integer_value(prio) > 1000)
-                return err(l, node, "priority", "priority must be 1 (highest) to 1000, got %" JSON_INTEGER_FORMAT,
+                return err(l, node, "priority",
+                           "priority must be 1 (highest) to 1000, got %" JSON_INTEGER_FORMAT,
                            json_integer_value(prio));
         f->priority = (int)json_integer_value(prio);
         r = member(l, node, "set", KIND_OBJECT, true, &set);
@@ -864,7 +887,8 @@ static int resolve_depends(struct loader *l, struct mx_matrix_feature *f)
                         return err_index(l, deps, i, "a feature cannot depend on itself");
                 for (size_t j = 0; j < f->n_depends_on; j++)
                         if (f->depends_on[j] == (size_t)k)
-                                return err_index(l, deps, i, "duplicate dependency '%s'", json_string_value(d));
+                                return err_index(l, deps, i, "duplicate dependency '%s'",
+                                                 json_string_value(d));
                 f->depends_on[f->n_depends_on++] = (size_t)k;
         }
         return 0;
@@ -990,10 +1014,11 @@ static int parse_value_set(struct loader *l, json_t *obj, const char *key, int a
                         if (r < 0)
                                 return r;
                         if (mode == COND_EXCLUDE && !(ax->product_set & (UINT64_C(1) << i)))
-                                return err_index(l, list, j,
-                                                 "value '%s' of axis '%s' is not in the product, so an exclude "
-                                                 "entry cannot match it (exclude runs before include)",
-                                                 ax->values[i].name, ax->name);
+                                return err_index(
+                                        l, list, j,
+                                        "value '%s' of axis '%s' is not in the product, so an exclude "
+                                        "entry cannot match it (exclude runs before include)",
+                                        ax->values[i].name, ax->name);
                         set |= UINT64_C(1) << i;
                 }
         } else {
@@ -1030,10 +1055,11 @@ static int parse_cond(struct loader *l, json_t *obj, enum cond_mode mode, bool a
                 if (r < 0)
                         return r;
                 if (mode == COND_EXCLUDE && !l->m->axes[a].product)
-                        return err(l, obj, k,
-                                   "axis '%s' is not in the product (\"product\": false), so an exclude entry "
-                                   "cannot match it (exclude runs before include)",
-                                   l->m->axes[a].name);
+                        return err(
+                                l, obj, k,
+                                "axis '%s' is not in the product (\"product\": false), so an exclude entry "
+                                "cannot match it (exclude runs before include)",
+                                l->m->axes[a].name);
                 ret->terms[ret->n_terms].axis = (unsigned)a;
                 r = parse_value_set(l, obj, k, a, mode, &ret->terms[ret->n_terms].set);
                 if (r < 0)
@@ -1160,7 +1186,8 @@ static int parse_known_incompatible(struct loader *l, json_t *c)
         r = constraint_list(l, c, "known_incompatible", &list);
         if (r < 0 || !list)
                 return r;
-        m->known_incompatible = xcalloc(MX_MAX(json_array_size(list), 1), sizeof(struct mx_matrix_known_incompatible));
+        m->known_incompatible =
+                xcalloc(MX_MAX(json_array_size(list), 1), sizeof(struct mx_matrix_known_incompatible));
         json_array_foreach (list, i, e) {
                 struct mx_matrix_known_incompatible *ki = &m->known_incompatible[i];
                 _cleanup_free_ char *expect = NULL;
@@ -1235,7 +1262,8 @@ static int check_config(struct loader *l, const int *config, json_t *node, const
         if (i >= 0) {
                 _cleanup_free_ char *loc = mx_matrix_location(m, m->rules[i].node);
 
-                return err(l, node, key, "%s (%s) breaks the rule at %s: %s", what, desc, loc, m->rules[i].reason);
+                return err(l, node, key, "%s (%s) breaks the rule at %s: %s", what, desc, loc,
+                           m->rules[i].reason);
         }
         return 0;
 }
@@ -1346,10 +1374,11 @@ static int check_constraints(struct loader *l)
 
                 r = mx_expand_validate(m, MX_MATRIX_MAX_VALIDATE_CELLS, &counts, l->reterr);
                 if (r == -E2BIG)
-                        return err(l, constraints, NULL,
-                                   "include entries set axes that rules mention, so validating this file means "
-                                   "expanding its product, which has more than %" PRIu64 " cells",
-                                   MX_MATRIX_MAX_VALIDATE_CELLS);
+                        return err(
+                                l, constraints, NULL,
+                                "include entries set axes that rules mention, so validating this file means "
+                                "expanding its product, which has more than %" PRIu64 " cells",
+                                MX_MATRIX_MAX_VALIDATE_CELLS);
                 if (r < 0)
                         return r;
                 something_valid = counts.valid > 0;
@@ -1366,7 +1395,8 @@ static int check_constraints(struct loader *l)
         }
         if (!something_valid)
                 return err(l, constraints ? constraints : m->root, NULL,
-                           "the constraints leave no valid configuration: every cell of the product is excluded "
+                           "the constraints leave no valid configuration: every cell of the product is "
+                           "excluded "
                            "or breaks a rule, and no include entry adds one");
         return 0;
 }
@@ -1391,7 +1421,8 @@ static int parse_root(struct loader *l)
                 return r;
         if (json_integer_value(version) != MX_MATRIX_FORMAT_VERSION)
                 return err(l, root, "matrix",
-                           "unsupported format version %" JSON_INTEGER_FORMAT " (this mxmatrix reads version %d)",
+                           "unsupported format version %" JSON_INTEGER_FORMAT
+                           " (this mxmatrix reads version %d)",
                            json_integer_value(version), MX_MATRIX_FORMAT_VERSION);
         r = member_name(l, root, "name", true, &m->name);
         if (r < 0)
@@ -1423,7 +1454,8 @@ static int parse_root(struct loader *l)
         return check_constraints(l);
 }
 
-int mx_matrix_load_string(const char *name, const char *text, size_t len, struct mx_matrix **ret, char **reterr)
+int mx_matrix_load_string(const char *name, const char *text, size_t len, struct mx_matrix **ret,
+                          char **reterr)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = xcalloc(1, sizeof(*m));
         struct loader l = { .m = m, .reterr = reterr };
@@ -1446,7 +1478,8 @@ int mx_matrix_load_string(const char *name, const char *text, size_t len, struct
                 if (reterr) {
                         _cleanup_free_ char *file = mx_escape(name, 0);
 
-                        *reterr = xasprintf("%s:%d:%d: invalid JSON: %s", file, jerr.line, jerr.column, jerr.text);
+                        *reterr = xasprintf("%s:%d:%d: invalid JSON: %s", file, jerr.line, jerr.column,
+                                            jerr.text);
                 }
                 return -EINVAL;
         }
@@ -1497,7 +1530,8 @@ int mx_matrix_load_file(const char *path, struct mx_matrix **ret, char **reterr)
         }
         if (len > MX_MATRIX_MAX_FILE_SIZE) {
                 if (reterr)
-                        *reterr = xasprintf("%s: larger than the limit of %u bytes", path, MX_MATRIX_MAX_FILE_SIZE);
+                        *reterr = xasprintf("%s: larger than the limit of %u bytes", path,
+                                            MX_MATRIX_MAX_FILE_SIZE);
                 return -EFBIG;
         }
         return mx_matrix_load_string(path, buf, len, ret, reterr);

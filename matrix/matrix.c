@@ -232,8 +232,8 @@ static char *path_to_string(const struct json_path *p)
 }
 
 /* Resolve node (+ key or index) to a path and a position; position 0:0 when not found. */
-static void locate(const struct mx_matrix *m, json_t *node, const char *key, size_t index, struct json_path *p,
-                   unsigned *ret_line, unsigned *ret_col)
+static void locate(const struct mx_matrix *m, json_t *node, const char *key, size_t index,
+                   struct json_path *p, unsigned *ret_line, unsigned *ret_col)
 {
         *ret_line = *ret_col = 0;
         if (!m->root || !node || !find_node(m->root, node, p))
@@ -246,8 +246,8 @@ static void locate(const struct mx_matrix *m, json_t *node, const char *key, siz
                 *ret_line = *ret_col = 0;
 }
 
-int mx_matrix_verror_at(const struct mx_matrix *m, json_t *node, const char *key, size_t index, char **reterr,
-                        const char *fmt, va_list ap)
+int mx_matrix_verror_at(const struct mx_matrix *m, json_t *node, const char *key, size_t index,
+                        char **reterr, const char *fmt, va_list ap)
 {
         struct json_path p = {};
         _cleanup_free_ char *msg = xvasprintf(fmt, ap), *ps = NULL, *file = mx_escape(m->path, 0);
@@ -272,8 +272,8 @@ int mx_matrix_verror_at(const struct mx_matrix *m, json_t *node, const char *key
         return -EINVAL;
 }
 
-int mx_matrix_error_at(const struct mx_matrix *m, json_t *node, const char *key, char **reterr, const char *fmt,
-                       ...)
+int mx_matrix_error_at(const struct mx_matrix *m, json_t *node, const char *key, char **reterr,
+                       const char *fmt, ...)
 {
         va_list ap;
         int r;
@@ -635,14 +635,16 @@ void mx_matrix_cover_build(const struct mx_matrix *m, const int *pins, bool with
                 for (size_t t = 0; t < m->rules[i].then.n_terms; t++) {
                         pattern_begin(&b);
                         pattern_cond(&b, &m->rules[i].if_);
-                        pattern_term(&b, m->rules[i].then.terms[t].axis, m->rules[i].then.terms[t].set, true);
+                        pattern_term(&b, m->rules[i].then.terms[t].axis, m->rules[i].then.terms[t].set,
+                                     true);
                         pattern_end(&b);
                 }
 
         c.terms = b.terms;
         c.forbidden = xcalloc(MX_MAX(b.n_patterns, 1), sizeof(struct mx_cover_forbid));
         for (size_t i = 0; i < b.n_patterns; i++)
-                c.forbidden[i] = (struct mx_cover_forbid){ .n_terms = b.counts[i], .terms = c.terms + b.starts[i] };
+                c.forbidden[i] =
+                        (struct mx_cover_forbid){ .n_terms = b.counts[i], .terms = c.terms + b.starts[i] };
         free(b.starts);
         free(b.counts);
         c.model = (struct mx_cover_model){
@@ -666,8 +668,8 @@ void mx_matrix_cover_done(struct mx_matrix_cover *c)
         *c = (struct mx_matrix_cover){};
 }
 
-void mx_matrix_cover_row_to_config(const struct mx_matrix *m, const struct mx_matrix_cover *c, const int *pins,
-                                   const int *row, int *config)
+void mx_matrix_cover_row_to_config(const struct mx_matrix *m, const struct mx_matrix_cover *c,
+                                   const int *pins, const int *row, int *config)
 {
         for (size_t a = 0; a < m->n_axes; a++)
                 config[a] = pins ? pins[a] : -1;

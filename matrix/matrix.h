@@ -29,18 +29,18 @@
 /* Limits on what a matrix file controls (docs/mxmatrix.json.5, LIMITS). */
 #define MX_MATRIX_FORMAT_VERSION 1
 #define MX_MATRIX_MAX_FILE_SIZE (4u * 1024 * 1024)
-#define MX_MATRIX_MAX_NAME 64 /* axis, value, alias, feature names */
+#define MX_MATRIX_MAX_NAME 64     /* axis, value, alias, feature names */
 #define MX_MATRIX_MAX_STRING 4096 /* any other string */
 #define MX_MATRIX_MAX_AXES 64
-#define MX_MATRIX_MAX_VALUES 64 /* per axis; = MX_COVER_MAX_VALUES, one uint64_t bit set */
-#define MX_MATRIX_MAX_ALIASES 16 /* per value */
-#define MX_MATRIX_MAX_ENV 64 /* entries per value, and in target.env */
-#define MX_MATRIX_MAX_ARGV 64 /* flags per value */
+#define MX_MATRIX_MAX_VALUES 64   /* per axis; = MX_COVER_MAX_VALUES, one uint64_t bit set */
+#define MX_MATRIX_MAX_ALIASES 16  /* per value */
+#define MX_MATRIX_MAX_ENV 64      /* entries per value, and in target.env */
+#define MX_MATRIX_MAX_ARGV 64     /* flags per value */
 #define MX_MATRIX_MAX_COMMAND 256 /* target.command words */
 #define MX_MATRIX_MAX_PATTERNS 64 /* per must_see / must_not_see list, and alternatives per entry */
 #define MX_MATRIX_MAX_FEATURES 256
-#define MX_MATRIX_MAX_CRITERIA 32 /* per feature */
-#define MX_MATRIX_MAX_CONSTRAINTS 1024 /* entries per constraints list (exclude, include, rules, known_incompatible) */
+#define MX_MATRIX_MAX_CRITERIA 32      /* per feature */
+#define MX_MATRIX_MAX_CONSTRAINTS 1024 /* entries per constraint list */
 /* A file whose includes interact with rules is validated by streaming its product; bound that. */
 #define MX_MATRIX_MAX_VALIDATE_CELLS (UINT64_C(1) << 24)
 
@@ -181,7 +181,7 @@ struct mx_matrix {
 
         /* target: profile and command are ours; everything else belongs to the runner. */
         char *profile;
-        char **command; /* argv template with {placeholders} */
+        char **command;    /* argv template with {placeholders} */
         char **target_env; /* "VAR=value" */
         char *model;
         char *served_model_name;
@@ -214,7 +214,8 @@ struct mx_matrix {
  */
 int mx_matrix_load_file(const char *path, struct mx_matrix **ret, char **reterr);
 /* The same from a buffer; name is what errors call the file. */
-int mx_matrix_load_string(const char *name, const char *text, size_t len, struct mx_matrix **ret, char **reterr);
+int mx_matrix_load_string(const char *name, const char *text, size_t len, struct mx_matrix **ret,
+                          char **reterr);
 struct mx_matrix *mx_matrix_free(struct mx_matrix *m);
 DEFINE_POINTER_CLEANUP(struct mx_matrix, mx_matrix_free)
 
@@ -224,15 +225,15 @@ DEFINE_POINTER_CLEANUP(struct mx_matrix, mx_matrix_free)
  * when key is not NULL, about node's member key. Always returns -EINVAL and
  * sets *reterr to "FILE:LINE:COL: key 'PATH': message".
  */
-_printf_(5, 6) int mx_matrix_error_at(const struct mx_matrix *m, json_t *node, const char *key, char **reterr,
-                                      const char *fmt, ...);
+_printf_(5, 6) int mx_matrix_error_at(const struct mx_matrix *m, json_t *node, const char *key,
+                                      char **reterr, const char *fmt, ...);
 /* The same with a va_list; index (SIZE_MAX for none) names an element of the array node. */
-int mx_matrix_verror_at(const struct mx_matrix *m, json_t *node, const char *key, size_t index, char **reterr,
-                        const char *fmt, va_list ap) _printf_(6, 0);
+int mx_matrix_verror_at(const struct mx_matrix *m, json_t *node, const char *key, size_t index,
+                        char **reterr, const char *fmt, va_list ap) _printf_(6, 0);
 /* "FILE:LINE:COL" of node (as above), for messages that point at a second place. */
 char *mx_matrix_location(const struct mx_matrix *m, json_t *node);
 
-/* True for a valid axis, value, alias or feature name: [A-Za-z0-9][A-Za-z0-9._+-]*, at most MX_MATRIX_MAX_NAME. */
+/* A valid axis, value, alias or feature name: [A-Za-z0-9][A-Za-z0-9._+-]*, MX_MATRIX_MAX_NAME at most. */
 bool mx_matrix_name_valid(const char *s);
 
 /* Look up by name; -1 when absent. Values match by name or alias. */
@@ -288,8 +289,8 @@ void mx_config_expect(const struct mx_matrix *m, const int *config, struct mx_kg
  */
 struct mx_matrix_cover {
         struct mx_cover_model model;
-        unsigned *param_axis;   /* parameter -> axis */
-        int **param_values;     /* parameter -> its values as value indices of the axis */
+        unsigned *param_axis; /* parameter -> axis */
+        int **param_values;   /* parameter -> its values as value indices of the axis */
         unsigned *n_values;
         struct mx_cover_forbid *forbidden;
         struct mx_cover_term *terms;
@@ -298,7 +299,8 @@ struct mx_matrix_cover {
 void mx_matrix_cover_build(const struct mx_matrix *m, const int *pins, bool with_rules,
                            struct mx_matrix_cover *ret);
 void mx_matrix_cover_done(struct mx_matrix_cover *c);
-/* Convert a covering-array row to a configuration (non-product pins set too) and back (-1 if not representable). */
-void mx_matrix_cover_row_to_config(const struct mx_matrix *m, const struct mx_matrix_cover *c, const int *pins,
-                                   const int *row, int *config);
+/* Convert a covering-array row to a configuration (non-product pins set too) and back (-1 if not
+ * representable). */
+void mx_matrix_cover_row_to_config(const struct mx_matrix *m, const struct mx_matrix_cover *c,
+                                   const int *pins, const int *row, int *config);
 int mx_matrix_cover_config_to_row(const struct mx_matrix_cover *c, const int *config, int *row);

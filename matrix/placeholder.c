@@ -85,9 +85,10 @@ static int walk(const char *s, const char *const *values, struct mx_buf *out, ch
                                         mx_buf_printf(&known, "%s{%s}", i > 0 ? ", " : "",
                                                       placeholder_table[i].name);
                                 free(*reterr);
-                                *reterr = xasprintf("unknown placeholder '{%s}' (known: %s; write '{{' for a "
-                                                    "literal '{')",
-                                                    e, known.data);
+                                *reterr =
+                                        xasprintf("unknown placeholder '{%s}' (known: %s; write '{{' for a "
+                                                  "literal '{')",
+                                                  e, known.data);
                         }
                         return -EINVAL;
                 }

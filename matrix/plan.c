@@ -36,7 +36,8 @@ enum mx_plan_strategy mx_plan_strategy_from_string(const char *s)
 /* Levenshtein distance, for "did you mean" suggestions (names are at most 64 characters). */
 static size_t edit_distance(const char *a, const char *b)
 {
-        size_t la = MX_MIN(strlen(a), (size_t)MX_MATRIX_MAX_NAME), lb = MX_MIN(strlen(b), (size_t)MX_MATRIX_MAX_NAME);
+        size_t la = MX_MIN(strlen(a), (size_t)MX_MATRIX_MAX_NAME),
+               lb = MX_MIN(strlen(b), (size_t)MX_MATRIX_MAX_NAME);
         size_t row[MX_MATRIX_MAX_NAME + 1];
 
         for (size_t j = 0; j <= lb; j++)
@@ -135,8 +136,8 @@ int mx_plan_parse_pin(const struct mx_matrix *m, const char *s, int *ret_axis, i
                 for (size_t i = 0; i < m->axes[a].n_values; i++)
                         mx_buf_printf(&b, "%s%s", i ? ", " : "", m->axes[a].values[i].name);
                 if (reterr)
-                        *reterr = xasprintf("'%s': axis '%s' has no such value (values: %s)", e, m->axes[a].name,
-                                            b.data);
+                        *reterr = xasprintf("'%s': axis '%s' has no such value (values: %s)", e,
+                                            m->axes[a].name, b.data);
                 return -ENOENT;
         }
         *ret_axis = a;
@@ -170,7 +171,8 @@ int mx_plan_resolve_feature(const struct mx_matrix *m, const char *x, int *ret_f
 
                 if (v < 0)
                         continue;
-                mx_buf_printf(&cands, "%s%s=%s", cands.len ? ", " : "", m->axes[a].name, m->axes[a].values[v].name);
+                mx_buf_printf(&cands, "%s%s=%s", cands.len ? ", " : "", m->axes[a].name,
+                              m->axes[a].values[v].name);
                 hit_axis = (int)a;
                 hit_value = v;
                 n_values++;
@@ -179,12 +181,14 @@ int mx_plan_resolve_feature(const struct mx_matrix *m, const char *x, int *ret_f
                 return unknown_feature_error(m, x, reterr);
         if (n_values == 1)
                 assignment[hit_axis] = hit_value;
-        if (n_values > 1 || (f >= 0 && n_values == 1 && !mx_config_equal(m, m->features[f].set, assignment))) {
+        if (n_values > 1 ||
+            (f >= 0 && n_values == 1 && !mx_config_equal(m, m->features[f].set, assignment))) {
                 if (reterr) {
                         _cleanup_free_ char *e = mx_escape(x, MX_MATRIX_MAX_NAME);
 
-                        *reterr = xasprintf("'%s' is ambiguous: it names %s; write axis=value to pick a value", e,
-                                            cands.data);
+                        *reterr =
+                                xasprintf("'%s' is ambiguous: it names %s; write axis=value to pick a value",
+                                          e, cands.data);
                 }
                 return -EINVAL;
         }
@@ -319,8 +323,8 @@ static void add_skip(struct builder *b, size_t slot, const int *config, char *ke
         b->n_used++;
 }
 
-static int add_run(struct builder *b, size_t slot, const int *config, char *key, uint64_t hash, const char *reason,
-                   char **reterr)
+static int add_run(struct builder *b, size_t slot, const int *config, char *key, uint64_t hash,
+                   const char *reason, char **reterr)
 {
         struct mx_plan *p = b->p;
         const struct mx_matrix *m = p->m;
@@ -359,7 +363,8 @@ static int add_run(struct builder *b, size_t slot, const int *config, char *key,
  * steps: exclude on the configuration as planned, include (its assigned axes
  * are original), rules.
  */
-static int add_candidate(struct builder *b, const int *planned, const char *reason, bool expanded, char **reterr)
+static int add_candidate(struct builder *b, const int *planned, const char *reason, bool expanded,
+                         char **reterr)
 {
         const struct mx_matrix *m = b->p->m;
         _cleanup_free_ int *config = mx_config_copy(m, planned);
@@ -451,11 +456,12 @@ static int plan_l5(struct builder *b, const int *base, const int *pinned, char *
                 with = xasprintf("L5:%s", q->name);
                 a = conflict_axis(m, q->set, pinned);
                 if (a >= 0) {
-                        strv_consume(&p->notes, xasprintf("%s not planned: feature '%s' sets %s=%s, but this plan "
-                                                          "has %s=%s",
-                                                          with, q->name, m->axes[a].name,
-                                                          m->axes[a].values[q->set[a]].name, m->axes[a].name,
-                                                          m->axes[a].values[pinned[a]].name));
+                        strv_consume(&p->notes,
+                                     xasprintf("%s not planned: feature '%s' sets %s=%s, but this plan "
+                                               "has %s=%s",
+                                               with, q->name, m->axes[a].name,
+                                               m->axes[a].values[q->set[a]].name, m->axes[a].name,
+                                               m->axes[a].values[pinned[a]].name));
                         continue;
                 }
                 alone = overlay(m, base, q->set, p->pins);
@@ -526,13 +532,15 @@ static int plan_cover(struct builder *b, const int *pinned, unsigned t, char **r
         required = xreallocarray(NULL, (p->n_runs + 1) * c.n_params, sizeof(int));
         for (size_t i = 0; i < p->n_runs; i++)
                 if (has_pins(m, p->runs[i].config, pinned) &&
-                    mx_matrix_cover_config_to_row(&c, p->runs[i].config, required + n_required * c.n_params) >= 0 &&
+                    mx_matrix_cover_config_to_row(&c, p->runs[i].config,
+                                                  required + n_required * c.n_params) >= 0 &&
                     mx_cover_row_valid(&c.model, required + n_required * c.n_params))
                         n_required++;
-        r = mx_cover_generate(&c.model,
-                              &(struct mx_cover_options){ .t = t, .seed = p->seed, .required = required,
-                                                          .n_required = n_required },
-                              &rows, &n_rows, reterr);
+        r = mx_cover_generate(
+                &c.model,
+                &(struct mx_cover_options){
+                        .t = t, .seed = p->seed, .required = required, .n_required = n_required },
+                &rows, &n_rows, reterr);
         if (r < 0)
                 goto finish;
         p->cover_rows = n_rows;
@@ -561,10 +569,11 @@ static int plan_full(struct builder *b, const int *pinned, char **reterr)
                         uint64_t n = mx_expand_product_size(b->p->m, pinned, &overflow);
 
                         free(*reterr);
-                        *reterr = xasprintf("--strategy full would plan more than %zu runs (the product with the "
-                                            "feature pinned has %s%" PRIu64 " cells); raise --max-runs or use "
-                                            "--strategy pairwise or 3way",
-                                            b->max_runs, overflow ? "more than " : "", n);
+                        *reterr = xasprintf(
+                                "--strategy full would plan more than %zu runs (the product with the "
+                                "feature pinned has %s%" PRIu64 " cells); raise --max-runs or use "
+                                "--strategy pairwise or 3way",
+                                b->max_runs, overflow ? "more than " : "", n);
                 }
                 if (r < 0)
                         return r;
@@ -594,7 +603,8 @@ static void feature_notes(struct mx_plan *p)
                 return;
         f = &m->features[p->feature];
         if (f->status == MX_FEATURE_COMPLETED || f->status == MX_FEATURE_BLOCKED)
-                strv_consume(&p->notes, xasprintf("feature '%s' is %s", f->name, mx_feature_status_to_string(f->status)));
+                strv_consume(&p->notes, xasprintf("feature '%s' is %s", f->name,
+                                                  mx_feature_status_to_string(f->status)));
         for (size_t i = 0; i < f->n_depends_on; i++) {
                 const struct mx_matrix_feature *d = &m->features[f->depends_on[i]];
 
@@ -627,9 +637,10 @@ static int parse_pins(struct mx_plan *p, char *const *pins, char **reterr)
                 }
                 if (p->assignment[a] >= 0 && p->assignment[a] != v) {
                         if (reterr)
-                                *reterr = xasprintf("pin %s=%s conflicts with %s, which sets %s=%s", m->axes[a].name,
-                                                    m->axes[a].values[v].name, p->resolved, m->axes[a].name,
-                                                    m->axes[a].values[p->assignment[a]].name);
+                                *reterr =
+                                        xasprintf("pin %s=%s conflicts with %s, which sets %s=%s",
+                                                  m->axes[a].name, m->axes[a].values[v].name, p->resolved,
+                                                  m->axes[a].name, m->axes[a].values[p->assignment[a]].name);
                         return -EINVAL;
                 }
                 p->pins[a] = v;
@@ -705,7 +716,8 @@ json_t *mx_config_to_json(const struct mx_matrix *m, const int *config)
 
         for (size_t a = 0; a < m->n_axes; a++)
                 if (config[a] >= 0)
-                        json_object_set_new(o, m->axes[a].name, json_string(m->axes[a].values[config[a]].name));
+                        json_object_set_new(o, m->axes[a].name,
+                                            json_string(m->axes[a].values[config[a]].name));
         return o;
 }
 
@@ -738,17 +750,19 @@ static json_t *run_to_json(const struct mx_plan *p, const struct mx_plan_run *r)
         json_t *ki = json_array();
 
         for (size_t i = 0; i < r->n_known_incompatible; i++) {
-                const struct mx_matrix_known_incompatible *k = &p->m->known_incompatible[r->known_incompatible[i]];
+                const struct mx_matrix_known_incompatible *k =
+                        &p->m->known_incompatible[r->known_incompatible[i]];
                 _cleanup_free_ char *at = mx_matrix_location(p->m, k->node);
 
-                json_array_append_new(ki, json_pack("{s:s,s:s,s:s}", "expect", mx_ki_expect_to_string(k->expect),
-                                                    "reason", k->reason, "at", at));
+                json_array_append_new(ki,
+                                      json_pack("{s:s,s:s,s:s}", "expect", mx_ki_expect_to_string(k->expect),
+                                                "reason", k->reason, "at", at));
         }
         return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "key", r->key, "hash",
-                         mx_ident_hash_format(r->hash, hash), "config", mx_config_to_json(p->m, r->config), "reasons",
-                         strv_to_json(r->reasons), "env", strv_to_json(r->env), "flags", strv_to_json(r->flags),
-                         "argv", strv_to_json(r->argv), "expect", mx_expect_to_json(&r->expect),
-                         "known_incompatible", ki);
+                         mx_ident_hash_format(r->hash, hash), "config", mx_config_to_json(p->m, r->config),
+                         "reasons", strv_to_json(r->reasons), "env", strv_to_json(r->env), "flags",
+                         strv_to_json(r->flags), "argv", strv_to_json(r->argv), "expect",
+                         mx_expect_to_json(&r->expect), "known_incompatible", ki);
 }
 
 json_t *mx_plan_to_json(const struct mx_plan *p)
@@ -761,10 +775,10 @@ json_t *mx_plan_to_json(const struct mx_plan *p)
         for (size_t i = 0; i < p->n_skipped; i++) {
                 const struct mx_plan_skip *s = &p->skipped[i];
 
-                json_array_append_new(skipped,
-                                      json_pack("{s:s,s:o,s:o,s:s,s:o}", "key", s->key, "config",
-                                                mx_config_to_json(m, s->config), "reasons", strv_to_json(s->reasons),
-                                                "why", s->why, "at", s->where ? json_string(s->where) : json_null()));
+                json_array_append_new(skipped, json_pack("{s:s,s:o,s:o,s:s,s:o}", "key", s->key, "config",
+                                                         mx_config_to_json(m, s->config), "reasons",
+                                                         strv_to_json(s->reasons), "why", s->why, "at",
+                                                         s->where ? json_string(s->where) : json_null()));
         }
         feature = json_pack("{s:s,s:s,s:o}", "input", p->input, "resolved", p->resolved, "set",
                             mx_config_to_json(m, p->assignment));
@@ -776,10 +790,11 @@ json_t *mx_plan_to_json(const struct mx_plan *p)
                 json_object_set_new(feature, "status", json_string(mx_feature_status_to_string(f->status)));
         } else
                 json_object_set_new(feature, "name", json_null());
-        return json_pack("{s:s,s:s,s:o,s:o,s:s,s:I,s:o,s:o,s:o,s:o}", "matrix", m->name, "file", m->path, "feature",
-                         feature, "pins", mx_config_to_json(m, p->pins), "strategy",
-                         mx_plan_strategy_to_string(p->strategy), "seed", (json_int_t)p->seed, "cover",
-                         p->cover_t ? json_pack("{s:i,s:I}", "t", (int)p->cover_t, "rows", (json_int_t)p->cover_rows)
-                                    : json_null(),
-                         "runs", runs, "skipped", skipped, "notes", strv_to_json(p->notes));
+        return json_pack(
+                "{s:s,s:s,s:o,s:o,s:s,s:I,s:o,s:o,s:o,s:o}", "matrix", m->name, "file", m->path, "feature",
+                feature, "pins", mx_config_to_json(m, p->pins), "strategy",
+                mx_plan_strategy_to_string(p->strategy), "seed", (json_int_t)p->seed, "cover",
+                p->cover_t ? json_pack("{s:i,s:I}", "t", (int)p->cover_t, "rows", (json_int_t)p->cover_rows)
+                           : json_null(),
+                "runs", runs, "skipped", skipped, "notes", strv_to_json(p->notes));
 }

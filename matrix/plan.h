@@ -81,8 +81,8 @@ struct mx_plan {
         int *pins;                 /* per axis */
         enum mx_plan_strategy strategy;
         uint64_t seed;
-        unsigned cover_t;   /* strength of the covering array (pairwise 2, 3way 3), else 0 */
-        size_t cover_rows;  /* rows of that covering array, its first rows included */
+        unsigned cover_t;  /* strength of the covering array (pairwise 2, 3way 3), else 0 */
+        size_t cover_rows; /* rows of that covering array, its first rows included */
         struct mx_plan_run *runs;
         size_t n_runs;
         struct mx_plan_skip *skipped;
@@ -98,7 +98,8 @@ struct mx_plan {
 int mx_plan_resolve_feature(const struct mx_matrix *m, const char *x, int *ret_feature, int **ret_assignment,
                             char **reterr);
 /* Parse "axis=value" (value by name or alias). */
-int mx_plan_parse_pin(const struct mx_matrix *m, const char *s, int *ret_axis, int *ret_value, char **reterr);
+int mx_plan_parse_pin(const struct mx_matrix *m, const char *s, int *ret_axis, int *ret_value,
+                      char **reterr);
 
 int mx_plan_build(const struct mx_matrix *m, const struct mx_plan_request *req, struct mx_plan **ret,
                   char **reterr);
@@ -112,5 +113,6 @@ size_t mx_plan_n_known_incompatible(const struct mx_plan *p);
 json_t *mx_plan_to_json(const struct mx_plan *p);
 /* A configuration as a JSON object axis -> value name (assigned axes only, file order). */
 json_t *mx_config_to_json(const struct mx_matrix *m, const int *config);
-/* Kernel-gate expectations as JSON: {"log": {"must_see": [[...]], "must_not_see": [...]}, "kernels": ...}. */
+/* Kernel-gate expectations as JSON: {"log": {"must_see": [[...]], "must_not_see": [...]}, "kernels": ...}.
+ */
 json_t *mx_expect_to_json(const struct mx_kgate_expect *e);

@@ -10,8 +10,9 @@
 /* Load a file under tests/fixtures/matrix/ (or any source path with a '/'); aborts the test on error. */
 static inline struct mx_matrix *load_fixture(const char *name)
 {
-        _cleanup_free_ char *path = strchr(name, '/') ? test_source_path(name)
-                                                      : xasprintf("%s/tests/fixtures/matrix/%s", MX_SOURCE_DIR, name);
+        _cleanup_free_ char *path = strchr(name, '/')
+                                            ? test_source_path(name)
+                                            : xasprintf("%s/tests/fixtures/matrix/%s", MX_SOURCE_DIR, name);
         _cleanup_free_ char *why = NULL;
         struct mx_matrix *m = NULL;
         int r = mx_matrix_load_file(path, &m, &why);
@@ -32,7 +33,8 @@ static inline struct mx_matrix *load_text(const char *text)
         return m;
 }
 
-/* The whole expansion (with pins, may be NULL) as "axis=value,..." lines in file order, one per configuration. */
+/* The whole expansion (with pins, may be NULL) as "axis=value,..." lines in file order, one per
+ * configuration. */
 static inline char *expand_all(const struct mx_matrix *m, const int *pins)
 {
         _cleanup_(mx_expand_freep) struct mx_expand *it = mx_expand_new(m, pins);

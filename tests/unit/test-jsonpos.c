@@ -51,11 +51,16 @@ TEST(bom_and_errors)
         const char *bom = "\xef\xbb\xbf{\"a\": 1}";
 
         at(bom, (struct mx_jsonpos_step[]){ { "a", 0 } }, 1, true, 1, 2);
-        ASSERT_ERR(mx_jsonpos_find("{\"a\": 1}", 8, (struct mx_jsonpos_step[]){ { "b", 0 } }, 1, false, &l, &c),
+        ASSERT_ERR(
+                mx_jsonpos_find("{\"a\": 1}", 8, (struct mx_jsonpos_step[]){ { "b", 0 } }, 1, false, &l, &c),
+                ENOENT);
+        ASSERT_ERR(mx_jsonpos_find("[1, 2]", 6, (struct mx_jsonpos_step[]){ { NULL, 2 } }, 1, false, &l, &c),
                    ENOENT);
-        ASSERT_ERR(mx_jsonpos_find("[1, 2]", 6, (struct mx_jsonpos_step[]){ { NULL, 2 } }, 1, false, &l, &c), ENOENT);
-        ASSERT_ERR(mx_jsonpos_find("[1, 2]", 6, (struct mx_jsonpos_step[]){ { "a", 0 } }, 1, false, &l, &c), ENOENT);
-        ASSERT_ERR(mx_jsonpos_find("{\"a\": [1, ", 10, (struct mx_jsonpos_step[]){ { "b", 0 } }, 1, false, &l, &c),
+        ASSERT_ERR(mx_jsonpos_find("[1, 2]", 6, (struct mx_jsonpos_step[]){ { "a", 0 } }, 1, false, &l, &c),
+                   ENOENT);
+        ASSERT_ERR(mx_jsonpos_find("{\"a\": [1, ", 10, (struct mx_jsonpos_step[]){ { "b", 0 } }, 1, false,
+                                   &l, &c),
                    EBADMSG);
-        ASSERT_ERR(mx_jsonpos_find("{\"a", 3, (struct mx_jsonpos_step[]){ { "a", 0 } }, 1, false, &l, &c), EBADMSG);
+        ASSERT_ERR(mx_jsonpos_find("{\"a", 3, (struct mx_jsonpos_step[]){ { "a", 0 } }, 1, false, &l, &c),
+                   EBADMSG);
 }

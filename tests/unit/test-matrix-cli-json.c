@@ -27,7 +27,8 @@ static json_t *run_json(const char *args, int *ret_status)
         j = json_loadf(f, 0, &e);
         st = pclose(f);
         if (!j)
-                test_fail(__FILE__, __LINE__, "'%s': output is not JSON: %s (line %d)", args, e.text, e.line);
+                test_fail(__FILE__, __LINE__, "'%s': output is not JSON: %s (line %d)", args, e.text,
+                          e.line);
         *ret_status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
         return j;
 }
@@ -61,18 +62,23 @@ TEST(show_json)
         ASSERT_EQ(json_array_size(axes), 6);
         ASSERT_STREQ(json_string_value(json_object_get(cutlass, "name")), "cutlass");
         ASSERT_STREQ(json_string_value(json_array_get(json_object_get(cutlass, "aliases"), 0)), "gemm");
-        ASSERT_STREQ(json_string_value(json_array_get(json_object_get(cutlass, "env"), 0)), "VLLM_MXFP4_MOE_KERNEL=gemm");
+        ASSERT_STREQ(json_string_value(json_array_get(json_object_get(cutlass, "env"), 0)),
+                     "VLLM_MXFP4_MOE_KERNEL=gemm");
         ASSERT_STREQ(json_string_value(json_object_get(json_object_get(j, "baseline"), "kernel")), "marlin");
         ASSERT_STREQ(json_string_value(json_object_get(f1, "status")), "in-progress");
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(json_object_get(f1, "criteria"), 0), "op")),
-                     "min_gain_pct");
-        ASSERT_EQ(json_array_size(json_object_get(json_object_get(j, "constraints"), "known_incompatible")), 3);
+        ASSERT_STREQ(
+                json_string_value(json_object_get(json_array_get(json_object_get(f1, "criteria"), 0), "op")),
+                "min_gain_pct");
+        ASSERT_EQ(json_array_size(json_object_get(json_object_get(j, "constraints"), "known_incompatible")),
+                  3);
         counts = json_object_get(j, "counts");
         ASSERT_EQ(json_integer_value(json_object_get(counts, "full")), 768);
         ASSERT_EQ(json_integer_value(json_object_get(counts, "valid")), 384);
         ASSERT_EQ(json_integer_value(json_object_get(counts, "known_incompatible")), 284);
-        ASSERT_TRUE(json_integer_value(json_object_get(counts, "pairwise")) >= 16); /* 4 kernels x 4 activations */
-        ASSERT_TRUE(json_integer_value(json_object_get(counts, "3way")) >= json_integer_value(json_object_get(counts, "pairwise")));
+        ASSERT_TRUE(json_integer_value(json_object_get(counts, "pairwise")) >=
+                    16); /* 4 kernels x 4 activations */
+        ASSERT_TRUE(json_integer_value(json_object_get(counts, "3way")) >=
+                    json_integer_value(json_object_get(counts, "pairwise")));
 }
 
 TEST(cover_json)
@@ -97,7 +103,8 @@ TEST(plan_json)
         json_t *runs = json_object_get(j, "runs"), *r1 = json_array_get(runs, 1);
 
         ASSERT_EQ(st, 0);
-        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(j, "feature"), "name")), "cutlass-gemm");
+        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(j, "feature"), "name")),
+                     "cutlass-gemm");
         ASSERT_STREQ(json_string_value(json_object_get(json_object_get(j, "pins"), "graphs")), "off");
         ASSERT_EQ(json_array_size(runs), 11); /* baseline, L1-on, 3 activations, 2 tiles, sinks, 3 eagle3 */
         ASSERT_STREQ(json_string_value(json_array_get(json_object_get(r1, "reasons"), 0)), "L1-on");

@@ -113,9 +113,12 @@ TEST(include_after_exclude)
 TEST(rules_and_known_incompatible)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_fixture("matrix/mxfp4-gb10.json");
-        _cleanup_free_ int *bad = config_from(m, "kernel=marlin,activation=bf16,tile=64x128,sinks=off,spec=off,graphs=on");
-        _cleanup_free_ int *ok = config_from(m, "kernel=gemm,activation=bf16,tile=64x128,sinks=off,spec=off,graphs=on");
-        _cleanup_free_ int *both = config_from(m, "kernel=cutlass,activation=bf16,tile=64x128,sinks=on,spec=eagle3-long,graphs=on");
+        _cleanup_free_ int *bad =
+                config_from(m, "kernel=marlin,activation=bf16,tile=64x128,sinks=off,spec=off,graphs=on");
+        _cleanup_free_ int *ok =
+                config_from(m, "kernel=gemm,activation=bf16,tile=64x128,sinks=off,spec=off,graphs=on");
+        _cleanup_free_ int *both = config_from(
+                m, "kernel=cutlass,activation=bf16,tile=64x128,sinks=on,spec=eagle3-long,graphs=on");
         size_t ki[8];
         struct mx_expand_counts c;
 
@@ -169,15 +172,19 @@ static char *big_matrix(void)
 {
         _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
 
-        mx_buf_puts(&b, "{\"matrix\": 1, \"name\": \"big\", \"target\": {\"command\": [\"true\"]}, \"axes\": [");
+        mx_buf_puts(&b,
+                    "{\"matrix\": 1, \"name\": \"big\", \"target\": {\"command\": [\"true\"]}, \"axes\": [");
         for (int i = 0; i < 24; i++)
-                mx_buf_printf(&b, "%s{\"name\": \"a%d\", \"values\": [{\"name\": \"0\"}, {\"name\": \"1\"}]}", i ? ", " : "",
-                              i);
+                mx_buf_printf(&b,
+                              "%s{\"name\": \"a%d\", \"values\": [{\"name\": \"0\"}, {\"name\": \"1\"}]}",
+                              i ? ", " : "", i);
         mx_buf_puts(&b, "], \"baseline\": {");
         for (int i = 0; i < 24; i++)
                 mx_buf_printf(&b, "%s\"a%d\": \"0\"", i ? ", " : "", i);
-        mx_buf_puts(&b, "}, \"constraints\": {\"exclude\": [{\"a0\": \"1\"}], \"rules\": [{\"if\": {\"a1\": \"1\"}, "
-                        "\"then\": {\"a2\": \"0\"}, \"reason\": \"r\"}]}}");
+        mx_buf_puts(
+                &b,
+                "}, \"constraints\": {\"exclude\": [{\"a0\": \"1\"}], \"rules\": [{\"if\": {\"a1\": \"1\"}, "
+                "\"then\": {\"a2\": \"0\"}, \"reason\": \"r\"}]}}");
         return mx_buf_steal(&b);
 }
 
@@ -214,7 +221,9 @@ TEST(product_overflow)
         bool overflow;
 
         /* 64 axes of 64 values: 2^384 cells, counted as overflow and never streamed. */
-        mx_buf_puts(&b, "{\"matrix\": 1, \"name\": \"huge\", \"target\": {\"command\": [\"true\"]}, \"axes\": [");
+        mx_buf_puts(
+                &b,
+                "{\"matrix\": 1, \"name\": \"huge\", \"target\": {\"command\": [\"true\"]}, \"axes\": [");
         for (int i = 0; i < 64; i++) {
                 mx_buf_printf(&b, "%s{\"name\": \"a%d\", \"values\": [", i ? ", " : "", i);
                 for (int v = 0; v < 64; v++)
@@ -304,8 +313,10 @@ TEST(identity_shipped_baseline)
 TEST(config_env_argv)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_fixture("matrix/mxfp4-gb10.json");
-        _cleanup_free_ int *c = config_from(m, "kernel=gemm,activation=mxfp8,tile=auto,sinks=off,spec=eagle3-short,graphs=off");
-        _cleanup_strv_free_ char **env = mx_config_env(m, c), **flags = mx_config_flags(m, c), **argv = mx_config_argv(m, c);
+        _cleanup_free_ int *c = config_from(
+                m, "kernel=gemm,activation=mxfp8,tile=auto,sinks=off,spec=eagle3-short,graphs=off");
+        _cleanup_strv_free_ char **env = mx_config_env(m, c), **flags = mx_config_flags(m, c),
+                                 **argv = mx_config_argv(m, c);
         struct mx_kgate_expect e;
 
         ASSERT_STREQ(env[0], "VLLM_ATTENTION_BACKEND=FLASHINFER"); /* target.env first */

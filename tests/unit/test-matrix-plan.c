@@ -23,7 +23,8 @@ static char *diff(const struct mx_matrix *m, const int *c)
         return mx_buf_steal(&b);
 }
 
-/* One line per run ("run DIFF: REASONS [ki N]") and per skipped run ("skip DIFF: REASONS"), then the notes. */
+/* One line per run ("run DIFF: REASONS [ki N]") and per skipped run ("skip DIFF: REASONS"), then the notes.
+ */
 static char *render(const struct mx_plan *p)
 {
         _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
@@ -78,19 +79,20 @@ static void check_plan(const char *file, int line, const struct mx_matrix *m, co
 TEST(p1_cutlass_gemm)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_fixture("matrix/mxfp4-gb10.json");
-        const char *expected = "run (baseline): baseline L1-off\n"
-                               "run kernel=cutlass: L1-on\n"
-                               "run kernel=cutlass,activation=mxfp8: L6:activation=mxfp8\n"
-                               "run kernel=cutlass,activation=mxfp4: L6:activation=mxfp4\n"
-                               "run kernel=cutlass,activation=fp8: L6:activation=fp8\n"
-                               "run kernel=cutlass,tile=128x128: L6:tile=128x128\n"
-                               "run kernel=cutlass,tile=64x128: L6:tile=64x128 [ki 3]\n"
-                               "run kernel=cutlass,sinks=on: L6:sinks=on [ki 2]\n"
-                               "run kernel=cutlass,spec=eagle3-short: L6:spec=eagle3-short [ki 1]\n"
-                               "run kernel=cutlass,spec=eagle3-long: L6:spec=eagle3-long [ki 1]\n"
-                               "run kernel=cutlass,spec=eagle3-throughput: L6:spec=eagle3-throughput [ki 1]\n"
-                               "run kernel=cutlass,graphs=off: L6:graphs=off\n"
-                               "note no feature is completed, so L5 has no combinations\n";
+        const char *expected =
+                "run (baseline): baseline L1-off\n"
+                "run kernel=cutlass: L1-on\n"
+                "run kernel=cutlass,activation=mxfp8: L6:activation=mxfp8\n"
+                "run kernel=cutlass,activation=mxfp4: L6:activation=mxfp4\n"
+                "run kernel=cutlass,activation=fp8: L6:activation=fp8\n"
+                "run kernel=cutlass,tile=128x128: L6:tile=128x128\n"
+                "run kernel=cutlass,tile=64x128: L6:tile=64x128 [ki 3]\n"
+                "run kernel=cutlass,sinks=on: L6:sinks=on [ki 2]\n"
+                "run kernel=cutlass,spec=eagle3-short: L6:spec=eagle3-short [ki 1]\n"
+                "run kernel=cutlass,spec=eagle3-long: L6:spec=eagle3-long [ki 1]\n"
+                "run kernel=cutlass,spec=eagle3-throughput: L6:spec=eagle3-throughput [ki 1]\n"
+                "run kernel=cutlass,graphs=off: L6:graphs=off\n"
+                "note no feature is completed, so L5 has no combinations\n";
 
         /* By feature name, by value name, by alias, by axis=value: the same plan. */
         CHECK_PLAN(m, "cutlass-gemm", expected);
@@ -109,7 +111,8 @@ TEST(p1_resolution_names_the_feature)
         ASSERT_EQ(a->feature, 0);
         ASSERT_STREQ(b->resolved, "feature 'cutlass-gemm'");
         /* Runs carry what the daemon stores. */
-        ASSERT_STREQ(b->runs[1].key, "activation=bf16,graphs=on,kernel=cutlass,sinks=off,spec=off,tile=auto");
+        ASSERT_STREQ(b->runs[1].key,
+                     "activation=bf16,graphs=on,kernel=cutlass,sinks=off,spec=off,tile=auto");
         ASSERT_TRUE(strv_contains(b->runs[1].env, "VLLM_MXFP4_MOE_KERNEL=gemm"));
         ASSERT_EQ(strv_length(b->runs[1].flags), 0);
         ASSERT_EQ(strv_length(b->runs[1].argv), strv_length(m->command));
@@ -177,7 +180,8 @@ TEST(p4_tile_64x128)
                    "run kernel=cutlass,tile=64x128,sinks=on: L6:sinks=on [ki 2] [ki 3]\n"
                    "run kernel=cutlass,tile=64x128,spec=eagle3-short: L6:spec=eagle3-short [ki 1] [ki 3]\n"
                    "run kernel=cutlass,tile=64x128,spec=eagle3-long: L6:spec=eagle3-long [ki 1] [ki 3]\n"
-                   "run kernel=cutlass,tile=64x128,spec=eagle3-throughput: L6:spec=eagle3-throughput [ki 1] [ki 3]\n"
+                   "run kernel=cutlass,tile=64x128,spec=eagle3-throughput: L6:spec=eagle3-throughput [ki 1] "
+                   "[ki 3]\n"
                    "run kernel=cutlass,tile=64x128,graphs=off: L6:graphs=off [ki 3]\n"
                    "note depends on 'activation-mxfp8', which is not-started\n"
                    "note no feature is completed, so L5 has no combinations\n");
@@ -244,7 +248,8 @@ static struct mx_matrix *shipped_with_completed(const char *const *names)
                 /* Overwrite the status in place, padding inside the string is not allowed: rebuild. */
                 {
                         char *end = strchr(s, '"');
-                        _cleanup_free_ char *rebuilt = xasprintf("%.*scompleted%s", (int)(s - text), text, end);
+                        _cleanup_free_ char *rebuilt =
+                                xasprintf("%.*scompleted%s", (int)(s - text), text, end);
 
                         free(text);
                         text = TAKE_PTR(rebuilt);
@@ -284,8 +289,9 @@ TEST(l5_conflicting_feature)
         _cleanup_(mx_plan_freep) struct mx_plan *p = plan(m, "gemv", NULL, MX_PLAN_DEFAULT);
 
         ASSERT_EQ(strv_length(p->notes), 1);
-        ASSERT_STREQ(p->notes[0], "L5:tile-64x128 not planned: feature 'tile-64x128' sets kernel=cutlass, but this plan "
-                                  "has kernel=gemv");
+        ASSERT_STREQ(p->notes[0],
+                     "L5:tile-64x128 not planned: feature 'tile-64x128' sets kernel=cutlass, but this plan "
+                     "has kernel=gemv");
         ASSERT_EQ(p->feature, -1);
         ASSERT_STREQ(p->resolved, "kernel=gemv");
 }
@@ -300,23 +306,25 @@ TEST(pins)
         struct mx_plan *q = NULL;
 
         /* Pins apply to every run, the baseline included; pinned axes are not varied; fp6 is reachable. */
-        ASSERT_STREQ(got, "run activation=fp6,graphs=off: baseline L1-off\n"
-                          "run kernel=cutlass,activation=fp6,graphs=off: L1-on\n"
-                          "run kernel=cutlass,activation=fp6,tile=128x128,graphs=off: L6:tile=128x128\n"
-                          "run kernel=cutlass,activation=fp6,tile=64x128,graphs=off: L6:tile=64x128 [ki 3]\n"
-                          "run kernel=cutlass,activation=fp6,sinks=on,graphs=off: L6:sinks=on [ki 2]\n"
-                          "run kernel=cutlass,activation=fp6,spec=eagle3-short,graphs=off: L6:spec=eagle3-short\n"
-                          "run kernel=cutlass,activation=fp6,spec=eagle3-long,graphs=off: L6:spec=eagle3-long\n"
-                          "run kernel=cutlass,activation=fp6,spec=eagle3-throughput,graphs=off: "
-                          "L6:spec=eagle3-throughput\n"
-                          "note no feature is completed, so L5 has no combinations\n");
+        ASSERT_STREQ(got,
+                     "run activation=fp6,graphs=off: baseline L1-off\n"
+                     "run kernel=cutlass,activation=fp6,graphs=off: L1-on\n"
+                     "run kernel=cutlass,activation=fp6,tile=128x128,graphs=off: L6:tile=128x128\n"
+                     "run kernel=cutlass,activation=fp6,tile=64x128,graphs=off: L6:tile=64x128 [ki 3]\n"
+                     "run kernel=cutlass,activation=fp6,sinks=on,graphs=off: L6:sinks=on [ki 2]\n"
+                     "run kernel=cutlass,activation=fp6,spec=eagle3-short,graphs=off: L6:spec=eagle3-short\n"
+                     "run kernel=cutlass,activation=fp6,spec=eagle3-long,graphs=off: L6:spec=eagle3-long\n"
+                     "run kernel=cutlass,activation=fp6,spec=eagle3-throughput,graphs=off: "
+                     "L6:spec=eagle3-throughput\n"
+                     "note no feature is completed, so L5 has no combinations\n");
 
         {
                 char *conflict[] = { (char *)"kernel=marlin", NULL };
                 struct mx_plan_request req = { .feature = "cutlass", .pins = conflict };
 
                 ASSERT_ERR(mx_plan_build(m, &req, &q, &why), EINVAL);
-                ASSERT_STREQ(why, "pin kernel=marlin conflicts with kernel=cutlass (feature 'cutlass-gemm'), which sets "
+                ASSERT_STREQ(why, "pin kernel=marlin conflicts with kernel=cutlass (feature "
+                                  "'cutlass-gemm'), which sets "
                                   "kernel=cutlass");
         }
         {
@@ -335,7 +343,9 @@ TEST(pins)
                 free(why);
                 why = NULL;
                 ASSERT_ERR(mx_plan_build(m, &req, &q, &why), ENOENT);
-                ASSERT_STREQ(why, "'graph=off': no such axis (axes: kernel, activation, tile, sinks, spec, graphs)");
+                ASSERT_STREQ(
+                        why,
+                        "'graph=off': no such axis (axes: kernel, activation, tile, sinks, spec, graphs)");
         }
         {
                 char *bad[] = { (char *)"graphs=maybe", NULL };
@@ -351,14 +361,16 @@ TEST(pins)
 
 TEST(resolution_errors)
 {
-        const char *text = "{\"matrix\": 1, \"name\": \"t\", \"target\": {\"command\": [\"s\"]},\n"
-                           " \"axes\": [{\"name\": \"kernel\", \"values\": [{\"name\": \"marlin\"}, {\"name\": \"fast\"}]},\n"
-                           "          {\"name\": \"spec\", \"values\": [{\"name\": \"off\"}, {\"name\": \"fast\"}]},\n"
-                           "          {\"name\": \"tile\", \"values\": [{\"name\": \"auto\"}, {\"name\": \"big\"}]}],\n"
-                           " \"baseline\": {\"kernel\": \"marlin\", \"spec\": \"off\", \"tile\": \"auto\"},\n"
-                           " \"features\": [{\"name\": \"big\", \"priority\": 1, \"set\": {\"kernel\": \"fast\"}, "
-                           "\"hypothesis\": \"h\", \"criteria\": [{\"metric\": \"crashes\", \"max\": 0}], "
-                           "\"status\": \"not-started\"}]}\n";
+        const char *text =
+                "{\"matrix\": 1, \"name\": \"t\", \"target\": {\"command\": [\"s\"]},\n"
+                " \"axes\": [{\"name\": \"kernel\", \"values\": [{\"name\": \"marlin\"}, {\"name\": "
+                "\"fast\"}]},\n"
+                "          {\"name\": \"spec\", \"values\": [{\"name\": \"off\"}, {\"name\": \"fast\"}]},\n"
+                "          {\"name\": \"tile\", \"values\": [{\"name\": \"auto\"}, {\"name\": \"big\"}]}],\n"
+                " \"baseline\": {\"kernel\": \"marlin\", \"spec\": \"off\", \"tile\": \"auto\"},\n"
+                " \"features\": [{\"name\": \"big\", \"priority\": 1, \"set\": {\"kernel\": \"fast\"}, "
+                "\"hypothesis\": \"h\", \"criteria\": [{\"metric\": \"crashes\", \"max\": 0}], "
+                "\"status\": \"not-started\"}]}\n";
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(text);
         _cleanup_free_ char *why = NULL;
         _cleanup_free_ int *assignment = NULL;
@@ -366,12 +378,16 @@ TEST(resolution_errors)
 
         /* Two values on different axes. */
         ASSERT_ERR(mx_plan_resolve_feature(m, "fast", &f, &assignment, &why), EINVAL);
-        ASSERT_STREQ(why, "'fast' is ambiguous: it names kernel=fast, spec=fast; write axis=value to pick a value");
+        ASSERT_STREQ(
+                why,
+                "'fast' is ambiguous: it names kernel=fast, spec=fast; write axis=value to pick a value");
         /* A feature and a value with different assignments. */
         free(why);
         why = NULL;
         ASSERT_ERR(mx_plan_resolve_feature(m, "big", &f, &assignment, &why), EINVAL);
-        ASSERT_STREQ(why, "'big' is ambiguous: it names feature 'big', tile=big; write axis=value to pick a value");
+        ASSERT_STREQ(
+                why,
+                "'big' is ambiguous: it names feature 'big', tile=big; write axis=value to pick a value");
         /* axis=value settles it. */
         ASSERT_OK(mx_plan_resolve_feature(m, "spec=fast", &f, &assignment, NULL));
         ASSERT_EQ(f, -1);
@@ -386,13 +402,16 @@ TEST(resolution_errors)
         free(why);
         why = NULL;
         ASSERT_ERR(mx_plan_resolve_feature(m, "marln", &f, &assignment, &why), ENOENT);
-        ASSERT_STREQ(why, "no feature or axis value is named 'marln'; did you mean kernel=marlin? (any axis value works "
+        ASSERT_STREQ(why, "no feature or axis value is named 'marln'; did you mean kernel=marlin? (any axis "
+                          "value works "
                           "too: see mxmatrix matrix show)");
         free(why);
         why = NULL;
         ASSERT_ERR(mx_plan_resolve_feature(m, "zzzzzzzz", &f, &assignment, &why), ENOENT);
-        ASSERT_STREQ(why, "no feature or axis value is named 'zzzzzzzz'; did you mean feature 'big'? (any axis value "
-                          "works too: see mxmatrix matrix show)");
+        ASSERT_STREQ(
+                why,
+                "no feature or axis value is named 'zzzzzzzz'; did you mean feature 'big'? (any axis value "
+                "works too: see mxmatrix matrix show)");
         ASSERT_NULL(assignment);
 }
 
@@ -405,7 +424,8 @@ TEST(resolution_shipped)
 
         /* "off" is a value of sinks and of spec. */
         ASSERT_ERR(mx_plan_resolve_feature(m, "off", &f, &assignment, &why), EINVAL);
-        ASSERT_STREQ(why, "'off' is ambiguous: it names sinks=off, spec=off, graphs=off; write axis=value to pick a value");
+        ASSERT_STREQ(why, "'off' is ambiguous: it names sinks=off, spec=off, graphs=off; write axis=value "
+                          "to pick a value");
         free(why);
         why = NULL;
         ASSERT_ERR(mx_plan_resolve_feature(m, "cutlas", &f, &assignment, &why), ENOENT);
@@ -470,8 +490,10 @@ TEST(full_strategy)
         ASSERT_TRUE(strv_contains(p->runs[1].reasons, "L1-on"));
         ASSERT_TRUE(strv_contains(p->runs[1].reasons, "full"));
         ASSERT_ERR(mx_plan_build(m, &req, &q, &why), E2BIG);
-        ASSERT_STREQ(why, "--strategy full would plan more than 100 runs (the product with the feature pinned has 192 "
-                          "cells); raise --max-runs or use --strategy pairwise or 3way");
+        ASSERT_STREQ(
+                why,
+                "--strategy full would plan more than 100 runs (the product with the feature pinned has 192 "
+                "cells); raise --max-runs or use --strategy pairwise or 3way");
         ASSERT_NULL(q);
 }
 
@@ -484,7 +506,8 @@ TEST(plan_json)
 
         ASSERT_NOT_NULL(j);
         ASSERT_STREQ(json_string_value(json_object_get(j, "strategy")), "default");
-        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(j, "feature"), "name")), "tile-64x128");
+        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(j, "feature"), "name")),
+                     "tile-64x128");
         ASSERT_EQ(json_array_size(json_object_get(j, "runs")), p->n_runs);
         run = json_array_get(json_object_get(j, "runs"), 1);
         ASSERT_STREQ(json_string_value(json_object_get(json_object_get(run, "config"), "tile")), "64x128");
