@@ -79,6 +79,7 @@ static char *format_product(const struct mx_expand_counts *c)
         return c->product_overflow ? xstrdup("more than 2^64") : xasprintf("%" PRIu64, c->product);
 }
 
+/* "FILE: ok (...)" or the error, exit 3 on a bad file. */
 static int verb_check(const char *path)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = NULL;
@@ -129,6 +130,7 @@ static int cover_rows(const struct mx_matrix *m, unsigned t, uint64_t seed, stru
         return mx_cover_verify(&c->model, MX_MIN(t, (unsigned)c->n_params), *ret_rows, *ret_n, reterr);
 }
 
+/* An axis value as JSON for matrix show. */
 static json_t *value_to_json(const struct mx_matrix_value *v)
 {
         json_t *aliases = json_array(), *env = json_array(), *argv = json_array();
@@ -144,6 +146,7 @@ static json_t *value_to_json(const struct mx_matrix_value *v)
                          "expect", mx_expect_to_json(&v->expect));
 }
 
+/* A feature with its criteria as JSON for matrix show. */
 static json_t *feature_to_json(const struct mx_matrix *m, const struct mx_matrix_feature *f)
 {
         json_t *crit = json_array(), *deps = json_array();
@@ -164,6 +167,7 @@ static json_t *feature_to_json(const struct mx_matrix *m, const struct mx_matrix
                          "hypothesis", f->hypothesis, "criteria", crit, "depends_on", deps, "gate", f->gate);
 }
 
+/* The constraints, each with its place in the file, as JSON for matrix show. */
 static json_t *constraints_to_json(const struct mx_matrix *m)
 {
         json_t *ex = json_array(), *in = json_array(), *rules = json_array(), *ki = json_array();
@@ -216,6 +220,7 @@ struct show_counts {
         bool have_rows[2];
 };
 
+/* Full, valid and covering-array counts for matrix show. */
 static void show_counts(const struct mx_matrix *m, struct show_counts *s)
 {
         count(m, &s->c, &s->counted);
@@ -229,6 +234,7 @@ static void show_counts(const struct mx_matrix *m, struct show_counts *s)
         }
 }
 
+/* matrix show as one JSON document. */
 static int show_json(const struct mx_matrix *m, const struct show_counts *s)
 {
         json_t *axes = json_array(), *features = json_array();
@@ -264,6 +270,7 @@ static int show_json(const struct mx_matrix *m, const struct show_counts *s)
         return output_json(j);
 }
 
+/* Axes and values with what they set, the baseline marked. */
 static void show_axes(const struct mx_matrix *m)
 {
         static const char *const headers[] = { "AXIS", "VALUE", "ALIASES", "SETS" };
@@ -291,6 +298,7 @@ static void show_axes(const struct mx_matrix *m)
         output_table_print(t, stdout, 2);
 }
 
+/* One value's must-see and must-not-see patterns for one source. */
 static void show_rules(const char *label, const struct mx_kgate_rules *r, const char *who)
 {
         for (size_t i = 0; i < r->n_must_see; i++) {
@@ -303,6 +311,7 @@ static void show_rules(const char *label, const struct mx_kgate_rules *r, const 
                 printf("  %-22s %s must not see '%s'\n", who, label, r->must_not_see[i]);
 }
 
+/* The kernel gate's expectations of every value. */
 static void show_expectations(const struct mx_matrix *m)
 {
         printf("\nKernel gate (L1.5) expectations:\n");
@@ -316,6 +325,7 @@ static void show_expectations(const struct mx_matrix *m)
                 }
 }
 
+/* Features: a table, then each one's hypothesis, criteria and gate. */
 static void show_features(const struct mx_matrix *m)
 {
         static const char *const headers[] = { "P", "FEATURE", "STATUS", "SETS", "DEPENDS ON" };
@@ -354,6 +364,7 @@ static void show_features(const struct mx_matrix *m)
         }
 }
 
+/* Constraints in the order they apply, with their places in the file. */
 static void show_constraints(const struct mx_matrix *m)
 {
         if (m->n_excludes + m->n_includes + m->n_rules + m->n_known_incompatible == 0)
@@ -389,6 +400,7 @@ static void show_constraints(const struct mx_matrix *m)
         }
 }
 
+/* matrix show: the whole file for people, or JSON. */
 static int verb_show(const char *path)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = NULL;
@@ -434,6 +446,7 @@ static int verb_show(const char *path)
         return MX_EXIT_OK;
 }
 
+/* matrix cover: a verified covering array as a table or JSON. */
 static int verb_cover(const char *path, unsigned t, uint64_t seed)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = NULL;

@@ -51,6 +51,7 @@ static char *ki_marks(const struct mx_plan *p, const struct mx_plan_run *r)
         return xasprintf("%s [%s]", crash ? "crash" : "fail", b.data);
 }
 
+/* What was planned: the feature, its hypothesis and criteria, the strategy and command. */
 static void print_header(const struct mx_plan *p)
 {
         const struct mx_matrix *m = p->m;
@@ -83,6 +84,7 @@ static void print_header(const struct mx_plan *p)
         printf("\n\n");
 }
 
+/* The runs as a table: one column per axis, then reasons and expected failures. */
 static void print_runs(const struct mx_plan *p)
 {
         const struct mx_matrix *m = p->m;
@@ -112,6 +114,7 @@ static void print_runs(const struct mx_plan *p)
         output_table_print(t, stdout, 0);
 }
 
+/* One source's expectations of a run (--verbose). */
 static void print_rules(const char *label, const struct mx_kgate_rules *r)
 {
         for (size_t i = 0; i < r->n_must_see; i++) {
@@ -124,6 +127,7 @@ static void print_rules(const char *label, const struct mx_kgate_rules *r)
                 printf("       %s must not see '%s'\n", label, r->must_not_see[i]);
 }
 
+/* Each run's environment, flags and expectations (--verbose). */
 static void print_details(const struct mx_plan *p)
 {
         for (size_t i = 0; i < p->n_runs; i++) {
@@ -139,6 +143,7 @@ static void print_details(const struct mx_plan *p)
         }
 }
 
+/* Skipped runs with the rule or exclude entry that removed them, known issues, notes. */
 static void print_footer(const struct mx_plan *p)
 {
         const struct mx_matrix *m = p->m;

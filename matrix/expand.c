@@ -255,6 +255,7 @@ int mx_expand_appended_by(const struct mx_expand *it)
         return it->appended_by;
 }
 
+/* Stream the whole expansion for its counts; strict reports include entries that break rules. */
 static int count(const struct mx_matrix *m, const int *pins, uint64_t max_cells, bool strict,
                  struct mx_expand_counts *ret, char **reterr)
 {

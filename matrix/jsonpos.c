@@ -44,6 +44,7 @@ static void skip_ws(struct scanner *sc)
                 advance(sc);
 }
 
+/* Append code point cp as UTF-8 (decoded \u escapes, to compare keys). */
 static void put_utf8(struct mx_buf *b, uint32_t cp)
 {
         char u[4];
@@ -71,6 +72,7 @@ static void put_utf8(struct mx_buf *b, uint32_t cp)
         mx_buf_add(b, u, n);
 }
 
+/* Read the four hex digits of a \u escape. */
 static int hex4(struct scanner *sc, uint32_t *ret)
 {
         uint32_t v = 0;
@@ -147,6 +149,7 @@ static int scan_string(struct scanner *sc, struct mx_buf *out)
         }
 }
 
+/* Skip one value of any type; for scalars, a run of token characters is enough (the text parsed). */
 static int skip_value(struct scanner *sc, unsigned depth);
 
 /* Skip the members of an object or elements of an array at pos ('{' or '['). */

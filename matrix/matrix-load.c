@@ -172,6 +172,7 @@ bool mx_matrix_name_valid(const char *s)
 _Static_assert(MX_MATRIX_MAX_NAME == 64, "NAME_RULE states the limit");
 #define NAME_RULE "a name is 1 to 64 characters of [A-Za-z0-9._+-] starting with a letter or digit"
 
+/* Report an invalid name at obj[key] or at element index of array node. */
 static int name_error(struct loader *l, json_t *node, const char *key, size_t index, const char *name)
 {
         _cleanup_free_ char *e = mx_escape(name, MX_MATRIX_MAX_NAME);
@@ -181,6 +182,7 @@ static int name_error(struct loader *l, json_t *node, const char *key, size_t in
         return err_index(l, node, index, "invalid name '%s': " NAME_RULE, e);
 }
 
+/* A name member (see mx_matrix_name_valid()). */
 static int member_name(struct loader *l, json_t *obj, const char *key, bool required, char **ret)
 {
         _cleanup_free_ char *s = NULL;
@@ -375,6 +377,7 @@ static int parse_patterns_list(struct loader *l, json_t *obj, const char *key, b
         return 0;
 }
 
+/* expect.log or expect.kernels: must_see (with alternatives) and must_not_see. */
 static int parse_expect_source(struct loader *l, json_t *expect, const char *key,
                                struct mx_kgate_rules *rules)
 {
@@ -394,6 +397,7 @@ static int parse_expect_source(struct loader *l, json_t *expect, const char *key
         return parse_patterns_list(l, o, "must_not_see", false, rules);
 }
 
+/* A value's kernel-gate expectations, into the struct kgate.c consumes. */
 static int parse_expect(struct loader *l, json_t *value, struct mx_kgate_expect *e)
 {
         static const char *const keys[] = { "log", "kernels", NULL };
@@ -412,6 +416,7 @@ static int parse_expect(struct loader *l, json_t *value, struct mx_kgate_expect 
         return parse_expect_source(l, o, "kernels", &e->kernels);
 }
 
+/* A boolean member with a default. */
 static int member_bool(struct loader *l, json_t *obj, const char *key, bool def, bool *ret)
 {
         json_t *v;
@@ -424,6 +429,7 @@ static int member_bool(struct loader *l, json_t *obj, const char *key, bool def,
         return 0;
 }
 
+/* One axis value: name, aliases, env, argv, expectations, product flag. */
 static int parse_value(struct loader *l, json_t *node, struct mx_matrix_value *v)
 {
         static const char *const keys[] = { "name", "aliases", "description", "env",
@@ -500,6 +506,7 @@ static int check_value_names(struct loader *l, struct mx_matrix_axis *a, size_t 
         return 0;
 }
 
+/* One axis and its values; names and aliases must be unique within it. */
 static int parse_axis(struct loader *l, json_t *node, struct mx_matrix_axis *a)
 {
         static const char *const keys[] = { "name", "description", "product", "values", NULL };
@@ -585,6 +592,7 @@ static int check_env_owners(struct loader *l)
         return 0;
 }
 
+/* Bytewise order of axis names: the order of identity keys. */
 static int cmp_axis_name(const void *a, const void *b, void *userdata)
 {
         const struct mx_matrix *m = userdata;
@@ -592,6 +600,7 @@ static int cmp_axis_name(const void *a, const void *b, void *userdata)
         return strcmp(m->axes[*(const unsigned *)a].name, m->axes[*(const unsigned *)b].name);
 }
 
+/* All axes: unique names, the identity order, one owner per environment variable. */
 static int parse_axes(struct loader *l, json_t *root)
 {
         struct mx_matrix *m = l->m;
@@ -643,6 +652,7 @@ static char *list_axes(const struct mx_matrix *m)
         return mx_buf_steal(&b);
 }
 
+/* "x, y (alias yy)": the values of an axis, for error messages. */
 static char *list_values(const struct mx_matrix_axis *a)
 {
         _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
@@ -724,6 +734,7 @@ static int parse_assignment(struct loader *l, json_t *obj, int **ret)
         return 0;
 }
 
+/* The baseline assigns every product axis. */
 static int parse_baseline(struct loader *l, json_t *root)
 {
         struct mx_matrix *m = l->m;
@@ -792,6 +803,7 @@ static int parse_criterion(struct loader *l, json_t *node, struct mx_matrix_crit
         return member_string(l, node, "note", false, MX_MATRIX_MAX_STRING, &c->note);
 }
 
+/* One feature; dependencies are resolved once all names are known. */
 static int parse_feature(struct loader *l, json_t *node, struct mx_matrix_feature *f)
 {
         static const char *const keys[] = { "name",       "title",      "description", "priority",
@@ -860,6 +872,7 @@ static int parse_feature(struct loader *l, json_t *node, struct mx_matrix_featur
         return member_string(l, node, "gate", false, MX_MATRIX_MAX_STRING, &f->gate);
 }
 
+/* Turn a feature's depends_on names into indices. */
 static int resolve_depends(struct loader *l, struct mx_matrix_feature *f)
 {
         json_t *deps, *d;
@@ -926,6 +939,7 @@ static int find_cycle(struct loader *l, size_t i, unsigned char *state, size_t *
         return 0;
 }
 
+/* All features: unique names, existing dependencies, no cycles. */
 static int parse_features(struct loader *l, json_t *root)
 {
         struct mx_matrix *m = l->m;
@@ -1038,6 +1052,7 @@ static int parse_value_set(struct loader *l, json_t *obj, const char *key, int a
         return 0;
 }
 
+/* A condition object: axis -> match, each a term of the conjunction. */
 static int parse_cond(struct loader *l, json_t *obj, enum cond_mode mode, bool allow_empty,
                       struct mx_matrix_cond *ret)
 {
@@ -1092,6 +1107,7 @@ static int constraint_list(struct loader *l, json_t *c, const char *key, json_t 
         return 0;
 }
 
+/* constraints.exclude: partial matches on product axes and values. */
 static int parse_excludes(struct loader *l, json_t *c)
 {
         struct mx_matrix *m = l->m;
@@ -1113,6 +1129,7 @@ static int parse_excludes(struct loader *l, json_t *c)
         return 0;
 }
 
+/* constraints.include: one value per axis, any axis (GitHub include). */
 static int parse_includes(struct loader *l, json_t *c)
 {
         struct mx_matrix *m = l->m;
@@ -1136,6 +1153,7 @@ static int parse_includes(struct loader *l, json_t *c)
         return 0;
 }
 
+/* constraints.rules: if/then conditions with a reason. */
 static int parse_rules(struct loader *l, json_t *c)
 {
         static const char *const keys[] = { "if", "then", "reason", NULL };
@@ -1175,6 +1193,7 @@ static int parse_rules(struct loader *l, json_t *c)
         return 0;
 }
 
+/* constraints.known_incompatible: conditions whose runs are marked, not dropped. */
 static int parse_known_incompatible(struct loader *l, json_t *c)
 {
         static const char *const keys[] = { "when", "reason", "expect", NULL };
@@ -1219,6 +1238,7 @@ static int parse_known_incompatible(struct loader *l, json_t *c)
         return 0;
 }
 
+/* The constraints object and its four lists. */
 static int parse_constraints(struct loader *l, json_t *root)
 {
         static const char *const keys[] = { "exclude", "include", "rules", "known_incompatible", NULL };
@@ -1268,6 +1288,7 @@ static int check_config(struct loader *l, const int *config, json_t *node, const
         return 0;
 }
 
+/* The baseline, and each feature applied to it, must be runnable. */
 static int check_baseline_and_features(struct loader *l)
 {
         struct mx_matrix *m = l->m;
@@ -1315,6 +1336,7 @@ static bool include_matches_product(const struct mx_matrix *m, const struct mx_m
         return mx_cover_extendable(&excl->model, partial);
 }
 
+/* Does the condition have a term on axis? */
 static bool cond_mentions(const struct mx_matrix_cond *c, size_t axis)
 {
         for (size_t t = 0; t < c->n_terms; t++)

@@ -181,6 +181,7 @@ struct json_path {
         size_t n, allocated;
 };
 
+/* Append a step to a path being built by find_node(). */
 static void path_push(struct json_path *p, const char *key, size_t index)
 {
         MX_GROW(p->steps, p->allocated, p->n + 1);
@@ -216,6 +217,7 @@ static bool find_node(json_t *cur, json_t *target, struct json_path *p)
         return false;
 }
 
+/* Render a path the way errors name keys: axes[2].values[1].env.X. */
 static char *path_to_string(const struct json_path *p)
 {
         _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
@@ -577,6 +579,7 @@ static void pattern_term(struct pattern_builder *b, unsigned axis, uint64_t set,
         b->terms[b->n_terms++] = (struct mx_cover_term){ .param = (unsigned)p, .set = ps };
 }
 
+/* Close the current pattern; a pattern with a constant-false term forbids nothing and is dropped. */
 static void pattern_end(struct pattern_builder *b)
 {
         if (b->cur_dead) {
@@ -590,6 +593,7 @@ static void pattern_end(struct pattern_builder *b)
         b->n_patterns++;
 }
 
+/* Add every term of a condition (a conjunction) to the current pattern. */
 static void pattern_cond(struct pattern_builder *b, const struct mx_matrix_cond *cond)
 {
         for (size_t i = 0; i < cond->n_terms; i++)

@@ -56,6 +56,7 @@ static size_t edit_distance(const char *a, const char *b)
         return row[lb];
 }
 
+/* Close enough to suggest: a small edit distance or a substring either way. */
 static bool close_name(const char *x, const char *name)
 {
         size_t d = edit_distance(x, name);
@@ -63,6 +64,7 @@ static bool close_name(const char *x, const char *name)
         return d <= MX_MAX((size_t)1, strlen(x) / 3) || strcasestr(name, x) || strcasestr(x, name);
 }
 
+/* Unknown feature: list the close feature and value names, or all features. */
 static int unknown_feature_error(const struct mx_matrix *m, const char *x, char **reterr)
 {
         _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
@@ -221,6 +223,7 @@ static const char *entry_key(const struct builder *b, size_t index)
         return index & SKIP_BIT ? b->p->skipped[index & ~SKIP_BIT].key : b->p->runs[index].key;
 }
 
+/* Double the identity table and rehash. */
 static void slots_grow(struct builder *b)
 {
         size_t n = b->n_slots ? b->n_slots * 2 : 64;
@@ -305,6 +308,7 @@ struct mx_plan *mx_plan_free(struct mx_plan *p)
         return NULL;
 }
 
+/* Record a planned configuration that exclude or a rule removed (takes key, why, where). */
 static void add_skip(struct builder *b, size_t slot, const int *config, char *key, uint64_t hash,
                      const char *reason, char *why, char *where)
 {
@@ -323,6 +327,7 @@ static void add_skip(struct builder *b, size_t slot, const int *config, char *ke
         b->n_used++;
 }
 
+/* Record a run with its snapshot: env, flags, argv, expectations, known-incompatible marks. */
 static int add_run(struct builder *b, size_t slot, const int *config, char *key, uint64_t hash,
                    const char *reason, char **reterr)
 {
@@ -581,6 +586,7 @@ static int plan_full(struct builder *b, const int *pinned, char **reterr)
         return r;
 }
 
+/* How X was understood, for the plan's header. */
 static void describe_resolution(struct mx_plan *p)
 {
         const struct mx_matrix *m = p->m;
@@ -594,6 +600,7 @@ static void describe_resolution(struct mx_plan *p)
                 p->resolved = xstrdup(desc);
 }
 
+/* Notes on the feature's own status and unmet dependencies. */
 static void feature_notes(struct mx_plan *p)
 {
         const struct mx_matrix *m = p->m;
@@ -614,6 +621,7 @@ static void feature_notes(struct mx_plan *p)
         }
 }
 
+/* Pins: one per axis, and none may contradict the feature. */
 static int parse_pins(struct mx_plan *p, char *const *pins, char **reterr)
 {
         const struct mx_matrix *m = p->m;
@@ -744,6 +752,7 @@ json_t *mx_expect_to_json(const struct mx_kgate_expect *e)
         return json_pack("{s:o,s:o}", "log", rules_to_json(&e->log), "kernels", rules_to_json(&e->kernels));
 }
 
+/* One run as JSON (docs/mxmatrix.json.5, JSON OUTPUT). */
 static json_t *run_to_json(const struct mx_plan *p, const struct mx_plan_run *r)
 {
         char hash[MX_IDENT_HASH_LEN + 1];
