@@ -535,6 +535,13 @@ static int plan_cover(struct builder *b, const int *pinned, unsigned t, char **r
         if (c.n_params == 0)
                 goto finish;
         required = xreallocarray(NULL, (p->n_runs + 1) * c.n_params, sizeof(int));
+        for (size_t k = 0; k < c.n_params; k++)
+                required[k] = -1;
+        if (!mx_cover_extendable(&c.model, required)) {
+                strv_push(&p->notes, "no product configuration carries the feature and the pins without breaking "
+                                     "an exclude entry or a rule, so there is nothing to cover");
+                goto finish;
+        }
         for (size_t i = 0; i < p->n_runs; i++)
                 if (has_pins(m, p->runs[i].config, pinned) &&
                     mx_matrix_cover_config_to_row(&c, p->runs[i].config,

@@ -520,3 +520,17 @@ TEST(plan_json)
         /* must_see entries are lists of alternatives. */
         ASSERT_STREQ(json_string_value(json_array_get(json_array_get(see, 0), 0)), "cutlass_*_grouped_gemm");
 }
+
+TEST(nothing_to_cover)
+{
+        /* gemv with tile=64x128 breaks the tile rule everywhere: every run is skipped, nothing to cover. */
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_fixture("matrix/mxfp4-gb10.json");
+        char *pins[] = { (char *)"tile=64x128", NULL };
+        _cleanup_(mx_plan_freep) struct mx_plan *p = plan(m, "gemv", pins, MX_PLAN_PAIRWISE);
+
+        ASSERT_EQ(p->n_runs, 0);
+        ASSERT_TRUE(p->n_skipped >= 2);
+        ASSERT_CONTAINS(p->skipped[0].why, "breaks the rule at");
+        ASSERT_TRUE(strv_contains(p->notes, "no product configuration carries the feature and the pins without "
+                                            "breaking an exclude entry or a rule, so there is nothing to cover"));
+}
