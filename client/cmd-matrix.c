@@ -99,7 +99,8 @@ static int verb_check(const char *path)
                                   c.product_overflow ? json_null() : json_integer((json_int_t)c.product),
                                   "valid", counted ? json_integer((json_int_t)c.valid) : json_null());
 
-                return output_json(j);
+                output_json(j);
+                return MX_EXIT_OK;
         }
         _cleanup_free_ char *full = format_product(&c);
         _cleanup_free_ char *valid =
@@ -267,21 +268,22 @@ static int show_json(const struct mx_matrix *m, const struct show_counts *s)
                       s->counted ? json_integer((json_int_t)s->c.known_incompatible) : json_null(),
                       "pairwise", s->have_rows[0] ? json_integer((json_int_t)s->rows[0]) : json_null(),
                       "3way", s->have_rows[1] ? json_integer((json_int_t)s->rows[1]) : json_null());
-        return output_json(j);
+        output_json(j);
+        return MX_EXIT_OK;
 }
 
 /* Axes and values with what they set, the baseline marked. */
 static void show_axes(const struct mx_matrix *m)
 {
-        static const char *const headers[] = { "AXIS", "VALUE", "ALIASES", "SETS" };
-        _cleanup_(output_table_freep) struct output_table *t = output_table_new(4, headers);
+        static const char *const headers[] = { "AXIS", "VALUE", "ALIASES", "SETS", NULL };
+        _cleanup_(table_freep) struct table *t = table_new(headers);
 
-        printf("\nAxes (* = baseline; (not in product): reachable only through include, a feature or a "
-               "pin):\n");
+        printf("\nAxes (* = baseline; (not in product): reachable only through include, a feature or a pin):\n");
         for (size_t a = 0; a < m->n_axes; a++)
                 for (size_t v = 0; v < m->axes[a].n_values; v++) {
                         const struct mx_matrix_value *val = &m->axes[a].values[v];
                         _cleanup_buf_ struct mx_buf sets = MX_BUF_INIT, aliases = MX_BUF_INIT;
+                        _cleanup_free_ char *name = NULL;
 
                         for (size_t i = 0; val->env && val->env[i]; i++)
                                 mx_buf_printf(&sets, "%s%s", sets.len ? " " : "", val->env[i]);
@@ -289,13 +291,13 @@ static void show_axes(const struct mx_matrix *m)
                                 mx_buf_printf(&sets, "%s%s", sets.len ? " " : "", val->argv[i]);
                         for (size_t i = 0; val->aliases && val->aliases[i]; i++)
                                 mx_buf_printf(&aliases, "%s%s", i ? "," : "", val->aliases[i]);
-                        output_table_add(t, v == 0 ? m->axes[a].name : "");
-                        output_table_addf(t, "%s%s%s", val->name, m->baseline[a] == (int)v ? "*" : "",
-                                          m->axes[a].product && val->product ? "" : " (not in product)");
-                        output_table_add(t, aliases.len ? aliases.data : "-");
-                        output_table_add(t, sets.len ? sets.data : "(nothing: server default)");
+                        name = xasprintf("%s%s%s", val->name, m->baseline[a] == (int)v ? "*" : "",
+                                         m->axes[a].product && val->product ? "" : " (not in product)");
+                        table_add(t, (const char *const[]){ v == 0 ? m->axes[a].name : "", name,
+                                                            aliases.len ? aliases.data : "-",
+                                                            sets.len ? sets.data : "(nothing: server default)" });
                 }
-        output_table_print(t, stdout, 2);
+        table_print(t, stdout);
 }
 
 /* One value's must-see and must-not-see patterns for one source. */
@@ -328,26 +330,23 @@ static void show_expectations(const struct mx_matrix *m)
 /* Features: a table, then each one's hypothesis, criteria and gate. */
 static void show_features(const struct mx_matrix *m)
 {
-        static const char *const headers[] = { "P", "FEATURE", "STATUS", "SETS", "DEPENDS ON" };
-        _cleanup_(output_table_freep) struct output_table *t = output_table_new(5, headers);
+        static const char *const headers[] = { "P", "FEATURE", "STATUS", "SETS", "DEPENDS ON", NULL };
+        _cleanup_(table_freep) struct table *t = table_new(headers);
 
         if (m->n_features == 0)
                 return;
         printf("\nFeatures:\n");
         for (size_t i = 0; i < m->n_features; i++) {
                 const struct mx_matrix_feature *f = &m->features[i];
-                _cleanup_free_ char *set = mx_config_describe(m, f->set);
+                _cleanup_free_ char *set = mx_config_describe(m, f->set), *prio = xasprintf("P%d", f->priority);
                 _cleanup_buf_ struct mx_buf deps = MX_BUF_INIT;
 
                 for (size_t d = 0; d < f->n_depends_on; d++)
                         mx_buf_printf(&deps, "%s%s", d ? ", " : "", m->features[f->depends_on[d]].name);
-                output_table_addf(t, "P%d", f->priority);
-                output_table_add(t, f->name);
-                output_table_add(t, mx_feature_status_to_string(f->status));
-                output_table_add(t, *set ? set : "(nothing)");
-                output_table_add(t, deps.len ? deps.data : "-");
+                table_add(t, (const char *const[]){ prio, f->name, mx_feature_status_to_string(f->status),
+                                                    *set ? set : "(nothing)", deps.len ? deps.data : "-" });
         }
-        output_table_print(t, stdout, 2);
+        table_print(t, stdout);
         for (size_t i = 0; i < m->n_features; i++) {
                 const struct mx_matrix_feature *f = &m->features[i];
 
@@ -483,25 +482,29 @@ static int verb_cover(const char *path, unsigned t, uint64_t seed)
                               (json_int_t)seed, "axes", axes, "tuples", (json_int_t)tuples, "verified", 1,
                               "rows", jrows);
                 mx_matrix_cover_done(&c);
-                return output_json(j);
+                output_json(j);
+                return MX_EXIT_OK;
         }
-        _cleanup_(output_table_freep) struct output_table *tab = output_table_new(c.n_params + 2, NULL);
-        output_table_add(tab, "#");
+        _cleanup_strv_free_ char **headers = NULL;
+        strv_push(&headers, "#");
         for (size_t p = 0; p < c.n_params; p++)
-                output_table_add(tab, m->axes[c.param_axis[p]].name);
-        output_table_add(tab, "ID");
+                strv_push(&headers, m->axes[c.param_axis[p]].name);
+        strv_push(&headers, "ID");
+        _cleanup_(table_freep) struct table *tab = table_new((const char *const *)headers);
         for (size_t i = 0; i < n; i++) {
+                _cleanup_strv_free_ char **row = NULL;
                 _cleanup_free_ char *key = NULL;
                 char hash[MX_IDENT_HASH_LEN + 1];
 
                 mx_matrix_cover_row_to_config(m, &c, NULL, rows + i * c.n_params, config);
                 key = mx_ident_key(m, config);
-                output_table_addf(tab, "%zu", i + 1);
+                strv_consume(&row, xasprintf("%zu", i + 1));
                 for (size_t p = 0; p < c.n_params; p++)
-                        output_table_add(tab, m->axes[c.param_axis[p]].values[config[c.param_axis[p]]].name);
-                output_table_add(tab, mx_ident_hash_format(mx_ident_hash(key), hash));
+                        strv_push(&row, m->axes[c.param_axis[p]].values[config[c.param_axis[p]]].name);
+                strv_push(&row, mx_ident_hash_format(mx_ident_hash(key), hash));
+                table_add(tab, (const char *const *)row);
         }
-        output_table_print(tab, stdout, 0);
+        table_print(tab, stdout);
         printf("%zu rows cover all %" PRIu64 " valid %u-tuples of %s (verified; seed %" PRIu64 ")\n", n,
                tuples, MX_MIN(t, (unsigned)c.n_params), path, seed);
         mx_matrix_cover_done(&c);

@@ -42,7 +42,7 @@ static char *ki_marks(const struct mx_plan *p, const struct mx_plan_run *r)
         bool crash = false;
 
         if (r->n_known_incompatible == 0)
-                return xstrdup("");
+                return xstrdup("-");
         for (size_t i = 0; i < r->n_known_incompatible; i++) {
                 crash = crash ||
                         p->m->known_incompatible[r->known_incompatible[i]].expect == MX_KI_EXPECT_CRASH;
@@ -88,30 +88,32 @@ static void print_header(const struct mx_plan *p)
 static void print_runs(const struct mx_plan *p)
 {
         const struct mx_matrix *m = p->m;
-        _cleanup_(output_table_freep) struct output_table *t = output_table_new(m->n_axes + 4, NULL);
+        _cleanup_strv_free_ char **headers = NULL;
 
-        output_table_add(t, "#");
-        output_table_add(t, "ID");
+        strv_push(&headers, "#");
+        strv_push(&headers, "ID");
         for (size_t a = 0; a < m->n_axes; a++)
-                output_table_add(t, m->axes[a].name);
-        output_table_add(t, "REASONS");
-        output_table_add(t, "EXPECTED");
+                strv_push(&headers, m->axes[a].name);
+        strv_push(&headers, "REASONS");
+        strv_push(&headers, "EXPECTED");
+        _cleanup_(table_freep) struct table *t = table_new((const char *const *)headers);
         for (size_t i = 0; i < p->n_runs; i++) {
                 const struct mx_plan_run *r = &p->runs[i];
-                _cleanup_free_ char *marks = ki_marks(p, r);
                 _cleanup_buf_ struct mx_buf reasons = MX_BUF_INIT;
+                _cleanup_strv_free_ char **row = NULL;
                 char hash[MX_IDENT_HASH_LEN + 1];
 
                 for (size_t k = 0; r->reasons[k]; k++)
                         mx_buf_printf(&reasons, "%s%s", k ? " " : "", r->reasons[k]);
-                output_table_addf(t, "%zu", i + 1);
-                output_table_add(t, mx_ident_hash_format(r->hash, hash));
+                strv_consume(&row, xasprintf("%zu", i + 1));
+                strv_push(&row, mx_ident_hash_format(r->hash, hash));
                 for (size_t a = 0; a < m->n_axes; a++)
-                        output_table_add(t, r->config[a] >= 0 ? m->axes[a].values[r->config[a]].name : "-");
-                output_table_add(t, reasons.data);
-                output_table_add(t, marks);
+                        strv_push(&row, r->config[a] >= 0 ? m->axes[a].values[r->config[a]].name : "-");
+                strv_push(&row, reasons.data);
+                strv_consume(&row, ki_marks(p, r));
+                table_add(t, (const char *const *)row);
         }
-        output_table_print(t, stdout, 0);
+        table_print(t, stdout);
 }
 
 /* One source's expectations of a run (--verbose). */
@@ -288,7 +290,8 @@ int cmd_plan(int argc, char **argv)
         if (arg_json) {
                 _cleanup_(json_decrefp) json_t *j = mx_plan_to_json(p);
 
-                return output_json(j);
+                output_json(j);
+                return MX_EXIT_OK;
         }
         print_header(p);
         print_runs(p);

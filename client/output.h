@@ -1,27 +1,33 @@
 /* SPDX-License-Identifier: MIT */
-/*
- * Output for people and programs: aligned tables (columns padded to the
- * widest cell, counted in characters, not bytes) and one JSON document.
- */
+/* Human output: aligned tables, times and durations; and the --json document. */
 #pragma once
 
-#include "util.h"
+#include "client.h"
 
 #include <jansson.h>
 
-struct output_table;
+struct table;
 
-/* A table with n_columns columns; headers (n_columns strings) may be NULL for none. */
-struct output_table *output_table_new(size_t n_columns, const char *const *headers);
-struct output_table *output_table_free(struct output_table *t);
-DEFINE_POINTER_CLEANUP(struct output_table, output_table_free)
+/* A table with the given column headers (NULL-terminated). */
+struct table *table_new(const char *const *headers);
+/* Add a row: one string per column (copied; NULL prints "-"). */
+void table_add(struct table *t, const char *const *cells);
+/* Print with columns padded to their widest cell; the last column is not padded. */
+void table_print(struct table *t, FILE *f);
+struct table *table_free(struct table *t);
+DEFINE_POINTER_CLEANUP(struct table, table_free)
 
-/* Append one cell (copied; NULL prints as "-"); rows fill left to right, then wrap. */
-void output_table_add(struct output_table *t, const char *cell);
-_printf_(2, 3) void output_table_addf(struct output_table *t, const char *fmt, ...);
-
-/* Print with indent spaces before each row and two spaces between columns; the last column is not padded. */
-void output_table_print(const struct output_table *t, FILE *f, unsigned indent);
-
-/* Print j as one indented JSON document and a newline; returns MX_EXIT_OK or MX_EXIT_FAILURE. */
-int output_json(json_t *j);
+/* Print a JSON value as the single --json document (indented). */
+void output_json(json_t *v);
+/* "2026-11-22 10:03:05" for a µs timestamp (JSON integer), "-" for null. */
+char *output_time(json_t *us);
+/* "3m05s" between two µs timestamps (end null: until now). */
+char *output_elapsed(json_t *start_us, json_t *end_us);
+/* A JSON scalar as text for a cell ("-" for null/missing). */
+char *output_scalar(json_t *v);
+/* The verdicts of a run's levels as "L1=pass L1.5=fail". */
+char *output_levels(json_t *levels);
+/* A table of job summaries (status, list). */
+void output_jobs(json_t *jobs);
+/* A table of run summaries (show JOB, follow). */
+void output_runs(json_t *runs);
