@@ -759,8 +759,7 @@ json_t *mx_expect_to_json(const struct mx_kgate_expect *e)
         return json_pack("{s:o,s:o}", "log", rules_to_json(&e->log), "kernels", rules_to_json(&e->kernels));
 }
 
-/* One run as JSON (docs/mxmatrix.json.5, JSON OUTPUT). */
-static json_t *run_to_json(const struct mx_plan *p, const struct mx_plan_run *r)
+json_t *mx_plan_run_to_json(const struct mx_plan *p, const struct mx_plan_run *r)
 {
         char hash[MX_IDENT_HASH_LEN + 1];
         json_t *ki = json_array();
@@ -787,7 +786,7 @@ json_t *mx_plan_to_json(const struct mx_plan *p)
         json_t *runs = json_array(), *skipped = json_array(), *feature;
 
         for (size_t i = 0; i < p->n_runs; i++)
-                json_array_append_new(runs, run_to_json(p, &p->runs[i]));
+                json_array_append_new(runs, mx_plan_run_to_json(p, &p->runs[i]));
         for (size_t i = 0; i < p->n_skipped; i++) {
                 const struct mx_plan_skip *s = &p->skipped[i];
 

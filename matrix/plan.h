@@ -111,6 +111,11 @@ size_t mx_plan_n_known_incompatible(const struct mx_plan *p);
 
 /* The plan as one JSON object (docs/mxmatrix.json.5, PLANS, documents the shape). */
 json_t *mx_plan_to_json(const struct mx_plan *p);
+/*
+ * One run as JSON, the snapshot the daemon stores: {"key", "hash", "config",
+ * "reasons", "env", "flags", "argv", "expect", "known_incompatible"}.
+ */
+json_t *mx_plan_run_to_json(const struct mx_plan *p, const struct mx_plan_run *r);
 /* A configuration as a JSON object axis -> value name (assigned axes only, file order). */
 json_t *mx_config_to_json(const struct mx_matrix *m, const int *config);
 /* Kernel-gate expectations as JSON: {"log": {"must_see": [[...]], "must_not_see": [...]}, "kernels": ...}.
