@@ -642,3 +642,73 @@ TEST(shipped_matrices_load)
         ASSERT_EQ(b->n_axes, 6);
         ASSERT_STREQ(a->axes[0].values[mx_matrix_value_index(&a->axes[0], "gemm")].name, "cutlass");
 }
+
+TEST(more_error_paths)
+{
+        _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
+
+        ERROR_AT(CONS("\"rules\": [{\"if\": {\"a\": {}}, \"then\": {\"b\": \"p\"}, \"reason\": \"r\"}]"), "[{\"if\": {|\"a\"",
+                 "key 'constraints.rules[0].if.a': missing required key 'not'");
+        ERROR_AT(FEAT("{" F1 ", " C1 ", \"depends_on\": [7]}"), "[|7]",
+                 "key 'features[0].depends_on[0]': expected a feature name, got an integer");
+
+        /* 65 environment variables on one value. */
+        mx_buf_puts(&b, HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"env\": {");
+        for (int i = 0; i < 65; i++)
+                mx_buf_printf(&b, "%s\"V%d\": \"1\"", i ? ", " : "", i);
+        mx_buf_puts(&b, "}}]}],\n  \"baseline\": {\"a\": \"x\"}" TAIL);
+        ERROR_AT(b.data, "\"env\"", "key 'axes[0].values[0].env': 65 variables, more than the limit of 64");
+
+        /* 17 aliases. */
+        mx_buf_reset(&b);
+        mx_buf_puts(&b, HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"aliases\": [");
+        for (int i = 0; i < 17; i++)
+                mx_buf_printf(&b, "%s\"al%d\"", i ? ", " : "", i);
+        mx_buf_puts(&b, "]}]}],\n  \"baseline\": {\"a\": \"x\"}" TAIL);
+        ERROR_AT(b.data, "\"aliases\"", "key 'axes[0].values[0].aliases': 17 entries, more than the limit of 16");
+
+        /* 1025 exclude entries. */
+        mx_buf_reset(&b);
+        mx_buf_puts(&b, HEAD AXES BASE ",\n  \"constraints\": {\"exclude\": [");
+        for (int i = 0; i < 1025; i++)
+                mx_buf_printf(&b, "%s{\"a\": \"y\", \"b\": \"q\"}", i ? ", " : "");
+        mx_buf_puts(&b, "]}" TAIL);
+        ERROR_AT(b.data, "\"exclude\"", "key 'constraints.exclude': 1025 entries, more than the limit of 1024");
+
+        /* 257 features. */
+        mx_buf_reset(&b);
+        mx_buf_puts(&b, HEAD AXES BASE ",\n  \"features\": [");
+        for (int i = 0; i < 257; i++)
+                mx_buf_printf(&b, "%s{\"name\": \"f%d\"}", i ? ", " : "", i);
+        mx_buf_puts(&b, "]" TAIL);
+        ERROR_AT(b.data, "\"features\"", "key 'features': 257 features, more than the limit of 256");
+}
+
+TEST(validation_too_large)
+{
+        /* An include sets non-product axis c, which a rule mentions: validating means streaming 2^25 cells. */
+        _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
+
+        mx_buf_puts(&b, HEAD "  \"axes\": [{\"name\": \"c\", \"product\": false, \"values\": [{\"name\": \"on\"}]}");
+        for (int i = 0; i < 25; i++)
+                mx_buf_printf(&b, ", {\"name\": \"a%d\", \"values\": [{\"name\": \"0\"}, {\"name\": \"1\"}]}", i);
+        mx_buf_puts(&b, "],\n  \"baseline\": {");
+        for (int i = 0; i < 25; i++)
+                mx_buf_printf(&b, "%s\"a%d\": \"0\"", i ? ", " : "", i);
+        mx_buf_puts(&b, "},\n  \"constraints\": {\"include\": [{\"a0\": \"1\", \"c\": \"on\"}], \"rules\": [{\"if\": "
+                        "{\"c\": \"on\"}, \"then\": {\"a1\": \"0\"}, \"reason\": \"r\"}]}" TAIL);
+        ERROR_AT(b.data, "\"constraints\": |{",
+                 "key 'constraints': include entries set axes that rules mention, so validating this file means "
+                 "expanding its product, which has more than 16777216 cells");
+}
+
+TEST(load_string_size_limit)
+{
+        _cleanup_free_ char *why = NULL, *big = xcalloc(MX_MATRIX_MAX_FILE_SIZE + 1, 1);
+        struct mx_matrix *m = NULL;
+
+        memset(big, ' ', MX_MATRIX_MAX_FILE_SIZE + 1);
+        ASSERT_ERR(mx_matrix_load_string("s.json", big, MX_MATRIX_MAX_FILE_SIZE + 1, &m, &why), EFBIG);
+        ASSERT_STREQ(why, "s.json: 4194305 bytes, more than the limit of 4194304");
+        ASSERT_NULL(m);
+}
