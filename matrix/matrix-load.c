@@ -555,6 +555,22 @@ static int parse_axis(struct loader *l, json_t *node, struct mx_matrix_axis *a)
         return 0;
 }
 
+/* Who else sets the variable of entry ev ("NAME=value"): "target.env", an earlier axis's name, or NULL. */
+static const char *env_owner(const struct mx_matrix *m, size_t axis, const char *ev)
+{
+        size_t n = strcspn(ev, "=") + 1; /* compare "NAME=" */
+
+        for (size_t t = 0; m->target_env && m->target_env[t]; t++)
+                if (strncmp(m->target_env[t], ev, n) == 0)
+                        return "target.env";
+        for (size_t b = 0; b < axis; b++)
+                for (size_t w = 0; w < m->axes[b].n_values; w++)
+                        for (char **e = m->axes[b].values[w].env; e && *e; e++)
+                                if (strncmp(*e, ev, n) == 0)
+                                        return m->axes[b].name;
+        return NULL;
+}
+
 /* An environment variable may be set by one axis (or target.env) only, so no order decides between them. */
 static int check_env_owners(struct loader *l)
 {
@@ -562,32 +578,21 @@ static int check_env_owners(struct loader *l)
 
         for (size_t a = 0; a < m->n_axes; a++)
                 for (size_t v = 0; v < m->axes[a].n_values; v++)
-                        for (size_t e = 0; m->axes[a].values[v].env && m->axes[a].values[v].env[e]; e++) {
-                                const char *ev = m->axes[a].values[v].env[e];
-                                size_t n = strcspn(ev, "=");
-                                _cleanup_free_ char *name = xstrndup(ev, n);
-                                json_t *envo = json_object_get(m->axes[a].values[v].node, "env");
+                        for (char **e = m->axes[a].values[v].env; e && *e; e++) {
+                                const char *owner = env_owner(m, a, *e);
+                                _cleanup_free_ char *name = NULL;
 
-                                for (size_t t = 0; m->target_env && m->target_env[t]; t++)
-                                        if (strncmp(m->target_env[t], ev, n + 1) == 0)
-                                                return err(
-                                                        l, envo, name,
-                                                        "variable '%s' is also set by target.env; set it in "
-                                                        "one place",
-                                                        name);
-                                for (size_t b = 0; b < a; b++)
-                                        for (size_t w = 0; w < m->axes[b].n_values; w++)
-                                                for (size_t f = 0;
-                                                     m->axes[b].values[w].env && m->axes[b].values[w].env[f];
-                                                     f++)
-                                                        if (strncmp(m->axes[b].values[w].env[f], ev,
-                                                                    n + 1) == 0)
-                                                                return err(
-                                                                        l, envo, name,
-                                                                        "variable '%s' is also set by axis "
-                                                                        "'%s'; an environment variable "
-                                                                        "belongs to one axis",
-                                                                        name, m->axes[b].name);
+                                if (!owner)
+                                        continue;
+                                name = xstrndup(*e, strcspn(*e, "="));
+                                if (streq(owner, "target.env"))
+                                        return err(l, json_object_get(m->axes[a].values[v].node, "env"), name,
+                                                   "variable '%s' is also set by target.env; set it in one place",
+                                                   name);
+                                return err(l, json_object_get(m->axes[a].values[v].node, "env"), name,
+                                           "variable '%s' is also set by axis '%s'; an environment variable "
+                                           "belongs to one axis",
+                                           name, owner);
                         }
         return 0;
 }
