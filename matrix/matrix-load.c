@@ -555,14 +555,16 @@ static int parse_axis(struct loader *l, json_t *node, struct mx_matrix_axis *a)
         return 0;
 }
 
-/* Who else sets the variable of entry ev ("NAME=value"): "target.env", an earlier axis's name, or NULL. */
+static const char target_env_owner[] = "target.env";
+
+/* Who else sets the variable of entry ev ("NAME=value"): target_env_owner, an earlier axis's name, or NULL. */
 static const char *env_owner(const struct mx_matrix *m, size_t axis, const char *ev)
 {
         size_t n = strcspn(ev, "=") + 1; /* compare "NAME=" */
 
         for (size_t t = 0; m->target_env && m->target_env[t]; t++)
                 if (strncmp(m->target_env[t], ev, n) == 0)
-                        return "target.env";
+                        return target_env_owner;
         for (size_t b = 0; b < axis; b++)
                 for (size_t w = 0; w < m->axes[b].n_values; w++)
                         for (char **e = m->axes[b].values[w].env; e && *e; e++)
@@ -585,7 +587,7 @@ static int check_env_owners(struct loader *l)
                                 if (!owner)
                                         continue;
                                 name = xstrndup(*e, strcspn(*e, "="));
-                                if (streq(owner, "target.env"))
+                                if (owner == target_env_owner)
                                         return err(l, json_object_get(m->axes[a].values[v].node, "env"), name,
                                                    "variable '%s' is also set by target.env; set it in one place",
                                                    name);
