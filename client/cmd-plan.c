@@ -1,9 +1,302 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * mxmatrix plan FILE feature=X [axis=value...]: print the runs a submission
+ * would make (plan.h), without a daemon.
+ */
 #include "client.h"
+#include "ident.h"
+#include "matrix.h"
+#include "output.h"
+#include "plan.h"
 
-/* Placeholder until the verb lands; its owner replaces this file. */
+#include <getopt.h>
+#include <inttypes.h>
+
+static void plan_help(FILE *f)
+{
+        fprintf(f,
+                "Usage: mxmatrix plan FILE feature=X [axis=value...] [--strategy S] [--seed S]\n"
+                "                     [--max-runs N] [--verbose] [--json]\n\n"
+                "Print the runs that submitting feature X would make, and why each exists.\n"
+                "X is a feature of FILE, an axis value by name or alias (cutlass, gemm), or\n"
+                "axis=value. Further axis=value words pin that axis in every run.\n\n"
+                "Reasons: baseline and L1-off (the baseline), L1-on (the feature alone),\n"
+                "L5-prior:P and L5:P (each completed feature P alone and with the feature),\n"
+                "L6:axis=value (one factor at a time), cover, full.\n\n"
+                "Options:\n"
+                "  -s, --strategy S   default (the protocol above), pairwise or 3way (add a\n"
+                "                     covering array), full (add every valid configuration)\n"
+                "      --seed S       covering-array seed (default 0)\n"
+                "      --max-runs N   refuse plans with more runs (default %d)\n"
+                "  -v, --verbose      print each run's environment, flags and kernel expectations\n"
+                "      --json         print one JSON document\n"
+                "  -h, --help         this help\n\n"
+                "Exit status: 0 ok, 2 bad command line or unknown feature, 3 bad matrix file.\n",
+                MX_PLAN_DEFAULT_MAX_RUNS);
+}
+
+/* Footnote references "[1,3]" for a run's known-incompatible entries. */
+static char *ki_marks(const struct mx_plan *p, const struct mx_plan_run *r)
+{
+        _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
+        bool crash = false;
+
+        if (r->n_known_incompatible == 0)
+                return xstrdup("-");
+        for (size_t i = 0; i < r->n_known_incompatible; i++) {
+                crash = crash ||
+                        p->m->known_incompatible[r->known_incompatible[i]].expect == MX_KI_EXPECT_CRASH;
+                mx_buf_printf(&b, "%s%zu", i ? "," : "", r->known_incompatible[i] + 1);
+        }
+        return xasprintf("%s [%s]", crash ? "crash" : "fail", b.data);
+}
+
+/* What was planned: the feature, its hypothesis and criteria, the strategy and command. */
+static void print_header(const struct mx_plan *p)
+{
+        const struct mx_matrix *m = p->m;
+        _cleanup_free_ char *pins = mx_config_describe(m, p->pins);
+
+        printf("Plan for %s: %s\n", p->input, p->resolved);
+        if (p->feature >= 0) {
+                const struct mx_matrix_feature *f = &m->features[p->feature];
+
+                printf("  P%d %s%s%s, %s\n  hypothesis: %s\n", f->priority, f->name, f->title ? " - " : "",
+                       strempty(f->title), mx_feature_status_to_string(f->status), f->hypothesis);
+                for (size_t c = 0; c < f->n_criteria; c++) {
+                        _cleanup_free_ char *text = mx_criterion_describe(&f->criteria[c]);
+
+                        printf("  criterion:  %s\n", text);
+                }
+                if (f->gate)
+                        printf("  gate:       %s\n", f->gate);
+        }
+        printf("Matrix %s (%s), strategy %s", m->name, m->path, mx_plan_strategy_to_string(p->strategy));
+        if (p->cover_t)
+                printf(" (strength %u, seed %" PRIu64 ", %zu covering rows)", p->cover_t, p->seed,
+                       p->cover_rows);
+        printf("\n");
+        if (*pins)
+                printf("Pinned in every run: %s\n", pins);
+        printf("Command:");
+        for (size_t i = 0; m->command[i]; i++)
+                printf(" %s", m->command[i]);
+        printf("\n\n");
+}
+
+/* The runs as a table: one column per axis, then reasons and expected failures. */
+static void print_runs(const struct mx_plan *p)
+{
+        const struct mx_matrix *m = p->m;
+        _cleanup_strv_free_ char **headers = NULL;
+
+        strv_push(&headers, "#");
+        strv_push(&headers, "ID");
+        for (size_t a = 0; a < m->n_axes; a++)
+                strv_push(&headers, m->axes[a].name);
+        strv_push(&headers, "REASONS");
+        strv_push(&headers, "EXPECTED");
+        _cleanup_(table_freep) struct table *t = table_new((const char *const *)headers);
+        for (size_t i = 0; i < p->n_runs; i++) {
+                const struct mx_plan_run *r = &p->runs[i];
+                _cleanup_buf_ struct mx_buf reasons = MX_BUF_INIT;
+                _cleanup_strv_free_ char **row = NULL;
+                char hash[MX_IDENT_HASH_LEN + 1];
+
+                for (size_t k = 0; r->reasons[k]; k++)
+                        mx_buf_printf(&reasons, "%s%s", k ? " " : "", r->reasons[k]);
+                strv_consume(&row, xasprintf("%zu", i + 1));
+                strv_push(&row, mx_ident_hash_format(r->hash, hash));
+                for (size_t a = 0; a < m->n_axes; a++)
+                        strv_push(&row, r->config[a] >= 0 ? m->axes[a].values[r->config[a]].name : "-");
+                strv_push(&row, reasons.data);
+                strv_consume(&row, ki_marks(p, r));
+                table_add(t, (const char *const *)row);
+        }
+        table_print(t, stdout);
+}
+
+/* One source's expectations of a run (--verbose). */
+static void print_rules(const char *label, const struct mx_kgate_rules *r)
+{
+        for (size_t i = 0; i < r->n_must_see; i++) {
+                printf("       %s must see ", label);
+                for (size_t k = 0; r->must_see[i].patterns[k]; k++)
+                        printf("%s'%s'", k ? " or " : "", r->must_see[i].patterns[k]);
+                putchar('\n');
+        }
+        for (size_t i = 0; r->must_not_see && r->must_not_see[i]; i++)
+                printf("       %s must not see '%s'\n", label, r->must_not_see[i]);
+}
+
+/* Each run's environment, flags and expectations (--verbose). */
+static void print_details(const struct mx_plan *p)
+{
+        for (size_t i = 0; i < p->n_runs; i++) {
+                const struct mx_plan_run *r = &p->runs[i];
+
+                printf("\n%3zu  %s\n", i + 1, *r->key ? r->key : "(nothing assigned)");
+                for (size_t k = 0; r->env && r->env[k]; k++)
+                        printf("     env   %s\n", r->env[k]);
+                for (size_t k = 0; r->flags && r->flags[k]; k++)
+                        printf("     flag  %s\n", r->flags[k]);
+                print_rules("log", &r->expect.log);
+                print_rules("kernels", &r->expect.kernels);
+        }
+}
+
+/* Skipped runs with the rule or exclude entry that removed them, known issues, notes. */
+static void print_footer(const struct mx_plan *p)
+{
+        const struct mx_matrix *m = p->m;
+        bool any_ki = false;
+
+        if (p->n_skipped > 0) {
+                printf("\nSkipped (planned, but the matrix file rules them out):\n");
+                for (size_t i = 0; i < p->n_skipped; i++) {
+                        const struct mx_plan_skip *s = &p->skipped[i];
+                        _cleanup_free_ char *desc = mx_config_describe(m, s->config);
+                        _cleanup_buf_ struct mx_buf reasons = MX_BUF_INIT;
+
+                        for (size_t k = 0; s->reasons[k]; k++)
+                                mx_buf_printf(&reasons, "%s%s", k ? " " : "", s->reasons[k]);
+                        printf("  %s: %s\n    %s\n", reasons.data, desc, s->why);
+                }
+        }
+        for (size_t i = 0; i < p->n_runs; i++)
+                any_ki = any_ki || p->runs[i].n_known_incompatible > 0;
+        if (any_ki) {
+                printf("\nKnown incompatible (still run; expected to fail or crash):\n");
+                for (size_t k = 0; k < m->n_known_incompatible; k++) {
+                        bool used = false;
+                        _cleanup_free_ char *at = NULL;
+
+                        for (size_t i = 0; i < p->n_runs && !used; i++)
+                                for (size_t j = 0; j < p->runs[i].n_known_incompatible; j++)
+                                        used = used || p->runs[i].known_incompatible[j] == k;
+                        if (!used)
+                                continue;
+                        at = mx_matrix_location(m, m->known_incompatible[k].node);
+                        printf("  [%zu] %s: %s (%s)\n", k + 1,
+                               mx_ki_expect_to_string(m->known_incompatible[k].expect),
+                               m->known_incompatible[k].reason, at);
+                }
+        }
+        if (p->notes) {
+                printf("\nNotes:\n");
+                for (size_t i = 0; p->notes[i]; i++)
+                        printf("  - %s\n", p->notes[i]);
+        }
+        printf("\n%zu runs (%zu expected to fail), %zu skipped.\n", p->n_runs,
+               mx_plan_n_known_incompatible(p), p->n_skipped);
+}
+
 int cmd_plan(int argc, char **argv)
 {
-        fprintf(stderr, "mxmatrix: 'plan' is not available in this build\n");
-        return MX_EXIT_USAGE;
+        static const struct option opts[] = {
+                { "strategy", required_argument, NULL, 's' },
+                { "seed", required_argument, NULL, 'S' },
+                { "max-runs", required_argument, NULL, 'm' },
+                { "verbose", no_argument, NULL, 'v' },
+                { "json", no_argument, NULL, 'j' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        struct mx_plan_request req = { .strategy = MX_PLAN_DEFAULT };
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = NULL;
+        _cleanup_(mx_plan_freep) struct mx_plan *p = NULL;
+        _cleanup_strv_free_ char **pins = NULL;
+        _cleanup_free_ char *why = NULL;
+        const char *path = NULL;
+        bool verbose = false;
+        int64_t v;
+        int c, r;
+
+        optind = 0;
+        while ((c = getopt_long(argc, argv, "s:vh", opts, NULL)) >= 0) {
+                switch (c) {
+                case 's':
+                        req.strategy = mx_plan_strategy_from_string(optarg);
+                        if (req.strategy < 0) {
+                                fprintf(stderr,
+                                        "mxmatrix: unknown strategy '%s' (default, pairwise, 3way, full)\n",
+                                        optarg);
+                                return MX_EXIT_USAGE;
+                        }
+                        break;
+                case 'S':
+                        if (mx_parse_int64(optarg, 0, INT64_MAX, &v) < 0) {
+                                fprintf(stderr, "mxmatrix: --seed wants a non-negative integer, not '%s'\n",
+                                        optarg);
+                                return MX_EXIT_USAGE;
+                        }
+                        req.seed = (uint64_t)v;
+                        break;
+                case 'm':
+                        if (mx_parse_int64(optarg, 1, 1000000, &v) < 0) {
+                                fprintf(stderr, "mxmatrix: --max-runs wants 1 to 1000000, not '%s'\n",
+                                        optarg);
+                                return MX_EXIT_USAGE;
+                        }
+                        req.max_runs = (size_t)v;
+                        break;
+                case 'v':
+                        verbose = true;
+                        break;
+                case 'j':
+                        arg_json = true;
+                        break;
+                case 'h':
+                        plan_help(stdout);
+                        return MX_EXIT_OK;
+                default:
+                        return MX_EXIT_USAGE;
+                }
+        }
+        for (int i = optind; i < argc; i++) {
+                if (!path)
+                        path = argv[i];
+                else if (startswith(argv[i], "feature=")) {
+                        if (req.feature) {
+                                fprintf(stderr, "mxmatrix: plan takes one feature=X\n");
+                                return MX_EXIT_USAGE;
+                        }
+                        req.feature = argv[i] + strlen("feature=");
+                } else if (strchr(argv[i], '='))
+                        strv_push(&pins, argv[i]);
+                else {
+                        fprintf(stderr,
+                                "mxmatrix: unexpected argument '%s' (want feature=X or axis=value)\n",
+                                argv[i]);
+                        return MX_EXIT_USAGE;
+                }
+        }
+        if (!path || !req.feature || !*req.feature) {
+                fprintf(stderr, "mxmatrix: plan wants FILE and feature=X (see mxmatrix plan --help)\n");
+                return MX_EXIT_USAGE;
+        }
+        req.pins = pins;
+
+        r = mx_matrix_load_file(path, &m, &why);
+        if (r < 0) {
+                fprintf(stderr, "%s\n", why);
+                return MX_EXIT_INPUT;
+        }
+        r = mx_plan_build(m, &req, &p, &why);
+        if (r < 0) {
+                fprintf(stderr, "mxmatrix: %s: %s\n", path, why);
+                return r == -E2BIG ? MX_EXIT_FAILURE : MX_EXIT_USAGE;
+        }
+        if (arg_json) {
+                _cleanup_(json_decrefp) json_t *j = mx_plan_to_json(p);
+
+                output_json(j);
+                return MX_EXIT_OK;
+        }
+        print_header(p);
+        print_runs(p);
+        if (verbose)
+                print_details(p);
+        print_footer(p);
+        return MX_EXIT_OK;
 }

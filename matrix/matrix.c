@@ -1,0 +1,697 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The matrix model: lookups, what a configuration sets, constraint checks,
+ * error positions, and the covering-array model. Loading is in matrix-load.c.
+ */
+#include "matrix.h"
+#include "jsonpos.h"
+
+static const char *const feature_status_table[_MX_FEATURE_STATUS_MAX] = {
+        [MX_FEATURE_NOT_STARTED] = "not-started",
+        [MX_FEATURE_IN_PROGRESS] = "in-progress",
+        [MX_FEATURE_COMPLETED] = "completed",
+        [MX_FEATURE_BLOCKED] = "blocked",
+};
+
+static const char *const criterion_op_table[_MX_CRITERION_OP_MAX] = {
+        [MX_CRITERION_MIN_GAIN_PCT] = "min_gain_pct",
+        [MX_CRITERION_MAX_REGRESSION_PCT] = "max_regression_pct",
+        [MX_CRITERION_MAX_INCREASE] = "max_increase",
+        [MX_CRITERION_MAX_DECREASE] = "max_decrease",
+        [MX_CRITERION_MAX] = "max",
+        [MX_CRITERION_MIN] = "min",
+};
+
+static const char *const ki_expect_table[_MX_KI_EXPECT_MAX] = {
+        [MX_KI_EXPECT_FAIL] = "fail",
+        [MX_KI_EXPECT_CRASH] = "crash",
+};
+
+/* Names follow seed 001 (Phase 9 "Results Format") and seed 000's criteria table. */
+const struct mx_metric_info mx_metrics[] = {
+        { "pp2048_tps", "tok/s", true, "prefill throughput, 2048-token prompt" },
+        { "tg32_tps", "tok/s", true, "decode throughput, 32 generated tokens" },
+        { "tg128_tps", "tok/s", true, "decode throughput, 128 generated tokens" },
+        { "ttft_p50_ms", "ms", false, "time to first token, median" },
+        { "ttft_p99_ms", "ms", false, "time to first token, 99th percentile" },
+        { "tpot_p50_ms", "ms", false, "time per output token, median" },
+        { "tpot_p99_ms", "ms", false, "time per output token, 99th percentile" },
+        { "itl_p50_ms", "ms", false, "inter-token latency, median" },
+        { "itl_p99_ms", "ms", false, "inter-token latency, 99th percentile" },
+        { "e2e_p50_ms", "ms", false, "end-to-end request latency, median" },
+        { "e2e_p99_ms", "ms", false, "end-to-end request latency, 99th percentile" },
+        { "memory_gb", "GB", false, "peak GPU memory of the server" },
+        { "startup_s", "s", false, "server start until ready" },
+        { "crashes", "", false, "server crashes during the run (stress level included)" },
+};
+const size_t mx_n_metrics = ELEMENTSOF(mx_metrics);
+
+static int table_lookup(const char *const *table, size_t n, const char *s)
+{
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (table[i] && streq(table[i], s))
+                        return (int)i;
+        return -EINVAL;
+}
+
+const char *mx_feature_status_to_string(enum mx_feature_status s)
+{
+        return s >= 0 && s < _MX_FEATURE_STATUS_MAX ? feature_status_table[s] : NULL;
+}
+
+enum mx_feature_status mx_feature_status_from_string(const char *s)
+{
+        return table_lookup(feature_status_table, _MX_FEATURE_STATUS_MAX, s);
+}
+
+const char *mx_criterion_op_to_string(enum mx_criterion_op op)
+{
+        return op >= 0 && op < _MX_CRITERION_OP_MAX ? criterion_op_table[op] : NULL;
+}
+
+enum mx_criterion_op mx_criterion_op_from_string(const char *s)
+{
+        return table_lookup(criterion_op_table, _MX_CRITERION_OP_MAX, s);
+}
+
+const char *mx_ki_expect_to_string(enum mx_ki_expect e)
+{
+        return e >= 0 && e < _MX_KI_EXPECT_MAX ? ki_expect_table[e] : NULL;
+}
+
+enum mx_ki_expect mx_ki_expect_from_string(const char *s)
+{
+        return table_lookup(ki_expect_table, _MX_KI_EXPECT_MAX, s);
+}
+
+const struct mx_metric_info *mx_metric_lookup(const char *name)
+{
+        for (size_t i = 0; i < mx_n_metrics; i++)
+                if (streq(mx_metrics[i].name, name))
+                        return &mx_metrics[i];
+        return NULL;
+}
+
+static void cond_done(struct mx_matrix_cond *c)
+{
+        free(c->terms);
+        *c = (struct mx_matrix_cond){};
+}
+
+static void value_done(struct mx_matrix_value *v)
+{
+        free(v->name);
+        free(v->description);
+        strv_free(v->aliases);
+        strv_free(v->env);
+        strv_free(v->argv);
+        mx_kgate_expect_done(&v->expect);
+}
+
+static void feature_done(struct mx_matrix_feature *f)
+{
+        free(f->name);
+        free(f->title);
+        free(f->description);
+        free(f->set);
+        free(f->hypothesis);
+        for (size_t i = 0; i < f->n_criteria; i++) {
+                free(f->criteria[i].metric);
+                free(f->criteria[i].note);
+        }
+        free(f->criteria);
+        free(f->depends_on);
+        free(f->gate);
+}
+
+struct mx_matrix *mx_matrix_free(struct mx_matrix *m)
+{
+        if (!m)
+                return NULL;
+        for (size_t i = 0; i < m->n_axes; i++) {
+                for (size_t j = 0; j < m->axes[i].n_values; j++)
+                        value_done(&m->axes[i].values[j]);
+                free(m->axes[i].values);
+                free(m->axes[i].name);
+                free(m->axes[i].description);
+        }
+        free(m->axes);
+        free(m->axes_by_name);
+        free(m->baseline);
+        for (size_t i = 0; i < m->n_features; i++)
+                feature_done(&m->features[i]);
+        free(m->features);
+        for (size_t i = 0; i < m->n_excludes; i++)
+                cond_done(&m->excludes[i].cond);
+        free(m->excludes);
+        for (size_t i = 0; i < m->n_includes; i++)
+                free(m->includes[i].values);
+        free(m->includes);
+        for (size_t i = 0; i < m->n_rules; i++) {
+                cond_done(&m->rules[i].if_);
+                cond_done(&m->rules[i].then);
+                free(m->rules[i].reason);
+        }
+        free(m->rules);
+        for (size_t i = 0; i < m->n_known_incompatible; i++) {
+                cond_done(&m->known_incompatible[i].when);
+                free(m->known_incompatible[i].reason);
+        }
+        free(m->known_incompatible);
+        free(m->name);
+        free(m->description);
+        free(m->profile);
+        strv_free(m->command);
+        strv_free(m->target_env);
+        free(m->model);
+        free(m->served_model_name);
+        json_decref(m->root);
+        free(m->text);
+        free(m->path);
+        free(m);
+        return NULL;
+}
+
+/* ---- error positions ---- */
+
+struct json_path {
+        struct mx_jsonpos_step *steps;
+        size_t n, allocated;
+};
+
+/* Append a step to a path being built by find_node(). */
+static void path_push(struct json_path *p, const char *key, size_t index)
+{
+        MX_GROW(p->steps, p->allocated, p->n + 1);
+        p->steps[p->n++] = (struct mx_jsonpos_step){ .key = key, .index = index };
+}
+
+/* Depth-first search for target by identity; on success p holds the steps from root to it. */
+static bool find_node(json_t *cur, json_t *target, struct json_path *p)
+{
+        if (cur == target)
+                return true;
+        if (json_is_object(cur)) {
+                const char *k;
+                json_t *v;
+
+                json_object_foreach (cur, k, v) {
+                        path_push(p, k, 0);
+                        if (find_node(v, target, p))
+                                return true;
+                        p->n--;
+                }
+        } else if (json_is_array(cur)) {
+                size_t i;
+                json_t *v;
+
+                json_array_foreach (cur, i, v) {
+                        path_push(p, NULL, i);
+                        if (find_node(v, target, p))
+                                return true;
+                        p->n--;
+                }
+        }
+        return false;
+}
+
+/* Render a path the way errors name keys: axes[2].values[1].env.X. */
+static char *path_to_string(const struct json_path *p)
+{
+        _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
+
+        for (size_t i = 0; i < p->n; i++) {
+                if (p->steps[i].key) {
+                        _cleanup_free_ char *k = mx_escape(p->steps[i].key, MX_MATRIX_MAX_NAME);
+
+                        mx_buf_printf(&b, "%s%s", i > 0 ? "." : "", k);
+                } else
+                        mx_buf_printf(&b, "[%zu]", p->steps[i].index);
+        }
+        return mx_buf_steal(&b);
+}
+
+/* Resolve node (+ key or index) to a path and a position; position 0:0 when not found. */
+static void locate(const struct mx_matrix *m, json_t *node, const char *key, size_t index,
+                   struct json_path *p, unsigned *ret_line, unsigned *ret_col)
+{
+        *ret_line = *ret_col = 0;
+        if (!m->root || !node || !find_node(m->root, node, p))
+                return;
+        if (key)
+                path_push(p, key, 0);
+        else if (index != SIZE_MAX)
+                path_push(p, NULL, index);
+        if (mx_jsonpos_find(m->text, m->text_len, p->steps, p->n, key != NULL, ret_line, ret_col) < 0)
+                *ret_line = *ret_col = 0;
+}
+
+int mx_matrix_verror_at(const struct mx_matrix *m, json_t *node, const char *key, size_t index,
+                        char **reterr, const char *fmt, va_list ap)
+{
+        struct json_path p = {};
+        _cleanup_free_ char *msg = xvasprintf(fmt, ap), *ps = NULL, *file = mx_escape(m->path, 0);
+        unsigned line, col;
+
+        locate(m, node, key, index, &p, &line, &col);
+        ps = path_to_string(&p);
+        free(p.steps);
+        if (reterr) {
+                _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
+
+                mx_buf_puts(&b, file);
+                if (line > 0)
+                        mx_buf_printf(&b, ":%u:%u", line, col);
+                mx_buf_puts(&b, ": ");
+                if (*ps)
+                        mx_buf_printf(&b, "key '%s': ", ps);
+                mx_buf_puts(&b, msg);
+                free(*reterr);
+                *reterr = mx_buf_steal(&b);
+        }
+        return -EINVAL;
+}
+
+int mx_matrix_error_at(const struct mx_matrix *m, json_t *node, const char *key, char **reterr,
+                       const char *fmt, ...)
+{
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = mx_matrix_verror_at(m, node, key, SIZE_MAX, reterr, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+char *mx_matrix_location(const struct mx_matrix *m, json_t *node)
+{
+        struct json_path p = {};
+        _cleanup_free_ char *file = mx_escape(m->path, 0);
+        unsigned line, col;
+
+        locate(m, node, NULL, SIZE_MAX, &p, &line, &col);
+        free(p.steps);
+        return line > 0 ? xasprintf("%s:%u:%u", file, line, col) : TAKE_PTR(file);
+}
+
+/* ---- lookups ---- */
+
+int mx_matrix_axis_index(const struct mx_matrix *m, const char *name)
+{
+        for (size_t i = 0; i < m->n_axes; i++)
+                if (streq(m->axes[i].name, name))
+                        return (int)i;
+        return -1;
+}
+
+int mx_matrix_value_index(const struct mx_matrix_axis *a, const char *name_or_alias)
+{
+        for (size_t i = 0; i < a->n_values; i++)
+                if (streq(a->values[i].name, name_or_alias))
+                        return (int)i;
+        for (size_t i = 0; i < a->n_values; i++)
+                if (strv_contains(a->values[i].aliases, name_or_alias))
+                        return (int)i;
+        return -1;
+}
+
+int mx_matrix_feature_index(const struct mx_matrix *m, const char *name)
+{
+        for (size_t i = 0; i < m->n_features; i++)
+                if (streq(m->features[i].name, name))
+                        return (int)i;
+        return -1;
+}
+
+/* ---- configurations ---- */
+
+int *mx_config_new(const struct mx_matrix *m)
+{
+        int *c = xreallocarray(NULL, MX_MAX(m->n_axes, 1), sizeof(int));
+
+        for (size_t i = 0; i < m->n_axes; i++)
+                c[i] = -1;
+        return c;
+}
+
+int *mx_config_copy(const struct mx_matrix *m, const int *config)
+{
+        int *c = mx_config_new(m);
+
+        memcpy(c, config, m->n_axes * sizeof(int));
+        return c;
+}
+
+bool mx_config_equal(const struct mx_matrix *m, const int *a, const int *b)
+{
+        return memcmp(a, b, m->n_axes * sizeof(int)) == 0;
+}
+
+char *mx_config_describe(const struct mx_matrix *m, const int *config)
+{
+        _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
+
+        mx_buf_puts(&b, "");
+        for (size_t i = 0; i < m->n_axes; i++)
+                if (config[i] >= 0)
+                        mx_buf_printf(&b, "%s%s=%s", b.len > 0 ? "," : "", m->axes[i].name,
+                                      m->axes[i].values[config[i]].name);
+        return mx_buf_steal(&b);
+}
+
+char *mx_matrix_cond_describe(const struct mx_matrix *m, const struct mx_matrix_cond *c)
+{
+        _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
+
+        mx_buf_puts(&b, "");
+        for (size_t i = 0; i < c->n_terms; i++) {
+                const struct mx_matrix_axis *ax = &m->axes[c->terms[i].axis];
+                uint64_t all = ax->n_values >= 64 ? UINT64_MAX : (UINT64_C(1) << ax->n_values) - 1;
+                uint64_t set = c->terms[i].set, rest = ~set & all;
+                int n = __builtin_popcountll(set);
+
+                mx_buf_puts(&b, i > 0 ? ", " : "");
+                if (n == 1)
+                        mx_buf_printf(&b, "%s=%s", ax->name, ax->values[__builtin_ctzll(set)].name);
+                else if (__builtin_popcountll(rest) == 1)
+                        mx_buf_printf(&b, "%s!=%s", ax->name, ax->values[__builtin_ctzll(rest)].name);
+                else {
+                        mx_buf_printf(&b, "%s in {", ax->name);
+                        for (size_t v = 0, k = 0; v < ax->n_values; v++)
+                                if (set & (UINT64_C(1) << v))
+                                        mx_buf_printf(&b, "%s%s", k++ ? ", " : "", ax->values[v].name);
+                        mx_buf_putc(&b, '}');
+                }
+        }
+        return mx_buf_steal(&b);
+}
+
+char *mx_criterion_describe(const struct mx_matrix_criterion *c)
+{
+        const struct mx_metric_info *mi = mx_metric_lookup(c->metric);
+        const char *unit = mi ? mi->unit : "", *sp = *unit ? " " : "";
+
+        switch (c->op) {
+        case MX_CRITERION_MIN_GAIN_PCT:
+                return xasprintf("%s improves by >= %g%% vs baseline", c->metric, c->value);
+        case MX_CRITERION_MAX_REGRESSION_PCT:
+                return xasprintf("%s regresses by <= %g%% vs baseline", c->metric, c->value);
+        case MX_CRITERION_MAX_INCREASE:
+                return xasprintf("%s <= baseline + %g%s%s", c->metric, c->value, sp, unit);
+        case MX_CRITERION_MAX_DECREASE:
+                return xasprintf("%s >= baseline - %g%s%s", c->metric, c->value, sp, unit);
+        case MX_CRITERION_MAX:
+                return xasprintf("%s <= %g%s%s", c->metric, c->value, sp, unit);
+        case MX_CRITERION_MIN:
+                return xasprintf("%s >= %g%s%s", c->metric, c->value, sp, unit);
+        default:
+                return xstrdup(c->metric);
+        }
+}
+
+bool mx_matrix_cond_matches(const struct mx_matrix_cond *c, const int *config)
+{
+        for (size_t i = 0; i < c->n_terms; i++) {
+                int v = config[c->terms[i].axis];
+
+                if (v < 0 || !(c->terms[i].set & (UINT64_C(1) << v)))
+                        return false;
+        }
+        return true;
+}
+
+int mx_matrix_excluded(const struct mx_matrix *m, const int *config)
+{
+        for (size_t i = 0; i < m->n_excludes; i++)
+                if (mx_matrix_cond_matches(&m->excludes[i].cond, config))
+                        return (int)i;
+        return -1;
+}
+
+int mx_matrix_broken_rule(const struct mx_matrix *m, const int *config)
+{
+        for (size_t i = 0; i < m->n_rules; i++)
+                if (mx_matrix_cond_matches(&m->rules[i].if_, config) &&
+                    !mx_matrix_cond_matches(&m->rules[i].then, config))
+                        return (int)i;
+        return -1;
+}
+
+size_t mx_matrix_known_incompatible(const struct mx_matrix *m, const int *config, size_t *ret_indices)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < m->n_known_incompatible; i++)
+                if (mx_matrix_cond_matches(&m->known_incompatible[i].when, config))
+                        ret_indices[n++] = i;
+        return n;
+}
+
+bool mx_matrix_apply_includes(const struct mx_matrix *m, int *config, const bool *original, bool *matched)
+{
+        bool any = false;
+
+        for (size_t i = 0; i < m->n_includes; i++) {
+                const int *iv = m->includes[i].values;
+                bool match = true;
+
+                for (size_t a = 0; a < m->n_axes && match; a++)
+                        if (iv[a] >= 0 && original[a] && config[a] != iv[a])
+                                match = false;
+                if (!match)
+                        continue;
+                for (size_t a = 0; a < m->n_axes; a++)
+                        if (iv[a] >= 0)
+                                config[a] = iv[a];
+                if (matched)
+                        matched[i] = true;
+                any = true;
+        }
+        return any;
+}
+
+static void strv_push_all(char ***l, char *const *src)
+{
+        for (size_t i = 0; src && src[i]; i++)
+                strv_push(l, src[i]);
+}
+
+char **mx_config_env(const struct mx_matrix *m, const int *config)
+{
+        char **env = strv_copy(m->target_env);
+
+        for (size_t a = 0; a < m->n_axes; a++)
+                if (config[a] >= 0)
+                        strv_push_all(&env, m->axes[a].values[config[a]].env);
+        return env;
+}
+
+char **mx_config_flags(const struct mx_matrix *m, const int *config)
+{
+        char **flags = NULL;
+
+        for (size_t a = 0; a < m->n_axes; a++)
+                if (config[a] >= 0)
+                        strv_push_all(&flags, m->axes[a].values[config[a]].argv);
+        return flags;
+}
+
+char **mx_config_argv(const struct mx_matrix *m, const int *config)
+{
+        char **argv = strv_copy(m->command);
+        _cleanup_strv_free_ char **flags = mx_config_flags(m, config);
+
+        strv_push_all(&argv, flags);
+        return argv;
+}
+
+void mx_config_expect(const struct mx_matrix *m, const int *config, struct mx_kgate_expect *ret)
+{
+        *ret = (struct mx_kgate_expect){};
+        for (size_t a = 0; a < m->n_axes; a++)
+                if (config[a] >= 0)
+                        mx_kgate_expect_merge(ret, &m->axes[a].values[config[a]].expect);
+}
+
+/* ---- covering-array model ---- */
+
+/* Map term t onto parameter p's values: the set of parameter value indices whose axis value is in t->set. */
+static uint64_t term_param_set(const struct mx_matrix_cover *c, size_t p, uint64_t set)
+{
+        uint64_t r = 0;
+
+        for (unsigned k = 0; k < c->n_values[p]; k++)
+                if (set & (UINT64_C(1) << c->param_values[p][k]))
+                        r |= UINT64_C(1) << k;
+        return r;
+}
+
+static uint64_t param_all(const struct mx_matrix_cover *c, size_t p)
+{
+        return c->n_values[p] >= 64 ? UINT64_MAX : (UINT64_C(1) << c->n_values[p]) - 1;
+}
+
+struct pattern_builder {
+        struct mx_matrix_cover *c;
+        const int *axis_param; /* axis -> parameter or -1 */
+        struct mx_cover_term *terms;
+        size_t n_terms, terms_allocated;
+        size_t *starts; /* per pattern: first term */
+        size_t *counts;
+        size_t n_patterns, patterns_allocated;
+        size_t cur_start;
+        bool cur_dead;
+};
+
+static void pattern_begin(struct pattern_builder *b)
+{
+        b->cur_start = b->n_terms;
+        b->cur_dead = false;
+}
+
+/* Add "axis takes a value in set" (negate: not in set) to the current pattern. */
+static void pattern_term(struct pattern_builder *b, unsigned axis, uint64_t set, bool negate)
+{
+        int p = b->axis_param[axis];
+        uint64_t ps;
+
+        if (b->cur_dead)
+                return;
+        if (p < 0) {
+                /* An unassigned axis matches no term: "in set" is false, "not in set" is true. */
+                if (!negate)
+                        b->cur_dead = true;
+                return;
+        }
+        ps = term_param_set(b->c, (size_t)p, set);
+        if (negate)
+                ps = ~ps & param_all(b->c, (size_t)p);
+        if (ps == 0) {
+                b->cur_dead = true;
+                return;
+        }
+        if (ps == param_all(b->c, (size_t)p))
+                return; /* always true: drop the term */
+        MX_GROW(b->terms, b->terms_allocated, b->n_terms + 1);
+        b->terms[b->n_terms++] = (struct mx_cover_term){ .param = (unsigned)p, .set = ps };
+}
+
+/* Close the current pattern; a pattern with a constant-false term forbids nothing and is dropped. */
+static void pattern_end(struct pattern_builder *b)
+{
+        if (b->cur_dead) {
+                b->n_terms = b->cur_start;
+                return;
+        }
+        MX_GROW(b->starts, b->patterns_allocated, b->n_patterns + 1);
+        b->counts = xreallocarray(b->counts, b->patterns_allocated, sizeof(size_t));
+        b->starts[b->n_patterns] = b->cur_start;
+        b->counts[b->n_patterns] = b->n_terms - b->cur_start;
+        b->n_patterns++;
+}
+
+/* Add every term of a condition (a conjunction) to the current pattern. */
+static void pattern_cond(struct pattern_builder *b, const struct mx_matrix_cond *cond)
+{
+        for (size_t i = 0; i < cond->n_terms; i++)
+                pattern_term(b, cond->terms[i].axis, cond->terms[i].set, false);
+}
+
+void mx_matrix_cover_build(const struct mx_matrix *m, const int *pins, bool with_rules,
+                           struct mx_matrix_cover *ret)
+{
+        struct mx_matrix_cover c = {};
+        _cleanup_free_ int *axis_param = xreallocarray(NULL, MX_MAX(m->n_axes, 1), sizeof(int));
+        struct pattern_builder b = { .c = &c, .axis_param = axis_param };
+
+        c.param_axis = xreallocarray(NULL, MX_MAX(m->n_axes, 1), sizeof(unsigned));
+        c.param_values = xcalloc(MX_MAX(m->n_axes, 1), sizeof(int *));
+        c.n_values = xcalloc(MX_MAX(m->n_axes, 1), sizeof(unsigned));
+        for (size_t a = 0; a < m->n_axes; a++) {
+                const struct mx_matrix_axis *ax = &m->axes[a];
+                int pin = pins ? pins[a] : -1;
+
+                axis_param[a] = -1;
+                if (pin < 0 && !ax->product)
+                        continue;
+                axis_param[a] = (int)c.n_params;
+                c.param_axis[c.n_params] = (unsigned)a;
+                c.param_values[c.n_params] = xreallocarray(NULL, ax->n_values, sizeof(int));
+                if (pin >= 0)
+                        c.param_values[c.n_params][c.n_values[c.n_params]++] = pin;
+                else
+                        for (size_t v = 0; v < ax->n_values; v++)
+                                if (ax->values[v].product)
+                                        c.param_values[c.n_params][c.n_values[c.n_params]++] = (int)v;
+                c.n_params++;
+        }
+
+        for (size_t i = 0; i < m->n_excludes; i++) {
+                pattern_begin(&b);
+                pattern_cond(&b, &m->excludes[i].cond);
+                pattern_end(&b);
+        }
+        /* "if A then B" forbids A and (t not satisfied), for each term t of B. */
+        for (size_t i = 0; with_rules && i < m->n_rules; i++)
+                for (size_t t = 0; t < m->rules[i].then.n_terms; t++) {
+                        pattern_begin(&b);
+                        pattern_cond(&b, &m->rules[i].if_);
+                        pattern_term(&b, m->rules[i].then.terms[t].axis, m->rules[i].then.terms[t].set,
+                                     true);
+                        pattern_end(&b);
+                }
+
+        c.terms = b.terms;
+        c.forbidden = xcalloc(MX_MAX(b.n_patterns, 1), sizeof(struct mx_cover_forbid));
+        for (size_t i = 0; i < b.n_patterns; i++)
+                c.forbidden[i] =
+                        (struct mx_cover_forbid){ .n_terms = b.counts[i], .terms = c.terms + b.starts[i] };
+        free(b.starts);
+        free(b.counts);
+        c.model = (struct mx_cover_model){
+                .n_params = c.n_params,
+                .n_values = c.n_values,
+                .n_forbidden = b.n_patterns,
+                .forbidden = c.forbidden,
+        };
+        *ret = c;
+}
+
+void mx_matrix_cover_done(struct mx_matrix_cover *c)
+{
+        for (size_t p = 0; p < c->n_params; p++)
+                free(c->param_values[p]);
+        free(c->param_values);
+        free(c->param_axis);
+        free(c->n_values);
+        free(c->forbidden);
+        free(c->terms);
+        *c = (struct mx_matrix_cover){};
+}
+
+void mx_matrix_cover_row_to_config(const struct mx_matrix *m, const struct mx_matrix_cover *c,
+                                   const int *pins, const int *row, int *config)
+{
+        for (size_t a = 0; a < m->n_axes; a++)
+                config[a] = pins ? pins[a] : -1;
+        for (size_t p = 0; p < c->n_params; p++)
+                config[c->param_axis[p]] = c->param_values[p][row[p]];
+}
+
+int mx_matrix_cover_config_to_row(const struct mx_matrix_cover *c, const int *config, int *row)
+{
+        for (size_t p = 0; p < c->n_params; p++) {
+                int v = config[c->param_axis[p]];
+
+                row[p] = -1;
+                for (unsigned k = 0; k < c->n_values[p]; k++)
+                        if (c->param_values[p][k] == v)
+                                row[p] = (int)k;
+                if (row[p] < 0)
+                        return -1;
+        }
+        return 0;
+}

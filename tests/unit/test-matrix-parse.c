@@ -1,0 +1,714 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Matrix files: every loader error, each checked for its exact position.
+ * A case names the text the error must point at ("needle", with '|' marking
+ * the pointed-at character when it is not the first); the test computes that
+ * position from the text, so a wrong line or column fails it.
+ */
+#include "matrix-helpers.h"
+#include "placeholder.h"
+
+#include <sys/stat.h>
+
+#define HEAD                                                                                                \
+        "{\n  \"matrix\": 1,\n  \"name\": \"t\",\n  \"target\": {\"command\": [\"srv\", \"--port\", "       \
+        "\"{port}\"]},\n"
+#define AXES                                                                                                \
+        "  \"axes\": [\n"                                                                                   \
+        "    {\"name\": \"a\", \"values\": [{\"name\": \"x\"}, {\"name\": \"y\", \"aliases\": "             \
+        "[\"yy\"]}]},\n"                                                                                    \
+        "    {\"name\": \"b\", \"values\": [{\"name\": \"p\"}, {\"name\": \"q\"}]}\n"                       \
+        "  ],\n"
+#define BASE "  \"baseline\": {\"a\": \"x\", \"b\": \"p\"}"
+#define TAIL "\n}\n"
+#define VALID HEAD AXES BASE TAIL
+
+/* Line and column (1-based, in characters) of byte offset off in text. */
+static void position_of(const char *text, size_t off, unsigned *line, unsigned *col)
+{
+        *line = 1;
+        *col = 1;
+        for (size_t i = 0; i < off; i++) {
+                if (text[i] == '\n') {
+                        (*line)++;
+                        *col = 1;
+                } else if (((unsigned char)text[i + 1] & 0xc0) != 0x80)
+                        (*col)++;
+        }
+}
+
+/* Expect loading text to fail with an error at needle (see above) whose text contains msg. */
+static void check_error(const char *file, int line, const char *text, const char *needle, const char *msg)
+{
+        _cleanup_free_ char *plain = xstrdup(needle), *why = NULL, *prefix = NULL;
+        const char *bar = strchr(needle, '|'), *found;
+        struct mx_matrix *m = NULL;
+        size_t mark = bar ? (size_t)(bar - needle) : 0;
+        unsigned l, c;
+
+        if (bar)
+                memmove(plain + mark, plain + mark + 1, strlen(plain + mark));
+        found = strstr(text, plain);
+        if (!found)
+                test_fail(file, line, "needle '%s' not in the text", plain);
+        if (strstr(found + 1, plain))
+                test_fail(file, line, "needle '%s' is not unique in the text", plain);
+        position_of(text, (size_t)(found - text) + mark, &l, &c);
+        prefix = xasprintf("t.json:%u:%u: ", l, c);
+        if (mx_matrix_load_string("t.json", text, strlen(text), &m, &why) >= 0) {
+                mx_matrix_free(m);
+                test_fail(file, line, "loaded, expected an error containing '%s'", msg);
+        }
+        if (!why || !startswith(why, prefix))
+                test_fail(file, line, "error '%s' does not start with '%s'", strna(why), prefix);
+        if (!strstr(why, msg))
+                test_fail(file, line, "error '%s' does not contain '%s'", why, msg);
+}
+#define ERROR_AT(text, needle, msg) check_error(__FILE__, __LINE__, text, needle, msg)
+
+TEST(valid_minimal)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(VALID);
+
+        ASSERT_EQ(m->n_axes, 2);
+        ASSERT_STREQ(m->profile, "vllm"); /* default */
+        ASSERT_STREQ(m->command[2], "{port}");
+        ASSERT_EQ(m->baseline[0], 0);
+        ASSERT_EQ(m->baseline[1], 0);
+        ASSERT_EQ(mx_matrix_value_index(&m->axes[0], "yy"), 1);
+        ASSERT_TRUE(m->axes[0].product);
+        ASSERT_EQ(m->axes[0].product_set, 3);
+}
+
+TEST(json_syntax)
+{
+        _cleanup_free_ char *why = NULL;
+        struct mx_matrix *m = NULL;
+        const char *text = "{\n  \"matrix\": 1,\n  \"name\": \"t\"\n  \"axes\": []\n}\n";
+
+        ASSERT_ERR(mx_matrix_load_string("t.json", text, strlen(text), &m, &why), EINVAL);
+        ASSERT_TRUE(startswith(why, "t.json:4:"));
+        ASSERT_CONTAINS(why, "invalid JSON");
+        ASSERT_NULL(m);
+}
+
+TEST(duplicate_key)
+{
+        _cleanup_free_ char *why = NULL;
+        struct mx_matrix *m = NULL;
+        const char *text = HEAD AXES "  \"baseline\": {\"a\": \"x\", \"a\": \"y\", \"b\": \"p\"}" TAIL;
+
+        ASSERT_ERR(mx_matrix_load_string("t.json", text, strlen(text), &m, &why), EINVAL);
+        ASSERT_TRUE(startswith(why, "t.json:9:"));
+        ASSERT_CONTAINS(why, "duplicate object key");
+}
+
+TEST(top_level)
+{
+        ERROR_AT("[1]\n", "[", "a matrix file is a JSON object, got an array");
+        ERROR_AT(HEAD "  \"bogus\": 1,\n" AXES BASE TAIL, "\"bogus\"",
+                 "key 'bogus': unknown key 'bogus' in a matrix file (known keys: matrix, name,");
+        ERROR_AT("{\n  \"name\": \"t\"\n}\n", "{", "missing required key 'matrix'");
+        ERROR_AT("{\n  \"matrix\": \"1\"\n}\n", "\"matrix\"",
+                 "key 'matrix': expected an integer, got a string");
+        ERROR_AT("{\n  \"matrix\": 2\n}\n", "\"matrix\"",
+                 "key 'matrix': unsupported format version 2 (this mxmatrix reads version 1)");
+        ERROR_AT("{\n  \"matrix\": 1,\n  \"name\": \"bad name\"\n}\n", "\"name\"",
+                 "key 'name': invalid name 'bad name'");
+        ERROR_AT("{\n  \"matrix\": 1,\n  \"name\": \"t\",\n  \"description\": 5\n}\n", "\"description\"",
+                 "key 'description': expected a string, got an integer");
+        ERROR_AT("{\n  \"matrix\": 1,\n  \"name\": \"t\",\n  \"target\": {\"command\": [\"s\"]},\n  "
+                 "\"profiles\": []\n}\n",
+                 "\"profiles\"", "key 'profiles': expected an object, got an array");
+}
+
+TEST(target)
+{
+        ERROR_AT("{\n  \"matrix\": 1,\n  \"name\": \"t\"\n}\n", "{", "missing required key 'target'");
+        ERROR_AT("{\"matrix\": 1, \"name\": \"t\",\n \"target\": {\"profile\": \"vllm\"}}", "{\"profile",
+                 "key 'target': missing required key 'command'");
+        ERROR_AT("{\"matrix\": 1, \"name\": \"t\",\n \"target\": {\"command\": []}}", "\"command\"",
+                 "key 'target.command': the command must have at least one word");
+        ERROR_AT("{\"matrix\": 1, \"name\": \"t\",\n \"target\": {\"command\": [\"srv\", 7]}}", "7",
+                 "key 'target.command[1]': expected a string, got an integer");
+        ERROR_AT("{\"matrix\": 1, \"name\": \"t\",\n \"target\": {\"command\": [\"srv\", \"--x={nope}\"]}}",
+                 "\"--x",
+                 "key 'target.command[1]': unknown placeholder '{nope}' (known: {model}, "
+                 "{served_model_name}");
+        ERROR_AT("{\"matrix\": 1, \"name\": \"t\",\n \"target\": {\"command\": [\"s\"], \"env\": {\"1X\": "
+                 "\"v\"}}}",
+                 "\"1X\"", "key 'target.env.1X': invalid environment variable name '1X'");
+        ERROR_AT("{\"matrix\": 1, \"name\": \"t\",\n \"target\": {\"command\": [\"s\"], \"env\": {\"X\": "
+                 "1}}}",
+                 "\"X\"", "key 'target.env.X': expected a string, got an integer (write numbers as strings");
+        ERROR_AT("{\"matrix\": 1, \"name\": \"t\",\n \"target\": {\"command\": [\"s\"], \"profile\": \"a "
+                 "b\"}}",
+                 "\"profile\"", "key 'target.profile': invalid name 'a b'");
+        ERROR_AT(
+                "{\"matrix\": 1, \"name\": \"t\",\n \"target\": {\"command\": [\"s\"], \"model\": [\"m\"]}}",
+                "\"model\"", "key 'target.model': expected a string, got an array");
+}
+
+TEST(target_keeps_runner_keys)
+{
+        /* Keys the runner owns are kept for it, with positions available through mx_matrix_error_at(). */
+        const char *text = "{\"matrix\": 1, \"name\": \"t\",\n"
+                           " \"target\": {\"command\": [\"s\"], \"ready_timeout\": \"5m\"},\n"
+                           " \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\"}]}],\n"
+                           " \"baseline\": {\"a\": \"x\"}}\n";
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(text);
+        _cleanup_free_ char *why = NULL;
+
+        ASSERT_NOT_NULL(json_object_get(m->target, "ready_timeout"));
+        ASSERT_ERR(mx_matrix_error_at(m, m->target, "ready_timeout", &why, "bad duration"), EINVAL);
+        ASSERT_STREQ(why, "t.json:2:31: key 'target.ready_timeout': bad duration");
+}
+
+TEST(axes)
+{
+        ERROR_AT(HEAD "  \"axes\": [],\n" BASE TAIL, "\"axes\"",
+                 "key 'axes': a matrix needs 1 to 64 axes, got 0");
+        ERROR_AT(HEAD "  \"axes\": [7],\n" BASE TAIL, "7",
+                 "key 'axes[0]': expected an object, got an integer");
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"a\", \"valus\": []}],\n" BASE TAIL, "\"valus\"",
+                 "key 'axes[0].valus': unknown key 'valus' in an axis (known keys: name, description, "
+                 "product, values)");
+        ERROR_AT(HEAD "  \"axes\": [{\"values\": [{\"name\": \"x\"}]}],\n" BASE TAIL, "{\"values\"",
+                 "key 'axes[0]': missing required key 'name'");
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"-a\", \"values\": [{\"name\": \"x\"}]}],\n" BASE TAIL,
+                 "\"name\": \"-a\"", "key 'axes[0].name': invalid name '-a'");
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"a\", \"values\": []}],\n" BASE TAIL, "\"values\"",
+                 "key 'axes[0].values': an axis needs 1 to 64 values, got 0");
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\"}]},\n"
+                      "    {\"name\": \"a\", \"values\": [{\"name\": \"y\"}]}],\n" BASE TAIL,
+                 "{|\"name\": \"a\", \"values\": [{\"name\": \"y\"}]}",
+                 "key 'axes[1].name': duplicate axis name 'a' (first at t.json:5:12)");
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"feature\", \"values\": [{\"name\": \"x\"}]}],\n" BASE TAIL,
+                 "\"name\": \"feature\"", "key 'axes[0].name': 'feature' is reserved");
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"a\", \"product\": \"no\", \"values\": [{\"name\": "
+                      "\"x\"}]}],\n" BASE TAIL,
+                 "\"product\"", "key 'axes[0].product': expected a boolean, got a string");
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"product\": "
+                      "false}]}],\n" BASE TAIL,
+                 "\"values\"", "key 'axes[0].values': every value of axis 'a' has \"product\": false");
+}
+
+TEST(values)
+{
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [\"x\"]}],\n" BASE TAIL, "[|\"x\"]",
+                 "key 'axes[0].values[0]': expected an object, got a string");
+        ERROR_AT(HEAD
+                 "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"envv\": {}}]}],\n" BASE
+                         TAIL,
+                 "\"envv\"", "key 'axes[0].values[0].envv': unknown key 'envv' in an axis value");
+        ERROR_AT(
+                HEAD
+                "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\"}, {\"name\": \"x\"}]}],\n" BASE
+                        TAIL,
+                "{\"name\": \"x\"}, {|\"name\": \"x\"}",
+                "key 'axes[0].values[1].name': duplicate value name 'x' in axis 'a' (first at t.json:5:37)");
+        ERROR_AT(HEAD
+                 "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"aliases\": [\"z\"]},\n"
+                 "    {\"name\": \"y\", \"aliases\": [\"z\"]}]}],\n" BASE TAIL,
+                 "[|\"z\"]}]",
+                 "key 'axes[0].values[1].aliases[0]': alias 'z' is already a name or alias of value 'x'");
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\"},\n"
+                      "    {\"name\": \"y\", \"aliases\": [\"x\"]}]}],\n" BASE TAIL,
+                 "[|\"x\"]",
+                 "key 'axes[0].values[1].aliases[0]': alias 'x' is already a name or alias of value 'x'");
+        ERROR_AT(HEAD
+                 "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"aliases\": [\"y\"]},\n"
+                 "    {\"name\": \"y\"}]}],\n" BASE TAIL,
+                 "{|\"name\": \"y\"}",
+                 "key 'axes[0].values[1].name': value name 'y' is already an alias of value 'x'");
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"aliases\": [\"w\", "
+                      "\"w\"]}]}],\n" BASE TAIL,
+                 "\"w\", |\"w\"", "key 'axes[0].values[0].aliases[1]': duplicate alias 'w'");
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"aliases\": "
+                      "[\"x\"]}]}],\n" BASE TAIL,
+                 "[|\"x\"]", "key 'axes[0].values[0].aliases[0]': alias 'x' repeats the value's own name");
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"aliases\": [\"a "
+                      "b\"]}]}],\n" BASE TAIL,
+                 "\"a b\"", "key 'axes[0].values[0].aliases[0]': invalid name 'a b'");
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"aliases\": "
+                      "\"z\"}]}],\n" BASE TAIL,
+                 "\"aliases\"", "key 'axes[0].values[0].aliases': expected an array, got a string");
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"argv\": [\"--f\", "
+                      "true]}]}],\n" BASE TAIL,
+                 "true", "key 'axes[0].values[0].argv[1]': expected a string, got a boolean");
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"argv\": "
+                      "[\"{Port}\"]}]}],\n" BASE TAIL,
+                 "\"{Port}\"", "key 'axes[0].values[0].argv[0]': unknown placeholder '{Port}'");
+        ERROR_AT(HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"env\": {\"V\": "
+                      "\"{dir}\"}}]}],\n" BASE TAIL,
+                 "\"V\"", "key 'axes[0].values[0].env.V': unknown placeholder '{dir}'");
+}
+
+TEST(env_owners)
+{
+        ERROR_AT(
+                HEAD
+                "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"env\": {\"V\": \"1\"}}]},\n"
+                "    {\"name\": \"b\", \"values\": [{\"name\": \"p\", \"env\": {\"W\": \"1\", \"V\": "
+                "\"2\"}}]}],\n" BASE TAIL,
+                "\"V\": \"2\"", "key 'axes[1].values[0].env.V': variable 'V' is also set by axis 'a'");
+        ERROR_AT(
+                "{\"matrix\": 1, \"name\": \"t\",\n \"target\": {\"command\": [\"s\"], \"env\": {\"V\": "
+                "\"0\"}},\n"
+                " \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"env\": {\"V\": \"1\"}}]}],\n"
+                " \"baseline\": {\"a\": \"x\"}}\n",
+                "\"V\": \"1\"", "key 'axes[0].values[0].env.V': variable 'V' is also set by target.env");
+}
+
+TEST(expectations)
+{
+#define EXP(x)                                                                                              \
+        HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"expect\": " x                 \
+             "}]}],\n" BASE TAIL
+        ERROR_AT(EXP("{\"logs\": {}}"), "\"logs\"",
+                 "key 'axes[0].values[0].expect.logs': unknown key 'logs' in expect");
+        ERROR_AT(EXP("{\"log\": {\"must\": []}}"), "\"must\"",
+                 "key 'axes[0].values[0].expect.log.must': unknown key 'must' in expectations");
+        ERROR_AT(EXP("{\"log\": {\"must_see\": [3]}}"), "3",
+                 "key 'axes[0].values[0].expect.log.must_see[0]': expected a pattern string or an array of "
+                 "alternative patterns, got an integer");
+        ERROR_AT(EXP("{\"log\": {\"must_not_see\": [[\"a\"]]}}"), "[\"a\"]",
+                 "key 'axes[0].values[0].expect.log.must_not_see[0]': expected a pattern string, got an "
+                 "array");
+        ERROR_AT(EXP("{\"kernels\": {\"must_see\": [[]]}}"), "[]]",
+                 "key 'axes[0].values[0].expect.kernels.must_see[0]': a list of alternatives needs 1 to 64 "
+                 "patterns");
+        ERROR_AT(EXP("{\"kernels\": {\"must_see\": [[\"ok\", 1]]}}"), "1]",
+                 "key 'axes[0].values[0].expect.kernels.must_see[0][1]': expected a pattern string, got an "
+                 "integer");
+        ERROR_AT(EXP("{\"kernels\": {\"must_see\": [\"\"]}}"), "\"\"",
+                 "key 'axes[0].values[0].expect.kernels.must_see[0]': a pattern must be 1 to 4096 bytes");
+        ERROR_AT(EXP("{\"kernels\": {\"must_see\": [[\"ok\", \"re:(\"]]}}"), "\"re:(\"",
+                 "key 'axes[0].values[0].expect.kernels.must_see[0][1]': bad pattern");
+#undef EXP
+}
+
+TEST(expectations_parsed)
+{
+        const char *text = HEAD
+                "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"expect\": {\"log\": "
+                "{\"must_see\": "
+                "[\"one\", [\"two\", \"three\"]], \"must_not_see\": [\"bad\"]}, \"kernels\": {\"must_see\": "
+                "[\"k_*\"]}}}]}],\n"
+                "  \"baseline\": {\"a\": \"x\"}" TAIL;
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(text);
+        const struct mx_kgate_expect *e = &m->axes[0].values[0].expect;
+
+        ASSERT_EQ(e->log.n_must_see, 2);
+        ASSERT_STREQ(e->log.must_see[0].patterns[0], "one");
+        ASSERT_NULL(e->log.must_see[0].patterns[1]);
+        ASSERT_STREQ(e->log.must_see[1].patterns[1], "three");
+        ASSERT_STREQ(e->log.must_not_see[0], "bad");
+        ASSERT_EQ(e->kernels.n_must_see, 1);
+        ASSERT_NULL(e->kernels.must_not_see);
+}
+
+TEST(baseline)
+{
+        ERROR_AT(HEAD AXES "  \"baseline\": []" TAIL, "\"baseline\"",
+                 "key 'baseline': expected an object, got an array");
+        ERROR_AT(HEAD AXES "  \"baseline\": {\"a\": \"x\", \"c\": \"p\"}" TAIL, "\"c\"",
+                 "key 'baseline.c': unknown axis 'c' (axes: a, b)");
+        ERROR_AT(HEAD AXES "  \"baseline\": {\"a\": \"x\", \"b\": \"r\"}" TAIL, "\"b\": \"r\"",
+                 "key 'baseline.b': axis 'b' has no value 'r' (values: p, q)");
+        ERROR_AT(HEAD AXES "  \"baseline\": {\"a\": \"z\", \"b\": \"p\"}" TAIL, "\"a\": \"z\"",
+                 "axis 'a' has no value 'z' (values: x, y (alias yy))");
+        ERROR_AT(HEAD AXES "  \"baseline\": {\"a\": [\"x\"], \"b\": \"p\"}" TAIL, "\"a\": [",
+                 "key 'baseline.a': expected one value name, got an array");
+        ERROR_AT(HEAD AXES "  \"baseline\": {\"a\": 1, \"b\": \"p\"}" TAIL, "\"a\": 1",
+                 "key 'baseline.a': expected a value name of axis 'a', got an integer");
+        ERROR_AT(HEAD AXES "  \"baseline\": {\"a\": \"x\"}" TAIL, "\"baseline\"",
+                 "key 'baseline': the baseline sets no value for axis 'b'");
+}
+
+#define FEAT(x) HEAD AXES BASE ",\n  \"features\": [" x "]" TAIL
+#define F1                                                                                                  \
+        "\"name\": \"f\", \"priority\": 1, \"set\": {\"a\": \"y\"}, \"hypothesis\": \"h\", \"status\": "    \
+        "\"in-progress\""
+#define C1 "\"criteria\": [{\"metric\": \"tg32_tps\", \"min_gain_pct\": 10}]"
+
+TEST(features)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(FEAT("{" F1 ", " C1 "}"));
+
+        ASSERT_EQ(m->n_features, 1);
+        ASSERT_EQ(m->features[0].set[0], 1);
+        ASSERT_EQ(m->features[0].set[1], -1);
+        ASSERT_EQ(m->features[0].status, MX_FEATURE_IN_PROGRESS);
+        ASSERT_EQ(m->features[0].criteria[0].op, MX_CRITERION_MIN_GAIN_PCT);
+
+        ERROR_AT(FEAT("3"), "[|3", "key 'features[0]': expected an object, got an integer");
+        ERROR_AT(FEAT("{" F1 ", " C1 ", \"owner\": \"me\"}"), "\"owner\"",
+                 "key 'features[0].owner': unknown key 'owner' in a feature");
+        ERROR_AT(FEAT("{" F1 ", " C1 "}, {" F1 ", " C1 "}"), "}]}, {|\"name\": \"f\"",
+                 "key 'features[1].name': duplicate feature name 'f' (first at t.json:10:16)");
+        ERROR_AT(FEAT("{\"name\": \"f\", \"set\": {}, \"hypothesis\": \"h\", \"status\": \"blocked\", " C1
+                      "}"),
+                 "{\"name\": \"f\"", "key 'features[0]': missing required key 'priority'");
+        ERROR_AT(FEAT("{\"name\": \"f\", \"priority\": 0, \"set\": {}, \"hypothesis\": \"h\", \"status\": "
+                      "\"blocked\", " C1 "}"),
+                 "\"priority\"", "key 'features[0].priority': priority must be 1 (highest) to 1000, got 0");
+        ERROR_AT(FEAT("{\"name\": \"f\", \"priority\": 1.5, \"set\": {}, \"hypothesis\": \"h\", \"status\": "
+                      "\"blocked\", " C1 "}"),
+                 "\"priority\"", "key 'features[0].priority': expected an integer, got a number");
+        ERROR_AT(FEAT("{\"name\": \"f\", \"priority\": 1, \"set\": {\"c\": \"x\"}, \"hypothesis\": \"h\", "
+                      "\"status\": \"blocked\", " C1 "}"),
+                 "\"c\"", "key 'features[0].set.c': unknown axis 'c'");
+        ERROR_AT(FEAT("{\"name\": \"f\", \"priority\": 1, \"set\": {}, \"status\": \"blocked\", " C1 "}"),
+                 "{\"name\": \"f\"", "key 'features[0]': missing required key 'hypothesis'");
+        ERROR_AT(FEAT("{\"name\": \"f\", \"priority\": 1, \"set\": {}, \"hypothesis\": \"h\", \"status\": "
+                      "\"done\", " C1 "}"),
+                 "\"status\"",
+                 "key 'features[0].status': unknown status 'done' (not-started, in-progress, completed, "
+                 "blocked)");
+        ERROR_AT(FEAT("{" F1 ", \"criteria\": []}"), "\"criteria\"",
+                 "key 'features[0].criteria': a feature needs 1 to 32 success criteria");
+        ERROR_AT(FEAT("{" F1 ", " C1 ", \"gate\": 4}"), "\"gate\"",
+                 "key 'features[0].gate': expected a string, got an integer");
+}
+
+TEST(criteria)
+{
+        ERROR_AT(FEAT("{" F1 ", \"criteria\": [{\"metric\": \"tg64\", \"min\": 1}]}"), "\"metric\"",
+                 "key 'features[0].criteria[0].metric': unknown metric 'tg64' (metrics: pp2048_tps, "
+                 "tg32_tps");
+        ERROR_AT(FEAT("{" F1 ", \"criteria\": [{\"metric\": \"tg32_tps\", \"min\": 1, \"max\": 2}]}"),
+                 "\"min\"", "key 'features[0].criteria[0].min': a criterion has exactly one comparison");
+        ERROR_AT(FEAT("{" F1 ", \"criteria\": [{\"metric\": \"tg32_tps\"}]}"), "{\"metric\"",
+                 "key 'features[0].criteria[0]': a criterion needs one of min_gain_pct, max_regression_pct");
+        ERROR_AT(FEAT("{" F1 ", \"criteria\": [{\"metric\": \"tg32_tps\", \"min_gain_pct\": -5}]}"),
+                 "\"min_gain_pct\"",
+                 "key 'features[0].criteria[0].min_gain_pct': expected a non-negative number");
+        ERROR_AT(FEAT("{" F1 ", \"criteria\": [{\"metric\": \"tg32_tps\", \"max\": \"3\"}]}"), "\"max\"",
+                 "key 'features[0].criteria[0].max': expected a number, got a string");
+        ERROR_AT(FEAT("{" F1 ", \"criteria\": [{\"metric\": \"tg32_tps\", \"max\": 3, \"unit\": \"x\"}]}"),
+                 "\"unit\"", "key 'features[0].criteria[0].unit': unknown key 'unit' in a criterion");
+}
+
+TEST(dependencies)
+{
+#define FD(n, deps)                                                                                         \
+        "{\"name\": \"" n                                                                                   \
+        "\", \"priority\": 1, \"set\": {}, \"hypothesis\": \"h\", \"status\": \"blocked\", " C1             \
+        ", \"depends_on\": " deps "}"
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m =
+                load_text(FEAT(FD("f1", "[]") ", " FD("f2", "[\"f1\"]")));
+
+        ASSERT_EQ(m->features[1].n_depends_on, 1);
+        ASSERT_EQ(m->features[1].depends_on[0], 0);
+        ERROR_AT(FEAT(FD("f1", "[\"nope\"]")), "\"nope\"",
+                 "key 'features[0].depends_on[0]': no feature is named 'nope'");
+        ERROR_AT(FEAT(FD("f1", "[\"f1\"]")), "[|\"f1\"]",
+                 "key 'features[0].depends_on[0]': a feature cannot depend on itself");
+        ERROR_AT(FEAT(FD("f1", "[]") ", " FD("f2", "[\"f1\", \"f1\"]")), "\"f1\", |\"f1\"",
+                 "key 'features[1].depends_on[1]': duplicate dependency 'f1'");
+        ERROR_AT(FEAT(FD("f1", "[\"f3\"]") ", " FD("f2", "[\"f1\"]") ", " FD("f3", "[\"f2\"]")),
+                 "\"depends_on\": [\"f1\"]",
+                 "key 'features[1].depends_on': dependency cycle: f1 -> f3 -> f2 -> f1");
+        ERROR_AT(FEAT(FD("f1", "\"f2\"")), "\"depends_on\"",
+                 "key 'features[0].depends_on': expected an array, got a string");
+#undef FD
+}
+
+#define CONS(x) HEAD AXES BASE ",\n  \"constraints\": {" x "}" TAIL
+
+TEST(constraints)
+{
+        ERROR_AT(CONS("\"excludes\": []"), "\"excludes\"",
+                 "key 'constraints.excludes': unknown key 'excludes' in constraints (known keys: exclude, "
+                 "include, rules, "
+                 "known_incompatible)");
+        ERROR_AT(CONS("\"exclude\": {}"), "\"exclude\"",
+                 "key 'constraints.exclude': expected an array, got an object");
+        ERROR_AT(CONS("\"exclude\": [\"a\"]"), "\"a\"]",
+                 "key 'constraints.exclude[0]': expected an object, got a string");
+        ERROR_AT(CONS("\"exclude\": [{}]"), "{}]",
+                 "key 'constraints.exclude[0]': an empty condition would match every configuration");
+        ERROR_AT(CONS("\"exclude\": [{\"c\": \"x\"}]"), "\"c\"",
+                 "key 'constraints.exclude[0].c': unknown axis 'c'");
+        ERROR_AT(CONS("\"exclude\": [{\"a\": \"w\"}]"), "[{|\"a\"",
+                 "key 'constraints.exclude[0].a': axis 'a' has no value 'w'");
+        ERROR_AT(CONS("\"exclude\": [{\"a\": [\"x\", \"w\"]}]"), "\"w\"",
+                 "key 'constraints.exclude[0].a[1]': axis 'a' has no value 'w'");
+        ERROR_AT(CONS("\"exclude\": [{\"a\": []}]"), "[{|\"a\"",
+                 "key 'constraints.exclude[0].a': an empty list of values matches nothing");
+        ERROR_AT(CONS("\"exclude\": [{\"a\": {\"not\": \"x\"}}]"), "[{|\"a\"",
+                 "key 'constraints.exclude[0].a': expected a value name of axis 'a', got an object");
+        ERROR_AT(CONS("\"include\": [{}]"), "{}]",
+                 "key 'constraints.include[0]': an empty include entry adds nothing");
+        ERROR_AT(CONS("\"include\": [{\"a\": [\"x\", \"y\"]}]"), "[{|\"a\"",
+                 "key 'constraints.include[0].a': expected one value name, got an array");
+        ERROR_AT(CONS("\"rules\": [{\"if\": {\"a\": \"x\"}, \"reason\": \"r\"}]"), "{\"if\"",
+                 "key 'constraints.rules[0]': missing required key 'then'");
+        ERROR_AT(CONS("\"rules\": [{\"if\": {\"a\": \"x\"}, \"then\": {}, \"reason\": \"r\"}]"), "{}, ",
+                 "key 'constraints.rules[0].then': an empty condition would match every configuration");
+        ERROR_AT(CONS("\"rules\": [{\"if\": {\"a\": \"x\"}, \"then\": {\"b\": \"p\"}}]"), "{\"if\"",
+                 "key 'constraints.rules[0]': missing required key 'reason'");
+        ERROR_AT(CONS("\"rules\": [{\"if\": {\"a\": {\"nor\": \"x\"}}, \"then\": {\"b\": \"p\"}, "
+                      "\"reason\": \"r\"}]"),
+                 "\"nor\"", "key 'constraints.rules[0].if.a.nor': unknown key 'nor' in a condition");
+        ERROR_AT(CONS("\"rules\": [{\"if\": {\"a\": {\"not\": \"w\"}}, \"then\": {\"b\": \"p\"}, "
+                      "\"reason\": \"r\"}]"),
+                 "\"not\"", "key 'constraints.rules[0].if.a.not': axis 'a' has no value 'w'");
+        ERROR_AT(CONS("\"rules\": [{\"if\": {\"a\": \"x\"}, \"then\": {\"b\": \"p\"}, \"reason\": \"r\", "
+                      "\"why\": 1}]"),
+                 "\"why\"", "key 'constraints.rules[0].why': unknown key 'why' in a rule");
+        ERROR_AT(CONS("\"known_incompatible\": [{\"when\": {\"a\": \"y\"}, \"reason\": \"r\", \"expect\": "
+                      "\"hang\"}]"),
+                 "\"expect\"",
+                 "key 'constraints.known_incompatible[0].expect': unknown expectation 'hang' (fail, crash)");
+        ERROR_AT(CONS("\"known_incompatible\": [{\"when\": {}, \"reason\": \"r\"}]"), "{}, ",
+                 "key 'constraints.known_incompatible[0].when': an empty condition would match every "
+                 "configuration");
+        ERROR_AT(CONS("\"known_incompatible\": [{\"when\": {\"a\": \"y\"}}]"), "{\"when\"",
+                 "key 'constraints.known_incompatible[0]': missing required key 'reason'");
+}
+
+/* Axis c is not in the product; value r of b is not either. */
+#define NP_AXES                                                                                             \
+        "  \"axes\": [\n"                                                                                   \
+        "    {\"name\": \"a\", \"values\": [{\"name\": \"x\"}, {\"name\": \"y\"}]},\n"                      \
+        "    {\"name\": \"b\", \"values\": [{\"name\": \"p\"}, {\"name\": \"q\"}, {\"name\": \"r\", "       \
+        "\"product\": false}]},\n"                                                                          \
+        "    {\"name\": \"c\", \"product\": false, \"values\": [{\"name\": \"on\"}]}\n"                     \
+        "  ],\n"
+#define NP(x) HEAD NP_AXES BASE ",\n  \"constraints\": {" x "}" TAIL
+
+TEST(exclude_product_only)
+{
+        ERROR_AT(NP("\"exclude\": [{\"c\": \"on\"}]"), "\"c\": \"on\"",
+                 "key 'constraints.exclude[0].c': axis 'c' is not in the product (\"product\": false), so "
+                 "an exclude "
+                 "entry cannot match it");
+        ERROR_AT(NP("\"exclude\": [{\"b\": \"r\"}]"), "\"b\": \"r\"",
+                 "key 'constraints.exclude[0].b': value 'r' of axis 'b' is not in the product");
+        ERROR_AT(NP("\"exclude\": [{\"b\": [\"p\", \"r\"]}]"), "\"r\"]",
+                 "key 'constraints.exclude[0].b[1]': value 'r' of axis 'b' is not in the product");
+}
+
+TEST(semantic)
+{
+        /* The baseline and each feature (on the baseline) must survive exclude and rules. */
+        ERROR_AT(CONS("\"exclude\": [{\"a\": \"x\", \"b\": \"p\"}]"), "\"baseline\"",
+                 "key 'baseline': the baseline (a=x,b=p) matches the exclude entry at t.json:10:31");
+        ERROR_AT(CONS("\"rules\": [{\"if\": {\"a\": \"x\"}, \"then\": {\"b\": \"q\"}, \"reason\": \"x needs "
+                      "q\"}]"),
+                 "\"baseline\"",
+                 "key 'baseline': the baseline (a=x,b=p) breaks the rule at t.json:10:29: x needs q");
+        ERROR_AT(HEAD AXES BASE ",\n  \"features\": [{" F1 ", " C1 "}],\n"
+                                "  \"constraints\": {\"rules\": [{\"if\": {\"a\": \"y\"}, \"then\": {\"b\": "
+                                "\"q\"}, \"reason\": \"y needs q\"}]}" TAIL,
+                 "\"set\"",
+                 "key 'features[0].set': feature 'f' on the baseline (a=y,b=p) breaks the rule at "
+                 "t.json:11:29: y needs q");
+        /* An include entry that matches no cell is appended as is; it must not break a rule. */
+        ERROR_AT(NP("\"include\": [{\"b\": \"r\"}], \"rules\": [{\"if\": {\"b\": \"r\"}, \"then\": {\"c\": "
+                    "\"on\"}, "
+                    "\"reason\": \"r needs c\"}]"),
+                 "{\"b\": \"r\"}]",
+                 "key 'constraints.include[0]': this include entry matches no original cell, so it is "
+                 "appended as the configuration b=r, which breaks the rule at t.json:11:");
+        /* Extending cells: include sets non-product axis c, a rule on c: the product is streamed. */
+        ERROR_AT(NP("\"include\": [{\"a\": \"y\", \"c\": \"on\"}], \"rules\": [{\"if\": {\"c\": \"on\"}, "
+                    "\"then\": {\"b\": \"q\"}, "
+                    "\"reason\": \"c needs q\"}]"),
+                 "{\"a\": \"y\", \"c\"",
+                 "key 'constraints.include[0]': this include entry extends the cell a=y,b=p, and "
+                 "the result breaks the rule at t.json:11:");
+        /* An empty "if" always applies. */
+        ERROR_AT(CONS("\"rules\": [{\"if\": {}, \"then\": {\"a\": \"y\"}, \"reason\": \"r\"}]"),
+                 "\"baseline\"",
+                 "key 'baseline': the baseline (a=x,b=p) breaks the rule at t.json:10:29: r");
+}
+
+TEST(nothing_valid)
+{
+        /* Every cell excluded or invalid, the baseline rescued by nothing: the constraints are the error. */
+        const char *text =
+                HEAD NP_AXES "  \"baseline\": {\"a\": \"x\", \"b\": \"r\"},\n"
+                             "  \"constraints\": {\"exclude\": [{\"b\": \"p\"}, {\"b\": \"q\"}]}" TAIL;
+        ERROR_AT(text, "\"constraints\": |{", "the constraints leave no valid configuration");
+}
+
+TEST(include_rescues)
+{
+        /* Same, but an include entry appends a valid configuration: the file is fine. */
+        const char *text = HEAD NP_AXES "  \"baseline\": {\"a\": \"x\", \"b\": \"r\"},\n"
+                                        "  \"constraints\": {\"exclude\": [{\"b\": \"p\"}, {\"b\": \"q\"}], "
+                                        "\"include\": [{\"a\": \"x\", "
+                                        "\"b\": \"r\"}]}" TAIL;
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(text);
+        _cleanup_free_ char *all = expand_all(m, NULL);
+
+        ASSERT_STREQ(all, "a=x,b=r\n");
+}
+
+TEST(limits)
+{
+        _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
+        _cleanup_free_ char *why = NULL, *big = NULL, *path = NULL;
+        struct mx_matrix *m = NULL;
+
+        /* 65 values on one axis. */
+        mx_buf_puts(&b, HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [");
+        for (int i = 0; i < 65; i++)
+                mx_buf_printf(&b, "%s{\"name\": \"v%d\"}", i ? ", " : "", i);
+        mx_buf_puts(&b, "]}],\n  \"baseline\": {\"a\": \"v0\"}" TAIL);
+        ERROR_AT(b.data, "\"values\"", "key 'axes[0].values': an axis needs 1 to 64 values, got 65");
+
+        /* A description over the string limit. */
+        big = xmalloc(MX_MATRIX_MAX_STRING + 2);
+        memset(big, 'x', MX_MATRIX_MAX_STRING + 1);
+        big[MX_MATRIX_MAX_STRING + 1] = '\0';
+        mx_buf_reset(&b);
+        mx_buf_printf(&b, "{\"matrix\": 1, \"name\": \"t\", \"description\": \"%s\"}", big);
+        ERROR_AT(b.data, "\"description\"",
+                 "key 'description': string of 4097 bytes is longer than the limit of 4096");
+
+        /* A name over 64 characters. */
+        ERROR_AT("{\"matrix\": 1, \"name\": "
+                 "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}",
+                 "\"name\"", "invalid name");
+
+        /* Files over the size limit are refused before parsing. */
+        path = xasprintf("%s/big.json", test_tmpdir());
+        {
+                FILE *f = fopen(path, "w");
+
+                ASSERT_NOT_NULL(f);
+                ASSERT_EQ(ftruncate(fileno(f), MX_MATRIX_MAX_FILE_SIZE + 1), 0);
+                fclose(f);
+        }
+        ASSERT_ERR(mx_matrix_load_file(path, &m, &why), EFBIG);
+        ASSERT_CONTAINS(why, "larger than the limit of 4194304 bytes");
+        ASSERT_NULL(m);
+}
+
+TEST(file_errors)
+{
+        _cleanup_free_ char *why = NULL;
+        struct mx_matrix *m = NULL;
+
+        ASSERT_ERR(mx_matrix_load_file("/nonexistent/x.json", &m, &why), ENOENT);
+        ASSERT_STREQ(why, "/nonexistent/x.json: No such file or directory");
+        free(why);
+        why = NULL;
+        ASSERT_ERR(mx_matrix_load_file(test_tmpdir(), &m, &why), EISDIR);
+        ASSERT_CONTAINS(why, "is a directory");
+        ASSERT_NULL(m);
+}
+
+TEST(unicode_columns)
+{
+        /* Columns count characters: the error after "é…" on the same line points past them correctly. */
+        const char *text = "{\"matrix\": 1, \"name\": \"t\", \"description\": \"é…\", \"bogus\": 0}";
+
+        ERROR_AT(text, "\"bogus\"", "key 'bogus': unknown key");
+}
+
+TEST(placeholders)
+{
+        const char *values[_MX_PLACEHOLDER_MAX] = {
+                [MX_PLACEHOLDER_MODEL] = "m", [MX_PLACEHOLDER_PORT] = "8000"
+        };
+        _cleanup_free_ char *out = NULL, *why = NULL;
+
+        ASSERT_OK(mx_placeholder_check("{\"method\": \"eagle3\"} {model} {{x}", NULL));
+        ASSERT_ERR(mx_placeholder_check("{modle}", &why), EINVAL);
+        ASSERT_CONTAINS(why, "unknown placeholder '{modle}'");
+        ASSERT_OK(mx_placeholder_expand("--model={model} --port {port} {{port} {\"a\": 1}", values, &out,
+                                        NULL));
+        ASSERT_STREQ(out, "--model=m --port 8000 {port} {\"a\": 1}");
+        free(why);
+        why = NULL;
+        ASSERT_ERR(mx_placeholder_expand("{host}", values, &out, &why), ENXIO);
+        ASSERT_CONTAINS(why, "'{host}' has no value");
+        ASSERT_EQ(mx_placeholder_from_string("run_dir"), MX_PLACEHOLDER_RUN_DIR);
+        ASSERT_EQ(mx_placeholder_from_string("nope"), -EINVAL);
+}
+
+TEST(shipped_matrices_load)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *a = load_fixture("matrix/mxfp4-gb10.json");
+        _cleanup_(mx_matrix_freep) struct mx_matrix *b = load_fixture("matrix/vllm-upstream-gb10.json");
+
+        ASSERT_EQ(a->n_axes, 6);
+        ASSERT_EQ(a->n_features, 6);
+        ASSERT_EQ(b->n_axes, 6);
+        ASSERT_STREQ(a->axes[0].values[mx_matrix_value_index(&a->axes[0], "gemm")].name, "cutlass");
+}
+
+TEST(more_error_paths)
+{
+        _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
+
+        ERROR_AT(CONS("\"rules\": [{\"if\": {\"a\": {}}, \"then\": {\"b\": \"p\"}, \"reason\": \"r\"}]"), "[{\"if\": {|\"a\"",
+                 "key 'constraints.rules[0].if.a': missing required key 'not'");
+        ERROR_AT(FEAT("{" F1 ", " C1 ", \"depends_on\": [7]}"), "[|7]",
+                 "key 'features[0].depends_on[0]': expected a feature name, got an integer");
+
+        /* 65 environment variables on one value. */
+        mx_buf_puts(&b, HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"env\": {");
+        for (int i = 0; i < 65; i++)
+                mx_buf_printf(&b, "%s\"V%d\": \"1\"", i ? ", " : "", i);
+        mx_buf_puts(&b, "}}]}],\n  \"baseline\": {\"a\": \"x\"}" TAIL);
+        ERROR_AT(b.data, "\"env\"", "key 'axes[0].values[0].env': 65 variables, more than the limit of 64");
+
+        /* 17 aliases. */
+        mx_buf_reset(&b);
+        mx_buf_puts(&b, HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\", \"aliases\": [");
+        for (int i = 0; i < 17; i++)
+                mx_buf_printf(&b, "%s\"al%d\"", i ? ", " : "", i);
+        mx_buf_puts(&b, "]}]}],\n  \"baseline\": {\"a\": \"x\"}" TAIL);
+        ERROR_AT(b.data, "\"aliases\"", "key 'axes[0].values[0].aliases': 17 entries, more than the limit of 16");
+
+        /* 1025 exclude entries. */
+        mx_buf_reset(&b);
+        mx_buf_puts(&b, HEAD AXES BASE ",\n  \"constraints\": {\"exclude\": [");
+        for (int i = 0; i < 1025; i++)
+                mx_buf_printf(&b, "%s{\"a\": \"y\", \"b\": \"q\"}", i ? ", " : "");
+        mx_buf_puts(&b, "]}" TAIL);
+        ERROR_AT(b.data, "\"exclude\"", "key 'constraints.exclude': 1025 entries, more than the limit of 1024");
+
+        /* 257 features. */
+        mx_buf_reset(&b);
+        mx_buf_puts(&b, HEAD AXES BASE ",\n  \"features\": [");
+        for (int i = 0; i < 257; i++)
+                mx_buf_printf(&b, "%s{\"name\": \"f%d\"}", i ? ", " : "", i);
+        mx_buf_puts(&b, "]" TAIL);
+        ERROR_AT(b.data, "\"features\"", "key 'features': 257 features, more than the limit of 256");
+}
+
+TEST(validation_too_large)
+{
+        /* An include sets non-product axis c, which a rule mentions: validating means streaming 2^25 cells. */
+        _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
+
+        mx_buf_puts(&b, HEAD "  \"axes\": [{\"name\": \"c\", \"product\": false, \"values\": [{\"name\": \"on\"}]}");
+        for (int i = 0; i < 25; i++)
+                mx_buf_printf(&b, ", {\"name\": \"a%d\", \"values\": [{\"name\": \"0\"}, {\"name\": \"1\"}]}", i);
+        mx_buf_puts(&b, "],\n  \"baseline\": {");
+        for (int i = 0; i < 25; i++)
+                mx_buf_printf(&b, "%s\"a%d\": \"0\"", i ? ", " : "", i);
+        mx_buf_puts(&b, "},\n  \"constraints\": {\"include\": [{\"a0\": \"1\", \"c\": \"on\"}], \"rules\": [{\"if\": "
+                        "{\"c\": \"on\"}, \"then\": {\"a1\": \"0\"}, \"reason\": \"r\"}]}" TAIL);
+        ERROR_AT(b.data, "\"constraints\": |{",
+                 "key 'constraints': include entries set axes that rules mention, so validating this file means "
+                 "expanding its product, which has more than 16777216 cells");
+}
+
+TEST(load_string_size_limit)
+{
+        _cleanup_free_ char *why = NULL, *big = xcalloc(MX_MATRIX_MAX_FILE_SIZE + 1, 1);
+        struct mx_matrix *m = NULL;
+
+        memset(big, ' ', MX_MATRIX_MAX_FILE_SIZE + 1);
+        ASSERT_ERR(mx_matrix_load_string("s.json", big, MX_MATRIX_MAX_FILE_SIZE + 1, &m, &why), EFBIG);
+        ASSERT_STREQ(why, "s.json: 4194305 bytes, more than the limit of 4194304");
+        ASSERT_NULL(m);
+}
