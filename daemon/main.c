@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mxmatrixd: open the queue, recover what a previous daemon left, serve the
+ * control socket, run the queue one run at a time. A new-style daemon: it never
+ * forks, logs to the journal (or stderr), and tells systemd when it is ready
+ * (only once the database is open and the socket is served) and when it stops.
+ */
+#include "control.h"
+#include "daemon.h"
+#include "listen.h"
+#include "log.h"
+#include "matrix.h"
+#include "notify.h"
+#include "proc-reaper.h"
+#include "proc.h"
+#include "recover.h"
+#include "scheduler.h"
+#include "stream.h"
+
+#include <grp.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+enum { EXIT_CONFIG = 78 };
+
+int daemon_reload_matrix(struct mx_daemon *d, char **reterr)
+{
+        struct mx_matrix *m = NULL;
+        int r;
+
+        if (!d->cfg.matrix_path) {
+                *reterr = xstrdup("no matrix file is configured (--matrix)");
+                return -ENOENT;
+        }
+        r = mx_matrix_load_file(d->cfg.matrix_path, &m, reterr);
+        if (r < 0) {
+                free(d->matrix_error);
+                d->matrix_error = xstrdup(*reterr);
+                return r;
+        }
+        mx_matrix_free(d->matrix);
+        d->matrix = m;
+        free(d->matrix_error);
+        d->matrix_error = NULL;
+        return 0;
+}
+
+static void load_matrix(struct mx_daemon *d)
+{
+        _cleanup_free_ char *err = NULL;
+
+        if (!d->cfg.matrix_path)
+                return;
+        /* A broken matrix must not stop the queue: queued runs carry their own snapshots. */
+        if (daemon_reload_matrix(d, &err) < 0)
+                log_error("cannot load the matrix, submissions will fail until it is fixed: %s", err);
+        else
+                log_info("matrix %s loaded", d->cfg.matrix_path);
+}
+
+static void shutdown_done(void *ud)
+{
+        struct mx_daemon *d = ud;
+
+        event_base_loopexit(d->base, NULL);
+}
+
+static void signal_term_cb(evutil_socket_t sig, short what, void *ud)
+{
+        struct mx_daemon *d = ud;
+
+        (void)what;
+        if (d->stopping)
+                return;
+        log_notice("%s received, stopping", strsignal((int)sig));
+        d->stopping = true;
+        notify_stopping(d->notify, sched_busy(d->sched) ? "Stopping the current run" : "Shutting down");
+        /* Clients go first: nothing new may be accepted while the run is being stopped. */
+        d->control = control_free(d->control);
+        sched_shutdown(d->sched, shutdown_done, d);
+}
+
+static void signal_hup_cb(evutil_socket_t sig, short what, void *ud)
+{
+        struct mx_daemon *d = ud;
+        _cleanup_free_ char *err = NULL, *status = NULL;
+
+        (void)sig, (void)what;
+        notify_reloading(d->notify);
+        if (daemon_reload_matrix(d, &err) < 0)
+                log_error("reload: keeping the previous matrix: %s", err);
+        else
+                log_ctx(LOG_NOTICE, MX_MSGID_MATRIX_RELOADED, NULL, "matrix %s reloaded", d->cfg.matrix_path);
+        status = sched_status_line(d->sched);
+        notify_ready(d->notify, status);
+}
+
+static int resolve_group(const char *name, gid_t *ret)
+{
+        struct group *g;
+
+        errno = 0;
+        g = getgrnam(name);
+        if (!g)
+                return errno ? -errno : -ENOENT;
+        *ret = g->gr_gid;
+        return 0;
+}
+
+static int read_boot_id(struct mx_daemon *d)
+{
+        char id[PROC_BOOT_ID_SIZE];
+        int r = proc_boot_id(id);
+
+        if (r < 0)
+                return r;
+        d->boot_id = xstrdup(id);
+        return 0;
+}
+
+/* Everything up to the event loop; returns an exit code, 0 to run. */
+static int setup(struct mx_daemon *d, struct listen_socket *ls)
+{
+        _cleanup_free_ char *dbpath = NULL, *err = NULL;
+        gid_t sock_gid = (gid_t)-1;
+        int r;
+
+        notify_status(d->notify, "Opening the job database");
+        r = mx_mkdir_p(d->cfg.state_dir, 0750);
+        if (r < 0) {
+                notify_failure(d->notify, r, "Cannot create the state directory");
+                log_error_errno(r, "cannot create %s", d->cfg.state_dir);
+                return EXIT_FAILURE;
+        }
+        dbpath = xasprintf("%s/queue.db", d->cfg.state_dir);
+        r = db_open(dbpath, &d->db, &err);
+        if (r < 0) {
+                notify_failure(d->notify, r, "Cannot open the job database");
+                log_error("%s", err);
+                return EXIT_FAILURE;
+        }
+        r = queue_get_paused(d->db, &d->paused);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the queue state"), EXIT_FAILURE;
+        if (d->cfg.admin_group) {
+                r = resolve_group(d->cfg.admin_group, &d->admin_gid);
+                if (r < 0)
+                        return log_error_errno(r, "admin group '%s'", d->cfg.admin_group), EXIT_CONFIG;
+                d->has_admin_gid = true;
+        }
+        if (d->cfg.socket_group && (r = resolve_group(d->cfg.socket_group, &sock_gid)) < 0)
+                return log_error_errno(r, "socket group '%s'", d->cfg.socket_group), EXIT_CONFIG;
+        load_matrix(d);
+
+        r = proc_subreaper_enable();
+        if (r < 0)
+                log_warning_errno(r, "cannot become a child subreaper; escaped server processes will be found by tag only");
+        r = read_boot_id(d);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the boot id"), EXIT_FAILURE;
+        notify_status(d->notify, "Recovering interrupted runs");
+        r = recover_interrupted(d);
+        if (r < 0)
+                return EXIT_FAILURE;
+        r = proc_reaper_new(d->base, &d->reaper);
+        if (r < 0)
+                return log_error_errno(r, "cannot watch child processes"), EXIT_FAILURE;
+
+        free(err);
+        err = NULL;
+        r = listen_open(d->cfg.socket_path, d->cfg.socket_mode, sock_gid, ls, &err);
+        if (r < 0) {
+                notify_failure(d->notify, r, "Cannot open the control socket");
+                log_error("%s", err ? err : strerror(-r));
+                return EXIT_FAILURE;
+        }
+        d->control = control_new(d, ls->fd, &err);
+        if (!d->control) {
+                log_error("%s", err);
+                return EXIT_FAILURE;
+        }
+        d->sched = sched_new(d);
+        return 0;
+}
+
+static void teardown(struct mx_daemon *d, struct listen_socket *ls)
+{
+        d->control = control_free(d->control);
+        stream_free_all(d);
+        d->sched = sched_free(d->sched);
+        listen_close(ls);
+        d->reaper = proc_reaper_free(d->reaper);
+        d->db = db_close(d->db);
+        d->matrix = mx_matrix_free(d->matrix);
+        d->notify = notify_free(d->notify);
+        free(d->matrix_error);
+        free(d->boot_id);
+        config_done(&d->cfg);
+        if (d->base)
+                event_base_free(d->base);
+}
+
+static void setup_logging(struct mx_config *c)
+{
+        enum mx_log_sink sink = MX_LOG_AUTO;
+        int level = LOG_INFO;
+
+        if (c->log_sink)
+                (void)mx_log_parse_sink(c->log_sink, &sink);
+        if (c->foreground && !c->log_sink)
+                sink = MX_LOG_STDERR;
+        if (c->log_level)
+                (void)mx_log_parse_level(c->log_level, &level);
+        mx_log_setup("mxmatrixd", sink, level);
+}
+
+int main(int argc, char **argv)
+{
+        struct mx_daemon d = {};
+        struct listen_socket ls = { .fd = -1 };
+        struct event *sigs[4] = {};
+        int r;
+
+        config_defaults(&d.cfg);
+        r = config_parse(&d.cfg, argc, argv);
+        if (r != 0) {
+                config_done(&d.cfg);
+                return r < 0 ? EXIT_SUCCESS : r;
+        }
+        setup_logging(&d.cfg);
+        signal(SIGPIPE, SIG_IGN);
+        d.started_at = mx_now_real_us();
+        d.base = event_base_new();
+        if (!d.base)
+                mx_die("cannot create the event loop");
+        d.notify = notify_new(d.base);
+        r = setup(&d, &ls);
+        if (r != 0) {
+                teardown(&d, &ls);
+                return r;
+        }
+        sigs[0] = evsignal_new(d.base, SIGTERM, signal_term_cb, &d);
+        sigs[1] = evsignal_new(d.base, SIGINT, signal_term_cb, &d);
+        sigs[2] = evsignal_new(d.base, SIGHUP, signal_hup_cb, &d);
+        for (int i = 0; i < 3; i++)
+                event_add(sigs[i], NULL);
+        {
+                _cleanup_free_ char *status = sched_status_line(d.sched);
+                notify_ready(d.notify, status);
+                log_ctx(LOG_INFO, MX_MSGID_DAEMON_STARTED, NULL,
+                        "mxmatrixd %s ready on %s (state %s, %s)", MX_VERSION, d.cfg.socket_path, d.cfg.state_dir,
+                        status);
+        }
+        sched_kick(d.sched);
+        event_base_dispatch(d.base);
+        log_info("stopped");
+        for (int i = 0; i < 3; i++)
+                event_free(sigs[i]);
+        teardown(&d, &ls);
+        return EXIT_SUCCESS;
+}

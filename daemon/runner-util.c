@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+#include "runner-util.h"
+
+static int expand_argv(json_t *argv, const char *const *values, char ***ret, char **reterr)
+{
+        _cleanup_strv_free_ char **out = NULL;
+        size_t i;
+        json_t *w;
+
+        if (!json_is_array(argv) || json_array_size(argv) == 0) {
+                *reterr = xstrdup("the run's snapshot has no command");
+                return -EINVAL;
+        }
+        json_array_foreach (argv, i, w) {
+                char *s = NULL;
+                int r = mx_placeholder_expand(strempty(json_string_value(w)), values, &s, reterr);
+                if (r < 0)
+                        return r;
+                strv_consume(&out, s);
+        }
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+/* Replace or add NAME=value in an environment list. */
+static void env_set(char ***env, char *entry)
+{
+        size_t klen = strcspn(entry, "=");
+
+        for (char **e = *env; e && *e; e++)
+                if (strncmp(*e, entry, klen) == 0 && (*e)[klen] == '=') {
+                        free(*e);
+                        *e = entry;
+                        return;
+                }
+        strv_consume(env, entry);
+}
+
+static int expand_env(json_t *env, const char *const *values, char ***ret, char **reterr)
+{
+        _cleanup_strv_free_ char **out = strv_copy(environ);
+        const char *k;
+        json_t *v;
+
+        json_object_foreach (env, k, v) {
+                _cleanup_free_ char *s = NULL;
+                int r = mx_placeholder_expand(strempty(json_string_value(v)), values, &s, reterr);
+                if (r < 0)
+                        return r;
+                env_set(&out, xasprintf("%s=%s", k, s));
+        }
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+int runner_build_command(const struct mx_run_ctx *ctx, const char *const *values, char ***ret_argv,
+                         char ***ret_env, char **reterr)
+{
+        const char *defaults[_MX_PLACEHOLDER_MAX] = {
+                [MX_PLACEHOLDER_MODEL] = json_string_value(json_object_get(ctx->spec, "model")),
+                [MX_PLACEHOLDER_SERVED_MODEL_NAME] = json_string_value(json_object_get(ctx->spec, "served_model_name")),
+                [MX_PLACEHOLDER_RUN_DIR] = ctx->run_dir,
+        };
+        _cleanup_strv_free_ char **argv = NULL, **env = NULL;
+        int r;
+
+        if (!values)
+                values = defaults;
+        r = expand_argv(json_object_get(ctx->spec, "argv"), values, &argv, reterr);
+        if (r >= 0)
+                r = expand_env(json_object_get(ctx->spec, "env"), values, &env, reterr);
+        if (r < 0)
+                return r;
+        *ret_argv = TAKE_PTR(argv);
+        *ret_env = TAKE_PTR(env);
+        return 0;
+}
+
+const struct mx_runner_ops *runner_for_spec(json_t *spec)
+{
+        (void)spec;
+        return &runner_command_ops;
+}
