@@ -21,8 +21,8 @@ struct known {
 
 /* Best known sizes quoted by the task (Colbourn's tables). */
 static const struct known best_known[] = {
-        { "3^4", 2, 9 },      { "3^13", 2, 15 },  { "2^100", 2, 10 }, { "10^20", 2, 155 },
-        { "3^13", 3, 45 },    { "2^100", 3, 33 }, { "10^20", 3, 2250 },
+        { "3^4", 2, 9 },   { "3^13", 2, 15 },  { "2^100", 2, 10 },   { "10^20", 2, 155 },
+        { "3^13", 3, 45 }, { "2^100", 3, 33 }, { "10^20", 3, 2250 },
 };
 
 static const char *const default_models[] = { "3^13", "2^100", "10^20", "4^15 3^17 2^29", "4^1 3^39 2^35" };
@@ -126,7 +126,8 @@ int main(int argc, char **argv)
                                 effort = (unsigned)v;
                         break;
                 default:
-                        fprintf(stderr, "usage: bench-cover [-f pict-sizes.tsv] [-s seed] [-e effort] [spec...]\n");
+                        fprintf(stderr,
+                                "usage: bench-cover [-f pict-sizes.tsv] [-s seed] [-e effort] [spec...]\n");
                         return 2;
                 }
         }

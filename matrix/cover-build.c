@@ -149,7 +149,8 @@ static int pick_value(struct cover_gen *g, int *row, unsigned p, const unsigned 
         uint64_t best_gain = 0, best_density = 0, ties = 0;
         for (unsigned v = 0; v < g->tt.nv[p]; v++) {
                 uint64_t density = g->unc_pv[p * 64 + v];
-                bool better = best < 0 || gain[v] > best_gain || (gain[v] == best_gain && density > best_density);
+                bool better =
+                        best < 0 || gain[v] > best_gain || (gain[v] == best_gain && density > best_density);
                 bool tie = best >= 0 && gain[v] == best_gain && density == best_density;
                 if (!better && !tie)
                         continue;
@@ -212,7 +213,8 @@ static void seed_row(struct cover_gen *g, int *row, unsigned *placed, size_t *k)
 }
 
 /* Order the free parameters: by uncovered tuples (first candidate) or at random. */
-static void order_params(struct cover_gen *g, const int *row, unsigned *order, size_t *n_order, bool by_density)
+static void order_params(struct cover_gen *g, const int *row, unsigned *order, size_t *n_order,
+                         bool by_density)
 {
         *n_order = 0;
         for (size_t p = 0; p < g->n; p++)
@@ -279,7 +281,8 @@ static size_t candidates_per_row(struct cover_gen *g)
         for (size_t p = 0; p < g->n; p++)
                 sum_v += g->tt.nv[p];
         double per = (double)g->tt.n_subsets * ((double)sum_v / (double)g->n + 2 * g->t);
-        double rows = (double)MX_MAX(g->tt.max_subset_valid, 1u) * MX_MAX(log((double)g->tt.n_subsets) / 2, 1.0);
+        double rows =
+                (double)MX_MAX(g->tt.max_subset_valid, 1u) * MX_MAX(log((double)g->tt.n_subsets) / 2, 1.0);
         double m = (double)g->work_limit / 2 / MX_MAX(per * rows, 1.0);
         return (size_t)MX_MAX(MX_MIN(m, (double)BUILD_MAX_CANDIDATES), 1.0);
 }
@@ -316,9 +319,10 @@ static int add_required(struct cover_gen *g, const int *required, size_t n_requi
                         fixed[p] = row[p] >= 0;
                 if (!cover_solver_extendable(g->solver, row)) {
                         if (reterr)
-                                *reterr = xasprintf("required row %zu cannot be completed without matching a "
-                                                    "forbidden pattern",
-                                                    i);
+                                *reterr =
+                                        xasprintf("required row %zu cannot be completed without matching a "
+                                                  "forbidden pattern",
+                                                  i);
                         return -EINVAL;
                 }
                 complete_row(g, row, false, true);

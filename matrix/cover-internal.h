@@ -59,14 +59,14 @@ bool cover_solver_row_ok(const struct cover_solver *s, const int *row, size_t p)
 /* ---- tuple table (cover-tuples.c) ---- */
 
 struct cover_tuples {
-        size_t n;              /* parameters */
-        unsigned t;            /* strength */
-        const unsigned *nv;    /* values per parameter */
-        uint64_t *binom;       /* (n + 1) x (t + 1): C(i, j) */
-        uint64_t n_subsets;    /* C(n, t) */
-        uint64_t *subset_off;  /* n_subsets + 1 prefix offsets into the tuple ids */
+        size_t n;             /* parameters */
+        unsigned t;           /* strength */
+        const unsigned *nv;   /* values per parameter */
+        uint64_t *binom;      /* (n + 1) x (t + 1): C(i, j) */
+        uint64_t n_subsets;   /* C(n, t) */
+        uint64_t *subset_off; /* n_subsets + 1 prefix offsets into the tuple ids */
         uint64_t n_tuples;
-        uint64_t *valid;       /* bitset: tuple extends to a valid row */
+        uint64_t *valid; /* bitset: tuple extends to a valid row */
         uint64_t n_valid;
         uint64_t max_subset_valid; /* lower bound on the rows of any covering array */
 };

@@ -20,6 +20,7 @@
 
 #define INVALID_TUPLE UINT16_MAX
 #define MAX_OPT_ROWS (UINT16_MAX - 2)
+#define MAX_OPT_CELLS ((size_t)8 << 20) /* rows x parameters, for the tabu table */
 #define TABU_TENURE 6
 /* Work units per subset visited (ranking it, two random counter reads), as in cover-build.c. */
 #define OPT_LOOKUP_COST 10
@@ -29,14 +30,14 @@ struct opt {
         struct cover_tuples *tt;
         size_t n;
         unsigned t;
-        uint16_t *cnt;      /* rows containing each tuple; INVALID_TUPLE for invalid ones */
-        uint64_t *ulist;    /* uncovered tuples, lazily pruned */
-        uint64_t *inlist;   /* bitset: tuple is in ulist */
+        uint16_t *cnt;    /* rows containing each tuple; INVALID_TUPLE for invalid ones */
+        uint64_t *ulist;  /* uncovered tuples, lazily pruned */
+        uint64_t *inlist; /* bitset: tuple is in ulist */
         size_t n_ulist, cap_ulist;
         uint64_t n_unc;
-        uint64_t *tabu;     /* row x param: step until which the cell may not change */
+        uint64_t *tabu; /* row x param: step until which the cell may not change */
         uint64_t step;
-        unsigned *others;   /* scratch: all parameters but one */
+        unsigned *others; /* scratch: all parameters but one */
 };
 
 static void ulist_push(struct opt *o, uint64_t id)
@@ -111,7 +112,8 @@ static void with_q_start(struct opt *o, struct with_q *it, unsigned q)
         it->done = it->k < it->t1;
 }
 
-static void with_q_tuple(struct opt *o, const struct with_q *it, const int *row, uint64_t *base, uint64_t *mult)
+static void with_q_tuple(struct opt *o, const struct with_q *it, const int *row, uint64_t *base,
+                         uint64_t *mult)
 {
         const struct cover_tuples *tt = o->tt;
         unsigned c[MX_COVER_MAX_T], pos = 0, m = 0;
@@ -386,7 +388,8 @@ static void opt_done(struct opt *o)
 
 void cover_optimise(struct cover_gen *g)
 {
-        if (g->n_rows <= g->n_required || g->n_rows > MAX_OPT_ROWS || g->work >= g->work_limit)
+        if (g->n_rows <= g->n_required || g->n_rows > MAX_OPT_ROWS || g->n_rows * g->n > MAX_OPT_CELLS ||
+            g->work >= g->work_limit)
                 return;
         struct opt o;
         opt_init(&o, g);

@@ -65,7 +65,8 @@ struct cover_solver *cover_solver_free(struct cover_solver *s)
         return NULL;
 }
 
-/* Merge one pattern's terms per parameter (a conjunction intersects the sets); false if it can never match. */
+/* Merge one pattern's terms per parameter (a conjunction intersects the sets); false if it can never match.
+ */
 static bool normalise_forbid(const struct mx_cover_model *m, const struct mx_cover_forbid *f, uint64_t *sets,
                              bool *touched)
 {
@@ -82,8 +83,8 @@ static bool normalise_forbid(const struct mx_cover_model *m, const struct mx_cov
 }
 
 /* Record the normalised pattern f, dropping terms that every value satisfies. */
-static void add_forbid(struct cover_solver *s, const struct mx_cover_model *m, const struct mx_cover_forbid *f,
-                       uint64_t *sets, bool *touched, size_t *n_terms)
+static void add_forbid(struct cover_solver *s, const struct mx_cover_model *m,
+                       const struct mx_cover_forbid *f, uint64_t *sets, bool *touched, size_t *n_terms)
 {
         struct solve_forbid *sf = &s->forbids[s->n_forbids];
         sf->first = (uint32_t)*n_terms;

@@ -48,7 +48,8 @@ static int check_size(const struct mx_cover_model *m, unsigned t, uint64_t *ret_
                         prod *= m->n_values[c[j]];
                 total += prod;
                 max = MX_MAX(max, prod);
-                if (prod > VERIFY_MAX_SUBSET || total > VERIFY_MAX_TUPLES || ++n_subsets > VERIFY_MAX_TUPLES) {
+                if (prod > VERIFY_MAX_SUBSET || total > VERIFY_MAX_TUPLES ||
+                    ++n_subsets > VERIFY_MAX_TUPLES) {
                         if (reterr)
                                 *reterr = xasprintf("model has too many %u-tuples to verify", t);
                         return -E2BIG;
@@ -70,7 +71,8 @@ static char *describe_tuple(const unsigned *c, const int *vals, unsigned t)
 
 /* Mark subset c's tuples found in rows, then ask the solver about every unmarked one. */
 static int check_subset(const struct mx_cover_model *m, unsigned t, const unsigned *c, const int *rows,
-                        size_t n_rows, struct cover_solver *solver, uint64_t *seen, int *partial, char **reterr)
+                        size_t n_rows, struct cover_solver *solver, uint64_t *seen, int *partial,
+                        char **reterr)
 {
         uint64_t size = 1;
         for (unsigned j = 0; j < t; j++)
@@ -105,7 +107,8 @@ static int check_subset(const struct mx_cover_model *m, unsigned t, const unsign
         return 0;
 }
 
-int mx_cover_verify(const struct mx_cover_model *m, unsigned t, const int *rows, size_t n_rows, char **reterr)
+int mx_cover_verify(const struct mx_cover_model *m, unsigned t, const int *rows, size_t n_rows,
+                    char **reterr)
 {
         int r = cover_check_model(m, reterr);
         if (r < 0)

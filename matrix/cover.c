@@ -27,8 +27,8 @@ int cover_check_model(const struct mx_cover_model *m, char **reterr)
         for (size_t p = 0; p < m->n_params; p++)
                 if (m->n_values[p] == 0 || m->n_values[p] > MX_COVER_MAX_VALUES) {
                         if (reterr)
-                                *reterr = xasprintf("parameter %zu has %u values, not 1..%d", p, m->n_values[p],
-                                                    MX_COVER_MAX_VALUES);
+                                *reterr = xasprintf("parameter %zu has %u values, not 1..%d", p,
+                                                    m->n_values[p], MX_COVER_MAX_VALUES);
                         return m->n_values[p] == 0 ? -EINVAL : -E2BIG;
                 }
         if (m->n_forbidden > MX_COVER_MAX_FORBIDDEN) {
@@ -208,10 +208,12 @@ static int gen_setup(struct cover_gen *g, const struct mx_cover_model *m, const 
                         *reterr = xstrdup("no row avoids every forbidden pattern");
                 return -ENOENT;
         }
-        int r = cover_tuples_init(&g->tt, g->n, g->t, m->n_values, 0);
+        /* room for the optimiser's per-tuple counters too (two bytes and a bit) */
+        int r = cover_tuples_init(&g->tt, g->n, g->t, m->n_values, 3);
         if (r < 0) {
                 if (reterr)
-                        *reterr = xasprintf("the %u-tuple table of %zu parameters would exceed %" PRIu64 " MiB",
+                        *reterr = xasprintf("the %u-tuple table of %zu parameters would exceed %" PRIu64
+                                            " MiB",
                                             g->t, g->n, MX_COVER_MAX_TABLE_BYTES >> 20);
                 return r;
         }
@@ -253,7 +255,8 @@ int mx_cover_generate(const struct mx_cover_model *m, const struct mx_cover_opti
                         best = xmalloc(MX_MAX(best_n, 1u) * g.n * sizeof(int));
                         memcpy(best, g.rows, best_n * g.n * sizeof(int));
                 }
-                if (g.work >= g.work_limit || best_n <= MX_MAX(g.tt.max_subset_valid, (uint64_t)opt->n_required))
+                if (g.work >= g.work_limit ||
+                    best_n <= MX_MAX(g.tt.max_subset_valid, (uint64_t)opt->n_required))
                         break;
         }
         free(g.rows);

@@ -58,13 +58,16 @@ struct mx_cover_options {
         /*
          * Rows that must appear first, in this order (n_required x n_params
          * values). A value of -1 means "free": the generator fills it.
-         * Required rows must be valid (else -EINVAL with a reason).
+         * Required rows must be valid (else -EINVAL with a reason). Their
+         * tuples count toward coverage.
          */
         const int *required;
         size_t n_required;
         /*
-         * Effort for post-optimisation (0 = default). Bounded by work done,
-         * never by wall-clock time, so results stay deterministic.
+         * Effort for construction and post-optimisation, in units of 2^20
+         * look-ups (0 = default, scaled to the model up to
+         * MX_COVER_DEFAULT_EFFORT). Bounded by work done, never by wall-clock
+         * time, so results stay deterministic.
          */
         unsigned effort;
 };
@@ -91,9 +94,14 @@ bool mx_cover_row_valid(const struct mx_cover_model *m, const int *row);
 /*
  * True when the partial assignment (values, -1 = unassigned) can be completed
  * to a valid row. Exact (a backtracking search), fast for the small constraint
- * sets real matrices have.
+ * sets real matrices have. A model without forbidden patterns answers true at
+ * once, without reading partial; otherwise out-of-range values give false.
  */
 bool mx_cover_extendable(const struct mx_cover_model *m, const int *partial);
 
-/* Number of valid t-tuples of the model (for reports); -E2BIG if too many to count. */
+/*
+ * Number of valid t-tuples of the model (for reports); t is clamped to
+ * n_params like in generation. -EINVAL for a bad model or t, -E2BIG if too
+ * many to count.
+ */
 int mx_cover_count_tuples(const struct mx_cover_model *m, unsigned t, uint64_t *ret_count);
