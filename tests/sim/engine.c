@@ -152,7 +152,7 @@ static void write_kernel_report(struct engine *e)
 /* A GPU fault during a request: the error text, then the process dies with it. */
 _noreturn_ static void die_of(struct engine *e, enum sim_crash kind, const char *where)
 {
-        sim_tb_engine_fatal(kind, where);
+        sim_tb_engine_fatal(kind, where, !e->cfg->enforce_eager);
         write_kernel_report(e);
         sim_crash_die(kind);
 }

@@ -188,7 +188,7 @@ char *sim_log_time(const char *strftime_fmt);
 /* ---- traceback.c: the error texts a crashing Python/CUDA program prints ---- */
 
 /* The engine's fatal error for a GPU fault during a request; where names the kernel or phase. */
-void sim_tb_engine_fatal(enum sim_crash kind, const char *where);
+void sim_tb_engine_fatal(enum sim_crash kind, const char *where, bool graphs);
 /* The engine's start-up failure (OOM, ptxas, TMA layout, ...). */
 void sim_tb_engine_startup(enum sim_crash kind, const char *detail);
 /* The API server's view: "Engine core initialization failed" / EngineDeadError. */

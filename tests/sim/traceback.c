@@ -13,17 +13,24 @@
 
 #define VLLM_SRC "/workspace/vllm/vllm"
 
-/* The frames leading into a failing forward pass, and the exception it raises. */
+/* The frames of a forward pass: replayed from a CUDA graph, or run eagerly. */
+static const char graph_frames[] =
+        "  File \"" VLLM_SRC "/v1/worker/gpu_model_runner.py\", line 2461, in execute_model\n"
+        "    model_output = self._model_forward(\n"
+        "  File \"" VLLM_SRC "/compilation/cuda_graph.py\", line 205, in __call__\n"
+        "    entry.cudagraph.replay()\n";
+static const char eager_frames[] =
+        "  File \"" VLLM_SRC "/v1/worker/gpu_model_runner.py\", line 2461, in execute_model\n"
+        "    model_output = self._model_forward(\n"
+        "  File \"" VLLM_SRC "/model_executor/layers/fused_moe/layer.py\", line 1870, in forward_impl\n"
+        "    final_hidden_states = self.quant_method.apply(\n";
+
+/* The exception a failing forward pass raises. */
 static const struct {
         enum sim_crash kind;
-        const char *frames;
         const char *exception;
 } request_errors[] = {
         { SIM_CRASH_ILLEGAL_INSTRUCTION,
-          "  File \"" VLLM_SRC "/v1/worker/gpu_model_runner.py\", line 2461, in execute_model\n"
-          "    model_output = self._model_forward(\n"
-          "  File \"" VLLM_SRC "/compilation/cuda_graph.py\", line 205, in __call__\n"
-          "    entry.cudagraph.replay()\n",
           "torch.AcceleratorError: CUDA error: an illegal instruction was encountered "
           "(cudaErrorIllegalInstruction)\n"
           "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
@@ -31,10 +38,6 @@ static const struct {
           "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
           "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions." },
         { SIM_CRASH_LAUNCH_FAILURE,
-          "  File \"" VLLM_SRC "/v1/worker/gpu_model_runner.py\", line 2461, in execute_model\n"
-          "    model_output = self._model_forward(\n"
-          "  File \"" VLLM_SRC "/model_executor/layers/fused_moe/layer.py\", line 1870, in forward_impl\n"
-          "    final_hidden_states = self.quant_method.apply(\n",
           "torch.AcceleratorError: CUDA error: unspecified launch failure (cudaErrorLaunchFailure)\n"
           "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
           "below might be incorrect.\n"
@@ -51,7 +54,7 @@ static void log_lines(enum sim_level level, const char *where, const char *text)
         }
 }
 
-void sim_tb_engine_fatal(enum sim_crash kind, const char *where)
+void sim_tb_engine_fatal(enum sim_crash kind, const char *where, bool graphs)
 {
         if (kind == SIM_CRASH_SEGFAULT) {
                 /* faulthandler writes straight to stderr, no logger involved */
@@ -76,7 +79,7 @@ void sim_tb_engine_fatal(enum sim_crash kind, const char *where)
                           "    self._process_engine_step()\n"
                           "  File \"" VLLM_SRC "/v1/engine/core.py\", line 754, in _process_engine_step\n"
                           "    outputs, model_executed = self.step_fn()\n");
-                log_lines(SIM_ERROR, "core.py:710", request_errors[i].frames);
+                log_lines(SIM_ERROR, "core.py:710", graphs ? graph_frames : eager_frames);
                 if (where)
                         sim_log(SIM_ERROR, "core.py:710", "    # in %s", where);
                 log_lines(SIM_ERROR, "core.py:710", request_errors[i].exception);
