@@ -40,13 +40,37 @@ enum sim_flavor sim_flavor_from_string(const char *s)
 
 /* Flags that never take a value (vLLM, llama-server and SGLang booleans we know of). */
 static const char *const bool_flags[] = {
-        "enforce-eager", "enable-prefix-caching", "trust-remote-code", "async-scheduling",
-        "disable-log-requests", "enable-log-requests", "disable-log-stats", "disable-uvicorn-access-log",
-        "enable-chunked-prefill", "enable-server-load-tracking", "enable-per-request-metrics",
-        "enable-tokenizer-info-endpoint", "enable-auto-tool-choice", "enable-expert-parallel",
-        "disable-custom-all-reduce", "enable-sleep-mode", "skip-tokenizer-init", "enable-lora",
-        "metrics", "enable-metrics", "jinja", "no-warmup", "cont-batching", "flash-attn-auto", "props",
-        "no-slots", "verbose", "log-timestamps", "disable-cuda-graph", "skip-server-warmup", "help",
+        "enforce-eager",
+        "enable-prefix-caching",
+        "trust-remote-code",
+        "async-scheduling",
+        "disable-log-requests",
+        "enable-log-requests",
+        "disable-log-stats",
+        "disable-uvicorn-access-log",
+        "enable-chunked-prefill",
+        "enable-server-load-tracking",
+        "enable-per-request-metrics",
+        "enable-tokenizer-info-endpoint",
+        "enable-auto-tool-choice",
+        "enable-expert-parallel",
+        "disable-custom-all-reduce",
+        "enable-sleep-mode",
+        "skip-tokenizer-init",
+        "enable-lora",
+        "metrics",
+        "enable-metrics",
+        "jinja",
+        "no-warmup",
+        "cont-batching",
+        "flash-attn-auto",
+        "props",
+        "no-slots",
+        "verbose",
+        "log-timestamps",
+        "disable-cuda-graph",
+        "skip-server-warmup",
+        "help",
 };
 
 static bool is_bool_flag(const char *name)
@@ -70,7 +94,7 @@ static bool is_flag_word(const char *w)
 static void add_arg(struct sim_config *c, const char *name, const char *value)
 {
         c->args = xreallocarray(c->args, c->n_args + 1, sizeof(*c->args));
-        c->args[c->n_args++] = (struct sim_arg){ xstrdup(name), value ? xstrdup(value) : NULL };
+        c->args[c->n_args++] = (struct sim_arg){xstrdup(name), value ? xstrdup(value) : NULL};
 }
 
 const char *sim_config_arg(const struct sim_config *c, const char *name)
@@ -170,7 +194,8 @@ static int parse_int_flag(const struct sim_config *c, const char *name, int64_t 
                 digits[l - 1] = '\0';
         }
         if (mx_parse_int64(digits, min / mult, max / mult, &n) < 0) {
-                *reterr = xasprintf("argument --%s: invalid int value: '%s' (expected %" PRId64 "..%" PRId64 ")",
+                *reterr = xasprintf("argument --%s: invalid int value: '%s' (expected %" PRId64 "..%" PRId64
+                                    ")",
                                     name, v, min, max);
                 return -EINVAL;
         }
@@ -214,8 +239,9 @@ static int parse_spec(struct sim_config *c, char **reterr)
         }
         if (k && (!json_is_integer(k) || json_integer_value(k) < 1 ||
                   json_integer_value(k) > SIM_SPEC_TOKENS_MAX)) {
-                *reterr = xasprintf("--speculative-config: \"num_speculative_tokens\" must be an integer in 1..%d",
-                                    SIM_SPEC_TOKENS_MAX);
+                *reterr = xasprintf(
+                        "--speculative-config: \"num_speculative_tokens\" must be an integer in 1..%d",
+                        SIM_SPEC_TOKENS_MAX);
                 return -EINVAL;
         }
         c->spec.method = xstrdup(m ? json_string_value(m) : model ? "eagle" : "ngram");
@@ -271,7 +297,7 @@ static int parse_flavor(struct sim_config *c, char **reterr)
 
 static int parse_knobs(struct sim_config *c, char **reterr)
 {
-        static const int default_ports[_SIM_FLAVOR_MAX] = { 8000, 8080, 30000 };
+        static const int default_ports[_SIM_FLAVOR_MAX] = {8000, 8080, 30000};
         const char *tmp = getenv("TMPDIR"), *v;
         int64_t port = default_ports[c->flavor];
         int r;
@@ -339,14 +365,16 @@ int sim_config_parse(struct sim_config *c, int argc, char **argv, char **reterr)
         c->served_name = xstrdup(v ? v : c->model);
         v = sim_config_arg(c, "host");
         c->host = xstrdup(v ? v : c->flavor == SIM_FLAVOR_VLLM ? "0.0.0.0" : "127.0.0.1");
-        c->enforce_eager = sim_config_has_arg(c, "enforce-eager") || sim_config_has_arg(c, "disable-cuda-graph");
+        c->enforce_eager =
+                sim_config_has_arg(c, "enforce-eager") || sim_config_has_arg(c, "disable-cuda-graph");
         v = sim_config_arg(c, "moe-backend");
         if (v && (r = sim_moe_backend_check(v, reterr)) < 0)
                 return r;
         c->moe_backend = v && !streq(v, "auto") ? xstrdup(v) : NULL;
         v = sim_config_arg(c, "quantization");
         c->quantization = v ? xstrdup(v) : NULL;
-        c->profiler = sim_config_has_arg(c, "profiler-config") || sim_config_has_arg(c, "profiler-config.profiler");
+        c->profiler = sim_config_has_arg(c, "profiler-config") ||
+                      sim_config_has_arg(c, "profiler-config.profiler");
         c->metrics = c->flavor == SIM_FLAVOR_VLLM || sim_config_has_arg(c, "metrics") ||
                      sim_config_has_arg(c, "enable-metrics");
         return 0;

@@ -22,24 +22,25 @@ static const struct family {
         bool any_activation;   /* false: weight-only, activations stay bf16 */
         double speed;
 } families[] = {
-        { "marlin", "MARLIN",
-          "[MoE] backend=marlin format=MXFP4_MARLIN "
-          "fn=vllm.model_executor.layers.fused_moe.fused_marlin_moe.fused_marlin_moe",
-          false, 1.00 },
-        { "cutlass", "FLASHINFER_CUTLASS_MXFP4_",
-          "[MoE] backend=flashinfer format=MXFP4_NATIVE fn=flashinfer.fused_moe.cutlass_fused_moe", true, 1.22 },
-        { "gemv", "GEMV_FP4",
-          "[MoE] backend=gemv format=MXFP4_NATIVE fn=flashinfer.gemv.gemv_fp4_blockscaled (M=1 decode); "
-          "M>1 falls back to fn=flashinfer.fused_moe.cutlass_fused_moe",
-          true, 0.85 },
-        { "triton", "TRITON",
-          "[MoE] backend=triton format=MXFP4_NATIVE "
-          "fn=vllm.model_executor.layers.fused_moe.gpt_oss_triton_kernels_moe.triton_kernel_moe_forward",
-          false, 1.10 },
-        { "b12x", "B12X", "[MoE] backend=b12x format=MXFP4_NATIVE fn=b12x.moe.b12x_fused_moe", true, 1.35 },
-        { "trtllm", "FLASHINFER_TRTLLM_MXFP4_",
-          "[MoE] backend=flashinfer format=MXFP4_NATIVE fn=flashinfer.fused_moe.trtllm_fp4_block_scale_moe",
-          true, 1.40 },
+        {"marlin", "MARLIN",
+         "[MoE] backend=marlin format=MXFP4_MARLIN "
+         "fn=vllm.model_executor.layers.fused_moe.fused_marlin_moe.fused_marlin_moe",
+         false, 1.00},
+        {"cutlass", "FLASHINFER_CUTLASS_MXFP4_",
+         "[MoE] backend=flashinfer format=MXFP4_NATIVE fn=flashinfer.fused_moe.cutlass_fused_moe", true,
+         1.22},
+        {"gemv", "GEMV_FP4",
+         "[MoE] backend=gemv format=MXFP4_NATIVE fn=flashinfer.gemv.gemv_fp4_blockscaled (M=1 decode); "
+         "M>1 falls back to fn=flashinfer.fused_moe.cutlass_fused_moe",
+         true, 0.85},
+        {"triton", "TRITON",
+         "[MoE] backend=triton format=MXFP4_NATIVE "
+         "fn=vllm.model_executor.layers.fused_moe.gpt_oss_triton_kernels_moe.triton_kernel_moe_forward",
+         false, 1.10},
+        {"b12x", "B12X", "[MoE] backend=b12x format=MXFP4_NATIVE fn=b12x.moe.b12x_fused_moe", true, 1.35},
+        {"trtllm", "FLASHINFER_TRTLLM_MXFP4_",
+         "[MoE] backend=flashinfer format=MXFP4_NATIVE fn=flashinfer.fused_moe.trtllm_fp4_block_scale_moe",
+         true, 1.40},
 };
 
 /* Activation formats: enum suffix, quantize function (evidence), speed factor. */
@@ -49,10 +50,10 @@ static const struct activation {
         const char *quant_fn;
         double speed;
 } activations[] = {
-        { "bf16", "BF16", NULL, 1.00 },
-        { "mxfp8", "MXFP8", "flashinfer.mxfp8_quantize", 1.08 },
-        { "mxfp4", "MXFP4", "flashinfer.fp4_quantization.mxfp4_quantize", 1.10 },
-        { "fp8", "FP8", "vllm._custom_ops.scaled_fp8_quant", 1.05 },
+        {"bf16", "BF16", NULL, 1.00},
+        {"mxfp8", "MXFP8", "flashinfer.mxfp8_quantize", 1.08},
+        {"mxfp4", "MXFP4", "flashinfer.fp4_quantization.mxfp4_quantize", 1.10},
+        {"fp8", "FP8", "vllm._custom_ops.scaled_fp8_quant", 1.05},
 };
 
 /* VLLM_MXFP4_MOE_KERNEL values and the family each selects (auto: MARLIN on GB10). */
@@ -60,8 +61,8 @@ static const struct {
         const char *value;
         const char *family;
 } kernel_env[] = {
-        { "auto", "marlin" }, { "marlin", "marlin" }, { "gemm", "cutlass" },
-        { "cutlass", "cutlass" }, { "gemv", "gemv" }, { "triton", "triton" },
+        {"auto", "marlin"},     {"marlin", "marlin"}, {"gemm", "cutlass"},
+        {"cutlass", "cutlass"}, {"gemv", "gemv"},     {"triton", "triton"},
 };
 
 /* --moe-backend choices that apply to MXFP4, with the activation they imply (NULL: from env). */
@@ -70,15 +71,15 @@ static const struct {
         const char *family;
         const char *activation;
 } moe_backend_flag[] = {
-        { "marlin", "marlin", NULL },
-        { "triton", "triton", NULL },
-        { "flashinfer_cutlass", "cutlass", NULL },
-        { "flashinfer_cutlass_afp8", "cutlass", "mxfp8" },
-        { "flashinfer_trtllm", "trtllm", NULL },
-        { "flashinfer_trtllm_afp8", "trtllm", "mxfp8" },
-        { "b12x", "b12x", NULL },
-        { "ck", NULL, NULL },
-        { "xpu", NULL, NULL },
+        {"marlin", "marlin", NULL},
+        {"triton", "triton", NULL},
+        {"flashinfer_cutlass", "cutlass", NULL},
+        {"flashinfer_cutlass_afp8", "cutlass", "mxfp8"},
+        {"flashinfer_trtllm", "trtllm", NULL},
+        {"flashinfer_trtllm_afp8", "trtllm", "mxfp8"},
+        {"b12x", "b12x", NULL},
+        {"ck", NULL, NULL},
+        {"xpu", NULL, NULL},
 };
 
 int sim_moe_backend_check(const char *value, char **reterr)
@@ -116,7 +117,8 @@ static const struct activation *activation_find(const char *name)
 /* vLLM's env_with_choices error for a value it does not know. */
 static int bad_env(const char *name, const char *value, const char *choices, char **reterr)
 {
-        *reterr = xasprintf("ValueError: Invalid value '%s' for %s. Valid options: [%s].", value, name, choices);
+        *reterr = xasprintf("ValueError: Invalid value '%s' for %s. Valid options: [%s].", value, name,
+                            choices);
         return -EINVAL;
 }
 
@@ -132,7 +134,8 @@ static int kernel_from_env(const char **ret_family, char **reterr)
                         *ret_family = kernel_env[i].family;
                         return 0;
                 }
-        return bad_env("VLLM_MXFP4_MOE_KERNEL", v, "'auto', 'marlin', 'gemm', 'cutlass', 'gemv', 'triton'", reterr);
+        return bad_env("VLLM_MXFP4_MOE_KERNEL", v, "'auto', 'marlin', 'gemm', 'cutlass', 'gemv', 'triton'",
+                       reterr);
 }
 
 static int activation_from_env(const char **ret, char **reterr)
@@ -185,7 +188,7 @@ int sim_moe_select(const struct sim_config *c, struct sim_moe *ret, char **reter
                 return r;
         if (!act_name)
                 act_name = streq(fam_name, "b12x") && !sim_env_true("VLLM_B12X_MOE_FP4_FORCE_A16") ? "mxfp8"
-                                                                                                  : "bf16";
+                                                                                                   : "bf16";
         fam = family_find(fam_name);
         act = activation_find(act_name);
         *ret = (struct sim_moe){
@@ -225,20 +228,24 @@ void sim_moe_log(const struct sim_moe *m)
                         m->requested_activation, m->enum_name);
         sim_log(SIM_INFO, "mxfp4.py:389", "Using '%s' Mxfp4 MoE backend.", m->enum_name);
         if (streq(m->family, "gemv"))
-                sim_log(SIM_INFO, "mxfp4.py:392", "[MoE] backend=gemv kernel=gemv_fp4_blockscaled decode=M1 "
-                                                  "prefill=cutlass_fused_moe");
+                sim_log(SIM_INFO, "mxfp4.py:392",
+                        "[MoE] backend=gemv kernel=gemv_fp4_blockscaled decode=M1 "
+                        "prefill=cutlass_fused_moe");
         sim_log(SIM_INFO, "mxfp4.py:1007", "%s", fam->callsite);
         sim_log(SIM_INFO, "mxfp4.py:1012", "[MoE] w13_weight dtype=torch.uint8 shape=(128, 5760, 1440)");
         sim_log(SIM_INFO, "mxfp4.py:1012", "[MoE] w2_weight dtype=torch.uint8 shape=(128, 2880, 1440)");
         sim_log(SIM_INFO, "mxfp4.py:1012", "[MoE] w13_weight_scale dtype=torch.uint8 shape=(128, 5760, 90)");
         sim_log(SIM_INFO, "mxfp4.py:1012", "[MoE] w2_weight_scale dtype=torch.uint8 shape=(128, 2880, 90)");
         if (act->quant_fn) {
-                sim_log(SIM_INFO, "mxfp4.py:1020", "[MoE] activation input dtype=torch.bfloat16 shape=(32, 2880) "
-                                                   "→ %s quantized", act->suffix);
+                sim_log(SIM_INFO, "mxfp4.py:1020",
+                        "[MoE] activation input dtype=torch.bfloat16 shape=(32, 2880) "
+                        "→ %s quantized",
+                        act->suffix);
                 sim_log(SIM_INFO, "mxfp4.py:1024", "[MoE] activation quant fn=%s block=32", act->quant_fn);
         } else
-                sim_log(SIM_INFO, "mxfp4.py:1020", "[MoE] activation input dtype=torch.bfloat16 shape=(32, 2880) "
-                                                   "→ BF16 (no activation quantization)");
+                sim_log(SIM_INFO, "mxfp4.py:1020",
+                        "[MoE] activation input dtype=torch.bfloat16 shape=(32, 2880) "
+                        "→ BF16 (no activation quantization)");
         if (streq(m->family, "cutlass") || streq(m->family, "gemv"))
                 sim_log(SIM_INFO, "fused_moe.py:211", "[MoE] FLASHINFER_MOE_TILE=%s", m->tile);
 }

@@ -16,23 +16,26 @@
 #include "sim.h"
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <inttypes.h>
 #include <math.h>
+#include <sys/socket.h>
 
 #define PROMPTS_MAX 64
 #define CHOICES_MAX 64
 #define STOP_STRINGS_MAX 32
 #define STOP_STRING_LEN_MAX 1024
 #define LOGPROBS_MAX 20 /* vLLM's default --max-logprobs */
+#define DISCONNECT_PROBE_S 0.2
 
 struct choice {
         struct sim_completion_priv *c;
         unsigned index;
         uint64_t gen_id;
-        bool active;   /* submitted, not yet finished */
+        bool active; /* submitted, not yet finished */
         uint64_t key;
         int64_t prompt_tokens;
-        char *prompt_text; /* echo, llama's "prompt" */
+        char *prompt_text;       /* echo, llama's "prompt" */
         struct mx_buf text;      /* completion text or chat content */
         struct mx_buf reasoning; /* chat: analysis channel */
         int64_t tokens;          /* completion tokens so far */
@@ -87,8 +90,8 @@ static int get_int(json_t *o, const char *k, int64_t def, int64_t min, int64_t m
                 return -EINVAL;
         }
         if (json_integer_value(v) < min || json_integer_value(v) > max) {
-                *err = xasprintf("%s must be in [%" PRId64 ", %" PRId64 "], got %" JSON_INTEGER_FORMAT ".", k, min,
-                                 max, json_integer_value(v));
+                *err = xasprintf("%s must be in [%" PRId64 ", %" PRId64 "], got %" JSON_INTEGER_FORMAT ".",
+                                 k, min, max, json_integer_value(v));
                 return -EINVAL;
         }
         *ret = json_integer_value(v);
@@ -141,7 +144,8 @@ static int get_stop(json_t *o, const char *k, char ***ret, char **err)
                 return 0;
         }
         if (!json_is_array(v) || json_array_size(v) > STOP_STRINGS_MAX) {
-                *err = xasprintf("'%s' must be a string or a list of at most %d strings", k, STOP_STRINGS_MAX);
+                *err = xasprintf("'%s' must be a string or a list of at most %d strings", k,
+                                 STOP_STRINGS_MAX);
                 return -EINVAL;
         }
         json_array_foreach(v, i, e) {
@@ -202,10 +206,53 @@ static void conn_close_cb(struct evhttp_connection *evcon, void *arg)
 {
         struct sim_completion_priv *c = arg;
 
+        if (c->srv->cfg->flavor == SIM_FLAVOR_VLLM)
+                sim_log(SIM_INFO, "async_llm.py:385", "Aborted request %s.", c->id);
+
         if (c->req && !evhttp_request_get_connection(c->req))
                 evhttp_request_free(c->req); /* detached on EOF: ours to free */
         c->req = NULL;
         priv_free(c);
+}
+
+/*
+ * evhttp does not read from a connection while its request is being handled,
+ * so a client that gives up on a non-streaming request goes unnoticed; vLLM
+ * (starlette) notices and aborts it. Peek at the sockets now and then.
+ */
+static void probe_cb(evutil_socket_t fd, short what, void *arg)
+{
+        struct sim_server *s = arg;
+        struct sim_completion *next;
+        bool any = false;
+
+        for (struct sim_completion *p = s->completions; p; p = next) {
+                struct sim_completion_priv *c = p->priv;
+                struct evhttp_connection *evcon = c->req ? evhttp_request_get_connection(c->req) : NULL;
+                struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+                char byte;
+
+                next = p->next;
+                if (!bev || c->stream)
+                        continue;
+                any = true;
+                if (recv(bufferevent_getfd(bev), &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+                        evhttp_connection_free(evcon); /* runs conn_close_cb, which frees c */
+        }
+        if (any) {
+                struct timeval tv = sim_timeval(DISCONNECT_PROBE_S);
+                evtimer_add(s->probe_ev, &tv);
+        }
+}
+
+static void probe_arm(struct sim_server *s)
+{
+        struct timeval tv = sim_timeval(DISCONNECT_PROBE_S);
+
+        if (!s->probe_ev)
+                s->probe_ev = evtimer_new(s->base, probe_cb, s);
+        if (!evtimer_pending(s->probe_ev, NULL))
+                evtimer_add(s->probe_ev, &tv);
 }
 
 /* ---- rendering ---- */
@@ -244,10 +291,12 @@ static void add_logprobs(struct choice *ch, const struct sim_token *t, const cha
         if (c->api == SIM_API_COMPLETIONS) {
                 json_t *top = json_object();
                 if (!ch->logprobs)
-                        ch->logprobs = json_pack("{s:[],s:[],s:[],s:[]}", "text_offset", "token_logprobs", "tokens",
-                                                 "top_logprobs");
-                json_array_append_new(json_object_get(ch->logprobs, "text_offset"), json_integer(ch->text_offset));
-                json_array_append_new(json_object_get(ch->logprobs, "token_logprobs"), lp_value(s, t->logprob));
+                        ch->logprobs = json_pack("{s:[],s:[],s:[],s:[]}", "text_offset", "token_logprobs",
+                                                 "tokens", "top_logprobs");
+                json_array_append_new(json_object_get(ch->logprobs, "text_offset"),
+                                      json_integer(ch->text_offset));
+                json_array_append_new(json_object_get(ch->logprobs, "token_logprobs"),
+                                      lp_value(s, t->logprob));
                 json_array_append_new(json_object_get(ch->logprobs, "tokens"), json_string(tok));
                 json_object_set_new(top, tok, lp_value(s, t->logprob));
                 for (int k = 1; k < t->n_top; k++) {
@@ -262,23 +311,26 @@ static void add_logprobs(struct choice *ch, const struct sim_token *t, const cha
         for (int k = 0; k < t->n_top; k++) {
                 _cleanup_free_ char *alt = token_str(t->top_id[k]);
                 if (c->api == SIM_API_LLAMA_NATIVE)
-                        json_array_append_new(alts, json_pack("{s:I,s:s,s:o,s:o}", "id", (json_int_t)t->top_id[k],
-                                                              "token", alt, "bytes", bytes_of(alt), "logprob",
-                                                              lp_value(s, t->top_lp[k])));
+                        json_array_append_new(alts,
+                                              json_pack("{s:I,s:s,s:o,s:o}", "id", (json_int_t)t->top_id[k],
+                                                        "token", alt, "bytes", bytes_of(alt), "logprob",
+                                                        lp_value(s, t->top_lp[k])));
                 else
-                        json_array_append_new(alts, json_pack("{s:s,s:o,s:o}", "token", alt, "logprob",
-                                                              lp_value(s, t->top_lp[k]), "bytes", bytes_of(alt)));
+                        json_array_append_new(alts,
+                                              json_pack("{s:s,s:o,s:o}", "token", alt, "logprob",
+                                                        lp_value(s, t->top_lp[k]), "bytes", bytes_of(alt)));
         }
         if (!ch->logprobs)
                 ch->logprobs = json_array();
         if (c->api == SIM_API_LLAMA_NATIVE)
-                json_array_append_new(ch->logprobs, json_pack("{s:I,s:s,s:o,s:o,s:o}", "id", (json_int_t)t->id,
-                                                              "token", tok, "bytes", bytes_of(tok), "logprob",
-                                                              lp_value(s, t->logprob), "top_logprobs", alts));
+                json_array_append_new(ch->logprobs,
+                                      json_pack("{s:I,s:s,s:o,s:o,s:o}", "id", (json_int_t)t->id, "token",
+                                                tok, "bytes", bytes_of(tok), "logprob",
+                                                lp_value(s, t->logprob), "top_logprobs", alts));
         else
                 json_array_append_new(ch->logprobs, json_pack("{s:s,s:o,s:o,s:o}", "token", tok, "logprob",
-                                                              lp_value(s, t->logprob), "bytes", bytes_of(tok),
-                                                              "top_logprobs", alts));
+                                                              lp_value(s, t->logprob), "bytes",
+                                                              bytes_of(tok), "top_logprobs", alts));
 }
 
 static int64_t total_completion_tokens(const struct sim_completion_priv *c)
@@ -294,8 +346,8 @@ static json_t *usage(const struct sim_completion_priv *c)
 {
         int64_t p = c->pub.sum.prompt_tokens, k = total_completion_tokens(c);
 
-        return json_pack("{s:I,s:I,s:I,s:n}", "prompt_tokens", (json_int_t)p, "total_tokens", (json_int_t)(p + k),
-                         "completion_tokens", (json_int_t)k, "prompt_tokens_details");
+        return json_pack("{s:I,s:I,s:I,s:n}", "prompt_tokens", (json_int_t)p, "total_tokens",
+                         (json_int_t)(p + k), "completion_tokens", (json_int_t)k, "prompt_tokens_details");
 }
 
 static json_t *llama_timings(const struct sim_completion_priv *c, const struct choice *ch)
@@ -323,17 +375,19 @@ static const char *finish_name(const struct choice *ch)
 
 static json_t *prompt_logprobs_json(const struct sim_completion_priv *c)
 {
-        json_t *a = json_array();
+        json_t *a;
 
         if (c->prompt_logprobs < 0 || !c->prompt_ids)
                 return json_null();
+        a = json_array();
         json_array_append_new(a, json_null());
         for (size_t i = 1; i < c->n_prompt_ids; i++) {
                 int64_t rank;
                 double lp = sim_prompt_logprob(c->prompt_ids, i, &rank);
-                _cleanup_free_ char *tok = token_str(c->prompt_ids[i]), *key = xasprintf("%" PRId64, c->prompt_ids[i]);
-                json_array_append_new(a, json_pack("{s:{s:o,s:I,s:s}}", key, "logprob", lp_value(c->srv, lp), "rank",
-                                                   (json_int_t)rank, "decoded_token", tok));
+                _cleanup_free_ char *tok = token_str(c->prompt_ids[i]),
+                                    *key = xasprintf("%" PRId64, c->prompt_ids[i]);
+                json_array_append_new(a, json_pack("{s:{s:o,s:I,s:s}}", key, "logprob", lp_value(c->srv, lp),
+                                                   "rank", (json_int_t)rank, "decoded_token", tok));
         }
         return a;
 }
@@ -356,7 +410,8 @@ static json_t *render_choice(struct sim_completion_priv *c, struct choice *ch)
         json_t *o;
 
         if (c->api == SIM_API_CHAT) {
-                json_t *msg = json_pack("{s:s,s:o}", "role", "assistant", "content", chat_content(c, ch, false));
+                json_t *msg =
+                        json_pack("{s:s,s:o}", "role", "assistant", "content", chat_content(c, ch, false));
                 if (fl == SIM_FLAVOR_VLLM) {
                         json_object_set_new(msg, "refusal", json_null());
                         json_object_set_new(msg, "annotations", json_null());
@@ -370,16 +425,17 @@ static json_t *render_choice(struct sim_completion_priv *c, struct choice *ch)
                               ch->logprobs ? json_pack("{s:O}", "content", ch->logprobs) : json_null(),
                               "finish_reason", finish_name(ch));
         } else {
-                _cleanup_free_ char *text = c->echo ? xasprintf("%s%s", strempty(ch->prompt_text), strempty(ch->text.data))
-                                                    : xstrdup(strempty(ch->text.data));
+                _cleanup_free_ char *text =
+                        c->echo ? xasprintf("%s%s", strempty(ch->prompt_text), strempty(ch->text.data))
+                                : xstrdup(strempty(ch->text.data));
                 o = json_pack("{s:i,s:s,s:O,s:s}", "index", ch->index, "text", text, "logprobs",
                               ch->logprobs ? ch->logprobs : json_null(), "finish_reason", finish_name(ch));
         }
         if (fl == SIM_FLAVOR_VLLM) {
                 json_object_set(o, "stop_reason", ch->stop_reason ? ch->stop_reason : json_null());
                 if (c->api == SIM_API_COMPLETIONS)
-                        json_object_set_new(o, "prompt_logprobs", ch->index == 0 ? prompt_logprobs_json(c)
-                                                                                  : json_null());
+                        json_object_set_new(o, "prompt_logprobs",
+                                            ch->index == 0 ? prompt_logprobs_json(c) : json_null());
         }
         return o;
 }
@@ -388,16 +444,18 @@ static json_t *render_llama_native(struct sim_completion_priv *c, struct choice 
 {
         const struct sim_config *cfg = c->srv->cfg;
         json_t *o = json_pack("{s:i,s:s,s:[],s:i,s:b,s:s,s:I,s:I}", "index", 0, "content",
-                              final ? strempty(ch->text.data) : "", "tokens", "id_slot", 0, "stop", final, "model",
-                              cfg->served_name, "tokens_predicted", (json_int_t)ch->tokens, "tokens_evaluated",
-                              (json_int_t)ch->prompt_tokens);
-        const char *stop_type = ch->finish == SIM_FINISH_LENGTH ? "limit" : ch->stop_reason && json_is_string(ch->stop_reason) ? "word" : "eos";
+                              final ? strempty(ch->text.data) : "", "tokens", "id_slot", 0, "stop", final,
+                              "model", cfg->served_name, "tokens_predicted", (json_int_t)ch->tokens,
+                              "tokens_evaluated", (json_int_t)ch->prompt_tokens);
+        const char *stop_type = ch->finish == SIM_FINISH_LENGTH                      ? "limit"
+                                : ch->stop_reason && json_is_string(ch->stop_reason) ? "word"
+                                                                                     : "eos";
 
         if (!final)
                 return o;
         json_object_set_new(o, "generation_settings",
-                            json_pack("{s:I,s:f,s:i,s:f}", "n_predict", (json_int_t)c->max_tokens, "temperature", 0.8,
-                                      "top_k", 40, "top_p", 0.95));
+                            json_pack("{s:I,s:f,s:i,s:f}", "n_predict", (json_int_t)c->max_tokens,
+                                      "temperature", 0.8, "top_k", 40, "top_p", 0.95));
         json_object_set_new(o, "prompt", json_string(strempty(ch->prompt_text)));
         json_object_set_new(o, "has_new_line", json_false());
         json_object_set_new(o, "truncated", json_false());
@@ -415,14 +473,15 @@ static json_t *render_llama_native(struct sim_completion_priv *c, struct choice 
 
 static json_t *render_sglang_native(struct sim_completion_priv *c, struct choice *ch, bool final)
 {
-        json_t *fin = final ? ch->finish == SIM_FINISH_LENGTH
-                                      ? json_pack("{s:s,s:I}", "type", "length", "length", (json_int_t)ch->tokens)
-                                      : json_pack("{s:s,s:O}", "type", "stop", "matched",
-                                                  ch->stop_reason ? ch->stop_reason : json_null())
-                            : json_null();
+        json_t *fin =
+                final ? ch->finish == SIM_FINISH_LENGTH
+                                ? json_pack("{s:s,s:I}", "type", "length", "length", (json_int_t)ch->tokens)
+                                : json_pack("{s:s,s:O}", "type", "stop", "matched",
+                                            ch->stop_reason ? ch->stop_reason : json_null())
+                      : json_null();
 
-        return json_pack("{s:s,s:{s:s,s:o,s:I,s:I,s:i,s:f}}", "text", strempty(ch->text.data), "meta_info", "id",
-                         c->id, "finish_reason", fin, "prompt_tokens", (json_int_t)ch->prompt_tokens,
+        return json_pack("{s:s,s:{s:s,s:o,s:I,s:I,s:i,s:f}}", "text", strempty(ch->text.data), "meta_info",
+                         "id", c->id, "finish_reason", fin, "prompt_tokens", (json_int_t)ch->prompt_tokens,
                          "completion_tokens", (json_int_t)ch->tokens, "cached_tokens", 0, "e2e_latency",
                          (double)(mx_now_mono_us() - c->t0_us) / 1e6);
 }
@@ -441,7 +500,8 @@ static json_t *render_full(struct sim_completion_priv *c)
                 json_array_append_new(choices, render_choice(c, &c->choices[i]));
         o = json_pack("{s:s,s:s,s:I,s:s,s:o,s:o}", "id", c->id, "object",
                       c->api == SIM_API_CHAT ? "chat.completion" : "text_completion", "created",
-                      (json_int_t)c->created, "model", cfg->served_name, "choices", choices, "usage", usage(c));
+                      (json_int_t)c->created, "model", cfg->served_name, "choices", choices, "usage",
+                      usage(c));
         if (cfg->flavor == SIM_FLAVOR_VLLM) {
                 if (c->api == SIM_API_CHAT) {
                         json_object_set_new(o, "service_tier", json_null());
@@ -497,9 +557,10 @@ static void stream_start(struct sim_completion_priv *c)
 
 static json_t *chunk_base(struct sim_completion_priv *c, json_t *choice)
 {
-        json_t *o = json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", c->id, "object",
-                              c->api == SIM_API_CHAT ? "chat.completion.chunk" : "text_completion", "created",
-                              (json_int_t)c->created, "model", c->srv->cfg->served_name, "choices", choice);
+        json_t *o =
+                json_pack("{s:s,s:s,s:I,s:s,s:[o]}", "id", c->id, "object",
+                          c->api == SIM_API_CHAT ? "chat.completion.chunk" : "text_completion", "created",
+                          (json_int_t)c->created, "model", c->srv->cfg->served_name, "choices", choice);
 
         if (c->continuous_usage)
                 json_object_set_new(o, "usage", usage(c));
@@ -537,8 +598,9 @@ static void stream_delta(struct sim_completion_priv *c, struct choice *ch, json_
                         ch->role_sent = true;
                 }
                 if (*reasoning && c->include_reasoning && !null_content)
-                        json_object_set_new(delta, c->srv->cfg->flavor == SIM_FLAVOR_VLLM ? "reasoning"
-                                                                                         : "reasoning_content",
+                        json_object_set_new(delta,
+                                            c->srv->cfg->flavor == SIM_FLAVOR_VLLM ? "reasoning"
+                                                                                   : "reasoning_content",
                                             json_string(reasoning));
                 if (*text && !null_content)
                         json_object_set_new(delta, "content", json_string(text));
@@ -552,7 +614,8 @@ static void stream_delta(struct sim_completion_priv *c, struct choice *ch, json_
                                    lp ? lp : json_null(), "finish_reason",
                                    final ? json_string(finish_name(ch)) : json_null());
         if (c->srv->cfg->flavor == SIM_FLAVOR_VLLM)
-                json_object_set(choice, "stop_reason", final && ch->stop_reason ? ch->stop_reason : json_null());
+                json_object_set(choice, "stop_reason",
+                                final && ch->stop_reason ? ch->stop_reason : json_null());
         send_event_json(c, chunk_base(c, choice));
 }
 
@@ -577,11 +640,12 @@ static void finish_request(struct sim_completion_priv *c)
                 if (c->stream) {
                         stream_start(c);
                         if (c->include_usage && (c->api == SIM_API_COMPLETIONS || c->api == SIM_API_CHAT))
-                                send_event_json(c, json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", c->id, "object",
-                                                             c->api == SIM_API_CHAT ? "chat.completion.chunk"
-                                                                                    : "text_completion",
-                                                             "created", (json_int_t)c->created, "model",
-                                                             s->cfg->served_name, "choices", "usage", usage(c)));
+                                send_event_json(
+                                        c, json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", c->id, "object",
+                                                     c->api == SIM_API_CHAT ? "chat.completion.chunk"
+                                                                            : "text_completion",
+                                                     "created", (json_int_t)c->created, "model",
+                                                     s->cfg->served_name, "choices", "usage", usage(c)));
                         if (c->api != SIM_API_LLAMA_NATIVE)
                                 send_event(c, "[DONE]");
                         evhttp_connection_set_closecb(evhttp_request_get_connection(c->req), NULL, NULL);
@@ -606,16 +670,18 @@ static void fail_request(struct sim_completion_priv *c)
         if (c->req) {
                 evhttp_connection_set_closecb(evhttp_request_get_connection(c->req), NULL, NULL);
                 if (c->started) {
-                        send_event_json(c, json_pack("{s:{s:s,s:s,s:n,s:i}}", "error", "message",
-                                                     "EngineCore encountered an issue. See stack trace (above) for "
-                                                     "the root cause.",
-                                                     "type", "InternalServerError", "param", "code", 500));
+                        send_event_json(
+                                c, json_pack("{s:{s:s,s:s,s:n,s:i}}", "error", "message",
+                                             "EngineCore encountered an issue. See stack trace (above) for "
+                                             "the root cause.",
+                                             "type", "InternalServerError", "param", "code", 500));
                         send_event(c, "[DONE]");
                         evhttp_send_reply_end(c->req);
                 } else
-                        sim_reply_error(s, c->req, 500, "InternalServerError",
-                                        "EngineCore encountered an issue. See stack trace (above) for the root "
-                                        "cause.");
+                        sim_reply_error(
+                                s, c->req, 500, "InternalServerError",
+                                "EngineCore encountered an issue. See stack trace (above) for the root "
+                                "cause.");
                 c->req = NULL;
         }
         priv_free(c);
@@ -674,7 +740,7 @@ static size_t logprob_entries(const struct choice *ch)
 /* The logprobs of the entries from "from" on, for one streamed event. */
 static json_t *logprobs_since(const struct choice *ch, size_t from)
 {
-        static const char *const keys[] = { "text_offset", "token_logprobs", "tokens", "top_logprobs" };
+        static const char *const keys[] = {"text_offset", "token_logprobs", "tokens", "top_logprobs"};
         json_t *d;
 
         if (!ch->logprobs)
@@ -750,7 +816,7 @@ static void on_failed(void *userdata)
         fail_request(ch->c);
 }
 
-static const struct sim_gen_cb completion_cb = { on_tokens, on_done, on_failed };
+static const struct sim_gen_cb completion_cb = {on_tokens, on_done, on_failed};
 
 /* ---- parsing the request ---- */
 
@@ -821,15 +887,64 @@ static int split_prompts(json_t *prompt, json_t **ret_list, char **err)
 }
 
 static const char *known_fields[] = {
-        "model", "prompt", "messages", "max_tokens", "max_completion_tokens", "n", "seed", "temperature", "top_p",
-        "top_k", "min_p", "stream", "stream_options", "logprobs", "top_logprobs", "prompt_logprobs", "echo",
-        "stop", "stop_token_ids", "ignore_eos", "min_tokens", "include_stop_str_in_output", "skip_special_tokens",
-        "add_special_tokens", "reasoning_effort", "include_reasoning", "add_generation_prompt",
-        "continue_final_message", "chat_template_kwargs", "frequency_penalty", "presence_penalty",
-        "repetition_penalty", "user", "cache_salt", "priority", "request_id", "return_token_ids", "n_predict",
-        "cache_prompt", "n_probs", "text", "input_ids", "sampling_params", "return_logprob", "top_logprobs_num",
-        "tools", "tool_choice", "response_format", "logit_bias", "best_of", "suffix", "length_penalty",
-        "vllm_xargs", "kv_transfer_params", "samplers", "timings_per_token", "id_slot", "chat_template",
+        "model",
+        "prompt",
+        "messages",
+        "max_tokens",
+        "max_completion_tokens",
+        "n",
+        "seed",
+        "temperature",
+        "top_p",
+        "top_k",
+        "min_p",
+        "stream",
+        "stream_options",
+        "logprobs",
+        "top_logprobs",
+        "prompt_logprobs",
+        "echo",
+        "stop",
+        "stop_token_ids",
+        "ignore_eos",
+        "min_tokens",
+        "include_stop_str_in_output",
+        "skip_special_tokens",
+        "add_special_tokens",
+        "reasoning_effort",
+        "include_reasoning",
+        "add_generation_prompt",
+        "continue_final_message",
+        "chat_template_kwargs",
+        "frequency_penalty",
+        "presence_penalty",
+        "repetition_penalty",
+        "user",
+        "cache_salt",
+        "priority",
+        "request_id",
+        "return_token_ids",
+        "n_predict",
+        "cache_prompt",
+        "n_probs",
+        "text",
+        "input_ids",
+        "sampling_params",
+        "return_logprob",
+        "top_logprobs_num",
+        "tools",
+        "tool_choice",
+        "response_format",
+        "logit_bias",
+        "best_of",
+        "suffix",
+        "length_penalty",
+        "vllm_xargs",
+        "kv_transfer_params",
+        "samplers",
+        "timings_per_token",
+        "id_slot",
+        "chat_template",
 };
 
 static void warn_unknown_fields(struct sim_server *s, json_t *body)
@@ -848,12 +963,13 @@ static void warn_unknown_fields(struct sim_server *s, json_t *body)
                         mx_buf_printf(&b, "%s'%s'", b.len ? ", " : "", k);
         }
         if (b.len)
-                sim_log(SIM_WARNING, "protocol.py:81", "The following fields were present in the request but ignored: {%s}",
-                        b.data);
+                sim_log(SIM_WARNING, "protocol.py:81",
+                        "The following fields were present in the request but ignored: {%s}", b.data);
 }
 
 /* Fields every API shares, after the API-specific names were mapped. */
-static int parse_sampling(struct sim_completion_priv *c, json_t *o, int64_t *ret_seed, bool *ret_greedy, char **err)
+static int parse_sampling(struct sim_completion_priv *c, json_t *o, int64_t *ret_seed, bool *ret_greedy,
+                          char **err)
 {
         json_t *so = json_object_get(o, "stream_options"), *sti = json_object_get(o, "stop_token_ids"), *v;
         int64_t seed, n, lp, plp;
@@ -862,7 +978,8 @@ static int parse_sampling(struct sim_completion_priv *c, json_t *o, int64_t *ret
         size_t i;
         int r;
 
-        if ((r = get_bool(o, "stream", false, &stream, err)) < 0 || (r = get_int(o, "n", 1, 1, CHOICES_MAX, &n, err)) < 0 ||
+        if ((r = get_bool(o, "stream", false, &stream, err)) < 0 ||
+            (r = get_int(o, "n", 1, 1, CHOICES_MAX, &n, err)) < 0 ||
             (r = get_number(o, "temperature", 1.0, &temp, err)) < 0 ||
             (r = get_int(o, "min_tokens", 0, 0, INT32_MAX, &c->min_tokens, err)) < 0 ||
             (r = get_bool(o, "ignore_eos", false, &c->ignore_eos, err)) < 0 ||
@@ -888,7 +1005,8 @@ static int parse_sampling(struct sim_completion_priv *c, json_t *o, int64_t *ret
         }
         if (sti && !json_is_null(sti)) {
                 if (!json_is_array(sti) || json_array_size(sti) > SIM_STOP_IDS_MAX) {
-                        *err = xasprintf("'stop_token_ids' must be a list of at most %d integers", SIM_STOP_IDS_MAX);
+                        *err = xasprintf("'stop_token_ids' must be a list of at most %d integers",
+                                         SIM_STOP_IDS_MAX);
                         return -EINVAL;
                 }
                 json_array_foreach(sti, i, v) {
@@ -912,9 +1030,11 @@ static int parse_sampling(struct sim_completion_priv *c, json_t *o, int64_t *ret
                         lp = -1;
         } else if ((r = get_int(o, "logprobs", -1, -1, INT32_MAX, &lp, err)) < 0)
                 return r;
-        if (lp > LOGPROBS_MAX || (lp == -1 && json_is_integer(json_object_get(o, "logprobs")) && c->api != SIM_API_CHAT)) {
-                *err = xasprintf("Requested sample logprobs of %" PRId64 ", which is greater than max allowed: %d", lp,
-                                 LOGPROBS_MAX);
+        if (lp > LOGPROBS_MAX ||
+            (lp == -1 && json_is_integer(json_object_get(o, "logprobs")) && c->api != SIM_API_CHAT)) {
+                *err = xasprintf("Requested sample logprobs of %" PRId64
+                                 ", which is greater than max allowed: %d",
+                                 lp, LOGPROBS_MAX);
                 return -EINVAL;
         }
         c->stream = stream;
@@ -924,7 +1044,8 @@ static int parse_sampling(struct sim_completion_priv *c, json_t *o, int64_t *ret
         c->include_usage = c->continuous_usage = false;
         if (json_is_object(so)) {
                 c->include_usage = json_is_true(json_object_get(so, "include_usage"));
-                c->continuous_usage = c->include_usage && json_is_true(json_object_get(so, "continuous_usage_stats"));
+                c->continuous_usage =
+                        c->include_usage && json_is_true(json_object_get(so, "continuous_usage_stats"));
         }
         *ret_greedy = temp == 0;
         *ret_seed = have_seed ? seed : (int64_t)sim_random_u64();
@@ -938,8 +1059,8 @@ static int64_t reasoning_budget(json_t *o, int64_t max_tokens)
         static const struct {
                 const char *effort;
                 int64_t tokens;
-        } efforts[] = { { "none", 0 }, { "minimal", 0 }, { "low", 6 }, { "medium", 12 },
-                        { "high", 24 }, { "xhigh", 32 }, { "max", 40 } };
+        } efforts[] = {{"none", 0},  {"minimal", 0}, {"low", 6}, {"medium", 12},
+                       {"high", 24}, {"xhigh", 32},  {"max", 40}};
         const char *e = json_string_value(json_object_get(o, "reasoning_effort"));
         int64_t t = 12;
 
@@ -971,9 +1092,10 @@ static int check_context(struct sim_completion_priv *c, int64_t prompt_tokens, i
                          bool explicit_max, char **err)
 {
         if (prompt_tokens >= max_model_len) {
-                *err = xasprintf("This model's maximum context length is %" PRId64 " tokens. However, your request "
-                                 "has %" PRId64 " input tokens. Please reduce the length of the input messages.",
-                                 max_model_len, prompt_tokens);
+                *err = xasprintf(
+                        "This model's maximum context length is %" PRId64 " tokens. However, your request "
+                        "has %" PRId64 " input tokens. Please reduce the length of the input messages.",
+                        max_model_len, prompt_tokens);
                 return -EINVAL;
         }
         if (!explicit_max) {
@@ -981,10 +1103,11 @@ static int check_context(struct sim_completion_priv *c, int64_t prompt_tokens, i
                 return 0;
         }
         if (prompt_tokens + c->max_tokens > max_model_len) {
-                *err = xasprintf("This model's maximum context length is %" PRId64 " tokens. However, you requested "
-                                 "%" PRId64 " tokens (%" PRId64 " in the messages, %" PRId64 " in the completion). "
-                                 "Please reduce the length of the messages or completion.",
-                                 max_model_len, prompt_tokens + c->max_tokens, prompt_tokens, c->max_tokens);
+                *err = xasprintf(
+                        "This model's maximum context length is %" PRId64 " tokens. However, you requested "
+                        "%" PRId64 " tokens (%" PRId64 " in the messages, %" PRId64 " in the completion). "
+                        "Please reduce the length of the messages or completion.",
+                        max_model_len, prompt_tokens + c->max_tokens, prompt_tokens, c->max_tokens);
                 return -EINVAL;
         }
         return 0;
@@ -1005,7 +1128,8 @@ static int parse_prompts(struct sim_completion_priv *c, json_t *o, int64_t seed,
                 _cleanup_free_ int64_t *ids = NULL;
                 size_t n;
                 bool agp;
-                const char *mk = json_object_get(o, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+                const char *mk =
+                        json_object_get(o, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
                 explicit_max = json_is_integer(json_object_get(o, mk));
                 if ((r = get_int(o, mk, INT32_MAX, 1, INT32_MAX, &c->max_tokens, err)) < 0 ||
                     (r = get_bool(o, "add_generation_prompt", true, &agp, err)) < 0 ||
@@ -1045,8 +1169,9 @@ static int parse_prompts(struct sim_completion_priv *c, json_t *o, int64_t seed,
                 *err = xstrdup("max_tokens must be at least 1, got 0.");
                 return -EINVAL;
         }
-        p = json_object_get(o, c->api == SIM_API_SGLANG_NATIVE ? (json_object_get(o, "input_ids") ? "input_ids" : "text")
-                                                               : "prompt");
+        p = json_object_get(o, c->api == SIM_API_SGLANG_NATIVE
+                                       ? (json_object_get(o, "input_ids") ? "input_ids" : "text")
+                                       : "prompt");
         if ((r = split_prompts(p, &list, err)) < 0)
                 return r;
         if (c->api != SIM_API_COMPLETIONS && json_array_size(list) > 1) {
@@ -1082,15 +1207,18 @@ static void normalise_native(enum sim_api api, json_t *o)
                         json_object_set(o, "logprobs", np);
         } else if (api == SIM_API_SGLANG_NATIVE) {
                 json_t *sp = json_object_get(o, "sampling_params");
-                const char *keys[] = { "temperature", "stop", "ignore_eos", "min_new_tokens", "seed", "stop_token_ids" };
+                const char *keys[] = {"temperature",    "stop", "ignore_eos",
+                                      "min_new_tokens", "seed", "stop_token_ids"};
                 for (size_t i = 0; json_is_object(sp) && i < ELEMENTSOF(keys); i++) {
                         json_t *v = json_object_get(sp, keys[i]);
                         if (v)
-                                json_object_set(o, streq(keys[i], "min_new_tokens") ? "min_tokens" : keys[i], v);
+                                json_object_set(o, streq(keys[i], "min_new_tokens") ? "min_tokens" : keys[i],
+                                                v);
                 }
                 if (json_is_true(json_object_get(o, "return_logprob")))
-                        json_object_set_new(o, "logprobs",
-                                            json_integer(json_integer_value(json_object_get(o, "top_logprobs_num"))));
+                        json_object_set_new(
+                                o, "logprobs",
+                                json_integer(json_integer_value(json_object_get(o, "top_logprobs_num"))));
         }
 }
 
@@ -1172,7 +1300,8 @@ void sim_completion_handle(struct sim_server *s, struct evhttp_request *req, enu
         normalise_native(api, o);
         if (parse_sampling(c, o, &seed, &greedy, &err) < 0 || parse_prompts(c, o, seed, &err) < 0 ||
             (c->min_tokens > c->max_tokens &&
-             (err = xasprintf("min_tokens must be less than or equal to max_tokens=%" PRId64 ", got %" PRId64 ".",
+             (err = xasprintf("min_tokens must be less than or equal to max_tokens=%" PRId64 ", got %" PRId64
+                              ".",
                               c->max_tokens, c->min_tokens)))) {
                 reply_bad_request(s, req, err);
                 priv_free(c);
@@ -1181,6 +1310,8 @@ void sim_completion_handle(struct sim_server *s, struct evhttp_request *req, enu
         c->id = new_id(api, s->cfg->flavor);
         c->req = req;
         evhttp_connection_set_closecb(evhttp_request_get_connection(req), conn_close_cb, c);
+        if (!c->stream)
+                probe_arm(s);
         c->open = c->n;
         for (unsigned i = 0; i < c->n; i++) {
                 struct choice *ch = &c->choices[i];
@@ -1206,6 +1337,10 @@ void sim_completion_handle(struct sim_server *s, struct evhttp_request *req, enu
 
 void sim_completion_abort_all(struct sim_server *s)
 {
+        if (s->probe_ev) {
+                event_free(s->probe_ev);
+                s->probe_ev = NULL;
+        }
         while (s->completions) {
                 struct sim_completion_priv *c = s->completions->priv;
                 if (c->req) {
@@ -1225,14 +1360,17 @@ void sim_completion_abort_all(struct sim_server *s)
 #define HARMONY_GENERATION_PROMPT 3
 #define MESSAGES_MAX 4096
 
-int sim_chat_prompt(json_t *messages, bool add_generation_prompt, int64_t **ret_ids, size_t *ret_n, char **reterr)
+int sim_chat_prompt(json_t *messages, bool add_generation_prompt, int64_t **ret_ids, size_t *ret_n,
+                    char **reterr)
 {
         _cleanup_free_ int64_t *ids = NULL;
         size_t n = 0, cap = 0, i;
         json_t *m;
 
-        if (!json_is_array(messages) || json_array_size(messages) == 0 || json_array_size(messages) > MESSAGES_MAX) {
-                *reterr = xasprintf("'messages' must be a non-empty list of at most %d messages", MESSAGES_MAX);
+        if (!json_is_array(messages) || json_array_size(messages) == 0 ||
+            json_array_size(messages) > MESSAGES_MAX) {
+                *reterr = xasprintf("'messages' must be a non-empty list of at most %d messages",
+                                    MESSAGES_MAX);
                 return -EINVAL;
         }
         MX_GROW(ids, cap, HARMONY_PREAMBLE);
@@ -1259,13 +1397,15 @@ int sim_chat_prompt(json_t *messages, bool add_generation_prompt, int64_t **ret_
                                         mx_buf_printf(&text, "%s%s", j ? " " : "", t);
                         }
                 } else if (!json_is_null(content) && content) {
-                        *reterr = xasprintf("messages[%zu]: 'content' must be a string or a list of parts", i);
+                        *reterr =
+                                xasprintf("messages[%zu]: 'content' must be a string or a list of parts", i);
                         return -EINVAL;
                 }
                 k = sim_tokenize(strempty(text.data), text.len, &part);
                 MX_GROW(ids, cap, n + HARMONY_PER_MESSAGE + k);
                 ids[n++] = 200006;
-                ids[n++] = (int64_t)(mx_fnv1a64(json_string_value(role), json_string_length(role), MX_FNV1A64_INIT) %
+                ids[n++] = (int64_t)(mx_fnv1a64(json_string_value(role), json_string_length(role),
+                                                MX_FNV1A64_INIT) %
                                      199998);
                 ids[n++] = 200008;
                 memcpy(ids + n, part, k * sizeof(int64_t));

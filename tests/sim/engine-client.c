@@ -114,7 +114,9 @@ static void handle_tokens(struct sim_engine_client *ec, struct pending *p, json_
                         .id = json_integer_value(json_array_get(t, 0)),
                         .logprob = json_number_value(json_array_get(t, 1)),
                 };
-                json_array_foreach(top, k, alt) if (k < SIM_TOP_MAX) {
+                json_array_foreach(top, k, alt) {
+                        if (k >= SIM_TOP_MAX)
+                                break;
                         toks[n].top_id[k] = json_integer_value(json_array_get(alt, 0));
                         toks[n].top_lp[k] = json_number_value(json_array_get(alt, 1));
                         toks[n].n_top = (int)k + 1;
@@ -138,8 +140,11 @@ static void update_stats(struct sim_engine_client *ec, json_t *st)
         ec->stats.spec_drafts = (uint64_t)json_integer_value(json_object_get(st, "drafts"));
         ec->stats.spec_draft_tokens = (uint64_t)json_integer_value(json_object_get(st, "draft_tokens"));
         ec->stats.spec_accepted = (uint64_t)json_integer_value(json_object_get(st, "accepted"));
-        json_array_foreach(pos, i, v) if (i < SIM_SPEC_TOKENS_MAX)
+        json_array_foreach(pos, i, v) {
+                if (i >= SIM_SPEC_TOKENS_MAX)
+                        break;
                 ec->stats.spec_accepted_pos[i] = (uint64_t)json_integer_value(v);
+        }
 }
 
 void sim_engine_client_stats(const struct sim_engine_client *ec, struct sim_sched_stats *ret)
@@ -206,7 +211,7 @@ struct sim_engine_client *sim_engine_client_new(struct event_base *base, int fd,
 {
         struct sim_engine_client *ec = xcalloc(1, sizeof(*ec));
 
-        ec->gen = (struct sim_generator){ ec_submit, ec_abort };
+        ec->gen = (struct sim_generator){ec_submit, ec_abort};
         ec->cb = cb;
         ec->userdata = userdata;
         evutil_make_socket_nonblocking(fd);

@@ -104,7 +104,8 @@ static void on_tokens(void *userdata, const struct sim_token *t, size_t n)
         for (size_t i = 0; i < n; i++) {
                 json_t *top = json_array();
                 for (int k = 0; k < t[i].n_top; k++)
-                        json_array_append_new(top, json_pack("[I,f]", (json_int_t)t[i].top_id[k], t[i].top_lp[k]));
+                        json_array_append_new(
+                                top, json_pack("[I,f]", (json_int_t)t[i].top_id[k], t[i].top_lp[k]));
                 json_array_append_new(arr, json_pack("[I,f,o]", (json_int_t)t[i].id, t[i].logprob, top));
         }
         send_json(r->e, json_pack("{s:s,s:I,s:o}", "op", "tok", "id", (json_int_t)r->api_id, "t", arr));
@@ -122,7 +123,8 @@ static json_t *stats_json(struct engine *e)
         return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "steps", (json_int_t)st.steps, "prefills",
                          (json_int_t)st.prefills, "prompt", (json_int_t)st.prompt_tokens, "output",
                          (json_int_t)st.output_tokens, "drafts", (json_int_t)st.spec_drafts, "draft_tokens",
-                         (json_int_t)st.spec_draft_tokens, "accepted", (json_int_t)st.spec_accepted, "pos", pos);
+                         (json_int_t)st.spec_draft_tokens, "accepted", (json_int_t)st.spec_accepted, "pos",
+                         pos);
 }
 
 static void on_done(void *userdata, enum sim_finish finish, int64_t stop_token)
@@ -131,12 +133,12 @@ static void on_done(void *userdata, enum sim_finish finish, int64_t stop_token)
         struct engine *e = r->e;
 
         send_json(e, json_pack("{s:s,s:I,s:s,s:I,s:o}", "op", "done", "id", (json_int_t)r->api_id, "fin",
-                               finish == SIM_FINISH_STOP ? "stop" : "length", "stop", (json_int_t)stop_token, "st",
-                               stats_json(e)));
+                               finish == SIM_FINISH_STOP ? "stop" : "length", "stop", (json_int_t)stop_token,
+                               "st", stats_json(e)));
         ereq_forget(e, r);
 }
 
-static const struct sim_gen_cb engine_cb = { on_tokens, on_done, NULL };
+static const struct sim_gen_cb engine_cb = {on_tokens, on_done, NULL};
 
 static void write_kernel_report(struct engine *e)
 {
@@ -188,8 +190,11 @@ static int parse_gen(json_t *o, struct sim_gen_params *p)
         };
         if (!key || sscanf(key, "%" SCNx64, &p->key) != 1 || p->max_tokens < 1)
                 return -EINVAL;
-        json_array_foreach(stop, i, v) if (p->n_stop_ids < SIM_STOP_IDS_MAX)
+        json_array_foreach(stop, i, v) {
+                if (p->n_stop_ids >= SIM_STOP_IDS_MAX)
+                        break;
                 p->stop_ids[p->n_stop_ids++] = json_integer_value(v);
+        }
         return 0;
 }
 
@@ -222,7 +227,8 @@ static void handle_gen(struct engine *e, json_t *o)
         r->e = e;
         r->next = e->reqs;
         e->reqs = r;
-        sim_sched_generator(e->sched)->submit(sim_sched_generator(e->sched), &p, &engine_cb, r, &r->sched_id);
+        sim_sched_generator(e->sched)->submit(sim_sched_generator(e->sched), &p, &engine_cb, r,
+                                              &r->sched_id);
 }
 
 static void handle_abort(struct engine *e, uint64_t api_id)
@@ -280,11 +286,11 @@ static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
 
 static void log_init_config(const struct sim_config *c)
 {
-        _cleanup_free_ char *spec = c->spec.method ? xasprintf("SpeculativeConfig(method='%s', model='%s', "
-                                                               "num_spec_tokens=%d)",
-                                                               c->spec.method, strna(c->spec.model),
-                                                               c->spec.num_tokens)
-                                                   : xstrdup("None");
+        _cleanup_free_ char *spec =
+                c->spec.method ? xasprintf("SpeculativeConfig(method='%s', model='%s', "
+                                           "num_spec_tokens=%d)",
+                                           c->spec.method, strna(c->spec.model), c->spec.num_tokens)
+                               : xstrdup("None");
         const char *lf = sim_config_arg(c, "load-format");
 
         sim_log(SIM_INFO, "core.py:93",
@@ -323,27 +329,31 @@ static void load_weights(struct engine *e, double t)
         sim_log(SIM_INFO, "gpu_model_runner.py:2602", "Starting to load model %s...", c->model);
         r = sim_gpu_lock(c, &e->lock_fd);
         if (r == -EWOULDBLOCK || sim_fault_on(&c->faults, SIM_FAULT_OOM_AT_START))
-                startup_failure(e, SIM_CRASH_OOM, r == -EWOULDBLOCK ? "the GPU's memory is held by another process"
-                                                                    : NULL);
+                startup_failure(e, SIM_CRASH_OOM,
+                                r == -EWOULDBLOCK ? "the GPU's memory is held by another process" : NULL);
         if (r < 0) {
-                sim_log(SIM_ERROR, "core.py:708", "EngineCore failed to start: cannot open %s: %s", c->lock_path,
-                        strerror(-r));
+                sim_log(SIM_ERROR, "core.py:708", "EngineCore failed to start: cannot open %s: %s",
+                        c->lock_path, strerror(-r));
                 exit(1);
         }
-        sim_log(SIM_INFO, "cuda.py:366", "Using %s attention backend out of potential backends: "
-                                         "['TRITON_ATTN', 'FLASHINFER', 'FLASH_ATTN'].",
+        sim_log(SIM_INFO, "cuda.py:366",
+                "Using %s attention backend out of potential backends: "
+                "['TRITON_ATTN', 'FLASHINFER', 'FLASH_ATTN'].",
                 sim_attention_backend());
         sim_moe_log(&e->moe);
-        sim_print(STDERR_FILENO, "Loading safetensors checkpoint shards:   0%% Completed | 0/15 [00:00<?, ?it/s]");
+        sim_print(STDERR_FILENO,
+                  "Loading safetensors checkpoint shards:   0%% Completed | 0/15 [00:00<?, ?it/s]");
         if (sim_fault_on(&c->faults, SIM_FAULT_HANG_START))
                 hang_forever();
         sim_sleep(t / 2);
-        sim_print(STDERR_FILENO, "Loading safetensors checkpoint shards:  53%% Completed | 8/15 [00:%02d<00:%02d, "
-                                 "1.91s/it]",
+        sim_print(STDERR_FILENO,
+                  "Loading safetensors checkpoint shards:  53%% Completed | 8/15 [00:%02d<00:%02d, "
+                  "1.91s/it]",
                   (int)(t / 2) % 60, (int)(t / 2) % 60);
         sim_sleep(t / 2);
-        sim_print(STDERR_FILENO, "Loading safetensors checkpoint shards: 100%% Completed | 15/15 [00:%02d<00:00, "
-                                 "1.93s/it]",
+        sim_print(STDERR_FILENO,
+                  "Loading safetensors checkpoint shards: 100%% Completed | 15/15 [00:%02d<00:00, "
+                  "1.93s/it]",
                   (int)t % 60);
         sim_log(SIM_INFO, "default_loader.py:267", "Loading weights took %.2f seconds", t);
         sim_log(SIM_INFO, "gpu_model_runner.py:2653", "Model loading took %.4f GiB and %.6f seconds",
@@ -356,8 +366,9 @@ static void profile_run(struct engine *e, double t)
         const struct sim_issue *issue = sim_issue_find(c, &e->moe, SIM_ISSUE_AT_STARTUP);
 
         if (!c->enforce_eager) {
-                sim_log(SIM_INFO, "backends.py:548", "Using cache directory: /root/.cache/vllm/torch_compile_cache/"
-                                                     "3f1c0e9b2a/rank_0_0/backbone for vLLM's torch.compile");
+                sim_log(SIM_INFO, "backends.py:548",
+                        "Using cache directory: /root/.cache/vllm/torch_compile_cache/"
+                        "3f1c0e9b2a/rank_0_0/backbone for vLLM's torch.compile");
                 sim_log(SIM_INFO, "backends.py:559", "Dynamo bytecode transform time: %.2f s", t * 0.3);
         }
         sim_sleep(t);
@@ -379,21 +390,25 @@ static void kv_cache(struct engine *e)
 
         sim_log(SIM_INFO, "gpu_worker.py:298", "Available KV cache memory: %.2f GiB", gib);
         sim_log(SIM_INFO, "kv_cache_utils.py:1087", "GPU KV cache size: %zu tokens", tokens);
-        sim_log(SIM_INFO, "kv_cache_utils.py:1091", "Maximum concurrency for %" PRId64 " tokens per request: %.2fx",
-                c->max_model_len, (double)tokens / (double)c->max_model_len);
+        sim_log(SIM_INFO, "kv_cache_utils.py:1091",
+                "Maximum concurrency for %" PRId64 " tokens per request: %.2fx", c->max_model_len,
+                (double)tokens / (double)c->max_model_len);
 }
 
 static void capture_graphs(double t)
 {
-        sim_print(STDERR_FILENO, "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%%|██████████| "
-                                 "67/67 [00:%02d<00:00, 31.02it/s]",
+        sim_print(STDERR_FILENO,
+                  "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%%|██████████| "
+                  "67/67 [00:%02d<00:00, 31.02it/s]",
                   (int)(t / 2) % 60);
         sim_sleep(t / 2);
-        sim_print(STDERR_FILENO, "Capturing CUDA graphs (decode, FULL): 100%%|██████████| 35/35 [00:%02d<00:00, "
-                                 "30.11it/s]",
+        sim_print(STDERR_FILENO,
+                  "Capturing CUDA graphs (decode, FULL): 100%%|██████████| 35/35 [00:%02d<00:00, "
+                  "30.11it/s]",
                   (int)(t / 2) % 60);
         sim_sleep(t / 2);
-        sim_log(SIM_INFO, "gpu_model_runner.py:3480", "Graph capturing finished in %.0f secs, took 0.84 GiB", t);
+        sim_log(SIM_INFO, "gpu_model_runner.py:3480", "Graph capturing finished in %.0f secs, took 0.84 GiB",
+                t);
 }
 
 /* Load the model with the documented log lines; returns only on success. */
@@ -401,7 +416,7 @@ static void engine_load(struct engine *e)
 {
         const struct sim_config *c = e->cfg;
         double total = sim_fault_on(&c->faults, SIM_FAULT_SLOW_START) ? c->faults.value[SIM_FAULT_SLOW_START]
-                                                                       : c->load_s;
+                                                                      : c->load_s;
         int64_t t0 = mx_now_mono_us();
         _cleanup_free_ char *why = NULL;
 
@@ -409,7 +424,8 @@ static void engine_load(struct engine *e)
         if (sim_moe_select(c, &e->moe, &why) < 0) {
                 sim_log(SIM_ERROR, "core.py:708", "EngineCore failed to start.");
                 sim_log(SIM_ERROR, "core.py:708", "Traceback (most recent call last):");
-                sim_log(SIM_ERROR, "core.py:708", "  File \"/workspace/vllm/vllm/envs.py\", line 1712, in __getattr__");
+                sim_log(SIM_ERROR, "core.py:708",
+                        "  File \"/workspace/vllm/vllm/envs.py\", line 1712, in __getattr__");
                 sim_log(SIM_ERROR, "core.py:708", "%s", why);
                 exit(1);
         }
@@ -419,13 +435,14 @@ static void engine_load(struct engine *e)
         if (!c->enforce_eager)
                 capture_graphs(total * 0.25);
         sim_sleep(total * 0.05);
-        sim_log(SIM_INFO, "core.py:210", "init engine (profile, create kv cache, warmup model) took %.2f seconds",
+        sim_log(SIM_INFO, "core.py:210",
+                "init engine (profile, create kv cache, warmup model) took %.2f seconds",
                 (double)(mx_now_mono_us() - t0) / 1e6);
 }
 
 void sim_engine_main(const struct sim_config *c, int fd)
 {
-        struct engine e = { .cfg = c, .lock_fd = -1 };
+        struct engine e = {.cfg = c, .lock_fd = -1};
         double speed;
 
         sim_log_set_process(SIM_FLAVOR_VLLM, "EngineCore_DP0");
@@ -450,7 +467,7 @@ void sim_engine_main(const struct sim_config *c, int fd)
                 evsignal_add(e.term_ev, NULL);
         }
         e.keepalive_ev = event_new(e.base, -1, EV_PERSIST, keepalive_cb, NULL);
-        event_add(e.keepalive_ev, &(struct timeval){ 3600, 0 });
+        event_add(e.keepalive_ev, &(struct timeval){3600, 0});
         send_json(&e, json_pack("{s:s,s:I}", "op", "ready", "kv", (json_int_t)sim_kv_cache_tokens(c)));
 
         event_base_dispatch(e.base);

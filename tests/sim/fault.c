@@ -20,24 +20,24 @@ static const struct {
         enum fault_arg arg;
         bool vllm_only;
 } faults[_SIM_FAULT_MAX] = {
-        [SIM_FAULT_SLOW_START] = { "slow-start", ARG_SECONDS, false },
-        [SIM_FAULT_HANG_START] = { "hang-start", ARG_NONE, false },
-        [SIM_FAULT_CRASH_AT_START] = { "crash-at-start", ARG_NONE, false },
-        [SIM_FAULT_CRASH_AFTER] = { "crash-after", ARG_COUNT, false },
-        [SIM_FAULT_LAUNCH_FAILURE_AFTER] = { "launch-failure-after", ARG_COUNT, false },
-        [SIM_FAULT_SEGFAULT_AFTER] = { "segfault-after", ARG_COUNT, false },
-        [SIM_FAULT_HANG_AFTER] = { "hang-after", ARG_COUNT, false },
-        [SIM_FAULT_OOM_AT_START] = { "oom-at-start", ARG_NONE, false },
-        [SIM_FAULT_IMPORT_ERROR] = { "import-error", ARG_NONE, true },
-        [SIM_FAULT_PTXAS_ERROR] = { "ptxas-error", ARG_NONE, true },
-        [SIM_FAULT_ENGINE_ESCAPE] = { "engine-escape", ARG_NONE, true },
-        [SIM_FAULT_ENGINE_IGNORE_TERM] = { "engine-ignore-term", ARG_NONE, true },
-        [SIM_FAULT_HANG_STOP] = { "hang-stop", ARG_NONE, false },
-        [SIM_FAULT_WRONG_KERNEL] = { "wrong-kernel", ARG_NONE, true },
-        [SIM_FAULT_NAN_LOGPROBS] = { "nan-logprobs", ARG_NONE, false },
-        [SIM_FAULT_NULL_CONTENT] = { "null-content", ARG_NONE, false },
-        [SIM_FAULT_MEMORY_GROWTH] = { "memory-growth", ARG_MB, false },
-        [SIM_FAULT_HEALTH_503_AFTER] = { "health-503-after", ARG_COUNT, false },
+        [SIM_FAULT_SLOW_START] = {"slow-start", ARG_SECONDS, false},
+        [SIM_FAULT_HANG_START] = {"hang-start", ARG_NONE, false},
+        [SIM_FAULT_CRASH_AT_START] = {"crash-at-start", ARG_NONE, false},
+        [SIM_FAULT_CRASH_AFTER] = {"crash-after", ARG_COUNT, false},
+        [SIM_FAULT_LAUNCH_FAILURE_AFTER] = {"launch-failure-after", ARG_COUNT, false},
+        [SIM_FAULT_SEGFAULT_AFTER] = {"segfault-after", ARG_COUNT, false},
+        [SIM_FAULT_HANG_AFTER] = {"hang-after", ARG_COUNT, false},
+        [SIM_FAULT_OOM_AT_START] = {"oom-at-start", ARG_NONE, false},
+        [SIM_FAULT_IMPORT_ERROR] = {"import-error", ARG_NONE, true},
+        [SIM_FAULT_PTXAS_ERROR] = {"ptxas-error", ARG_NONE, true},
+        [SIM_FAULT_ENGINE_ESCAPE] = {"engine-escape", ARG_NONE, true},
+        [SIM_FAULT_ENGINE_IGNORE_TERM] = {"engine-ignore-term", ARG_NONE, true},
+        [SIM_FAULT_HANG_STOP] = {"hang-stop", ARG_NONE, false},
+        [SIM_FAULT_WRONG_KERNEL] = {"wrong-kernel", ARG_NONE, true},
+        [SIM_FAULT_NAN_LOGPROBS] = {"nan-logprobs", ARG_NONE, false},
+        [SIM_FAULT_NULL_CONTENT] = {"null-content", ARG_NONE, false},
+        [SIM_FAULT_MEMORY_GROWTH] = {"memory-growth", ARG_MB, false},
+        [SIM_FAULT_HEALTH_503_AFTER] = {"health-503-after", ARG_COUNT, false},
 };
 
 const char *sim_fault_name(enum sim_fault f)
@@ -64,8 +64,8 @@ static int fault_set_value(struct sim_faults *f, size_t k, const char *value, co
 
         if (faults[k].arg == ARG_NONE) {
                 if (value) {
-                        *reterr = xasprintf("%s: fault '%s' takes no value (got '%s')", origin, faults[k].name,
-                                            value);
+                        *reterr = xasprintf("%s: fault '%s' takes no value (got '%s')", origin,
+                                            faults[k].name, value);
                         return -EINVAL;
                 }
                 f->on[k] = true;
@@ -129,7 +129,8 @@ int sim_faults_check_flavor(const struct sim_faults *f, bool vllm, char **reterr
                 return 0;
         for (size_t k = 0; k < _SIM_FAULT_MAX; k++)
                 if (f->on[k] && faults[k].vllm_only) {
-                        *reterr = xasprintf("fault '%s' is only implemented by --flavor vllm", faults[k].name);
+                        *reterr =
+                                xasprintf("fault '%s' is only implemented by --flavor vllm", faults[k].name);
                         return -EINVAL;
                 }
         return 0;
@@ -141,10 +142,10 @@ enum sim_crash sim_faults_on_request(const struct sim_faults *f, uint64_t reques
                 enum sim_fault fault;
                 enum sim_crash crash;
         } after[] = {
-                { SIM_FAULT_CRASH_AFTER, SIM_CRASH_ILLEGAL_INSTRUCTION },
-                { SIM_FAULT_LAUNCH_FAILURE_AFTER, SIM_CRASH_LAUNCH_FAILURE },
-                { SIM_FAULT_SEGFAULT_AFTER, SIM_CRASH_SEGFAULT },
-                { SIM_FAULT_HANG_AFTER, SIM_CRASH_HANG },
+                {SIM_FAULT_CRASH_AFTER, SIM_CRASH_ILLEGAL_INSTRUCTION},
+                {SIM_FAULT_LAUNCH_FAILURE_AFTER, SIM_CRASH_LAUNCH_FAILURE},
+                {SIM_FAULT_SEGFAULT_AFTER, SIM_CRASH_SEGFAULT},
+                {SIM_FAULT_HANG_AFTER, SIM_CRASH_HANG},
         };
 
         for (size_t i = 0; i < ELEMENTSOF(after); i++)

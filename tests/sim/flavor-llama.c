@@ -35,7 +35,7 @@ static void crash_text(enum sim_crash kind)
                 return; /* dies without a word; the shell says "Segmentation fault" */
         LOG("/llama.cpp/ggml/src/ggml-cuda/ggml-cuda.cu:88: CUDA error");
         LOG("CUDA error: %s", kind == SIM_CRASH_LAUNCH_FAILURE ? "unspecified launch failure"
-                                                                : "an illegal instruction was encountered");
+                                                               : "an illegal instruction was encountered");
         LOG("  current device: 0, in function ggml_backend_cuda_synchronize at "
             "/llama.cpp/ggml/src/ggml-cuda/ggml-cuda.cu:2628");
         LOG("  cudaStreamSynchronize(cuda_ctx->stream())");
@@ -53,17 +53,17 @@ static void h_health(struct sim_server *s, struct evhttp_request *req)
 static void unavailable(struct sim_server *s, struct evhttp_request *req)
 {
         sim_reply_json(s, req, 503,
-                       json_pack("{s:{s:i,s:s,s:s}}", "error", "code", 503, "message", "Loading model", "type",
-                                 "unavailable_error"));
+                       json_pack("{s:{s:i,s:s,s:s}}", "error", "code", 503, "message", "Loading model",
+                                 "type", "unavailable_error"));
 }
 
 /* Every route but /health answers 503 while loading, as llama-server's middleware does. */
-#define GUARD(s, req)                                                                                               \
-        do {                                                                                                        \
-                if (!from_srv(s)->loaded) {                                                                         \
-                        unavailable(s, req);                                                                        \
-                        return;                                                                                     \
-                }                                                                                                   \
+#define GUARD(s, req)                                                                                       \
+        do {                                                                                                \
+                if (!from_srv(s)->loaded) {                                                                 \
+                        unavailable(s, req);                                                                \
+                        return;                                                                             \
+                }                                                                                           \
         } while (0)
 
 static void h_native(struct sim_server *s, struct evhttp_request *req)
@@ -104,10 +104,10 @@ static void h_props(struct sim_server *s, struct evhttp_request *req)
         GUARD(s, req);
         sim_reply_json(s, req, 200,
                        json_pack("{s:{s:I,s:f,s:i,s:f},s:I,s:s,s:s,s:s,s:b}", "default_generation_settings",
-                                 "n_ctx", (json_int_t)s->cfg->max_model_len, "temperature", 0.8, "top_k", 40, "top_p",
-                                 0.95, "total_slots", (json_int_t)s->cfg->max_num_seqs, "model_path", s->cfg->model,
-                                 "chat_template", "{# gpt-oss harmony #}", "build_info", "b6153-0a6a1d3c",
-                                 "is_sleeping", false));
+                                 "n_ctx", (json_int_t)s->cfg->max_model_len, "temperature", 0.8, "top_k", 40,
+                                 "top_p", 0.95, "total_slots", (json_int_t)s->cfg->max_num_seqs,
+                                 "model_path", s->cfg->model, "chat_template", "{# gpt-oss harmony #}",
+                                 "build_info", "b6153-0a6a1d3c", "is_sleeping", false));
 }
 
 static void h_metrics(struct sim_server *s, struct evhttp_request *req)
@@ -116,10 +116,11 @@ static void h_metrics(struct sim_server *s, struct evhttp_request *req)
         _cleanup_free_ char *text = NULL;
 
         if (!s->cfg->metrics) {
-                sim_reply_json(s, req, 501,
-                               json_pack("{s:{s:i,s:s,s:s}}", "error", "code", 501, "message",
-                                         "This server does not support metrics endpoint. Start it with `--metrics`",
-                                         "type", "not_supported_error"));
+                sim_reply_json(
+                        s, req, 501,
+                        json_pack("{s:{s:i,s:s,s:s}}", "error", "code", 501, "message",
+                                  "This server does not support metrics endpoint. Start it with `--metrics`",
+                                  "type", "not_supported_error"));
                 return;
         }
         GUARD(s, req);
@@ -129,19 +130,19 @@ static void h_metrics(struct sim_server *s, struct evhttp_request *req)
 }
 
 static const struct sim_route routes[] = {
-        { "/health", SIM_GET, h_health },
-        { "/v1/health", SIM_GET, h_health },
-        { "/completion", SIM_POST, h_native },
-        { "/completions", SIM_POST, h_native },
-        { "/v1/completions", SIM_POST, h_completions },
-        { "/chat/completions", SIM_POST, h_chat },
-        { "/v1/chat/completions", SIM_POST, h_chat },
-        { "/models", SIM_GET, h_models },
-        { "/v1/models", SIM_GET, h_models },
-        { "/tokenize", SIM_POST, h_tokenize },
-        { "/detokenize", SIM_POST, h_detokenize },
-        { "/props", SIM_GET, h_props },
-        { "/metrics", SIM_GET, h_metrics },
+        {"/health", SIM_GET, h_health},
+        {"/v1/health", SIM_GET, h_health},
+        {"/completion", SIM_POST, h_native},
+        {"/completions", SIM_POST, h_native},
+        {"/v1/completions", SIM_POST, h_completions},
+        {"/chat/completions", SIM_POST, h_chat},
+        {"/v1/chat/completions", SIM_POST, h_chat},
+        {"/models", SIM_GET, h_models},
+        {"/v1/models", SIM_GET, h_models},
+        {"/tokenize", SIM_POST, h_tokenize},
+        {"/detokenize", SIM_POST, h_detokenize},
+        {"/props", SIM_GET, h_props},
+        {"/metrics", SIM_GET, h_metrics},
 };
 
 static void access_log(struct sim_server *s, struct evhttp_request *req, int status)
@@ -151,8 +152,8 @@ static void access_log(struct sim_server *s, struct evhttp_request *req, int sta
 
         if (colon)
                 *colon = '\0';
-        LOG("srv  log_server_r: request: %s %s %s %d", sim_http_method(req), evhttp_request_get_uri(req), peer,
-            status);
+        LOG("srv  log_server_r: request: %s %s %s %d", sim_http_method(req), evhttp_request_get_uri(req),
+            peer, status);
 }
 
 static void finished(struct sim_server *s, const struct sim_completion *c)
@@ -160,9 +161,11 @@ static void finished(struct sim_server *s, const struct sim_completion *c)
         struct llama *l = from_srv(s);
 
         sim_metrics_record(&s->metrics, &c->sum);
-        LOG("slot      release: id  0 | task %" PRIu64 " | stop processing: n_past = %" PRId64 ", truncated = 0",
+        LOG("slot      release: id  0 | task %" PRIu64 " | stop processing: n_past = %" PRId64
+            ", truncated = 0",
             l->tasks, c->sum.prompt_tokens + c->sum.completion_tokens);
-        LOG("slot print_timing: id  0 | task %" PRIu64 " | prompt eval time = %10.2f ms / %5" PRId64 " tokens",
+        LOG("slot print_timing: id  0 | task %" PRIu64 " | prompt eval time = %10.2f ms / %5" PRId64
+            " tokens",
             l->tasks, c->sum.ttft_s * 1000.0, c->sum.prompt_tokens);
         if (s->n_completions <= 1)
                 LOG("srv  update_slots: all slots are idle");
@@ -175,7 +178,8 @@ static void load_done_cb(evutil_socket_t fd, short what, void *arg)
         LOG("srv    load_model: initializing slots, n_slots = %" PRId64, l->cfg->max_num_seqs);
         LOG("slot   load_model: id  0 | task -1 | new slot n_ctx_slot = %" PRId64, l->cfg->max_model_len);
         LOG("main: model loaded");
-        LOG("main: chat template, chat_template: gpt-oss, example_format: '<|start|>system<|message|>You are a "
+        LOG("main: chat template, chat_template: gpt-oss, example_format: '<|start|>system<|message|>You "
+            "are a "
             "helpful assistant<|end|><|start|>user<|message|>Hello<|end|>'");
         LOG("main: server is listening on http://%s:%d - starting the main loop", l->cfg->host, l->port);
         LOG("srv  update_slots: all slots are idle");
@@ -195,7 +199,8 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 /* Fail the load as llama.cpp does when the GPU memory is taken; exit 1. */
 static int load_failure(struct llama *l, const char *why)
 {
-        LOG("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 61440.00 MiB on device 0: cudaMalloc failed: "
+        LOG("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 61440.00 MiB on device 0: cudaMalloc "
+            "failed: "
             "out of memory");
         LOG("alloc_tensor_range: failed to allocate CUDA0 buffer of size 64424509440");
         LOG("llama_model_load: error loading model: unable to allocate CUDA0 buffer (%s)", why);
@@ -219,7 +224,8 @@ static int start(struct llama *l)
         LOG("main: binding port with default address family");
         r = sim_http_bind(c->host, c->port, &l->listen_fd, &err);
         if (r < 0) {
-                LOG("main: couldn't bind HTTP server socket, hostname: %s, port: %d (%s)", c->host, c->port, err);
+                LOG("main: couldn't bind HTTP server socket, hostname: %s, port: %d (%s)", c->host, c->port,
+                    err);
                 return 1;
         }
         l->port = sim_http_bound_port(l->listen_fd);
@@ -244,7 +250,8 @@ static int start(struct llama *l)
                 crash_text(SIM_CRASH_ILLEGAL_INSTRUCTION);
                 sim_crash_die(SIM_CRASH_ILLEGAL_INSTRUCTION);
         }
-        LOG("llama_model_loader: loaded meta data with 35 key-value pairs and 687 tensors from %s (version GGUF "
+        LOG("llama_model_loader: loaded meta data with 35 key-value pairs and 687 tensors from %s (version "
+            "GGUF "
             "V3 (latest))",
             c->model);
         LOG("load_tensors: offloaded 37/37 layers to GPU");
@@ -258,19 +265,24 @@ static int start(struct llama *l)
 
 int sim_llama_main(struct sim_config *c)
 {
-        struct llama l = { .cfg = c, .listen_fd = -1, .lock_fd = -1, .exit_code = 1 };
+        struct llama l = {.cfg = c, .listen_fd = -1, .lock_fd = -1, .exit_code = 1};
         int r;
 
         sim_log_set_process(SIM_FLAVOR_LLAMA, NULL);
         signal(SIGPIPE, SIG_IGN);
-        l.srv = (struct sim_server){ .cfg = c, .routes = routes, .n_routes = ELEMENTSOF(routes),
-                                     .access_log = access_log, .finished = finished, .unavailable = unavailable };
+        l.srv = (struct sim_server){.cfg = c,
+                                    .routes = routes,
+                                    .n_routes = ELEMENTSOF(routes),
+                                    .access_log = access_log,
+                                    .finished = finished,
+                                    .unavailable = unavailable};
         sim_metrics_init(&l.srv.metrics);
         l.srv.base = event_base_new();
         if (!l.srv.base)
                 mx_die("event_base_new failed");
         sim_http_init(&l.srv);
-        l.ip = sim_inproc_new(l.srv.base, c, 1.9, crash_text); /* llama.cpp decodes ~2x vLLM-Marlin (seed 001) */
+        l.ip = sim_inproc_new(l.srv.base, c, 1.9,
+                              crash_text); /* llama.cpp decodes ~2x vLLM-Marlin (seed 001) */
         if (sim_fault_on(&c->faults, SIM_FAULT_HANG_STOP)) {
                 signal(SIGTERM, SIG_IGN);
                 signal(SIGINT, SIG_IGN);
@@ -290,7 +302,7 @@ int sim_llama_main(struct sim_config *c)
         l.srv.gen = NULL;
         sim_http_done(&l.srv);
         l.ip = sim_inproc_free(l.ip);
-        struct event *evs[] = { l.load_ev, l.sig_term, l.sig_int };
+        struct event *evs[] = {l.load_ev, l.sig_term, l.sig_int};
         for (size_t i = 0; i < ELEMENTSOF(evs); i++)
                 if (evs[i])
                         event_free(evs[i]);

@@ -45,8 +45,9 @@ static void crash_text(enum sim_crash kind)
                 return;
         }
         slog(true, "Scheduler hit an exception: Traceback (most recent call last):");
-        sim_print_raw(STDERR_FILENO, "  File \"/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py\", "
-                                     "line 2712, in run_scheduler_process");
+        sim_print_raw(STDERR_FILENO,
+                      "  File \"/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py\", "
+                      "line 2712, in run_scheduler_process");
         sim_print_raw(STDERR_FILENO, "torch.AcceleratorError: CUDA error: %s",
                       kind == SIM_CRASH_LAUNCH_FAILURE ? "unspecified launch failure"
                                                        : "an illegal instruction was encountered");
@@ -66,16 +67,16 @@ static void h_health(struct sim_server *s, struct evhttp_request *req)
 static void h_model_info(struct sim_server *s, struct evhttp_request *req)
 {
         sim_reply_json(s, req, 200,
-                       json_pack("{s:s,s:s,s:b,s:n}", "model_path", s->cfg->model, "tokenizer_path", s->cfg->model,
-                                 "is_generation", true, "preferred_sampling_params"));
+                       json_pack("{s:s,s:s,s:b,s:n}", "model_path", s->cfg->model, "tokenizer_path",
+                                 s->cfg->model, "is_generation", true, "preferred_sampling_params"));
 }
 
 static void h_server_info(struct sim_server *s, struct evhttp_request *req)
 {
         sim_reply_json(s, req, 200,
-                       json_pack("{s:s,s:s,s:i,s:I,s:s}", "model_path", s->cfg->model, "host", s->cfg->host, "port",
-                                 from_srv(s)->port, "context_length", (json_int_t)s->cfg->max_model_len, "version",
-                                 "0.5.4"));
+                       json_pack("{s:s,s:s,s:i,s:I,s:s}", "model_path", s->cfg->model, "host", s->cfg->host,
+                                 "port", from_srv(s)->port, "context_length",
+                                 (json_int_t)s->cfg->max_model_len, "version", "0.5.4"));
 }
 
 static void h_generate(struct sim_server *s, struct evhttp_request *req)
@@ -108,19 +109,19 @@ static void h_metrics(struct sim_server *s, struct evhttp_request *req)
 }
 
 static const struct sim_route routes[] = {
-        { "/health", SIM_GET, h_health },
-        { "/health_generate", SIM_GET, h_health },
-        { "/get_model_info", SIM_GET, h_model_info },
-        { "/model_info", SIM_GET, h_model_info },
-        { "/server_info", SIM_GET, h_server_info },
-        { "/get_server_info", SIM_GET, h_server_info },
-        { "/v1/models", SIM_GET, sim_handle_models },
-        { "/generate", SIM_POST, h_generate },
-        { "/v1/completions", SIM_POST, h_completions },
-        { "/v1/chat/completions", SIM_POST, h_chat },
-        { "/tokenize", SIM_POST, sim_handle_tokenize },
-        { "/detokenize", SIM_POST, sim_handle_detokenize },
-        { "/metrics", SIM_GET, h_metrics },
+        {"/health", SIM_GET, h_health},
+        {"/health_generate", SIM_GET, h_health},
+        {"/get_model_info", SIM_GET, h_model_info},
+        {"/model_info", SIM_GET, h_model_info},
+        {"/server_info", SIM_GET, h_server_info},
+        {"/get_server_info", SIM_GET, h_server_info},
+        {"/v1/models", SIM_GET, sim_handle_models},
+        {"/generate", SIM_POST, h_generate},
+        {"/v1/completions", SIM_POST, h_completions},
+        {"/v1/chat/completions", SIM_POST, h_chat},
+        {"/tokenize", SIM_POST, sim_handle_tokenize},
+        {"/detokenize", SIM_POST, sim_handle_detokenize},
+        {"/metrics", SIM_GET, h_metrics},
 };
 
 static void access_log(struct sim_server *s, struct evhttp_request *req, int status)
@@ -134,11 +135,13 @@ static void access_log(struct sim_server *s, struct evhttp_request *req, int sta
 static void finished(struct sim_server *s, const struct sim_completion *c)
 {
         sim_metrics_record(&s->metrics, &c->sum);
-        slog(true, "Decode batch. #running-req: %zu, #token: %" PRId64 ", token usage: 0.00, cuda graph: %s, "
-                   "gen throughput (token/s): %.2f, #queue-req: 0",
+        slog(true,
+             "Decode batch. #running-req: %zu, #token: %" PRId64 ", token usage: 0.00, cuda graph: %s, "
+             "gen throughput (token/s): %.2f, #queue-req: 0",
              s->n_completions, c->sum.prompt_tokens + c->sum.completion_tokens,
              s->cfg->enforce_eager ? "False" : "True",
-             c->sum.e2e_s > c->sum.ttft_s ? (double)c->sum.completion_tokens / (c->sum.e2e_s - c->sum.ttft_s) : 0.0);
+             c->sum.e2e_s > c->sum.ttft_s ? (double)c->sum.completion_tokens / (c->sum.e2e_s - c->sum.ttft_s)
+                                          : 0.0);
 }
 
 static void warm_done_cb(evutil_socket_t fd, short what, void *arg)
@@ -159,16 +162,22 @@ static void load_done_cb(evutil_socket_t fd, short what, void *arg)
         _cleanup_free_ char *err = NULL;
         double warm = MX_MAX(0.05, g->cfg->load_s * 0.2);
 
-        slog(true, "Load weight end. type=GptOssForCausalLM, dtype=torch.bfloat16, avail mem=%.2f GB, mem usage=%.2f "
-                   "GB.",
+        slog(true,
+             "Load weight end. type=GptOssForCausalLM, dtype=torch.bfloat16, avail mem=%.2f GB, mem "
+             "usage=%.2f "
+             "GB.",
              SIM_GPU_TOTAL_GIB - SIM_MODEL_GIB, SIM_MODEL_GIB);
-        slog(true, "KV Cache is allocated. #tokens: %zu, K size: 7.08 GB, V size: 7.08 GB", sim_kv_cache_tokens(c));
+        slog(true, "KV Cache is allocated. #tokens: %zu, K size: 7.08 GB, V size: 7.08 GB",
+             sim_kv_cache_tokens(c));
         if (!c->enforce_eager) {
-                slog(true, "Capture cuda graph begin. This can take up to several minutes. avail mem=39.05 GB");
-                slog(true, "Capture cuda graph end. Time elapsed: 8.12 s. mem usage=0.45 GB. avail mem=38.60 GB.");
+                slog(true,
+                     "Capture cuda graph begin. This can take up to several minutes. avail mem=39.05 GB");
+                slog(true,
+                     "Capture cuda graph end. Time elapsed: 8.12 s. mem usage=0.45 GB. avail mem=38.60 GB.");
         }
-        slog(true, "max_total_num_tokens=%zu, chunked_prefill_size=8192, max_prefill_tokens=16384, "
-                   "max_running_requests=%" PRId64 ", context_len=%" PRId64 ", available_gpu_mem=38.60 GB",
+        slog(true,
+             "max_total_num_tokens=%zu, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+             "max_running_requests=%" PRId64 ", context_len=%" PRId64 ", available_gpu_mem=38.60 GB",
              sim_kv_cache_tokens(c), c->max_num_seqs, c->max_model_len);
         if (sim_http_listen(&g->srv, g->listen_fd, &err) < 0) {
                 slog(false, "%s", err);
@@ -209,9 +218,10 @@ static int start(struct sglang *g)
                                                                      : c->load_s;
         int r;
 
-        slog(false, "server_args=ServerArgs(model_path='%s', tokenizer_path='%s', host='%s', port=%d, "
-                    "served_model_name='%s', context_length=%" PRId64 ", disable_cuda_graph=%s, "
-                    "moe_runner_backend='auto')",
+        slog(false,
+             "server_args=ServerArgs(model_path='%s', tokenizer_path='%s', host='%s', port=%d, "
+             "served_model_name='%s', context_length=%" PRId64 ", disable_cuda_graph=%s, "
+             "moe_runner_backend='auto')",
              c->model, c->model, c->host, c->port, c->served_name, c->max_model_len,
              c->enforce_eager ? "True" : "False");
         r = sim_http_bind(c->host, c->port, &g->listen_fd, &err);
@@ -224,8 +234,10 @@ static int start(struct sglang *g)
         slog(true, "Load weight begin. avail mem=%.2f GB", SIM_GPU_TOTAL_GIB);
         r = sim_gpu_lock(c, &g->lock_fd);
         if (r == -EWOULDBLOCK || sim_fault_on(&c->faults, SIM_FAULT_OOM_AT_START)) {
-                slog(true, "Scheduler hit an exception: torch.OutOfMemoryError: CUDA out of memory. Tried to "
-                           "allocate 1.98 GiB. GPU 0 has a total capacity of 119.70 GiB of which 1.21 GiB is free.");
+                slog(true,
+                     "Scheduler hit an exception: torch.OutOfMemoryError: CUDA out of memory. Tried to "
+                     "allocate 1.98 GiB. GPU 0 has a total capacity of 119.70 GiB of which 1.21 GiB is "
+                     "free.");
                 slog(false, "Received sigquit from a child process. It usually means the child failed.");
                 return 1;
         }
@@ -246,13 +258,17 @@ static int start(struct sglang *g)
 
 int sim_sglang_main(struct sim_config *c)
 {
-        struct sglang g = { .cfg = c, .listen_fd = -1, .lock_fd = -1, .exit_code = 1 };
+        struct sglang g = {.cfg = c, .listen_fd = -1, .lock_fd = -1, .exit_code = 1};
         int r;
 
         sim_log_set_process(SIM_FLAVOR_SGLANG, NULL);
         signal(SIGPIPE, SIG_IGN);
-        g.srv = (struct sim_server){ .cfg = c, .routes = routes, .n_routes = ELEMENTSOF(routes),
-                                     .access_log = access_log, .finished = finished, .unavailable = unavailable };
+        g.srv = (struct sim_server){.cfg = c,
+                                    .routes = routes,
+                                    .n_routes = ELEMENTSOF(routes),
+                                    .access_log = access_log,
+                                    .finished = finished,
+                                    .unavailable = unavailable};
         sim_metrics_init(&g.srv.metrics);
         g.srv.base = event_base_new();
         if (!g.srv.base)
@@ -278,7 +294,7 @@ int sim_sglang_main(struct sim_config *c)
         g.srv.gen = NULL;
         sim_http_done(&g.srv);
         g.ip = sim_inproc_free(g.ip);
-        struct event *evs[] = { g.load_ev, g.warm_ev, g.sig_term, g.sig_int };
+        struct event *evs[] = {g.load_ev, g.warm_ev, g.sig_term, g.sig_int};
         for (size_t i = 0; i < ELEMENTSOF(evs); i++)
                 if (evs[i])
                         event_free(evs[i]);

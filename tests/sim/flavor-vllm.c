@@ -44,22 +44,60 @@ static struct vllm *from_srv(struct sim_server *s)
 
 /* VLLM_* variables this (patched) vLLM knows; anything else gets the "Unknown" warning. */
 static const char *const known_env[] = {
-        "VLLM_HOST_IP", "VLLM_PORT", "VLLM_RPC_BASE_PATH", "VLLM_USE_MODELSCOPE", "VLLM_RINGBUFFER_WARNING_INTERVAL",
-        "VLLM_NCCL_SO_PATH", "VLLM_CONFIG_ROOT", "VLLM_CACHE_ROOT", "VLLM_LOGGING_LEVEL", "VLLM_LOGGING_PREFIX",
-        "VLLM_LOGGING_CONFIG_PATH", "VLLM_CONFIGURE_LOGGING", "VLLM_LOGGING_STREAM", "VLLM_TRACE_FUNCTION",
-        "VLLM_ATTENTION_BACKEND", "VLLM_USE_FLASHINFER_SAMPLER", "VLLM_PP_LAYER_PARTITION", "VLLM_CPU_KVCACHE_SPACE",
-        "VLLM_WORKER_MULTIPROC_METHOD", "VLLM_ASSETS_CACHE", "VLLM_IMAGE_FETCH_TIMEOUT", "VLLM_TARGET_DEVICE",
-        "VLLM_MAIN_CUDA_VERSION", "VLLM_USE_V1", "VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_LOG_STATS_INTERVAL",
-        "VLLM_TORCH_PROFILER_DIR", "VLLM_FLASHINFER_FORCE_TENSOR_CORES", "VLLM_ALLOW_LONG_MAX_MODEL_LEN",
-        "VLLM_SERVER_DEV_MODE", "VLLM_KEEP_ALIVE_ON_ENGINE_DEATH", "VLLM_ENGINE_ITERATION_TIMEOUT_S",
-        "VLLM_API_KEY", "VLLM_DEBUG_LOG_API_SERVER_RESPONSE", "VLLM_MXFP4_USE_MARLIN",
-        "VLLM_USE_FLASHINFER_MOE_MXFP4_BF16", "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8",
-        "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8_CUTLASS", "VLLM_FLASHINFER_MOE_BACKEND", "VLLM_USE_FLASHINFER_MOE_FP4",
-        "VLLM_USE_FLASHINFER_MOE_FP8", "VLLM_USE_DEEP_GEMM", "VLLM_DISABLE_COMPILE_CACHE", "VLLM_USE_TRITON_FLASH_ATTN",
-        "VLLM_ALLOW_INSECURE_SERIALIZATION", "VLLM_B12X_MOE_FP4_FORCE_A16", "VLLM_SLEEP_WHEN_IDLE",
-        "VLLM_WORKER_MULTIPROC_METHOD", "VLLM_ENABLE_CUDAGRAPH_GC", "VLLM_USE_AOT_COMPILE",
+        "VLLM_HOST_IP",
+        "VLLM_PORT",
+        "VLLM_RPC_BASE_PATH",
+        "VLLM_USE_MODELSCOPE",
+        "VLLM_RINGBUFFER_WARNING_INTERVAL",
+        "VLLM_NCCL_SO_PATH",
+        "VLLM_CONFIG_ROOT",
+        "VLLM_CACHE_ROOT",
+        "VLLM_LOGGING_LEVEL",
+        "VLLM_LOGGING_PREFIX",
+        "VLLM_LOGGING_CONFIG_PATH",
+        "VLLM_CONFIGURE_LOGGING",
+        "VLLM_LOGGING_STREAM",
+        "VLLM_TRACE_FUNCTION",
+        "VLLM_ATTENTION_BACKEND",
+        "VLLM_USE_FLASHINFER_SAMPLER",
+        "VLLM_PP_LAYER_PARTITION",
+        "VLLM_CPU_KVCACHE_SPACE",
+        "VLLM_WORKER_MULTIPROC_METHOD",
+        "VLLM_ASSETS_CACHE",
+        "VLLM_IMAGE_FETCH_TIMEOUT",
+        "VLLM_TARGET_DEVICE",
+        "VLLM_MAIN_CUDA_VERSION",
+        "VLLM_USE_V1",
+        "VLLM_ENABLE_V1_MULTIPROCESSING",
+        "VLLM_LOG_STATS_INTERVAL",
+        "VLLM_TORCH_PROFILER_DIR",
+        "VLLM_FLASHINFER_FORCE_TENSOR_CORES",
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN",
+        "VLLM_SERVER_DEV_MODE",
+        "VLLM_KEEP_ALIVE_ON_ENGINE_DEATH",
+        "VLLM_ENGINE_ITERATION_TIMEOUT_S",
+        "VLLM_API_KEY",
+        "VLLM_DEBUG_LOG_API_SERVER_RESPONSE",
+        "VLLM_MXFP4_USE_MARLIN",
+        "VLLM_USE_FLASHINFER_MOE_MXFP4_BF16",
+        "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8",
+        "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8_CUTLASS",
+        "VLLM_FLASHINFER_MOE_BACKEND",
+        "VLLM_USE_FLASHINFER_MOE_FP4",
+        "VLLM_USE_FLASHINFER_MOE_FP8",
+        "VLLM_USE_DEEP_GEMM",
+        "VLLM_DISABLE_COMPILE_CACHE",
+        "VLLM_USE_TRITON_FLASH_ATTN",
+        "VLLM_ALLOW_INSECURE_SERIALIZATION",
+        "VLLM_B12X_MOE_FP4_FORCE_A16",
+        "VLLM_SLEEP_WHEN_IDLE",
+        "VLLM_WORKER_MULTIPROC_METHOD",
+        "VLLM_ENABLE_CUDAGRAPH_GC",
+        "VLLM_USE_AOT_COMPILE",
         /* the user's patched build (seed 001 Phase 7) */
-        "VLLM_MXFP4_MOE_KERNEL", "VLLM_MXFP4_ACTIVATION", "VLLM_USE_ATTENTION_SINKS",
+        "VLLM_MXFP4_MOE_KERNEL",
+        "VLLM_MXFP4_ACTIVATION",
+        "VLLM_USE_ATTENTION_SINKS",
 };
 
 static void warn_unknown_env(void)
@@ -74,8 +112,8 @@ static void warn_unknown_env(void)
                 for (size_t i = 0; i < ELEMENTSOF(known_env) && !known; i++)
                         known = strlen(known_env[i]) == (size_t)(eq - *e) && startswith(*e, known_env[i]);
                 if (!known)
-                        sim_log(SIM_WARNING, "envs.py:1234", "Unknown vLLM environment variable detected: %.*s",
-                                (int)(eq - *e), *e);
+                        sim_log(SIM_WARNING, "envs.py:1234",
+                                "Unknown vLLM environment variable detected: %.*s", (int)(eq - *e), *e);
         }
 }
 
@@ -256,32 +294,33 @@ static void h_chat(struct sim_server *s, struct evhttp_request *req)
 static void h_openapi(struct sim_server *s, struct evhttp_request *req)
 {
         sim_reply_json(s, req, 200,
-                       json_pack("{s:s,s:{s:s,s:s},s:{}}", "openapi", "3.1.0", "info", "title", "FastAPI", "version",
-                                 "0.1.0", "paths"));
+                       json_pack("{s:s,s:{s:s,s:s},s:{}}", "openapi", "3.1.0", "info", "title", "FastAPI",
+                                 "version", "0.1.0", "paths"));
 }
 
 static void h_profile(struct sim_server *s, struct evhttp_request *req)
 {
         const char *uri = evhttp_request_get_uri(req);
 
-        sim_log(SIM_INFO, "api_server.py:1010", "%s profiler...", strstr(uri, "start") ? "Starting" : "Stopping");
+        sim_log(SIM_INFO, "api_server.py:1010", "%s profiler...",
+                strstr(uri, "start") ? "Starting" : "Stopping");
         sim_reply_text(s, req, 200, "application/json", "");
 }
 
 static const struct sim_route routes[] = {
-        { "/openapi.json", SIM_GET, h_openapi },
-        { "/health", SIM_GET, h_health },
-        { "/load", SIM_GET, h_load },
-        { "/ping", SIM_GET | SIM_POST, h_health },
-        { "/tokenize", SIM_POST, sim_handle_tokenize },
-        { "/detokenize", SIM_POST, sim_handle_detokenize },
-        { "/v1/models", SIM_GET, sim_handle_models },
-        { "/version", SIM_GET, h_version },
-        { "/v1/chat/completions", SIM_POST, h_chat },
-        { "/v1/completions", SIM_POST, h_completions },
-        { "/metrics", SIM_GET, h_metrics },
-        { "/start_profile", SIM_POST, h_profile }, /* these two only with --profiler-config */
-        { "/stop_profile", SIM_POST, h_profile },
+        {"/openapi.json", SIM_GET, h_openapi},
+        {"/health", SIM_GET, h_health},
+        {"/load", SIM_GET, h_load},
+        {"/ping", SIM_GET | SIM_POST, h_health},
+        {"/tokenize", SIM_POST, sim_handle_tokenize},
+        {"/detokenize", SIM_POST, sim_handle_detokenize},
+        {"/v1/models", SIM_GET, sim_handle_models},
+        {"/version", SIM_GET, h_version},
+        {"/v1/chat/completions", SIM_POST, h_chat},
+        {"/v1/completions", SIM_POST, h_completions},
+        {"/metrics", SIM_GET, h_metrics},
+        {"/start_profile", SIM_POST, h_profile}, /* these two only with --profiler-config */
+        {"/stop_profile", SIM_POST, h_profile},
 };
 
 static void access_log(struct sim_server *s, struct evhttp_request *req, int status)
@@ -321,8 +360,10 @@ static void stats_cb(evutil_socket_t fd, short what, void *arg)
                 dt = 1e-3;
         if (m->window_prompt || m->window_gen || st.running || st.waiting)
                 sim_log(SIM_INFO, "loggers.py:123",
-                        "Engine 000: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f tokens/s, "
-                        "Running: %zu reqs, Waiting: %zu reqs, GPU KV cache usage: %.1f%%, Prefix cache hit rate: 0.0%%",
+                        "Engine 000: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: %.1f "
+                        "tokens/s, "
+                        "Running: %zu reqs, Waiting: %zu reqs, GPU KV cache usage: %.1f%%, Prefix cache hit "
+                        "rate: 0.0%%",
                         (double)m->window_prompt / dt, (double)m->window_gen / dt, st.running, st.waiting,
                         st.kv_usage * 100.0);
         if (v->cfg->spec.method && st.spec_drafts > v->last_stats.spec_drafts) {
@@ -331,15 +372,18 @@ static void stats_cb(evutil_socket_t fd, short what, void *arg)
                 uint64_t accepted = st.spec_accepted - v->last_stats.spec_accepted;
                 _cleanup_buf_ struct mx_buf pos = MX_BUF_INIT;
                 for (int i = 0; i < v->cfg->spec.num_tokens && i < SIM_SPEC_TOKENS_MAX; i++)
-                        mx_buf_printf(&pos, "%s%.3f", i ? ", " : "",
-                                      (double)(st.spec_accepted_pos[i] - v->last_stats.spec_accepted_pos[i]) /
-                                              (double)drafts);
+                        mx_buf_printf(
+                                &pos, "%s%.3f", i ? ", " : "",
+                                (double)(st.spec_accepted_pos[i] - v->last_stats.spec_accepted_pos[i]) /
+                                        (double)drafts);
                 sim_log(SIM_INFO, "metrics.py:96",
-                        "SpecDecoding metrics: Mean acceptance length: %.2f, Accepted throughput: %.2f tokens/s, "
+                        "SpecDecoding metrics: Mean acceptance length: %.2f, Accepted throughput: %.2f "
+                        "tokens/s, "
                         "Drafted throughput: %.2f tokens/s, Accepted: %" PRIu64 " tokens, Drafted: %" PRIu64
                         " tokens, Per-position acceptance rate: %s, Avg Draft acceptance rate: %.1f%%",
                         1.0 + (double)accepted / (double)drafts, (double)accepted / dt, (double)drafted / dt,
-                        accepted, drafted, pos.data, drafted ? 100.0 * (double)accepted / (double)drafted : 0.0);
+                        accepted, drafted, pos.data,
+                        drafted ? 100.0 * (double)accepted / (double)drafted : 0.0);
         }
         v->last_stats = st;
         m->window_prompt = m->window_gen = 0;
@@ -350,7 +394,8 @@ static void uvicorn_shutdown_lines(struct vllm *v, bool connections)
 {
         sim_print(STDOUT_FILENO, "INFO:     Shutting down");
         if (connections)
-                sim_print(STDOUT_FILENO, "INFO:     Waiting for connections to close. (CTRL+C to force quit)");
+                sim_print(STDOUT_FILENO,
+                          "INFO:     Waiting for connections to close. (CTRL+C to force quit)");
         sim_print(STDOUT_FILENO, "INFO:     Waiting for application shutdown.");
         sim_print(STDOUT_FILENO, "INFO:     Application shutdown complete.");
         sim_print(STDOUT_FILENO, "INFO:     Finished server process [%d]", (int)getpid());
@@ -455,10 +500,13 @@ static void engine_ready(void *userdata)
         v->srv.gen = sim_engine_client_generator(v->ec);
         sim_log(SIM_INFO, "api_server.py:1634", "Supported_tasks: ['generate']");
         sim_log(SIM_WARNING, "model.py:1389",
-                "Default sampling parameters have been overridden by the model's Hugging Face generation config "
-                "recommended from the model creator. If this is not intended, please relaunch vLLM instance with "
+                "Default sampling parameters have been overridden by the model's Hugging Face generation "
+                "config "
+                "recommended from the model creator. If this is not intended, please relaunch vLLM instance "
+                "with "
                 "`--generation-config vllm`.");
-        sim_log(SIM_INFO, "serving_chat.py:139", "Using default chat sampling params from model: {'temperature': 1.0}");
+        sim_log(SIM_INFO, "serving_chat.py:139",
+                "Using default chat sampling params from model: {'temperature': 1.0}");
         sim_log(SIM_INFO, "api_server.py:1912", "Starting vLLM server on http://%s:%d",
                 strchr(host, ':') ? "[::]" : host, v->port);
         sim_log(SIM_INFO, "launcher.py:34", "Available routes are:");
@@ -467,8 +515,8 @@ static void engine_ready(void *userdata)
                         continue;
                 sim_log(SIM_INFO, "launcher.py:42", "Route: %s, Methods: %s", routes[i].path,
                         routes[i].methods == (SIM_GET | SIM_POST) ? "GET, POST"
-                        : routes[i].methods == SIM_GET           ? "GET, HEAD"
-                                                                 : "POST");
+                        : routes[i].methods == SIM_GET            ? "GET, HEAD"
+                                                                  : "POST");
         }
         v->uvicorn_started = true;
         sim_print(STDOUT_FILENO, "INFO:     Started server process [%d]", (int)getpid());
@@ -495,8 +543,9 @@ static void engine_lost(void *userdata)
         }
         if (v->state != VLLM_SERVING)
                 return;
-        sim_log(SIM_ERROR, "core_client.py:564", "Engine core proc EngineCore_DP0 died unexpectedly, shutting down "
-                                                 "client.");
+        sim_log(SIM_ERROR, "core_client.py:564",
+                "Engine core proc EngineCore_DP0 died unexpectedly, shutting down "
+                "client.");
         sim_tb_engine_dead();
         v->state = VLLM_DEAD;
         v->srv.engine_dead = true;
@@ -508,16 +557,18 @@ static void engine_lost(void *userdata)
         event_add(v->watchdog_ev, &tv);
 }
 
-static const struct sim_engine_client_cb engine_cb = { engine_ready, engine_lost };
+static const struct sim_engine_client_cb engine_cb = {engine_ready, engine_lost};
 
 /* ---- start-up ---- */
 
 static int startup_checks(struct sim_config *c)
 {
-        if (c->quantization && !streq(c->quantization, "mxfp4") && !streq(c->quantization, "gpt_oss_mxfp4")) {
-                sim_print(STDERR_FILENO, "ValueError: Quantization method specified in the model config (mxfp4) "
-                                         "does not match the quantization method specified in the `quantization` "
-                                         "argument (%s).",
+        if (c->quantization && !streq(c->quantization, "mxfp4") &&
+            !streq(c->quantization, "gpt_oss_mxfp4")) {
+                sim_print(STDERR_FILENO,
+                          "ValueError: Quantization method specified in the model config (mxfp4) "
+                          "does not match the quantization method specified in the `quantization` "
+                          "argument (%s).",
                           c->quantization);
                 return -EINVAL;
         }
@@ -534,8 +585,9 @@ static void log_banner(const struct sim_config *c)
         sim_log(SIM_INFO, "scheduler.py:205", "Chunked prefill is enabled with max_num_batched_tokens=%s.",
                 sim_config_arg(c, "max-num-batched-tokens") ?: "8192");
         if (c->spec.method && !c->enforce_eager)
-                sim_log(SIM_INFO, "config.py:512", "Speculative decoding with method '%s' and %d tokens: CUDA graphs "
-                                                   "are captured for the drafter too.",
+                sim_log(SIM_INFO, "config.py:512",
+                        "Speculative decoding with method '%s' and %d tokens: CUDA graphs "
+                        "are captured for the drafter too.",
                         c->spec.method, c->spec.num_tokens);
 }
 
@@ -574,8 +626,8 @@ static void vllm_done(struct vllm *v)
         sim_completion_abort_all(&v->srv);
         v->ec = sim_engine_client_free(v->ec);
         sim_http_done(&v->srv);
-        struct event *evs[] = { v->sig_term, v->sig_int, v->sig_chld, v->stats_ev, v->watchdog_ev, v->listen_ev,
-                                v->kill_ev };
+        struct event *evs[] = {v->sig_term,    v->sig_int,   v->sig_chld, v->stats_ev,
+                               v->watchdog_ev, v->listen_ev, v->kill_ev};
         for (size_t i = 0; i < ELEMENTSOF(evs); i++)
                 if (evs[i])
                         event_free(evs[i]);
@@ -587,7 +639,7 @@ static void vllm_done(struct vllm *v)
 
 int sim_vllm_main(struct sim_config *c)
 {
-        struct vllm v = { .cfg = c, .listen_fd = -1, .exit_code = 1 };
+        struct vllm v = {.cfg = c, .listen_fd = -1, .exit_code = 1};
         _cleanup_free_ char *err = NULL;
         sigset_t block, old;
         int fd = -1, r;
@@ -618,8 +670,12 @@ int sim_vllm_main(struct sim_config *c)
                 return 1;
         }
         signal(SIGPIPE, SIG_IGN);
-        v.srv = (struct sim_server){ .cfg = c, .routes = routes, .n_routes = ELEMENTSOF(routes),
-                                     .access_log = access_log, .finished = finished, .unavailable = unavailable };
+        v.srv = (struct sim_server){.cfg = c,
+                                    .routes = routes,
+                                    .n_routes = ELEMENTSOF(routes),
+                                    .access_log = access_log,
+                                    .finished = finished,
+                                    .unavailable = unavailable};
         sim_metrics_init(&v.srv.metrics);
         v.srv.base = event_base_new();
         if (!v.srv.base)

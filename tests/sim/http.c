@@ -18,7 +18,7 @@
 
 int sim_http_bind(const char *host, int port, int *ret_fd, char **reterr)
 {
-        struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
         struct addrinfo *ai = NULL;
         char portstr[16];
         int r, one = 1;
@@ -42,8 +42,8 @@ int sim_http_bind(const char *host, int port, int *ret_fd, char **reterr)
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
                 r = -errno;
                 freeaddrinfo(ai);
-                *reterr = xasprintf("[Errno %d] error while attempting to bind on address ('%s', %d): %s", -r,
-                                    host, port, strerror(-r));
+                *reterr = xasprintf("[Errno %d] error while attempting to bind on address ('%s', %d): %s",
+                                    -r, host, port, strerror(-r));
                 return r;
         }
         freeaddrinfo(ai);
@@ -215,8 +215,8 @@ void sim_reply_error(struct sim_server *s, struct evhttp_request *req, int statu
         msg = xvasprintf(fmt, ap);
         va_end(ap);
         sim_reply_json(s, req, status,
-                       json_pack("{s:{s:s,s:s,s:n,s:i}}", "error", "message", msg, "type", type, "param", "code",
-                                 status));
+                       json_pack("{s:{s:s,s:s,s:n,s:i}}", "error", "message", msg, "type", type, "param",
+                                 "code", status));
 }
 
 void sim_reply_detail(struct sim_server *s, struct evhttp_request *req, int status, const char *detail)
@@ -234,14 +234,15 @@ json_t *sim_read_json(struct sim_server *s, struct evhttp_request *req, const ch
         v = json_loadb((const char *)evbuffer_pullup(in, -1), len, JSON_REJECT_DUPLICATES, &e);
         if (!v) {
                 sim_reply_error(s, req, 400, "BadRequestError",
-                                "1 validation error for %s: JSON decode error at line %d column %d: %s", schema,
-                                e.line, e.column, e.text);
+                                "1 validation error for %s: JSON decode error at line %d column %d: %s",
+                                schema, e.line, e.column, e.text);
                 return NULL;
         }
         if (!json_is_object(v)) {
                 json_decref(v);
                 sim_reply_error(s, req, 400, "BadRequestError",
-                                "1 validation error for %s: Input should be a valid dictionary or object", schema);
+                                "1 validation error for %s: Input should be a valid dictionary or object",
+                                schema);
                 return NULL;
         }
         return v;

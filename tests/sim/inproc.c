@@ -16,8 +16,8 @@ struct sim_inproc {
         void *memory_hog;
 };
 
-static int inproc_submit(struct sim_generator *g, const struct sim_gen_params *p, const struct sim_gen_cb *cb,
-                         void *userdata, uint64_t *ret_id)
+static int inproc_submit(struct sim_generator *g, const struct sim_gen_params *p,
+                         const struct sim_gen_cb *cb, void *userdata, uint64_t *ret_id)
 {
         struct sim_inproc *ip = (struct sim_inproc *)g;
         struct sim_generator *inner = sim_sched_generator(ip->sched);
@@ -52,7 +52,7 @@ struct sim_inproc *sim_inproc_new(struct event_base *base, const struct sim_conf
 {
         struct sim_inproc *ip = xcalloc(1, sizeof(*ip));
 
-        ip->gen = (struct sim_generator){ inproc_submit, inproc_abort };
+        ip->gen = (struct sim_generator){inproc_submit, inproc_abort};
         ip->sched = sim_sched_new(base, c, speed);
         ip->cfg = c;
         ip->crash_text = crash_text;

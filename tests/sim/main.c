@@ -10,9 +10,12 @@ static void usage(FILE *f)
 {
         fputs("usage: mxsim serve MODEL [--host H] [--port N] [--served-model-name NAME] [--enforce-eager]\n"
               "                         [--speculative-config JSON] [--moe-backend X] [--quantization Q]\n"
-              "                         [--flavor vllm|llama-server|sglang] [--mxsim-fault F]... [--any-flag [V]]\n"
-              "environment: MXSIM_FLAVOR MXSIM_LOAD_S MXSIM_WATCHDOG_S MXSIM_TOKEN_MS MXSIM_SHUTDOWN_WAIT_S\n"
-              "             MXSIM_FAULTS MXSIM_GPU_LOCK MXSIM_KERNEL_REPORT MXSIM_VERSION (see tests/sim/README.md)\n",
+              "                         [--flavor vllm|llama-server|sglang] [--mxsim-fault F]... "
+              "[--any-flag [V]]\n"
+              "environment: MXSIM_FLAVOR MXSIM_LOAD_S MXSIM_WATCHDOG_S MXSIM_TOKEN_MS "
+              "MXSIM_SHUTDOWN_WAIT_S\n"
+              "             MXSIM_FAULTS MXSIM_GPU_LOCK MXSIM_KERNEL_REPORT MXSIM_VERSION (see "
+              "tests/sim/README.md)\n",
               f);
 }
 

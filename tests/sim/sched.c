@@ -26,12 +26,12 @@ struct seq {
         struct sim_gen_params p;
         const struct sim_gen_cb *cb;
         void *userdata;
-        int64_t pos;        /* tokens generated so far */
-        int64_t eos_at;     /* position of the natural EOS */
-        int64_t ready_us;   /* end of prefill */
-        uint64_t steps;     /* decode steps this sequence took part in */
+        int64_t pos;      /* tokens generated so far */
+        int64_t eos_at;   /* position of the natural EOS */
+        int64_t ready_us; /* end of prefill */
+        uint64_t steps;   /* decode steps this sequence took part in */
         bool running;
-        bool gone;          /* finished or aborted; freed after the current step */
+        bool gone; /* finished or aborted; freed after the current step */
 };
 
 struct sim_sched {
@@ -245,7 +245,7 @@ struct sim_sched *sim_sched_new(struct event_base *base, const struct sim_config
 {
         struct sim_sched *s = xcalloc(1, sizeof(*s));
 
-        s->gen = (struct sim_generator){ sched_submit, sched_abort };
+        s->gen = (struct sim_generator){sched_submit, sched_abort};
         s->base = base;
         s->cfg = c;
         s->step_ms = c->token_ms / (speed > 0 ? speed : 1.0);

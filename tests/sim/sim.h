@@ -77,12 +77,12 @@ enum sim_crash {
         SIM_CRASH_SEGFAULT,            /* SIGSEGV */
         SIM_CRASH_HANG,                /* the GPU never finishes: no more tokens, ever */
         /* start-up failures */
-        SIM_CRASH_OOM,          /* torch.OutOfMemoryError while loading weights */
-        SIM_CRASH_CUDA_INIT,    /* illegal instruction during the profile run */
-        SIM_CRASH_PTXAS,        /* Triton JIT: ptxas rejects .tile::scatter4 on sm_121a */
-        SIM_CRASH_TMA_LAYOUT,   /* FlashInfer CUTLASS JIT: 64x128 tile static assertion */
-        SIM_CRASH_NO_SM100,     /* TRT-LLM MoE kernels exist only for SM100 */
-        SIM_CRASH_IMPORT,       /* ModuleNotFoundError before anything starts */
+        SIM_CRASH_OOM,        /* torch.OutOfMemoryError while loading weights */
+        SIM_CRASH_CUDA_INIT,  /* illegal instruction during the profile run */
+        SIM_CRASH_PTXAS,      /* Triton JIT: ptxas rejects .tile::scatter4 on sm_121a */
+        SIM_CRASH_TMA_LAYOUT, /* FlashInfer CUTLASS JIT: 64x128 tile static assertion */
+        SIM_CRASH_NO_SM100,   /* TRT-LLM MoE kernels exist only for SM100 */
+        SIM_CRASH_IMPORT,     /* ModuleNotFoundError before anything starts */
 };
 
 /*
@@ -133,8 +133,8 @@ struct sim_config {
         int64_t max_model_len;
         int64_t max_num_seqs;
         double gpu_memory_utilization;
-        bool profiler;      /* --profiler-config given: /start_profile, /stop_profile exist */
-        bool metrics;       /* llama-server --metrics, SGLang --enable-metrics (vLLM: always) */
+        bool profiler; /* --profiler-config given: /start_profile, /stop_profile exist */
+        bool metrics;  /* llama-server --metrics, SGLang --enable-metrics (vLLM: always) */
         struct sim_arg *args;
         size_t n_args;
         /* timing knobs (seconds / milliseconds) */
@@ -206,10 +206,10 @@ struct sim_moe {
         char *enum_name;        /* "FLASHINFER_CUTLASS_MXFP4_MXFP8" */
         const char *activation; /* effective activation format: "bf16", "mxfp8", ... */
         const char *requested_activation;
-        const char *requested;  /* what the user asked for, for messages */
-        const char *tile;       /* FLASHINFER_MOE_TILE or "auto" */
-        bool fell_back;         /* wrong-kernel: the log shows a silent fallback */
-        double speed;           /* decode speed relative to the Marlin baseline */
+        const char *requested; /* what the user asked for, for messages */
+        const char *tile;      /* FLASHINFER_MOE_TILE or "auto" */
+        bool fell_back;        /* wrong-kernel: the log shows a silent fallback */
+        double speed;          /* decode speed relative to the Marlin baseline */
 };
 
 /*
@@ -281,7 +281,7 @@ uint64_t sim_random_u64(void);
 #define SIM_STOP_IDS_MAX 32
 
 struct sim_gen_params {
-        uint64_t key;          /* prompt hash mixed with the seed: same key, same tokens */
+        uint64_t key; /* prompt hash mixed with the seed: same key, same tokens */
         int64_t prompt_tokens;
         int64_t max_tokens;
         int64_t min_tokens;
@@ -313,10 +313,10 @@ struct sim_generator {
 };
 
 struct sim_sched_stats {
-        uint64_t steps;          /* decode steps run */
-        uint64_t prefills;       /* prefill batches run */
-        uint64_t prompt_tokens;  /* prompt tokens prefilled */
-        uint64_t output_tokens;  /* tokens generated */
+        uint64_t steps;         /* decode steps run */
+        uint64_t prefills;      /* prefill batches run */
+        uint64_t prompt_tokens; /* prompt tokens prefilled */
+        uint64_t output_tokens; /* tokens generated */
         uint64_t spec_drafts;
         uint64_t spec_draft_tokens;
         uint64_t spec_accepted;
@@ -428,7 +428,8 @@ struct sim_server {
         size_t n_completions;
         uint64_t completions_done; /* answered with 200 */
         bool engine_dead;
-        bool listening; /* evhttp owns the listening socket */
+        bool listening;         /* evhttp owns the listening socket */
+        struct event *probe_ev; /* completion.c: looks for clients that left */
         /* access log line for one answered request; NULL: none */
         void (*access_log)(struct sim_server *s, struct evhttp_request *req, int status);
         /* called when a completion finished (metrics, llama's slot lines, ...) */
@@ -533,7 +534,7 @@ static inline struct timeval sim_timeval(double s)
 {
         if (s < 0)
                 s = 0;
-        return (struct timeval){ (time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6) };
+        return (struct timeval){(time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6)};
 }
 /* Sleep for s seconds, resuming after signals that were handled. */
 void sim_sleep(double s);

@@ -66,7 +66,7 @@ static void emit(int fd, bool prefixed, const char *head, const char *fmt, va_li
 
 void sim_log(enum sim_level level, const char *where, const char *fmt, ...)
 {
-        static const char *const names[] = { "DEBUG", "INFO", "WARNING", "ERROR" };
+        static const char *const names[] = {"DEBUG", "INFO", "WARNING", "ERROR"};
         _cleanup_free_ char *when = sim_log_time("%m-%d %H:%M:%S");
         _cleanup_free_ char *head = NULL;
         va_list ap;

@@ -118,8 +118,10 @@ void sim_handle_detokenize(struct sim_server *s, struct evhttp_request *req)
                 return;
         }
         json_array_foreach(tokens, i, v) {
-                if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= SIM_VOCAB_SIZE) {
-                        _cleanup_free_ char *msg = xasprintf("Token id at position %zu is out of vocabulary", i);
+                if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                    json_integer_value(v) >= SIM_VOCAB_SIZE) {
+                        _cleanup_free_ char *msg =
+                                xasprintf("Token id at position %zu is out of vocabulary", i);
                         bad(s, req, msg);
                         return;
                 }
@@ -133,26 +135,27 @@ void sim_handle_detokenize(struct sim_server *s, struct evhttp_request *req)
 void sim_handle_models(struct sim_server *s, struct evhttp_request *req)
 {
         const struct sim_config *c = s->cfg;
-        static const char *const owners[_SIM_FLAVOR_MAX] = { "vllm", "llamacpp", "sglang" };
+        static const char *const owners[_SIM_FLAVOR_MAX] = {"vllm", "llamacpp", "sglang"};
         json_t *m = json_pack("{s:s,s:s,s:I,s:s}", "id", c->served_name, "object", "model", "created",
                               (json_int_t)(mx_now_real_us() / 1000000), "owned_by", owners[c->flavor]);
 
         if (c->flavor == SIM_FLAVOR_LLAMA)
-                json_object_set_new(m, "meta", json_pack("{s:i,s:I,s:i}", "vocab_type", 2, "n_vocab",
-                                                         (json_int_t)SIM_VOCAB_SIZE, "n_ctx_train", 131072));
+                json_object_set_new(m, "meta",
+                                    json_pack("{s:i,s:I,s:i}", "vocab_type", 2, "n_vocab",
+                                              (json_int_t)SIM_VOCAB_SIZE, "n_ctx_train", 131072));
         else {
                 json_object_set_new(m, "root", json_string(c->model));
                 json_object_set_new(m, "parent", json_null());
                 json_object_set_new(m, "max_model_len", json_integer(c->max_model_len));
         }
         if (c->flavor == SIM_FLAVOR_VLLM)
-                json_object_set_new(m, "permission",
-                                    json_pack("[{s:s,s:s,s:I,s:b,s:b,s:b,s:b,s:b,s:b,s:s,s:n,s:b}]", "id",
-                                              "modelperm-0d6f2d1e8a7c4b1e9f3a5c7d2b4e6f80", "object",
-                                              "model_permission", "created", (json_int_t)(mx_now_real_us() / 1000000),
-                                              "allow_create_engine", false, "allow_sampling", true, "allow_logprobs",
-                                              true, "allow_search_indices", false, "allow_view", true,
-                                              "allow_fine_tuning", false, "organization", "*", "group",
-                                              "is_blocking", false));
+                json_object_set_new(
+                        m, "permission",
+                        json_pack("[{s:s,s:s,s:I,s:b,s:b,s:b,s:b,s:b,s:b,s:s,s:n,s:b}]", "id",
+                                  "modelperm-0d6f2d1e8a7c4b1e9f3a5c7d2b4e6f80", "object", "model_permission",
+                                  "created", (json_int_t)(mx_now_real_us() / 1000000), "allow_create_engine",
+                                  false, "allow_sampling", true, "allow_logprobs", true,
+                                  "allow_search_indices", false, "allow_view", true, "allow_fine_tuning",
+                                  false, "organization", "*", "group", "is_blocking", false));
         sim_reply_json(s, req, 200, json_pack("{s:s,s:[o]}", "object", "list", "data", m));
 }

@@ -30,19 +30,19 @@ static const struct {
         enum sim_crash kind;
         const char *exception;
 } request_errors[] = {
-        { SIM_CRASH_ILLEGAL_INSTRUCTION,
-          "torch.AcceleratorError: CUDA error: an illegal instruction was encountered "
-          "(cudaErrorIllegalInstruction)\n"
-          "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
-          "below might be incorrect.\n"
-          "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
-          "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions." },
-        { SIM_CRASH_LAUNCH_FAILURE,
-          "torch.AcceleratorError: CUDA error: unspecified launch failure (cudaErrorLaunchFailure)\n"
-          "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
-          "below might be incorrect.\n"
-          "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
-          "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions." },
+        {SIM_CRASH_ILLEGAL_INSTRUCTION,
+         "torch.AcceleratorError: CUDA error: an illegal instruction was encountered "
+         "(cudaErrorIllegalInstruction)\n"
+         "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+         "below might be incorrect.\n"
+         "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+         "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."},
+        {SIM_CRASH_LAUNCH_FAILURE,
+         "torch.AcceleratorError: CUDA error: unspecified launch failure (cudaErrorLaunchFailure)\n"
+         "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+         "below might be incorrect.\n"
+         "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+         "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."},
 };
 
 static void log_lines(enum sim_level level, const char *where, const char *text)
@@ -61,8 +61,10 @@ void sim_tb_engine_fatal(enum sim_crash kind, const char *where, bool graphs)
                 sim_print(STDERR_FILENO, "Fatal Python error: Segmentation fault");
                 sim_print(STDERR_FILENO, "%s", "");
                 sim_print(STDERR_FILENO, "Thread 0x00007f3a2c9ff6c0 (most recent call first):");
-                sim_print(STDERR_FILENO, "  File \"%s/model_executor/layers/fused_moe/layer.py\", line 1870 "
-                                         "in forward_impl", VLLM_SRC);
+                sim_print(STDERR_FILENO,
+                          "  File \"%s/model_executor/layers/fused_moe/layer.py\", line 1870 "
+                          "in forward_impl",
+                          VLLM_SRC);
                 sim_print(STDERR_FILENO, "  File \"%s/v1/engine/core.py\", line 322 in step", VLLM_SRC);
                 sim_print(STDERR_FILENO, "Segmentation fault");
                 return;
@@ -83,7 +85,8 @@ void sim_tb_engine_fatal(enum sim_crash kind, const char *where, bool graphs)
                 if (where)
                         sim_log(SIM_ERROR, "core.py:710", "    # in %s", where);
                 log_lines(SIM_ERROR, "core.py:710", request_errors[i].exception);
-                sim_print(STDERR_FILENO, "terminate called after throwing an instance of 'c10::AcceleratorError'");
+                sim_print(STDERR_FILENO,
+                          "terminate called after throwing an instance of 'c10::AcceleratorError'");
                 sim_print(STDERR_FILENO, "  what():  CUDA error: %s",
                           kind == SIM_CRASH_LAUNCH_FAILURE ? "unspecified launch failure"
                                                            : "an illegal instruction was encountered");
@@ -97,56 +100,60 @@ static const struct {
         const char *frames;
         const char *exception;
 } startup_errors[] = {
-        { SIM_CRASH_OOM,
-          "  File \"" VLLM_SRC "/v1/worker/gpu_model_runner.py\", line 2602, in load_model\n"
-          "    self.model = model_loader.load_model(\n"
-          "  File \"" VLLM_SRC "/model_executor/model_loader/base_loader.py\", line 45, in load_model\n"
-          "    model = initialize_model(vllm_config=vllm_config,\n",
-          "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.98 GiB. GPU 0 has a total capacity "
-          "of 119.70 GiB of which 1.21 GiB is free. Including non-PyTorch memory, this process has 420.00 MiB "
-          "memory in use. Of the allocated memory 0 bytes is allocated by PyTorch, and 0 bytes is reserved by "
-          "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
-          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
-          "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)" },
-        { SIM_CRASH_CUDA_INIT,
-          "  File \"" VLLM_SRC "/v1/worker/gpu_worker.py\", line 263, in determine_available_memory\n"
-          "    self.model_runner.profile_run()\n"
-          "  File \"" VLLM_SRC "/v1/worker/gpu_model_runner.py\", line 3187, in profile_run\n"
-          "    hidden_states, last_hidden_states = self._dummy_run(\n",
-          "torch.AcceleratorError: CUDA error: an illegal instruction was encountered "
-          "(cudaErrorIllegalInstruction)\n"
-          "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
-          "below might be incorrect.\n"
-          "For debugging consider passing CUDA_LAUNCH_BLOCKING=1" },
-        { SIM_CRASH_PTXAS,
-          "  File \"/usr/local/lib/python3.12/dist-packages/triton/compiler/compiler.py\", line 359, in compile\n"
-          "    next_module = compile_ir(module, metadata)\n"
-          "  File \"/usr/local/lib/python3.12/dist-packages/triton/backends/nvidia/compiler.py\", line 461, "
-          "in make_cubin\n"
-          "    raise PTXASError(f\"{error}\\n\"\n",
-          "triton.runtime.errors.PTXASError: PTXAS error: Internal Triton PTX codegen error\n"
-          "`ptxas` stderr:\n"
-          "ptxas /tmp/tmp5e0k_3xq.ptx, line 1187; error   : Feature '.tile::scatter4' not supported on "
-          ".target 'sm_121a'\n"
-          "ptxas fatal   : Ptx assembly aborted due to errors" },
-        { SIM_CRASH_TMA_LAYOUT,
-          "  File \"/workspace/flashinfer/flashinfer/jit/core.py\", line 294, in build_and_load\n"
-          "    self.build(verbose, need_lock=False)\n"
-          "  File \"/workspace/flashinfer/flashinfer/jit/cpp_ext.py\", line 281, in run_ninja\n"
-          "    raise RuntimeError(msg) from e\n",
-          "RuntimeError: Ninja build failed. Ninja output:\n"
-          "[1/4] /usr/local/cuda/bin/nvcc -gencode=arch=compute_121a,code=sm_121a -c "
-          "fused_moe_gemm_mxfp4_sm120_64x128.cu -o fused_moe_gemm_mxfp4_sm120_64x128.cuda.o\n"
-          "FAILED: fused_moe_gemm_mxfp4_sm120_64x128.cuda.o\n"
-          "/workspace/flashinfer/3rdparty/cutlass/include/cute/atom/copy_traits_sm90_tma.hpp(1018): error: "
-          "static assertion failed with \"CTA_Tile and SLayout top-level size equivalence.\"\n"
-          "1 error detected in the compilation of \"fused_moe_gemm_mxfp4_sm120_64x128.cu\".\n"
-          "ninja: build stopped: subcommand failed." },
-        { SIM_CRASH_NO_SM100,
-          "  File \"/workspace/flashinfer/flashinfer/fused_moe/core.py\", line 1510, in "
-          "trtllm_fp4_block_scale_moe\n"
-          "    get_trtllm_moe_sm100_module().trtllm_fp4_block_scale_moe(\n",
-          "RuntimeError: No supported CUDA architectures found for major versions [10]." },
+        {SIM_CRASH_OOM,
+         "  File \"" VLLM_SRC "/v1/worker/gpu_model_runner.py\", line 2602, in load_model\n"
+         "    self.model = model_loader.load_model(\n"
+         "  File \"" VLLM_SRC "/model_executor/model_loader/base_loader.py\", line 45, in load_model\n"
+         "    model = initialize_model(vllm_config=vllm_config,\n",
+         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.98 GiB. GPU 0 has a total "
+         "capacity "
+         "of 119.70 GiB of which 1.21 GiB is free. Including non-PyTorch memory, this process has 420.00 "
+         "MiB "
+         "memory in use. Of the allocated memory 0 bytes is allocated by PyTorch, and 0 bytes is reserved "
+         "by "
+         "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
+         "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"},
+        {SIM_CRASH_CUDA_INIT,
+         "  File \"" VLLM_SRC "/v1/worker/gpu_worker.py\", line 263, in determine_available_memory\n"
+         "    self.model_runner.profile_run()\n"
+         "  File \"" VLLM_SRC "/v1/worker/gpu_model_runner.py\", line 3187, in profile_run\n"
+         "    hidden_states, last_hidden_states = self._dummy_run(\n",
+         "torch.AcceleratorError: CUDA error: an illegal instruction was encountered "
+         "(cudaErrorIllegalInstruction)\n"
+         "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+         "below might be incorrect.\n"
+         "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"},
+        {SIM_CRASH_PTXAS,
+         "  File \"/usr/local/lib/python3.12/dist-packages/triton/compiler/compiler.py\", line 359, in "
+         "compile\n"
+         "    next_module = compile_ir(module, metadata)\n"
+         "  File \"/usr/local/lib/python3.12/dist-packages/triton/backends/nvidia/compiler.py\", line 461, "
+         "in make_cubin\n"
+         "    raise PTXASError(f\"{error}\\n\"\n",
+         "triton.runtime.errors.PTXASError: PTXAS error: Internal Triton PTX codegen error\n"
+         "`ptxas` stderr:\n"
+         "ptxas /tmp/tmp5e0k_3xq.ptx, line 1187; error   : Feature '.tile::scatter4' not supported on "
+         ".target 'sm_121a'\n"
+         "ptxas fatal   : Ptx assembly aborted due to errors"},
+        {SIM_CRASH_TMA_LAYOUT,
+         "  File \"/workspace/flashinfer/flashinfer/jit/core.py\", line 294, in build_and_load\n"
+         "    self.build(verbose, need_lock=False)\n"
+         "  File \"/workspace/flashinfer/flashinfer/jit/cpp_ext.py\", line 281, in run_ninja\n"
+         "    raise RuntimeError(msg) from e\n",
+         "RuntimeError: Ninja build failed. Ninja output:\n"
+         "[1/4] /usr/local/cuda/bin/nvcc -gencode=arch=compute_121a,code=sm_121a -c "
+         "fused_moe_gemm_mxfp4_sm120_64x128.cu -o fused_moe_gemm_mxfp4_sm120_64x128.cuda.o\n"
+         "FAILED: fused_moe_gemm_mxfp4_sm120_64x128.cuda.o\n"
+         "/workspace/flashinfer/3rdparty/cutlass/include/cute/atom/copy_traits_sm90_tma.hpp(1018): error: "
+         "static assertion failed with \"CTA_Tile and SLayout top-level size equivalence.\"\n"
+         "1 error detected in the compilation of \"fused_moe_gemm_mxfp4_sm120_64x128.cu\".\n"
+         "ninja: build stopped: subcommand failed."},
+        {SIM_CRASH_NO_SM100,
+         "  File \"/workspace/flashinfer/flashinfer/fused_moe/core.py\", line 1510, in "
+         "trtllm_fp4_block_scale_moe\n"
+         "    get_trtllm_moe_sm100_module().trtllm_fp4_block_scale_moe(\n",
+         "RuntimeError: No supported CUDA architectures found for major versions [10]."},
 };
 
 void sim_tb_engine_startup(enum sim_crash kind, const char *detail)
@@ -196,7 +203,8 @@ void sim_tb_engine_dead(void)
                   "    outputs = await engine_core.get_output_async()\n"
                   "  File \"" VLLM_SRC "/v1/engine/core_client.py\", line 846, in get_output_async\n"
                   "    raise self._format_exception(outputs) from None\n"
-                  "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace "
+                  "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack "
+                  "trace "
                   "(above) for the root cause.");
 }
 
@@ -219,7 +227,7 @@ void sim_tb_import_error(void)
 
 void sim_crash_die(enum sim_crash kind)
 {
-        struct sigaction sa = { .sa_handler = SIG_DFL };
+        struct sigaction sa = {.sa_handler = SIG_DFL};
         int sig = kind == SIM_CRASH_SEGFAULT ? SIGSEGV : SIGABRT;
 
         /* sanitizers install their own handlers; the process must die by the signal itself */

@@ -35,9 +35,9 @@ static const struct {
         int64_t id;
         const char *text;
 } specials[] = {
-        { 199998, "<|startoftext|>" }, { 199999, "<|endoftext|>" }, { 200002, "<|return|>" },
-        { 200003, "<|constrain|>" },   { 200005, "<|channel|>" },   { 200006, "<|start|>" },
-        { 200007, "<|end|>" },         { 200008, "<|message|>" },   { 200012, "<|call|>" },
+        {199998, "<|startoftext|>"}, {199999, "<|endoftext|>"}, {200002, "<|return|>"},
+        {200003, "<|constrain|>"},   {200005, "<|channel|>"},   {200006, "<|start|>"},
+        {200007, "<|end|>"},         {200008, "<|message|>"},   {200012, "<|call|>"},
 };
 
 uint64_t sim_mix(uint64_t a, uint64_t b)
