@@ -212,6 +212,15 @@ grep -q '^vllm:generation_tokens_total{engine="0",model_name="gpt-oss-120b"} ' "
 grep -q '^vllm:time_to_first_token_seconds_bucket{' "$tmp/metrics" || fail "/metrics lacks the TTFT histogram"
 pass "/metrics in Prometheus text with vllm: names"
 
+POST_TIMEOUT=0.3 post /v1/completions '{"prompt":"hi","max_tokens":100000,"ignore_eos":true}' >/dev/null
+curl -sN --max-time 0.3 -H 'Content-Type: application/json' "$(url /v1/completions)" \
+        -d '{"prompt":"hi","max_tokens":100000,"ignore_eos":true,"stream":true}' >/dev/null
+sleep 0.6
+[ "$(grep -c "Aborted request cmpl-" "$tmp/startup.out")" = 2 ] || fail "clients that left were not aborted"
+curl -s "$(url /metrics)" | grep -q '^vllm:num_requests_running{engine="0",model_name="gpt-oss-120b"} 0.0$' ||
+        fail "aborted requests still running"
+pass "requests of clients that disconnect are aborted (streaming and not)"
+
 epid=$(engine_pid)
 [ "$(cat "/proc/$epid/comm")" = "VLLM::EngineCor" ] || fail "engine comm is '$(cat "/proc/$epid/comm")'"
 [ "$(tr '\0' ' ' <"/proc/$epid/cmdline" | awk '{print $1}')" = "VLLM::EngineCore" ] || fail "engine cmdline"
@@ -492,4 +501,7 @@ logged "The server is fired up and ready to roll!" || fail "no fired-up line"
 stop
 pass "SGLang: refused, 503 while warming up, 200 after \"fired up\""
 
+name=sanitizers
+bad=$(grep -l "Sanitizer" "$tmp"/*.err 2>/dev/null)
+[ -z "$bad" ] || { for f in $bad; do echo "--- $f"; grep -A20 "Sanitizer" "$f" | head -40; done; fail "sanitizer reports"; }
 echo "all mxsim checks passed"

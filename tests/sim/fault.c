@@ -153,3 +153,9 @@ enum sim_crash sim_faults_on_request(const struct sim_faults *f, uint64_t reques
                         return after[i].crash;
         return SIM_CRASH_NONE;
 }
+
+bool sim_faults_health_503(const struct sim_faults *f, uint64_t completions_done)
+{
+        return f->on[SIM_FAULT_HEALTH_503_AFTER] &&
+               completions_done >= (uint64_t)f->value[SIM_FAULT_HEALTH_503_AFTER];
+}

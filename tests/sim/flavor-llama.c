@@ -47,6 +47,12 @@ static void h_health(struct sim_server *s, struct evhttp_request *req)
                 s->unavailable(s, req);
                 return;
         }
+        if (sim_faults_health_503(&s->cfg->faults, s->completions_done)) {
+                sim_reply_json(s, req, 503,
+                               json_pack("{s:{s:i,s:s,s:s}}", "error", "code", 503, "message",
+                                         "no slot available", "type", "unavailable_error"));
+                return;
+        }
         sim_reply_json(s, req, 200, json_pack("{s:s}", "status", "ok"));
 }
 

@@ -61,7 +61,9 @@ static void unavailable(struct sim_server *s, struct evhttp_request *req)
 
 static void h_health(struct sim_server *s, struct evhttp_request *req)
 {
-        sim_reply_text(s, req, from_srv(s)->ready ? 200 : 503, "application/json", "");
+        bool ok = from_srv(s)->ready && !sim_faults_health_503(&s->cfg->faults, s->completions_done);
+
+        sim_reply_text(s, req, ok ? 200 : 503, "application/json", "");
 }
 
 static void h_model_info(struct sim_server *s, struct evhttp_request *req)

@@ -230,14 +230,7 @@ static void log_non_default_args(const struct sim_config *c)
 
 static bool healthy(struct sim_server *s)
 {
-        const struct sim_faults *f = &s->cfg->faults;
-
-        if (s->engine_dead)
-                return false;
-        if (sim_fault_on(f, SIM_FAULT_HEALTH_503_AFTER) &&
-            s->completions_done >= (uint64_t)f->value[SIM_FAULT_HEALTH_503_AFTER])
-                return false;
-        return true;
+        return !s->engine_dead && !sim_faults_health_503(&s->cfg->faults, s->completions_done);
 }
 
 static void h_health(struct sim_server *s, struct evhttp_request *req)

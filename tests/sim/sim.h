@@ -91,6 +91,8 @@ enum sim_crash {
  * makes request N+1 fail.
  */
 enum sim_crash sim_faults_on_request(const struct sim_faults *f, uint64_t request_no);
+/* health-503-after=N: /health fails once N completions were answered, though serving goes on. */
+bool sim_faults_health_503(const struct sim_faults *f, uint64_t completions_done);
 
 /* ---- args.c: the command line and the environment ---- */
 
