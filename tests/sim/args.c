@@ -250,6 +250,7 @@ static int parse_spec(struct sim_config *c, char **reterr)
         return 0;
 }
 
+/* Faults from MXSIM_FAULTS, then every --mxsim-fault. */
 static int parse_faults(struct sim_config *c, char **reterr)
 {
         const char *env = getenv("MXSIM_FAULTS");
@@ -274,6 +275,7 @@ static int parse_faults(struct sim_config *c, char **reterr)
         return sim_faults_check_flavor(&c->faults, c->flavor == SIM_FLAVOR_VLLM, reterr);
 }
 
+/* --flavor wins over MXSIM_FLAVOR; vLLM by default. */
 static int parse_flavor(struct sim_config *c, char **reterr)
 {
         const char *f = sim_config_arg(c, "flavor");
@@ -295,6 +297,7 @@ static int parse_flavor(struct sim_config *c, char **reterr)
         return 0;
 }
 
+/* Timing knobs, paths and the numeric flags the simulation uses. */
 static int parse_knobs(struct sim_config *c, char **reterr)
 {
         static const int default_ports[_SIM_FLAVOR_MAX] = {8000, 8080, 30000};
@@ -336,6 +339,7 @@ static int parse_knobs(struct sim_config *c, char **reterr)
         return 0;
 }
 
+/* See sim.h; the order matters: the flavour decides defaults and which faults are allowed. */
 int sim_config_parse(struct sim_config *c, int argc, char **argv, char **reterr)
 {
         const char *v;
@@ -412,6 +416,7 @@ void sim_sleep(double s)
                 ts = rem;
 }
 
+/* The lock is per open file description, so it lives exactly as long as the returned fd. */
 int sim_gpu_lock(const struct sim_config *c, int *ret_fd)
 {
         _cleanup_close_ int fd = open(c->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
@@ -424,6 +429,7 @@ int sim_gpu_lock(const struct sim_config *c, int *ret_fd)
         return 0;
 }
 
+/* What is left of the unified memory after the weights and activations, in KV tokens. */
 size_t sim_kv_cache_tokens(const struct sim_config *c)
 {
         /* gpt-oss-120b: 36 layers x 8 KV heads x 64 dims x 2 (K,V) x 2 bytes = 72 KiB per token */

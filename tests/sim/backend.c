@@ -82,6 +82,7 @@ static const struct {
         {"xpu", NULL, NULL},
 };
 
+/* Validate a --moe-backend value as argparse "choices" would. */
 int sim_moe_backend_check(const char *value, char **reterr)
 {
         _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
@@ -174,6 +175,7 @@ static int from_flag(const char *flag, const char **family, const char **act, ch
         return sim_moe_backend_check(flag, reterr);
 }
 
+/* See sim.h: env axes first, --moe-backend over them, then the wrong-kernel fallback. */
 int sim_moe_select(const struct sim_config *c, struct sim_moe *ret, char **reterr)
 {
         const char *fam_name = NULL, *act_name = NULL;
@@ -216,6 +218,7 @@ void sim_moe_done(struct sim_moe *m)
         *m = (struct sim_moe){};
 }
 
+/* The lines vLLM and the seed's callsite logging print while building the MoE layers. */
 void sim_moe_log(const struct sim_moe *m)
 {
         const struct family *fam = family_find(m->family);
@@ -259,6 +262,7 @@ const char *sim_attention_backend(void)
         return "TRITON_ATTN"; /* GB10 default (spark-arena#17: "MARLIN + TRITON_ATTN") */
 }
 
+/* Stand-in decode speed factors (README "Speed"), so configurations differ. */
 double sim_config_speed(const struct sim_config *c, const struct sim_moe *m)
 {
         double s = m->speed;

@@ -172,6 +172,7 @@ static void choice_done(struct choice *ch)
         json_decref(ch->logprobs);
 }
 
+/* Unlink and free a request, aborting whatever of it is still generating. */
 static void priv_free(struct sim_completion_priv *c)
 {
         struct sim_server *s = c->srv;
@@ -342,6 +343,7 @@ static int64_t total_completion_tokens(const struct sim_completion_priv *c)
         return n;
 }
 
+/* The OpenAI usage object. */
 static json_t *usage(const struct sim_completion_priv *c)
 {
         int64_t p = c->pub.sum.prompt_tokens, k = total_completion_tokens(c);
@@ -350,6 +352,7 @@ static json_t *usage(const struct sim_completion_priv *c)
                          (json_int_t)(p + k), "completion_tokens", (json_int_t)k, "prompt_tokens_details");
 }
 
+/* llama-server's "timings" object from the request's clock readings. */
 static json_t *llama_timings(const struct sim_completion_priv *c, const struct choice *ch)
 {
         double prompt_ms = (double)(c->t_first_us - c->t0_us) / 1000.0;
@@ -373,6 +376,7 @@ static const char *finish_name(const struct choice *ch)
         return ch->finish == SIM_FINISH_STOP ? "stop" : "length";
 }
 
+/* vLLM's prompt_logprobs: null for the first token, then {id: {logprob, rank, decoded_token}}. */
 static json_t *prompt_logprobs_json(const struct sim_completion_priv *c)
 {
         json_t *a;
@@ -404,6 +408,7 @@ static json_t *chat_content(const struct sim_completion_priv *c, const struct ch
         return json_string(b->data ? b->data : "");
 }
 
+/* One element of "choices" of a full (non-streaming) reply. */
 static json_t *render_choice(struct sim_completion_priv *c, struct choice *ch)
 {
         enum sim_flavor fl = c->srv->cfg->flavor;
@@ -440,6 +445,7 @@ static json_t *render_choice(struct sim_completion_priv *c, struct choice *ch)
         return o;
 }
 
+/* llama-server's /completion reply; final adds the settings and timings. */
 static json_t *render_llama_native(struct sim_completion_priv *c, struct choice *ch, bool final)
 {
         const struct sim_config *cfg = c->srv->cfg;
@@ -471,6 +477,7 @@ static json_t *render_llama_native(struct sim_completion_priv *c, struct choice 
         return o;
 }
 
+/* SGLang's /generate reply (cumulative text). */
 static json_t *render_sglang_native(struct sim_completion_priv *c, struct choice *ch, bool final)
 {
         json_t *fin =
@@ -486,6 +493,7 @@ static json_t *render_sglang_native(struct sim_completion_priv *c, struct choice
                          (double)(mx_now_mono_us() - c->t0_us) / 1e6);
 }
 
+/* The whole non-streaming reply in the shape of the API and flavour. */
 static json_t *render_full(struct sim_completion_priv *c)
 {
         const struct sim_config *cfg = c->srv->cfg;
@@ -540,6 +548,7 @@ static void send_event_json(struct sim_completion_priv *c, json_t *v)
         send_event(c, s);
 }
 
+/* Send the SSE headers once, before the first event. */
 static void stream_start(struct sim_completion_priv *c)
 {
         struct evkeyvalq *h;
@@ -555,6 +564,7 @@ static void stream_start(struct sim_completion_priv *c)
         evhttp_send_reply_start(c->req, 200, "OK");
 }
 
+/* The envelope of one streamed chunk around one choice. */
 static json_t *chunk_base(struct sim_completion_priv *c, json_t *choice)
 {
         json_t *o =
@@ -631,6 +641,7 @@ static void summarise(struct sim_completion_priv *c)
         sum->stopped = c->n > 0 && c->choices[0].finish == SIM_FINISH_STOP;
 }
 
+/* All choices are done: answer (or end the stream), count it, free it. */
 static void finish_request(struct sim_completion_priv *c)
 {
         struct sim_server *s = c->srv;
@@ -712,6 +723,7 @@ static bool check_stop(struct choice *ch)
         return false;
 }
 
+/* One choice ended; the request ends with its last choice. */
 static void choice_finished(struct choice *ch, enum sim_finish fin)
 {
         struct sim_completion_priv *c = ch->c;
@@ -728,6 +740,7 @@ static void choice_finished(struct choice *ch, enum sim_finish fin)
                 finish_request(c);
 }
 
+/* How many tokens have logprobs so far (for the streamed delta). */
 static size_t logprob_entries(const struct choice *ch)
 {
         if (!ch->logprobs)
@@ -761,6 +774,7 @@ static json_t *logprobs_since(const struct choice *ch, size_t from)
         return d;
 }
 
+/* Tokens of one decode step: text, reasoning, logprobs, stop strings, stream events. */
 static void on_tokens(void *userdata, const struct sim_token *t, size_t n)
 {
         struct choice *ch = userdata;
@@ -800,6 +814,7 @@ static void on_tokens(void *userdata, const struct sim_token *t, size_t n)
         }
 }
 
+/* The generator finished a choice (length, EOS or a stop token id). */
 static void on_done(void *userdata, enum sim_finish finish, int64_t stop_token)
 {
         struct choice *ch = userdata;
@@ -809,6 +824,7 @@ static void on_done(void *userdata, enum sim_finish finish, int64_t stop_token)
         choice_finished(ch, finish);
 }
 
+/* The engine died under this choice. */
 static void on_failed(void *userdata)
 {
         struct choice *ch = userdata;
@@ -947,6 +963,7 @@ static const char *known_fields[] = {
         "chat_template",
 };
 
+/* vLLM ignores unknown request fields, with a warning naming them. */
 static void warn_unknown_fields(struct sim_server *s, json_t *body)
 {
         _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
@@ -1054,6 +1071,7 @@ static int parse_sampling(struct sim_completion_priv *c, json_t *o, int64_t *ret
         return 0;
 }
 
+/* How many tokens gpt-oss spends in its analysis channel for this effort. */
 static int64_t reasoning_budget(json_t *o, int64_t max_tokens)
 {
         static const struct {
@@ -1222,6 +1240,7 @@ static void normalise_native(enum sim_api api, json_t *o)
         }
 }
 
+/* A 400 in the flavour's error shape. */
 static void reply_bad_request(struct sim_server *s, struct evhttp_request *req, const char *msg)
 {
         if (s->cfg->flavor == SIM_FLAVOR_LLAMA)
@@ -1232,6 +1251,7 @@ static void reply_bad_request(struct sim_server *s, struct evhttp_request *req, 
                 sim_reply_error(s, req, 400, "BadRequestError", "%s", msg);
 }
 
+/* vLLM answers 404 for a model it does not serve. */
 static bool model_ok(struct sim_server *s, struct evhttp_request *req, json_t *o)
 {
         json_t *m = json_object_get(o, "model");
@@ -1255,6 +1275,7 @@ static void link_completion(struct sim_server *s, struct sim_completion_priv *c)
         s->n_completions++;
 }
 
+/* A fresh request id with the flavour's prefix (cmpl-, chatcmpl-). */
 static char *new_id(enum sim_api api, enum sim_flavor fl)
 {
         const char *prefix = api == SIM_API_CHAT || fl == SIM_FLAVOR_LLAMA ? "chatcmpl-" : "cmpl-";
@@ -1264,6 +1285,7 @@ static char *new_id(enum sim_api api, enum sim_flavor fl)
         return xasprintf("%s%016" PRIx64 "%016" PRIx64, prefix, sim_random_u64(), sim_random_u64());
 }
 
+/* Parse, validate and submit one request; the reply comes from the callbacks. */
 void sim_completion_handle(struct sim_server *s, struct evhttp_request *req, enum sim_api api)
 {
         struct sim_completion_priv *c;
@@ -1335,6 +1357,7 @@ void sim_completion_handle(struct sim_server *s, struct evhttp_request *req, enu
         }
 }
 
+/* See sim.h; used on shutdown, when evhttp is about to free every connection. */
 void sim_completion_abort_all(struct sim_server *s)
 {
         if (s->probe_ev) {

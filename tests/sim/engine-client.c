@@ -99,6 +99,7 @@ static void ec_abort(struct sim_generator *g, uint64_t id)
         send_line(ec, json_pack("{s:s,s:I}", "op", "abort", "id", (json_int_t)id));
 }
 
+/* Decode a "tok" line into tokens for the request's callbacks. */
 static void handle_tokens(struct sim_engine_client *ec, struct pending *p, json_t *arr)
 {
         struct sim_token toks[1 + SIM_SPEC_TOKENS_MAX];
@@ -126,6 +127,7 @@ static void handle_tokens(struct sim_engine_client *ec, struct pending *p, json_
         p->cb->tokens(p->userdata, toks, n);
 }
 
+/* Keep the engine's cumulative counters that come with every "done" line. */
 static void update_stats(struct sim_engine_client *ec, json_t *st)
 {
         json_t *pos = json_object_get(st, "pos"), *v;
@@ -152,6 +154,7 @@ void sim_engine_client_stats(const struct sim_engine_client *ec, struct sim_sche
         *ret = ec->stats;
 }
 
+/* Dispatch one line from the engine. */
 static void handle_line(struct sim_engine_client *ec, json_t *o)
 {
         const char *op = json_string_value(json_object_get(o, "op"));
@@ -180,6 +183,7 @@ static void handle_line(struct sim_engine_client *ec, json_t *o)
         }
 }
 
+/* Every complete line the engine sent. */
 static void read_cb(struct bufferevent *bev, void *arg)
 {
         struct sim_engine_client *ec = arg;
@@ -195,6 +199,7 @@ static void read_cb(struct bufferevent *bev, void *arg)
         }
 }
 
+/* EOF or error on the socketpair: the engine is gone. */
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
         struct sim_engine_client *ec = arg;
@@ -239,6 +244,7 @@ struct sim_generator *sim_engine_client_generator(struct sim_engine_client *ec)
         return &ec->gen;
 }
 
+/* Each request's failed callback runs after it left the list, so callbacks may abort others. */
 size_t sim_engine_client_fail_all(struct sim_engine_client *ec)
 {
         size_t n = 0;

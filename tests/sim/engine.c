@@ -96,6 +96,7 @@ static void ereq_forget(struct engine *e, struct ereq *r)
                 }
 }
 
+/* Forward one decode step of a request to the API server. */
 static void on_tokens(void *userdata, const struct sim_token *t, size_t n)
 {
         struct ereq *r = userdata;
@@ -140,6 +141,7 @@ static void on_done(void *userdata, enum sim_finish finish, int64_t stop_token)
 
 static const struct sim_gen_cb engine_cb = {on_tokens, on_done, NULL};
 
+/* The nsys-style report, if asked for; failures to write it are not the engine's concern. */
 static void write_kernel_report(struct engine *e)
 {
         struct sim_sched_stats st = {};
@@ -172,6 +174,7 @@ static void grow_memory(const struct sim_config *c)
         memory_hog = chunk;
 }
 
+/* A "gen" line into generation parameters; -EINVAL for a malformed one. */
 static int parse_gen(json_t *o, struct sim_gen_params *p)
 {
         json_t *stop = json_object_get(o, "stop");
@@ -198,6 +201,7 @@ static int parse_gen(json_t *o, struct sim_gen_params *p)
         return 0;
 }
 
+/* A new request: known issues and faults may kill the engine here, as a forward pass would. */
 static void handle_gen(struct engine *e, json_t *o)
 {
         struct sim_gen_params p;
@@ -231,6 +235,7 @@ static void handle_gen(struct engine *e, json_t *o)
                                               &r->sched_id);
 }
 
+/* The API server gave up on a request (client gone, stop string). */
 static void handle_abort(struct engine *e, uint64_t api_id)
 {
         for (struct ereq *r = e->reqs; r; r = r->next)
@@ -241,6 +246,7 @@ static void handle_abort(struct engine *e, uint64_t api_id)
                 }
 }
 
+/* Every complete line from the API server. */
 static void read_cb(struct bufferevent *bev, void *arg)
 {
         struct engine *e = arg;
@@ -270,6 +276,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
         e->bev = NULL;
 }
 
+/* SIGTERM after start-up: vLLM's handler raises SystemExit, a clean exit. */
 static void term_cb(evutil_socket_t sig, short what, void *arg)
 {
         struct engine *e = arg;
@@ -315,12 +322,14 @@ _noreturn_ static void startup_failure(struct engine *e, enum sim_crash kind, co
         exit(1);
 }
 
+/* hang-start: stuck loading weights until killed. */
 static void hang_forever(void)
 {
         for (;;)
                 pause();
 }
 
+/* Checkpoint loading: takes the GPU (or OOMs on a taken one) and logs the backend choice. */
 static void load_weights(struct engine *e, double t)
 {
         const struct sim_config *c = e->cfg;
@@ -360,6 +369,7 @@ static void load_weights(struct engine *e, double t)
                 SIM_MODEL_GIB, t * 1.04);
 }
 
+/* The profile run, where JIT builds and the first kernels fail if they are going to. */
 static void profile_run(struct engine *e, double t)
 {
         const struct sim_config *c = e->cfg;
@@ -382,6 +392,7 @@ static void profile_run(struct engine *e, double t)
                 sim_log(SIM_INFO, "monitor.py:34", "torch.compile takes %.2f s in total", t * 0.9);
 }
 
+/* The KV cache sizing lines. */
 static void kv_cache(struct engine *e)
 {
         const struct sim_config *c = e->cfg;
@@ -395,6 +406,7 @@ static void kv_cache(struct engine *e)
                 (double)tokens / (double)c->max_model_len);
 }
 
+/* CUDA graph capture progress (stderr) and summary. */
 static void capture_graphs(double t)
 {
         sim_print(STDERR_FILENO,
@@ -440,6 +452,7 @@ static void engine_load(struct engine *e)
                 (double)(mx_now_mono_us() - t0) / 1e6);
 }
 
+/* See sim.h: retitle, load, then serve the API server until SIGTERM. */
 void sim_engine_main(const struct sim_config *c, int fd)
 {
         struct engine e = {.cfg = c, .lock_fd = -1};

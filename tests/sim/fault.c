@@ -45,6 +45,7 @@ const char *sim_fault_name(enum sim_fault f)
         return f >= 0 && f < _SIM_FAULT_MAX ? faults[f].name : NULL;
 }
 
+/* All fault names, for the error message about an unknown one. */
 static char *fault_list(void)
 {
         _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
@@ -92,6 +93,7 @@ static int fault_set_value(struct sim_faults *f, size_t k, const char *value, co
         return 0;
 }
 
+/* See sim.h. */
 int sim_faults_add(struct sim_faults *f, const char *spec, const char *origin, char **reterr)
 {
         _cleanup_free_ char *name = NULL, *known = NULL;
