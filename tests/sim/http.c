@@ -288,6 +288,8 @@ void sim_http_init(struct sim_server *s)
         if (!s->http)
                 mx_die("evhttp_new failed");
         evhttp_set_max_body_size(s->http, SIM_BODY_MAX);
+        /* libevent's 50 s default would cut long generations; the targets' servers do not */
+        evhttp_set_timeout(s->http, SIM_HTTP_TIMEOUT_S);
         evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                                     EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS);
         evhttp_set_gencb(s->http, route_cb, s);

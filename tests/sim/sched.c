@@ -43,6 +43,7 @@ struct sim_sched {
         struct seq *seqs; /* arrival order */
         uint64_t next_id;
         bool wedged, in_step, armed;
+        int64_t due_us; /* when the armed (or running) step was due */
         struct sim_sched_stats st;
 };
 
@@ -65,16 +66,15 @@ static void seq_unlink_gone(struct sim_sched *s)
         }
 }
 
-static void arm(struct sim_sched *s, double ms)
+/* Run the next step at monotonic time due_us (now if that has passed). */
+static void arm_at(struct sim_sched *s, int64_t due_us)
 {
-        struct timeval tv;
+        int64_t now = mx_now_mono_us();
+        struct timeval tv = sim_timeval(due_us > now ? (double)(due_us - now) / 1e6 : 0);
 
         if (s->wedged)
                 return;
-        if (ms < 0)
-                ms = 0;
-        tv.tv_sec = (time_t)(ms / 1000.0);
-        tv.tv_usec = (suseconds_t)((ms - tv.tv_sec * 1000.0) * 1000.0);
+        s->due_us = due_us;
         evtimer_add(s->step_ev, &tv);
         s->armed = true;
 }
@@ -167,23 +167,28 @@ static void step_seq(struct sim_sched *s, struct seq *q)
         }
 }
 
-/* When the next step is due: one step time if anything decodes, else when the first prefill ends. */
-static void rearm(struct sim_sched *s)
+/*
+ * When the next step is due: one step after the last decode step (on a fixed
+ * timeline, so timer latency does not slow decoding down), or when the first
+ * prefill ends if nothing decodes yet.
+ */
+static void rearm(struct sim_sched *s, bool decoded)
 {
         int64_t now = mx_now_mono_us(), next_ready = INT64_MAX;
+        int64_t step_us = (int64_t)(s->step_ms * 1000.0);
 
         admit(s, now);
         for (struct seq *q = s->seqs; q; q = q->next) {
                 if (q->gone || !q->running)
                         continue;
                 if (q->ready_us <= now) {
-                        arm(s, s->step_ms);
+                        arm_at(s, decoded ? MX_MAX(s->due_us + step_us, now - step_us) : now + step_us);
                         return;
                 }
                 next_ready = MX_MIN(next_ready, q->ready_us);
         }
         if (next_ready != INT64_MAX)
-                arm(s, MX_MIN(s->step_ms, (double)(next_ready - now) / 1000.0));
+                arm_at(s, MX_MIN(now + step_us, next_ready));
 }
 
 static void step_cb(evutil_socket_t fd, short what, void *arg)
@@ -207,7 +212,7 @@ static void step_cb(evutil_socket_t fd, short what, void *arg)
                 s->st.steps++;
         s->in_step = false;
         seq_unlink_gone(s);
-        rearm(s);
+        rearm(s, decoded);
 }
 
 static int sched_submit(struct sim_generator *g, const struct sim_gen_params *p, const struct sim_gen_cb *cb,
@@ -225,7 +230,7 @@ static int sched_submit(struct sim_generator *g, const struct sim_gen_params *p,
                 tail = &(*tail)->next;
         *tail = q;
         if (!s->armed && !s->in_step)
-                arm(s, 0);
+                arm_at(s, mx_now_mono_us());
         *ret_id = q->id;
         return 0;
 }

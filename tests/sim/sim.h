@@ -443,6 +443,7 @@ struct sim_server {
 
 #define SIM_BODY_MAX (16 * 1024 * 1024)
 #define SIM_INFLIGHT_MAX 4096
+#define SIM_HTTP_TIMEOUT_S 3600
 
 /* Bind host:port (SO_REUSEADDR, SO_REUSEPORT) without listening; -errno with reason. */
 int sim_http_bind(const char *host, int port, int *ret_fd, char **reterr);
