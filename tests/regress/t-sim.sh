@@ -182,6 +182,11 @@ post /v1/completions "{\"prompt\":\"Hello there, how are you today?\",\"max_toke
 [ "$(field completion_tokens)" = 5 ] || fail "stop string at word 5: completion_tokens $(field completion_tokens)"
 pass "stop strings cut the text and count the tokens up to the stop"
 
+post /v1/completions '{"prompt":"Hello world","max_tokens":2,"echo":true,"n":3,"seed":1}' >/dev/null
+[ "$(grep -o '"text":"Hello world [a-z]* [a-z]*"' "$tmp/body" | wc -l)" = 3 ] || fail "echo / n=3: $(cat "$tmp/body")"
+[ "$(field completion_tokens)" = 6 ] && [ "$(field prompt_tokens)" = 2 ] || fail "n=3 usage"
+pass "echo and n>1"
+
 curl -sN --max-time 10 -H 'Content-Type: application/json' "$(url /v1/completions)" \
         -d '{"prompt":"hi","max_tokens":12,"stream":true,"stream_options":{"include_usage":true}}' >"$tmp/sse"
 [ "$(grep -c '^data: {"id"' "$tmp/sse")" -ge 13 ] || fail "stream: too few events: $(cat "$tmp/sse")"

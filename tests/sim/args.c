@@ -203,6 +203,18 @@ static int parse_int_flag(const struct sim_config *c, const char *name, int64_t 
         return 0;
 }
 
+/* vLLM's guess when "method" is absent: from the draft model's name, n-gram without one. */
+static const char *spec_method_from_model(const char *model)
+{
+        if (!model)
+                return "ngram";
+        if (strcasestr(model, "eagle3"))
+                return "eagle3";
+        if (strcasestr(model, "eagle"))
+                return "eagle";
+        return "draft_model";
+}
+
 /* --speculative-config JSON, or its dotted form --speculative-config.method eagle3. */
 static int parse_spec(struct sim_config *c, char **reterr)
 {
@@ -244,7 +256,8 @@ static int parse_spec(struct sim_config *c, char **reterr)
                         SIM_SPEC_TOKENS_MAX);
                 return -EINVAL;
         }
-        c->spec.method = xstrdup(m ? json_string_value(m) : model ? "eagle" : "ngram");
+        c->spec.method =
+                xstrdup(m ? json_string_value(m) : spec_method_from_model(json_string_value(model)));
         c->spec.model = json_is_string(model) ? xstrdup(json_string_value(model)) : NULL;
         c->spec.num_tokens = k ? (int)json_integer_value(k) : 3;
         return 0;

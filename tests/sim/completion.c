@@ -1089,8 +1089,8 @@ static int64_t reasoning_budget(json_t *o, int64_t max_tokens)
 }
 
 /* Set up the choices for a list of prompts (each id list owned by the caller). */
-static void add_prompt_choices(struct sim_completion_priv *c, const int64_t *ids, size_t n_ids, int64_t seed,
-                               unsigned *next_index, unsigned per_prompt)
+static void add_prompt_choices(struct sim_completion_priv *c, const char *text, const int64_t *ids,
+                               size_t n_ids, int64_t seed, unsigned *next_index, unsigned per_prompt)
 {
         uint64_t h = sim_hash_ids(ids, n_ids, MX_FNV1A64_INIT);
 
@@ -1100,7 +1100,7 @@ static void add_prompt_choices(struct sim_completion_priv *c, const int64_t *ids
                 ch->index = *next_index;
                 ch->prompt_tokens = (int64_t)n_ids;
                 ch->key = sim_mix(h, (uint64_t)seed + k);
-                ch->prompt_text = ids_text(ids, n_ids);
+                ch->prompt_text = text ? xstrdup(text) : ids_text(ids, n_ids);
                 ch->stop_reason = NULL;
                 (*next_index)++;
         }
@@ -1157,7 +1157,7 @@ static int parse_prompts(struct sim_completion_priv *c, json_t *o, int64_t seed,
                 if ((r = check_context(c, (int64_t)n, cfg->max_model_len, explicit_max, err)) < 0)
                         return r;
                 c->choices = xcalloc(c->n, sizeof(*c->choices));
-                add_prompt_choices(c, ids, n, seed, &next, per);
+                add_prompt_choices(c, NULL, ids, n, seed, &next, per);
                 c->prompt_ids = TAKE_PTR(ids);
                 c->n_prompt_ids = n;
                 c->reasoning_tokens = reasoning_budget(o, c->max_tokens);
@@ -1205,7 +1205,7 @@ static int parse_prompts(struct sim_completion_priv *c, json_t *o, int64_t seed,
                         c->n = next; /* only these were set up */
                         return r;
                 }
-                add_prompt_choices(c, ids, n, seed, &next, per);
+                add_prompt_choices(c, json_string_value(p), ids, n, seed, &next, per);
                 c->pub.sum.prompt_tokens += (int64_t)n;
                 if (i == 0) {
                         c->prompt_ids = TAKE_PTR(ids);
