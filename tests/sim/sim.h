@@ -82,7 +82,6 @@ enum sim_crash {
         SIM_CRASH_PTXAS,      /* Triton JIT: ptxas rejects .tile::scatter4 on sm_121a */
         SIM_CRASH_TMA_LAYOUT, /* FlashInfer CUTLASS JIT: 64x128 tile static assertion */
         SIM_CRASH_NO_SM100,   /* TRT-LLM MoE kernels exist only for SM100 */
-        SIM_CRASH_IMPORT,     /* ModuleNotFoundError before anything starts */
 };
 
 /*
@@ -162,7 +161,7 @@ void sim_config_done(struct sim_config *c);
 /* The value of --name as given (last one wins), NULL if absent or bare. */
 const char *sim_config_arg(const struct sim_config *c, const char *name);
 bool sim_config_has_arg(const struct sim_config *c, const char *name);
-/* Seconds since the epoch of an env knob, or def; used for the few knobs read after start. */
+/* Whether an environment variable is set to 1/true/yes, as vLLM's boolean env vars are read. */
 bool sim_env_true(const char *name);
 
 /* ---- simlog.c: log lines in the simulated program's own format ---- */
@@ -366,8 +365,14 @@ void sim_engine_client_stats(const struct sim_engine_client *ec, struct sim_sche
 /* Fail every request in flight (the engine died); returns how many. */
 size_t sim_engine_client_fail_all(struct sim_engine_client *ec);
 
-/* The engine protocol: one compact JSON object per line. */
-#define SIM_IPC_LINE_MAX (1024 * 1024)
+/*
+ * The engine protocol (engine.c <-> engine-client.c), one compact JSON object per line:
+ *   API server -> engine: {"op":"gen","id","key","np","max","min","rt","ign","chat","lp","stop":[ids]}
+ *                         {"op":"abort","id"}
+ *   engine -> API server: {"op":"ready","kv"}
+ *                         {"op":"tok","id","t":[[token id, logprob, [[alt id, logprob]...]]...]}
+ *                         {"op":"done","id","fin":"length"|"stop","stop":token id|-1,"st":{counters}}
+ */
 
 /* ---- metrics.c: counters and histograms, rendered per flavour ---- */
 
