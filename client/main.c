@@ -4,6 +4,8 @@
  * daemon verb (a protocol method, see conn.c).
  */
 #include "client.h"
+#include "protocol.h"
+#include "remote.h"
 
 #include <getopt.h>
 
@@ -26,6 +28,8 @@ static void help(FILE *f)
                    "Verbs that work on files (no daemon needed):\n");
         for (size_t i = 0; i < ELEMENTSOF(local_verbs); i++)
                 fprintf(f, "  %-52s %s\n", local_verbs[i].synopsis, local_verbs[i].summary);
+        fprintf(f, "\nVerbs that talk to mxmatrixd:\n");
+        remote_list_verbs(f);
         fprintf(f, "\nOptions:\n"
                    "  --json           print one JSON document instead of tables\n"
                    "  --socket PATH    the daemon's socket (default $MXMATRIX_SOCKET, else /run/mxmatrix/control.sock)\n"
@@ -71,6 +75,11 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < ELEMENTSOF(local_verbs); i++)
                 if (streq(argv[optind], local_verbs[i].name))
                         return local_verbs[i].run(argc - optind, argv + optind);
+        {
+                const struct mx_proto_method *m = mx_proto_find(mx_proto_get(), argv[optind]);
+                if (m && m->cli)
+                        return remote_run(m, argc - optind, argv + optind);
+        }
         fprintf(stderr, "mxmatrix: unknown verb '%s' (see mxmatrix --help)\n", argv[optind]);
         return MX_EXIT_USAGE;
 }

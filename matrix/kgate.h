@@ -30,6 +30,10 @@
 
 #include <jansson.h>
 
+#define MX_KGATE_PATTERN_MAX 4096  /* bytes in one pattern */
+#define MX_KGATE_PATTERNS_MAX 1024 /* patterns in one gate, alternatives included */
+#define MX_KGATE_EVIDENCE_MAX 512  /* bytes of a matching line or kernel name kept as evidence */
+
 enum mx_verdict {
         MX_VERDICT_PASS,
         MX_VERDICT_FAIL,
@@ -63,6 +67,12 @@ void mx_kgate_expect_done(struct mx_kgate_expect *e);
 /* Append src's rules to dst (used to merge the expectations of a configuration's axis values). */
 void mx_kgate_expect_merge(struct mx_kgate_expect *dst, const struct mx_kgate_expect *src);
 bool mx_kgate_expect_empty(const struct mx_kgate_expect *e);
+/* Builders: a new must-see entry with one pattern; another alternative for the last entry; a must-not-see.
+ */
+void mx_kgate_rules_add_must_see(struct mx_kgate_rules *r, const char *pattern);
+int mx_kgate_rules_add_alternative(struct mx_kgate_rules *r,
+                                   const char *pattern); /* -ENOENT: no entry yet */
+void mx_kgate_rules_add_must_not_see(struct mx_kgate_rules *r, const char *pattern);
 /* Check pattern syntax (regex compiles, glob escapes complete); -EINVAL with *reterr. */
 int mx_kgate_pattern_check(const char *pattern, char **reterr);
 
@@ -80,9 +90,15 @@ void mx_kgate_feed_log_line(struct mx_kgate *g, const char *line, size_t len);
 void mx_kgate_feed_report(struct mx_kgate *g, const struct mx_profreport *r);
 /* Record that a report was expected but could not be had (missing, unreadable, unparseable). */
 void mx_kgate_report_failed(struct mx_kgate *g, const char *why);
+/* Record that the server log could not be had (capture failed, file unreadable). */
+void mx_kgate_log_failed(struct mx_kgate *g, const char *why);
 
 /*
- * The verdict so far. *ret_detail (optional) gets a JSON object: for each
+ * The verdict so far. FAIL needs evidence: a must-not-see that matched, or a
+ * must-see missing from a source that was collected (log lines fed; a report
+ * with at least one kernel fed). Otherwise a source with expectations whose
+ * evidence is missing (nothing fed, a failure recorded, an empty report) makes
+ * the verdict INVALID. *ret_detail (optional) gets a JSON object: for each
  * source, which must-see entries matched (with the first matching line or
  * kernel), which are missing, which must-not-see matched (with the subject),
  * and why evidence is missing.

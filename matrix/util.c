@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <time.h>
 
 void mx_die(const char *fmt, ...)
@@ -375,4 +376,53 @@ char *mx_escape(const char *s, size_t max)
         if (cut)
                 mx_buf_puts(&b, "…");
         return mx_buf_steal(&b);
+}
+
+char *mx_utf8_sanitize(const char *p, size_t n, bool partial_end, size_t *ret_used)
+{
+        const unsigned char *u = (const unsigned char *)p;
+        struct mx_buf b = MX_BUF_INIT;
+        size_t i = 0;
+
+        while (i < n) {
+                size_t l = u[i] ? utf8_len(u + i, n - i) : 0;
+
+                if (l > 0) {
+                        mx_buf_add(&b, u + i, l);
+                        i += l;
+                        continue;
+                }
+                /* A lead byte whose sequence is cut off by the end of the chunk: wait for more. */
+                if (partial_end && u[i] >= 0xc0 && n - i < 4) {
+                        size_t want = (u[i] & 0xe0) == 0xc0 ? 2 : (u[i] & 0xf0) == 0xe0 ? 3 : 4;
+                        bool ok = want > n - i;
+
+                        for (size_t k = i + 1; ok && k < n; k++)
+                                ok = (u[k] & 0xc0) == 0x80;
+                        if (ok)
+                                break;
+                }
+                mx_buf_puts(&b, "\xef\xbf\xbd");
+                i++;
+        }
+        if (ret_used)
+                *ret_used = i;
+        return mx_buf_steal(&b);
+}
+
+int mx_mkdir_p(const char *path, mode_t mode)
+{
+        _cleanup_free_ char *p = xstrdup(path);
+
+        for (char *s = p + 1; *s; s++) {
+                if (*s != '/')
+                        continue;
+                *s = '\0';
+                if (mkdir(p, mode) < 0 && errno != EEXIST)
+                        return -errno;
+                *s = '/';
+        }
+        if (mkdir(p, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
 }

@@ -21,8 +21,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
@@ -57,7 +60,7 @@ void *xreallocarray(void *p, size_t nmemb, size_t size);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 _printf_(1, 2) char *xasprintf(const char *fmt, ...);
-char *xvasprintf(const char *fmt, va_list ap);
+char *xvasprintf(const char *fmt, va_list ap) _printf_(1, 0);
 
 /* Grow *array (of *allocated elements of size elem) so that it holds at least need. */
 void mx_grow(void **array, size_t *allocated, size_t need, size_t elem);
@@ -80,7 +83,9 @@ static inline void fclosep(FILE **f)
         if (*f)
                 fclose(*f);
 }
+/* jansson provides json_decrefp (its json_auto_t cleanup). */
 #define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_json_ _cleanup_(json_decrefp)
 #define _cleanup_close_ _cleanup_(closep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
@@ -179,3 +184,13 @@ char *mx_format_duration(int64_t us);
  * At most max input bytes are used (0 = all); "…" marks truncation.
  */
 char *mx_escape(const char *s, size_t max);
+
+/*
+ * Make n bytes valid UTF-8 (as JSON strings must be): invalid bytes and NULs
+ * become U+FFFD. An incomplete sequence at the very end is left out when
+ * more input may follow (partial_end), so *ret_used may be less than n.
+ */
+char *mx_utf8_sanitize(const char *p, size_t n, bool partial_end, size_t *ret_used);
+
+/* mkdir -p: create path and its missing parents with mode. */
+int mx_mkdir_p(const char *path, mode_t mode);

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/* mxmatrix show JOB | rRUN. */
+#include "output.h"
+#include "remote.h"
+
+static void show_job(json_t *job, json_t *runs)
+{
+        _cleanup_free_ char *when = output_time(json_object_get(job, "submitted_at"));
+        _cleanup_free_ char *levels = json_dumps(json_object_get(job, "levels"), JSON_COMPACT);
+
+        printf("job %" JSON_INTEGER_FORMAT ": %s, feature %s, strategy %s, priority %" JSON_INTEGER_FORMAT "\n",
+               json_integer_value(json_object_get(job, "id")), strna(json_string_value(json_object_get(job, "state"))),
+               json_string_value(json_object_get(job, "feature")) ?: "(pins only)",
+               strna(json_string_value(json_object_get(job, "strategy"))),
+               json_integer_value(json_object_get(job, "priority")));
+        printf("submitted %s by %s (uid %" JSON_INTEGER_FORMAT "), levels %s, matrix %s\n\n", when,
+               json_string_value(json_object_get(job, "user")) ?: "?", json_integer_value(json_object_get(job, "uid")),
+               strna(levels), strna(json_string_value(json_object_get(job, "matrix"))));
+        output_runs(runs);
+}
+
+static void show_env_argv(json_t *spec)
+{
+        json_t *env = json_object_get(spec, "env"), *argv = json_object_get(spec, "argv"), *v;
+        const char *k;
+        size_t i;
+
+        if (json_object_size(env) > 0) {
+                printf("env:\n");
+                json_object_foreach (env, k, v)
+                        printf("  %s=%s\n", k, strempty(json_string_value(v)));
+        }
+        if (json_array_size(argv) > 0) {
+                printf("argv:");
+                json_array_foreach (argv, i, v)
+                        printf(" %s", strempty(json_string_value(v)));
+                putchar('\n');
+        }
+}
+
+static void show_attempt(json_t *a)
+{
+        _cleanup_free_ char *start = output_time(json_object_get(a, "started_at"));
+        _cleanup_free_ char *el = output_elapsed(json_object_get(a, "started_at"), json_object_get(a, "finished_at"));
+        json_t *levels = json_object_get(a, "levels"), *l;
+        size_t i;
+
+        printf("attempt %" JSON_INTEGER_FORMAT ": %s at %s, %s", json_integer_value(json_object_get(a, "n")),
+               json_string_value(json_object_get(a, "outcome")) ?: "running", start, el);
+        if (json_is_string(json_object_get(a, "crash_class")))
+                printf(", crash class %s", json_string_value(json_object_get(a, "crash_class")));
+        if (json_is_integer(json_object_get(a, "exit_status")))
+                printf(", exit status %" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(a, "exit_status")));
+        if (json_is_integer(json_object_get(a, "exit_signal")))
+                printf(", signal %" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(a, "exit_signal")));
+        putchar('\n');
+        if (json_is_string(json_object_get(a, "message")))
+                printf("  %s\n", json_string_value(json_object_get(a, "message")));
+        json_array_foreach (levels, i, l)
+                printf("  %-5s %-8s %s\n", strna(json_string_value(json_object_get(l, "level"))),
+                       strna(json_string_value(json_object_get(l, "verdict"))),
+                       strempty(json_string_value(json_object_get(l, "message"))));
+        if (json_is_string(json_object_get(a, "log")))
+                printf("  log: %s\n", json_string_value(json_object_get(a, "log")));
+}
+
+static void show_run(json_t *run)
+{
+        json_t *reasons = json_object_get(run, "reasons"), *attempts = json_object_get(run, "attempt_history"), *v;
+        size_t i;
+
+        printf("run r%" JSON_INTEGER_FORMAT " of job %" JSON_INTEGER_FORMAT " (#%" JSON_INTEGER_FORMAT "): %s",
+               json_integer_value(json_object_get(run, "id")), json_integer_value(json_object_get(run, "job")),
+               json_integer_value(json_object_get(run, "seq")), strna(json_string_value(json_object_get(run, "state"))));
+        if (json_is_string(json_object_get(run, "result")))
+                printf(", result %s", json_string_value(json_object_get(run, "result")));
+        printf("\nconfig: %s (%s)\nwhy:", strna(json_string_value(json_object_get(run, "config_key"))),
+               strna(json_string_value(json_object_get(run, "config_hash"))));
+        json_array_foreach (reasons, i, v)
+                printf(" %s", json_string_value(v));
+        putchar('\n');
+        if (json_is_string(json_object_get(run, "expect_fail")))
+                printf("expected to fail: %s\n", json_string_value(json_object_get(run, "expect_fail")));
+        show_env_argv(json_object_get(run, "spec"));
+        json_array_foreach (attempts, i, v)
+                show_attempt(v);
+}
+
+static int render(json_t *params, json_t *res)
+{
+        (void)params;
+        if (arg_json)
+                output_json(res);
+        else if (json_object_get(res, "run"))
+                show_run(json_object_get(res, "run"));
+        else
+                show_job(json_object_get(res, "job"), json_object_get(res, "runs"));
+        return MX_EXIT_OK;
+}
+
+const struct remote_verb remote_show = { "show", render, NULL };

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/* mxmatrix status: the queue, the current run with its level and elapsed time, counts. */
+#include "output.h"
+#include "remote.h"
+
+#include <inttypes.h>
+
+static void print_counts(json_t *counts)
+{
+        static const char *const order[] = { "pass", "fail", "xfail", "xpass", "crashed", "timeout",
+                                             "infra-error", "interrupted", "cancelled" };
+        struct mx_buf b = MX_BUF_INIT;
+
+        for (size_t i = 0; i < ELEMENTSOF(order); i++) {
+                json_int_t n = json_integer_value(json_object_get(counts, order[i]));
+                if (n > 0)
+                        mx_buf_printf(&b, "%s%" JSON_INTEGER_FORMAT " %s", b.len ? ", " : "", n, order[i]);
+        }
+        printf("runs:    %" JSON_INTEGER_FORMAT " queued, %" JSON_INTEGER_FORMAT " running, %" JSON_INTEGER_FORMAT
+               " done%s%s%s in %" JSON_INTEGER_FORMAT " jobs\n",
+               json_integer_value(json_object_get(counts, "queued")),
+               json_integer_value(json_object_get(counts, "running")),
+               json_integer_value(json_object_get(counts, "done")), b.len ? " (" : "", strempty(b.data),
+               b.len ? ")" : "", json_integer_value(json_object_get(counts, "jobs")));
+        mx_buf_free(&b);
+}
+
+static void print_current(json_t *cur)
+{
+        _cleanup_free_ char *el = NULL;
+
+        if (!json_is_object(cur)) {
+                printf("current: none\n");
+                return;
+        }
+        el = mx_format_duration(json_integer_value(json_object_get(cur, "elapsed_ms")) * 1000);
+        printf("current: r%" JSON_INTEGER_FORMAT " of job %" JSON_INTEGER_FORMAT ", attempt %" JSON_INTEGER_FORMAT
+               ", %s for %s%s\n         %s\n",
+               json_integer_value(json_object_get(cur, "run")), json_integer_value(json_object_get(cur, "job")),
+               json_integer_value(json_object_get(cur, "attempt")),
+               json_string_value(json_object_get(cur, "level")) ?: "starting", el,
+               json_is_true(json_object_get(cur, "stopping")) ? " (stopping)" : "",
+               strna(json_string_value(json_object_get(cur, "config_key"))));
+}
+
+static int render(json_t *params, json_t *res)
+{
+        json_t *d = json_object_get(res, "daemon");
+        _cleanup_free_ char *up = output_elapsed(json_object_get(d, "started_at"), NULL);
+
+        (void)params;
+        if (arg_json) {
+                output_json(res);
+                return MX_EXIT_OK;
+        }
+        printf("daemon:  mxmatrixd %s, pid %" JSON_INTEGER_FORMAT ", up %s, %" JSON_INTEGER_FORMAT " clients\n",
+               strna(json_string_value(json_object_get(d, "version"))), json_integer_value(json_object_get(d, "pid")),
+               up, json_integer_value(json_object_get(d, "clients")));
+        printf("matrix:  %s%s%s\n", json_string_value(json_object_get(d, "matrix")) ?: "(none)",
+               json_string_value(json_object_get(d, "matrix_error")) ? ": NOT LOADED: " : "",
+               json_string_value(json_object_get(d, "matrix_error")) ?: "");
+        printf("queue:   %s\n", json_is_true(json_object_get(res, "paused")) ? "PAUSED (mxmatrix resume)" : "running");
+        print_current(json_object_get(res, "current"));
+        print_counts(json_object_get(res, "counts"));
+        if (json_array_size(json_object_get(res, "queue")) > 0) {
+                putchar('\n');
+                output_jobs(json_object_get(res, "queue"));
+        }
+        return MX_EXIT_OK;
+}
+
+const struct remote_verb remote_status = { "status", render, NULL };

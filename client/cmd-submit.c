@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* mxmatrix submit feature=X [axis=value...]: queue a feature's test plan and show it. */
+#include "output.h"
+#include "remote.h"
+
+static void print_skipped(json_t *skipped)
+{
+        size_t i;
+        json_t *s;
+
+        if (json_array_size(skipped) == 0)
+                return;
+        printf("\nnot planned (%zu):\n", json_array_size(skipped));
+        json_array_foreach (skipped, i, s)
+                printf("  %s: %s\n", strna(json_string_value(json_object_get(s, "config_key"))),
+                       strna(json_string_value(json_object_get(s, "reason"))));
+}
+
+static int render(json_t *params, json_t *res)
+{
+        json_t *job = json_object_get(res, "job"), *runs = json_object_get(res, "runs");
+
+        (void)params;
+        if (arg_json) {
+                output_json(res);
+                return MX_EXIT_OK;
+        }
+        if (json_is_integer(job))
+                printf("job %" JSON_INTEGER_FORMAT " queued: %zu runs\n\n", json_integer_value(job), json_array_size(runs));
+        else
+                printf("dry run: %zu runs would be queued\n\n", json_array_size(runs));
+        output_runs(runs);
+        print_skipped(json_object_get(res, "skipped"));
+        return MX_EXIT_OK;
+}
+
+const struct remote_verb remote_submit = { "submit", render, NULL };

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+#include "remote.h"
+#include "output.h"
+
+static const struct remote_verb *const verbs[] = {
+        &remote_submit, &remote_status, &remote_list,  &remote_show,  &remote_logs,   &remote_follow,
+        &remote_cancel, &remote_pause,  &remote_resume, &remote_retry, &remote_reload,
+};
+
+static const struct remote_verb *find_verb(const char *name)
+{
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(verbs[i]->name, name))
+                        return verbs[i];
+        return NULL;
+}
+
+void remote_list_verbs(FILE *f)
+{
+        const struct mx_proto *p = mx_proto_get();
+
+        for (size_t i = 0; i < p->n_methods; i++) {
+                const struct mx_proto_method *m = &p->methods[i];
+                const char *syn = json_string_value(json_object_get(m->cli, "synopsis"));
+
+                if (syn)
+                        fprintf(f, "  %-52s %s\n", syn, m->summary);
+        }
+}
+
+static bool wants_help(int argc, char **argv)
+{
+        for (int i = 1; i < argc; i++)
+                if (streq(argv[i], "--help") || streq(argv[i], "-h"))
+                        return true;
+        return false;
+}
+
+int remote_run(const struct mx_proto_method *m, int argc, char **argv)
+{
+        const struct remote_verb *v = find_verb(m->name);
+        _cleanup_(client_disconnectp) struct client_conn *c = NULL;
+        _cleanup_json_ json_t *params = NULL, *result = NULL;
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        if (!v)
+                mx_die("protocol method '%s' has a command line but no renderer", m->name);
+        if (wants_help(argc, argv)) {
+                mx_proto_cli_help(mx_proto_get(), m, stdout);
+                return MX_EXIT_OK;
+        }
+        if (mx_proto_cli_parse(mx_proto_get(), m, argc, argv, &params, &err) < 0) {
+                fprintf(stderr, "mxmatrix: %s\nUsage: mxmatrix %s\n", err,
+                        json_string_value(json_object_get(m->cli, "synopsis")));
+                return MX_EXIT_USAGE;
+        }
+        r = client_connect(&c);
+        if (r != MX_EXIT_OK)
+                return r;
+        r = client_call(c, m->name, params, v->stream, NULL, &result, NULL);
+        if (r != MX_EXIT_OK)
+                return r;
+        /* Renderers print JSON themselves under --json, so exit codes stay meaningful. */
+        return v->render(params, result);
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Client connections on the control socket: newline-delimited JSON framing,
+ * the version handshake, peer credentials (SO_PEERCRED, SO_PEERGROUPS),
+ * per-uid and total connection limits, frame-size and stall limits, request
+ * validation against schema/protocol.json, and dispatch to methods.c.
+ *
+ * A client that sends a malformed or oversized frame, or stalls half-way
+ * through one, gets an error and loses its connection; the daemon goes on.
+ */
+#pragma once
+
+#include "daemon.h"
+#include "protocol.h"
+
+#include <jansson.h>
+#include <sys/types.h>
+
+struct mx_conn;
+
+/* One request being answered. Owned by its connection; valid until the reply is sent. */
+struct mx_request {
+        struct mx_daemon *d;
+        struct mx_conn *conn;
+        const struct mx_proto_method *method;
+        json_t *id;     /* the client's id, echoed */
+        json_t *params; /* validated against the schema, never NULL */
+        uid_t uid;
+        gid_t gid;
+        pid_t pid;
+        bool admin;
+};
+
+struct mx_control *control_new(struct mx_daemon *d, int listen_fd, char **reterr);
+struct mx_control *control_free(struct mx_control *c);
+unsigned control_n_connections(struct mx_control *c);
+
+/* Answer a request; result is stolen. The request is freed unless it is streaming (see below). */
+void request_reply(struct mx_request *req, json_t *result);
+void request_error(struct mx_request *req, const char *code, const char *fmt, ...) _printf_(3, 4);
+/* Map a negative errno from the queue to the protocol's error codes. */
+void request_error_errno(struct mx_request *req, int r, const char *what);
+/* May the caller change a job owned by owner? (owner, root, admin group) */
+bool request_may_modify(const struct mx_request *req, uid_t owner);
+
+/*
+ * Streaming: a handler that keeps the request open calls request_keep(); the
+ * request then lives until request_reply()/request_error() or until the
+ * client disconnects, in which case on_close(req) runs (the stream module
+ * drops its subscription) and the request is freed.
+ */
+void request_keep(struct mx_request *req, void (*on_close)(struct mx_request *req, void *ud), void *ud);
+void request_stream(struct mx_request *req, json_t *item);
+/* Bytes waiting to be written to this request's client (for flow control). */
+size_t request_output_pending(const struct mx_request *req);
+/* Call cb when the client's output buffer drains below half the limit. */
+void request_on_drain(struct mx_request *req, void (*cb)(struct mx_request *req, void *ud), void *ud);
+
+/* hello answered: ok lets the connection use every method; !ok closes it after the reply. */
+void control_hello_done(struct mx_conn *c, bool ok);
+
+/* methods.c: the dispatch table, one handler per protocol method. */
+typedef void (*mx_method_fn)(struct mx_request *req);
+mx_method_fn methods_lookup(const char *name);
+/* Every protocol method has a handler and vice versa; -EINVAL with *reterr otherwise. */
+int methods_check_table(const struct mx_proto *p, char **reterr);

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's shared state: configuration, the open database, the event
+ * loop and the parts that hang off it. One instance, created by main.c.
+ */
+#pragma once
+
+#include "queue.h"
+#include "util.h"
+
+#include <event2/event.h>
+#include <sys/types.h>
+
+struct mx_control;
+struct mx_sched;
+struct mx_notify;
+struct proc_reaper;
+struct mx_matrix;
+struct mx_streams;
+
+struct mx_limits {
+        size_t frame_bytes;          /* one request line */
+        unsigned connections;        /* all clients */
+        unsigned connections_per_uid;
+        int64_t queued_runs_per_uid; /* runs a user may have waiting */
+        int64_t plan_runs;           /* runs one submission may create */
+        size_t output_bytes;         /* unsent reply data per connection before it is dropped */
+        int64_t frame_timeout_ms;    /* a partial request line, or a missing hello, is dropped after this */
+        size_t log_bytes;            /* captured server log per attempt */
+};
+
+struct mx_config {
+        char *config_path;
+        char *socket_path;
+        mode_t socket_mode;
+        char *socket_group;  /* NULL: the daemon's group */
+        char *admin_group;   /* NULL: root only */
+        char *state_dir;
+        char *matrix_path;
+        enum mx_recovery recovery;
+        struct mx_limits limits;
+        int64_t run_timeout_ms;
+        int64_t level_timeout_ms;
+        bool foreground;
+        char *log_sink;
+        char *log_level;
+};
+
+struct mx_daemon {
+        struct mx_config cfg;
+        struct event_base *base;
+        struct mx_db *db;
+        struct mx_matrix *matrix; /* NULL when no matrix is configured or it failed to load */
+        char *matrix_error;       /* why the matrix is not loaded */
+        struct mx_control *control;
+        struct mx_sched *sched;
+        struct mx_notify *notify;
+        struct proc_reaper *reaper;
+        struct mx_streams *streams; /* follow and logs -f subscribers (stream.c) */
+        gid_t admin_gid;
+        bool has_admin_gid;
+        bool paused;
+        bool stopping;
+        char *boot_id;
+        int64_t started_at; /* wall clock, µs */
+};
+
+/* config.c */
+void config_defaults(struct mx_config *c);
+/* Parse the command line (and the config file it names or the default one). Exit code on error. */
+int config_parse(struct mx_config *c, int argc, char **argv);
+void config_done(struct mx_config *c);
+
+/* main.c helpers used by other modules */
+/* Re-read the matrix file; on failure the old one stays. Returns 0 or -errno with *reterr. */
+int daemon_reload_matrix(struct mx_daemon *d, char **reterr);

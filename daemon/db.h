@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The SQLite database: open with the settings that make it safe to kill -9 at
+ * any instant (WAL, synchronous=FULL, foreign keys), apply the embedded
+ * migrations from schema/migrations in order (tracked by PRAGMA user_version),
+ * and small helpers for statements and transactions. Non-logging.
+ */
+#pragma once
+
+#include "util.h"
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+struct mx_db {
+        sqlite3 *sql;
+        char *path;
+        int version; /* user_version after migration */
+        /* Prepared statements, keyed by the address of their SQL literal. */
+        struct {
+                const char *key;
+                sqlite3_stmt *stmt;
+        } cache[128];
+        size_t n_cache;
+};
+
+/* Open (creating) the database at path and migrate it. -errno with *reterr. */
+int db_open(const char *path, struct mx_db **ret, char **reterr);
+struct mx_db *db_close(struct mx_db *db);
+DEFINE_POINTER_CLEANUP(struct mx_db, db_close)
+
+/* The number of migrations this binary knows (the newest user_version). */
+int db_schema_version(void);
+
+/* Map the last SQLite error of db to a negative errno. */
+int db_errno(struct mx_db *db, int rc);
+const char *db_errmsg(struct mx_db *db);
+
+/* Run SQL without results (several statements allowed). */
+int db_exec(struct mx_db *db, const char *sql);
+
+/*
+ * A cached prepared statement for a SQL string literal, reset and unbound.
+ * Use with _cleanup_(db_stmt_resetp) so it is reset after use.
+ */
+int db_stmt(struct mx_db *db, const char *sql, sqlite3_stmt **ret);
+static inline void db_stmt_resetp(sqlite3_stmt **s)
+{
+        if (*s) {
+                sqlite3_reset(*s);
+                sqlite3_clear_bindings(*s);
+        }
+}
+#define _cleanup_stmt_ _cleanup_(db_stmt_resetp)
+
+/* Transactions. BEGIN IMMEDIATE, so a writer never fails half-way with SQLITE_BUSY. */
+int db_begin(struct mx_db *db);
+int db_commit(struct mx_db *db);
+void db_rollback(struct mx_db *db);
+
+/* Step a statement expecting no row (SQLITE_DONE). */
+int db_step_done(struct mx_db *db, sqlite3_stmt *s);
+
+/* Bind helpers: NULL pointers bind SQL NULL; JSON is stored as compact text. */
+void db_bind_text(sqlite3_stmt *s, int i, const char *v);
+void db_bind_json(sqlite3_stmt *s, int i, json_t *v);
+void db_bind_int64(sqlite3_stmt *s, int i, int64_t v);
+void db_bind_int64_or_null(sqlite3_stmt *s, int i, int64_t v, bool null);
+/* Column helpers: a copy (NULL for SQL NULL), or parsed JSON (NULL for SQL NULL). */
+char *db_column_strdup(sqlite3_stmt *s, int i);
+json_t *db_column_json(sqlite3_stmt *s, int i);
+/* Add column i to obj under key: integer, text or JSON; SQL NULL becomes JSON null. */
+void db_json_set_int(json_t *obj, const char *key, sqlite3_stmt *s, int i);
+void db_json_set_text(json_t *obj, const char *key, sqlite3_stmt *s, int i);
+void db_json_set_json(json_t *obj, const char *key, sqlite3_stmt *s, int i);

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One handler per method of schema/protocol.json. Parameters arrive already
+ * checked against the schema (types, bounds, required, one_of); handlers check
+ * what the schema cannot (ownership, existence, limits that need the database)
+ * and answer with request_reply() or request_error(). Every mutation is
+ * committed before the reply.
+ */
+#include "control.h"
+#include "log.h"
+#include "scheduler.h"
+#include "stream.h"
+#include "submit.h"
+
+#include <inttypes.h>
+
+static int64_t param_int(struct mx_request *req, const char *name, int64_t def)
+{
+        json_t *v = json_object_get(req->params, name);
+
+        return json_is_integer(v) ? json_integer_value(v) : def;
+}
+
+static bool param_bool(struct mx_request *req, const char *name)
+{
+        return json_is_true(json_object_get(req->params, name));
+}
+
+static void m_hello(struct mx_request *req)
+{
+        const struct mx_proto *p = mx_proto_get();
+        int64_t want = param_int(req, "protocol", 0);
+        struct mx_conn *conn = req->conn;
+
+        if (want != p->version) {
+                request_error(req, "protocol-mismatch",
+                              "this mxmatrixd speaks protocol %d, the client %" PRId64
+                              ": use matching mxmatrix and mxmatrixd versions",
+                              p->version, want);
+                control_hello_done(conn, false);
+                return;
+        }
+        request_reply(req, json_pack("{s:i,s:s,s:s,s:i,s:b}", "protocol", p->version, "server", "mxmatrixd",
+                                     "version", MX_VERSION, "uid", (int)req->uid, "admin", req->admin));
+        control_hello_done(conn, true);
+}
+
+static void m_submit(struct mx_request *req)
+{
+        submit_handle(req);
+}
+
+static void m_status(struct mx_request *req)
+{
+        struct mx_daemon *d = req->d;
+        struct queue_list_filter f = { .state = "active", .limit = 100 };
+        _cleanup_json_ json_t *counts = NULL, *queue = NULL;
+        json_t *current = sched_current_json(d->sched);
+        bool more = false;
+        int r;
+
+        r = queue_counts_json(d->db, &counts);
+        if (r >= 0)
+                r = queue_list_json(d->db, &f, &queue, &more);
+        if (r < 0) {
+                json_decref(current);
+                request_error_errno(req, r, "status");
+                return;
+        }
+        request_reply(req, json_pack("{s:b,s:{s:s,s:i,s:I,s:s?,s:s?,s:i},s:o,s:O,s:O,s:b}", "paused", d->paused,
+                                     "daemon", "version", MX_VERSION, "pid", (int)getpid(), "started_at",
+                                     (json_int_t)d->started_at, "matrix", d->cfg.matrix_path, "matrix_error",
+                                     d->matrix_error, "clients", (int)control_n_connections(d->control),
+                                     "current", current ? current : json_null(), "counts", counts, "queue", queue,
+                                     "queue_more", more));
+}
+
+static void m_list(struct mx_request *req)
+{
+        struct queue_list_filter f = {
+                .state = json_string_value(json_object_get(req->params, "state")),
+                .has_uid = param_bool(req, "mine"),
+                .uid = req->uid,
+                .limit = (int)param_int(req, "limit", 50),
+                .before = param_int(req, "before", 0),
+        };
+        json_t *jobs = NULL;
+        bool more = false;
+        int r = queue_list_json(req->d->db, &f, &jobs, &more);
+
+        if (r < 0) {
+                request_error_errno(req, r, "list");
+                return;
+        }
+        request_reply(req, json_pack("{s:o,s:b}", "jobs", jobs, "more", more));
+}
+
+static void m_show(struct mx_request *req)
+{
+        int64_t job = param_int(req, "job", 0), run = param_int(req, "run", 0);
+        json_t *a = NULL, *b = NULL;
+        int r;
+
+        if (job > 0) {
+                r = queue_job_json(req->d->db, job, &a);
+                if (r >= 0)
+                        r = queue_job_runs_json(req->d->db, job, &b);
+                if (r < 0) {
+                        json_decref(a);
+                        request_error_errno(req, r, "show");
+                        return;
+                }
+                request_reply(req, json_pack("{s:o,s:o}", "job", a, "runs", b));
+                return;
+        }
+        r = queue_run_json(req->d->db, run, true, &a);
+        if (r < 0) {
+                request_error_errno(req, r, "show");
+                return;
+        }
+        request_reply(req, json_pack("{s:o}", "run", a));
+}
+
+/* Resolve the job or run a request names and check the caller may change it. */
+static int check_owner(struct mx_request *req, int64_t job, int64_t run)
+{
+        uid_t owner;
+        int r = job > 0 ? queue_job_owner(req->d->db, job, &owner) : queue_run_owner(req->d->db, run, &owner, NULL);
+
+        if (r < 0) {
+                request_error_errno(req, r, req->method->name);
+                return r;
+        }
+        if (!request_may_modify(req, owner)) {
+                request_error(req, "permission-denied", "%s %" PRId64 " belongs to uid %u", job > 0 ? "job" : "run",
+                              job > 0 ? job : run, (unsigned)owner);
+                return -EPERM;
+        }
+        return 0;
+}
+
+static void m_cancel(struct mx_request *req)
+{
+        int64_t job = param_int(req, "job", 0), run = param_int(req, "run", 0), cancelled = 0, running = 0;
+        int r;
+
+        if (check_owner(req, job, run) < 0)
+                return;
+        r = queue_cancel(req->d->db, job, run, req->uid, &cancelled, &running);
+        if (r < 0) {
+                request_error_errno(req, r, "cancel");
+                return;
+        }
+        log_info("uid %u cancelled %s %" PRId64 ": %" PRId64 " queued runs%s", (unsigned)req->uid,
+                 job > 0 ? "job" : "run", job > 0 ? job : run, cancelled, running ? ", stopping the running one" : "");
+        if (running && !sched_cancel_run(req->d->sched, running))
+                running = 0;
+        if (job > 0)
+                stream_job_changed(req->d, job);
+        request_reply(req, json_pack("{s:I,s:o}", "cancelled", (json_int_t)cancelled, "stopping",
+                                     running ? json_integer(running) : json_null()));
+}
+
+static void set_paused(struct mx_request *req, bool paused)
+{
+        int r = queue_set_paused(req->d->db, paused, req->uid);
+
+        if (r < 0) {
+                request_error_errno(req, r, req->method->name);
+                return;
+        }
+        req->d->paused = paused;
+        log_notice("queue %s by uid %u", paused ? "paused" : "resumed", (unsigned)req->uid);
+        if (!paused)
+                sched_kick(req->d->sched);
+        request_reply(req, json_pack("{s:b}", "paused", paused));
+}
+
+static void m_pause(struct mx_request *req)
+{
+        set_paused(req, true);
+}
+
+static void m_resume(struct mx_request *req)
+{
+        set_paused(req, false);
+}
+
+static void m_retry(struct mx_request *req)
+{
+        int64_t job = param_int(req, "job", 0), run = param_int(req, "run", 0), n = 0;
+        int r;
+
+        if (check_owner(req, job, run) < 0)
+                return;
+        r = queue_retry(req->d->db, job, run, param_bool(req, "all"), req->uid, &n);
+        if (r < 0) {
+                request_error_errno(req, r, "retry");
+                return;
+        }
+        if (n > 0)
+                sched_kick(req->d->sched);
+        request_reply(req, json_pack("{s:I}", "requeued", (json_int_t)n));
+}
+
+static void m_logs(struct mx_request *req)
+{
+        stream_logs_start(req, param_int(req, "run", 0), (int)param_int(req, "attempt", 0), param_bool(req, "follow"),
+                          param_int(req, "tail", 0));
+}
+
+static void m_follow(struct mx_request *req)
+{
+        stream_follow_start(req, param_int(req, "job", 0));
+}
+
+static void m_reload(struct mx_request *req)
+{
+        _cleanup_free_ char *err = NULL;
+        int r = daemon_reload_matrix(req->d, &err);
+
+        if (r < 0) {
+                request_error(req, "matrix-error", "%s", err ? err : strerror(-r));
+                return;
+        }
+        request_reply(req, json_pack("{s:s}", "matrix", strempty(req->d->cfg.matrix_path)));
+}
+
+static const struct {
+        const char *name;
+        mx_method_fn fn;
+} table[] = {
+        { "hello", m_hello },   { "submit", m_submit }, { "status", m_status }, { "list", m_list },
+        { "show", m_show },     { "cancel", m_cancel }, { "pause", m_pause },   { "resume", m_resume },
+        { "retry", m_retry },   { "logs", m_logs },     { "follow", m_follow }, { "reload", m_reload },
+};
+
+mx_method_fn methods_lookup(const char *name)
+{
+        for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                if (streq(table[i].name, name))
+                        return table[i].fn;
+        return NULL;
+}
+
+int methods_check_table(const struct mx_proto *p, char **reterr)
+{
+        for (size_t i = 0; i < p->n_methods; i++)
+                if (!methods_lookup(p->methods[i].name)) {
+                        *reterr = xasprintf("protocol method '%s' has no handler", p->methods[i].name);
+                        return -EINVAL;
+                }
+        for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                if (!mx_proto_find(p, table[i].name)) {
+                        *reterr = xasprintf("handler '%s' is not in the protocol description", table[i].name);
+                        return -EINVAL;
+                }
+        return 0;
+}

@@ -1,0 +1,971 @@
+/* SPDX-License-Identifier: MIT */
+#include "queue.h"
+
+#include <inttypes.h>
+
+static const char *const outcome_names[_MX_OUTCOME_MAX] = {
+        [MX_OUTCOME_COMPLETED] = "completed", [MX_OUTCOME_INFRA_ERROR] = "infra-error",
+        [MX_OUTCOME_TIMEOUT] = "timeout",     [MX_OUTCOME_CRASHED] = "crashed",
+        [MX_OUTCOME_CANCELLED] = "cancelled", [MX_OUTCOME_INTERRUPTED] = "interrupted",
+};
+
+const char *mx_outcome_to_string(enum mx_outcome o)
+{
+        return o >= 0 && o < _MX_OUTCOME_MAX ? outcome_names[o] : NULL;
+}
+
+enum mx_outcome mx_outcome_from_string(const char *s)
+{
+        for (int i = 0; s && i < _MX_OUTCOME_MAX; i++)
+                if (streq(s, outcome_names[i]))
+                        return (enum mx_outcome)i;
+        return _MX_OUTCOME_INVALID;
+}
+
+/* Run a body inside one transaction; roll back on failure. */
+#define TXN(db, body)                                                                                       \
+        ({                                                                                                  \
+                int _r = db_begin(db);                                                                      \
+                if (_r >= 0) {                                                                              \
+                        _r = (body);                                                                        \
+                        if (_r >= 0)                                                                        \
+                                _r = db_commit(db);                                                         \
+                        if (_r < 0)                                                                         \
+                                db_rollback(db);                                                            \
+                }                                                                                           \
+                _r;                                                                                         \
+        })
+
+static int event_insert(struct mx_db *db, int64_t job, int64_t run, const char *kind, int64_t uid,
+                        json_t *detail)
+{
+        static const char sql[] = "INSERT INTO events (at, job_id, run_id, kind, uid, detail) "
+                                  "VALUES (?, ?, ?, ?, ?, ?)";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s);
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, mx_now_real_us());
+        db_bind_int64_or_null(s, 2, job, job <= 0);
+        db_bind_int64_or_null(s, 3, run, run <= 0);
+        db_bind_text(s, 4, kind);
+        db_bind_int64_or_null(s, 5, uid, uid < 0);
+        db_bind_json(s, 6, detail);
+        return db_step_done(db, s);
+}
+
+int queue_event(struct mx_db *db, int64_t job, int64_t run, const char *kind, int64_t uid, json_t *detail)
+{
+        return event_insert(db, job, run, kind, uid, detail);
+}
+
+static int job_insert(struct mx_db *db, const struct queue_job_new *j, int64_t now, int64_t *ret)
+{
+        static const char sql[] =
+                "INSERT INTO jobs (uid, gid, user_name, submitted_at, matrix_path, matrix_digest, feature, "
+                "strategy, levels, priority, request) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s);
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, j->uid);
+        db_bind_int64(s, 2, j->gid);
+        db_bind_text(s, 3, j->user_name);
+        db_bind_int64(s, 4, now);
+        db_bind_text(s, 5, j->matrix_path);
+        db_bind_text(s, 6, j->matrix_digest);
+        db_bind_text(s, 7, j->feature);
+        db_bind_text(s, 8, j->strategy);
+        db_bind_json(s, 9, j->levels);
+        db_bind_int64(s, 10, j->priority);
+        db_bind_json(s, 11, j->request);
+        r = db_step_done(db, s);
+        if (r < 0)
+                return r;
+        *ret = sqlite3_last_insert_rowid(db->sql);
+        return 0;
+}
+
+static int run_insert(struct mx_db *db, int64_t job, int seq, const struct queue_run_new *n, int64_t now)
+{
+        static const char sql[] = "INSERT INTO runs (job_id, seq, config_key, config_hash, config, reasons, "
+                                  "expect_fail, spec, queued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s);
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, job);
+        db_bind_int64(s, 2, seq);
+        db_bind_text(s, 3, n->config_key);
+        db_bind_text(s, 4, n->config_hash);
+        db_bind_json(s, 5, n->config);
+        db_bind_json(s, 6, n->reasons);
+        db_bind_text(s, 7, n->expect_fail);
+        db_bind_json(s, 8, n->spec);
+        db_bind_int64(s, 9, now);
+        return db_step_done(db, s);
+}
+
+static int submit_body(struct mx_db *db, const struct queue_job_new *job, const struct queue_run_new *runs,
+                       size_t n_runs, int64_t *ret_job)
+{
+        int64_t now = mx_now_real_us(), id = 0;
+        _cleanup_(json_decrefp) json_t *detail = NULL;
+        int r = job_insert(db, job, now, &id);
+
+        for (size_t i = 0; r >= 0 && i < n_runs; i++)
+                r = run_insert(db, id, (int)i + 1, &runs[i], now);
+        if (r < 0)
+                return r;
+        detail = json_pack("{s:I,s:s?}", "runs", (json_int_t)n_runs, "feature", job->feature);
+        r = event_insert(db, id, 0, "job-accepted", job->uid, detail);
+        if (r >= 0)
+                *ret_job = id;
+        return r;
+}
+
+int queue_submit(struct mx_db *db, const struct queue_job_new *job, const struct queue_run_new *runs,
+                 size_t n_runs, int64_t *ret_job)
+{
+        return TXN(db, submit_body(db, job, runs, n_runs, ret_job));
+}
+
+int queue_count_queued(struct mx_db *db, uid_t uid, int64_t *ret)
+{
+        static const char sql[] = "SELECT count(*) FROM runs r JOIN jobs j ON j.id = r.job_id "
+                                  "WHERE r.state = 'queued' AND j.uid = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s);
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, uid);
+        if (sqlite3_step(s) != SQLITE_ROW)
+                return db_errno(db, sqlite3_errcode(db->sql));
+        *ret = sqlite3_column_int64(s, 0);
+        return 0;
+}
+
+void queue_next_done(struct queue_next *n)
+{
+        free(n->config_key);
+        json_decref(n->spec);
+        json_decref(n->levels);
+        *n = (struct queue_next){};
+}
+
+int queue_pick_next(struct mx_db *db, struct queue_next *ret)
+{
+        static const char sql[] = "SELECT r.job_id, r.id, r.config_key, r.spec, j.levels FROM runs r "
+                                  "JOIN jobs j ON j.id = r.job_id WHERE r.state = 'queued' "
+                                  "ORDER BY j.priority DESC, j.id, r.seq LIMIT 1";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret = (struct queue_next){
+                .job = sqlite3_column_int64(s, 0),
+                .run = sqlite3_column_int64(s, 1),
+                .config_key = db_column_strdup(s, 2),
+                .spec = db_column_json(s, 3),
+                .levels = db_column_json(s, 4),
+        };
+        return 0;
+}
+
+static int attempt_start_body(struct mx_db *db, int64_t run, const char *tag, const char *boot_id,
+                              int64_t *ret_attempt, int *ret_n)
+{
+        static const char upd[] = "UPDATE runs SET state = 'running', attempts = attempts + 1, result = NULL "
+                                  "WHERE id = ? AND state = 'queued' RETURNING attempts, job_id";
+        static const char ins[] = "INSERT INTO attempts (run_id, n, started_at, tag, boot_id) "
+                                  "VALUES (?, ?, ?, ?, ?)";
+        _cleanup_stmt_ sqlite3_stmt *u = NULL, *i = NULL;
+        int64_t job;
+        int r, n;
+
+        r = db_stmt(db, upd, &u);
+        if (r < 0)
+                return r;
+        db_bind_int64(u, 1, run);
+        r = sqlite3_step(u);
+        if (r != SQLITE_ROW)
+                return r == SQLITE_DONE ? -ESTALE : db_errno(db, r);
+        n = sqlite3_column_int(u, 0);
+        job = sqlite3_column_int64(u, 1);
+        r = db_step_done(db, u); /* finish RETURNING before the next statement */
+        if (r < 0)
+                return r;
+        r = db_stmt(db, ins, &i);
+        if (r < 0)
+                return r;
+        db_bind_int64(i, 1, run);
+        db_bind_int64(i, 2, n);
+        db_bind_int64(i, 3, mx_now_real_us());
+        db_bind_text(i, 4, tag);
+        db_bind_text(i, 5, boot_id);
+        r = db_step_done(db, i);
+        if (r < 0)
+                return r;
+        *ret_attempt = sqlite3_last_insert_rowid(db->sql);
+        *ret_n = n;
+        {
+                _cleanup_(json_decrefp) json_t *d = json_pack("{s:i}", "attempt", n);
+                return event_insert(db, job, run, "run-started", -1, d);
+        }
+}
+
+int queue_attempt_start(struct mx_db *db, int64_t run, const char *tag, const char *boot_id,
+                        int64_t *ret_attempt, int *ret_n)
+{
+        return TXN(db, attempt_start_body(db, run, tag, boot_id, ret_attempt, ret_n));
+}
+
+int queue_attempt_process(struct mx_db *db, int64_t attempt, pid_t pid, pid_t pgid, uint64_t proc_start)
+{
+        static const char sql[] = "UPDATE attempts SET pid = ?, pgid = ?, proc_start = ? WHERE id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s);
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, pid);
+        db_bind_int64(s, 2, pgid);
+        db_bind_int64(s, 3, (int64_t)proc_start);
+        db_bind_int64(s, 4, attempt);
+        return db_step_done(db, s);
+}
+
+int queue_attempt_log(struct mx_db *db, int64_t attempt, const char *path)
+{
+        static const char sql[] = "UPDATE attempts SET log_path = ? WHERE id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s);
+
+        if (r < 0)
+                return r;
+        db_bind_text(s, 1, path);
+        db_bind_int64(s, 2, attempt);
+        return db_step_done(db, s);
+}
+
+int queue_level_record(struct mx_db *db, int64_t attempt, const struct queue_level *l)
+{
+        static const char sql[] = "INSERT OR REPLACE INTO levels (attempt_id, level, verdict, started_at, "
+                                  "finished_at, metrics, artifacts, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s);
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, attempt);
+        db_bind_text(s, 2, l->level);
+        db_bind_text(s, 3, l->verdict);
+        db_bind_int64(s, 4, l->started_at);
+        db_bind_int64(s, 5, l->finished_at);
+        db_bind_json(s, 6, l->metrics);
+        db_bind_json(s, 7, l->artifacts);
+        db_bind_text(s, 8, l->message);
+        return db_step_done(db, s);
+}
+
+/* The run's result summary from the attempt's outcome and worst verdict. */
+static char *result_of(enum mx_outcome o, bool any_failed_level, bool expect_fail)
+{
+        switch (o) {
+        case MX_OUTCOME_COMPLETED:
+                if (expect_fail)
+                        return xstrdup(any_failed_level ? "xfail" : "xpass");
+                return xstrdup(any_failed_level ? "fail" : "pass");
+        case MX_OUTCOME_CRASHED:
+                return xstrdup(expect_fail ? "xfail" : "crashed");
+        default:
+                return xstrdup(mx_outcome_to_string(o));
+        }
+}
+
+static int attempt_facts(struct mx_db *db, int64_t attempt, int64_t *ret_run, int64_t *ret_job,
+                         bool *ret_failed_level, bool *ret_expect_fail)
+{
+        static const char sql[] =
+                "SELECT a.run_id, r.job_id, r.expect_fail IS NOT NULL, "
+                "EXISTS (SELECT 1 FROM levels l WHERE l.attempt_id = a.id AND l.verdict IN ('fail','invalid')) "
+                "FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ? AND a.finished_at IS NULL";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, attempt);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret_run = sqlite3_column_int64(s, 0);
+        *ret_job = sqlite3_column_int64(s, 1);
+        *ret_expect_fail = sqlite3_column_int(s, 2);
+        *ret_failed_level = sqlite3_column_int(s, 3);
+        return 0;
+}
+
+static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct queue_finish *f,
+                               char **ret_result)
+{
+        static const char upd_a[] = "UPDATE attempts SET finished_at = ?, outcome = ?, crash_class = ?, "
+                                    "message = ?, exit_status = ?, exit_signal = ? WHERE id = ?";
+        static const char upd_r[] = "UPDATE runs SET state = ?, result = ?, queued_at = "
+                                    "CASE WHEN ? THEN ? ELSE queued_at END WHERE id = ?";
+        _cleanup_stmt_ sqlite3_stmt *a = NULL, *u = NULL;
+        _cleanup_free_ char *result = NULL;
+        _cleanup_(json_decrefp) json_t *d = NULL;
+        bool failed_level = false, expect_fail = false;
+        int64_t run = 0, job = 0, now = mx_now_real_us();
+        int r;
+
+        r = attempt_facts(db, attempt, &run, &job, &failed_level, &expect_fail);
+        if (r < 0)
+                return r;
+        result = result_of(f->outcome, failed_level, expect_fail);
+        r = db_stmt(db, upd_a, &a);
+        if (r < 0)
+                return r;
+        db_bind_int64(a, 1, now);
+        db_bind_text(a, 2, mx_outcome_to_string(f->outcome));
+        db_bind_text(a, 3, f->crash_class);
+        db_bind_text(a, 4, f->message);
+        db_bind_int64_or_null(a, 5, f->exit_status, f->exit_status < 0);
+        db_bind_int64_or_null(a, 6, f->exit_signal, f->exit_signal <= 0);
+        db_bind_int64(a, 7, attempt);
+        r = db_step_done(db, a);
+        if (r < 0)
+                return r;
+        r = db_stmt(db, upd_r, &u);
+        if (r < 0)
+                return r;
+        db_bind_text(u, 1, f->requeue ? "queued" : "done");
+        db_bind_text(u, 2, f->requeue ? NULL : result);
+        db_bind_int64(u, 3, f->requeue);
+        db_bind_int64(u, 4, now);
+        db_bind_int64(u, 5, run);
+        r = db_step_done(db, u);
+        if (r < 0)
+                return r;
+        d = json_pack("{s:s,s:s,s:s?,s:b}", "outcome", mx_outcome_to_string(f->outcome), "result", result,
+                      "crash_class", f->crash_class, "requeued", f->requeue);
+        r = event_insert(db, job, run, "run-finished", -1, d);
+        if (r >= 0 && ret_result)
+                *ret_result = TAKE_PTR(result);
+        return r;
+}
+
+int queue_attempt_finish(struct mx_db *db, int64_t attempt, const struct queue_finish *f, char **ret_result)
+{
+        return TXN(db, attempt_finish_body(db, attempt, f, ret_result));
+}
+
+int queue_open_attempts(struct mx_db *db, struct queue_open_attempt **ret, size_t *ret_n)
+{
+        static const char sql[] = "SELECT a.id, a.run_id, r.job_id, a.n, a.tag, a.boot_id, r.config_key, "
+                                  "a.pid, a.pgid, a.proc_start FROM attempts a JOIN runs r ON r.id = a.run_id "
+                                  "WHERE a.finished_at IS NULL ORDER BY a.id";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        struct queue_open_attempt *v = NULL;
+        size_t n = 0, cap = 0;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                MX_GROW(v, cap, n + 1);
+                v[n] = (struct queue_open_attempt){
+                        .attempt = sqlite3_column_int64(s, 0),
+                        .run = sqlite3_column_int64(s, 1),
+                        .job = sqlite3_column_int64(s, 2),
+                        .n = sqlite3_column_int(s, 3),
+                        .tag = db_column_strdup(s, 4),
+                        .boot_id = db_column_strdup(s, 5),
+                        .config_key = db_column_strdup(s, 6),
+                        .pid = (pid_t)sqlite3_column_int64(s, 7),
+                        .pgid = (pid_t)sqlite3_column_int64(s, 8),
+                        .proc_start = (uint64_t)sqlite3_column_int64(s, 9),
+                        .has_process = sqlite3_column_type(s, 7) != SQLITE_NULL,
+                };
+                n++;
+        }
+        if (rc != SQLITE_DONE) {
+                queue_open_attempts_free(v, n);
+                return db_errno(db, rc);
+        }
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+void queue_open_attempts_free(struct queue_open_attempt *a, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                free(a[i].tag);
+                free(a[i].boot_id);
+                free(a[i].config_key);
+        }
+        free(a);
+}
+
+int queue_job_owner(struct mx_db *db, int64_t job, uid_t *ret_uid)
+{
+        static const char sql[] = "SELECT uid FROM jobs WHERE id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, job);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret_uid = (uid_t)sqlite3_column_int64(s, 0);
+        return 0;
+}
+
+int queue_run_owner(struct mx_db *db, int64_t run, uid_t *ret_uid, int64_t *ret_job)
+{
+        static const char sql[] = "SELECT j.uid, j.id FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, run);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret_uid = (uid_t)sqlite3_column_int64(s, 0);
+        if (ret_job)
+                *ret_job = sqlite3_column_int64(s, 1);
+        return 0;
+}
+
+static int cancel_body(struct mx_db *db, int64_t job, int64_t run, uid_t by, int64_t *ret_cancelled,
+                       int64_t *ret_running)
+{
+        static const char cq[] = "UPDATE runs SET state = 'done', result = 'cancelled', cancelled_at = ? "
+                                 "WHERE state = 'queued' AND (job_id = ? OR id = ?)";
+        static const char cr[] = "SELECT id FROM runs WHERE state = 'running' AND (job_id = ? OR id = ?)";
+        static const char cj[] = "UPDATE jobs SET cancelled_at = ?, cancelled_by = ? WHERE id = ?";
+        _cleanup_stmt_ sqlite3_stmt *q = NULL, *s = NULL, *j = NULL;
+        int64_t now = mx_now_real_us(), running = 0, owner_job = job;
+        _cleanup_(json_decrefp) json_t *d = NULL;
+        int r;
+
+        r = db_stmt(db, cq, &q);
+        if (r < 0)
+                return r;
+        db_bind_int64(q, 1, now);
+        db_bind_int64(q, 2, job);
+        db_bind_int64(q, 3, run);
+        r = db_step_done(db, q);
+        if (r < 0)
+                return r;
+        *ret_cancelled = sqlite3_changes(db->sql);
+        r = db_stmt(db, cr, &s);
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, job);
+        db_bind_int64(s, 2, run);
+        if (sqlite3_step(s) == SQLITE_ROW)
+                running = sqlite3_column_int64(s, 0);
+        *ret_running = running;
+        if (job > 0) {
+                r = db_stmt(db, cj, &j);
+                if (r < 0)
+                        return r;
+                db_bind_int64(j, 1, now);
+                db_bind_int64(j, 2, by);
+                db_bind_int64(j, 3, job);
+                r = db_step_done(db, j);
+                if (r < 0)
+                        return r;
+        } else if ((r = queue_run_owner(db, run, &(uid_t){ 0 }, &owner_job)) < 0)
+                return r;
+        d = json_pack("{s:I,s:I}", "cancelled", (json_int_t)*ret_cancelled, "stopping", (json_int_t)running);
+        return event_insert(db, owner_job, run, job > 0 ? "job-cancelled" : "run-cancelled", by, d);
+}
+
+int queue_cancel(struct mx_db *db, int64_t job, int64_t run, uid_t by, int64_t *ret_cancelled,
+                 int64_t *ret_running)
+{
+        return TXN(db, cancel_body(db, job, run, by, ret_cancelled, ret_running));
+}
+
+static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t *ret)
+{
+        /* Failed = anything but pass and expected failure; cancelled runs only with --all. */
+        static const char rj[] = "UPDATE runs SET state = 'queued', result = NULL, cancelled_at = NULL, "
+                                 "queued_at = ? WHERE job_id = ? AND state = 'done' AND "
+                                 "(? OR result NOT IN ('pass', 'xfail', 'cancelled'))";
+        static const char rr[] = "UPDATE runs SET state = 'queued', result = NULL, cancelled_at = NULL, "
+                                 "queued_at = ? WHERE id = ? AND state = 'done'";
+        static const char uj[] = "UPDATE jobs SET cancelled_at = NULL, cancelled_by = NULL WHERE id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL, *u = NULL;
+        _cleanup_(json_decrefp) json_t *d = NULL;
+        int64_t owner_job = job;
+        int r;
+
+        if (job <= 0 && (r = queue_run_owner(db, run, &(uid_t){ 0 }, &owner_job)) < 0)
+                return r;
+        r = db_stmt(db, job > 0 ? rj : rr, &s);
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, mx_now_real_us());
+        db_bind_int64(s, 2, job > 0 ? job : run);
+        if (job > 0)
+                db_bind_int64(s, 3, all);
+        r = db_step_done(db, s);
+        if (r < 0)
+                return r;
+        *ret = sqlite3_changes(db->sql);
+        if (job <= 0 && *ret == 0)
+                return -EBUSY; /* the run is queued or running */
+        r = db_stmt(db, uj, &u);
+        if (r < 0)
+                return r;
+        db_bind_int64(u, 1, owner_job);
+        r = db_step_done(db, u);
+        if (r < 0)
+                return r;
+        d = json_pack("{s:I,s:b}", "requeued", (json_int_t)*ret, "all", all);
+        return event_insert(db, owner_job, run, "retried", by, d);
+}
+
+int queue_retry(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t *ret_requeued)
+{
+        return TXN(db, retry_body(db, job, run, all, by, ret_requeued));
+}
+
+int queue_get_paused(struct mx_db *db, bool *ret)
+{
+        static const char sql[] = "SELECT value FROM settings WHERE key = 'paused'";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        rc = sqlite3_step(s);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                return db_errno(db, rc);
+        *ret = rc == SQLITE_ROW && streq((const char *)sqlite3_column_text(s, 0), "1");
+        return 0;
+}
+
+static int set_paused_body(struct mx_db *db, bool paused, uid_t by)
+{
+        static const char sql[] = "INSERT OR REPLACE INTO settings (key, value) VALUES ('paused', ?)";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s);
+
+        if (r < 0)
+                return r;
+        db_bind_text(s, 1, paused ? "1" : "0");
+        r = db_step_done(db, s);
+        if (r < 0)
+                return r;
+        return event_insert(db, 0, 0, paused ? "queue-paused" : "queue-resumed", by, NULL);
+}
+
+int queue_set_paused(struct mx_db *db, bool paused, uid_t by)
+{
+        return TXN(db, set_paused_body(db, paused, by));
+}
+
+int queue_events(struct mx_db *db, int64_t job, int64_t after, int limit, json_t **ret)
+{
+        static const char sql[] = "SELECT id, at, run_id, kind, uid, detail FROM events "
+                                  "WHERE job_id = ? AND id > ? ORDER BY id LIMIT ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        _cleanup_(json_decrefp) json_t *a = json_array();
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, job);
+        db_bind_int64(s, 2, after);
+        db_bind_int64(s, 3, limit);
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                json_t *e = json_object();
+
+                db_json_set_int(e, "id", s, 0);
+                db_json_set_int(e, "at", s, 1);
+                db_json_set_int(e, "run", s, 2);
+                db_json_set_text(e, "kind", s, 3);
+                db_json_set_int(e, "uid", s, 4);
+                db_json_set_json(e, "detail", s, 5);
+                json_array_append_new(a, e);
+        }
+        if (rc != SQLITE_DONE)
+                return db_errno(db, rc);
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+/* ---- read side ---- */
+
+/* Per-job counts: total, queued, running, done and one key per result. */
+static int job_counts(struct mx_db *db, int64_t job, json_t **ret)
+{
+        static const char sql[] = "SELECT state, result, count(*) FROM runs WHERE job_id = ? GROUP BY 1, 2";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        json_t *c = json_pack("{s:i,s:i,s:i,s:i}", "total", 0, "queued", 0, "running", 0, "done", 0);
+        int r = db_stmt(db, sql, &s), rc;
+        json_int_t total = 0;
+
+        if (r < 0) {
+                json_decref(c);
+                return r;
+        }
+        db_bind_int64(s, 1, job);
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                const char *state = (const char *)sqlite3_column_text(s, 0);
+                const char *result = (const char *)sqlite3_column_text(s, 1);
+                json_int_t n = sqlite3_column_int64(s, 2);
+
+                json_object_set_new(c, state, json_integer(json_integer_value(json_object_get(c, state)) + n));
+                if (result)
+                        json_object_set_new(c, result,
+                                            json_integer(json_integer_value(json_object_get(c, result)) + n));
+                total += n;
+        }
+        json_object_set_new(c, "total", json_integer(total));
+        if (rc != SQLITE_DONE) {
+                json_decref(c);
+                return db_errno(db, rc);
+        }
+        *ret = c;
+        return 0;
+}
+
+static const char *job_state(json_t *counts, bool cancelled)
+{
+        if (json_integer_value(json_object_get(counts, "running")) > 0)
+                return "running";
+        if (json_integer_value(json_object_get(counts, "queued")) > 0)
+                return "queued";
+        return cancelled ? "cancelled" : "done";
+}
+
+#define JOB_COLUMNS "id, uid, user_name, feature, strategy, priority, submitted_at, cancelled_at, levels, matrix_path"
+
+static int job_row_json(struct mx_db *db, sqlite3_stmt *s, json_t **ret)
+{
+        _cleanup_(json_decrefp) json_t *j = json_object();
+        json_t *counts = NULL;
+        int r;
+
+        db_json_set_int(j, "id", s, 0);
+        db_json_set_int(j, "uid", s, 1);
+        db_json_set_text(j, "user", s, 2);
+        db_json_set_text(j, "feature", s, 3);
+        db_json_set_text(j, "strategy", s, 4);
+        db_json_set_int(j, "priority", s, 5);
+        db_json_set_int(j, "submitted_at", s, 6);
+        db_json_set_int(j, "cancelled_at", s, 7);
+        db_json_set_json(j, "levels", s, 8);
+        db_json_set_text(j, "matrix", s, 9);
+        r = job_counts(db, sqlite3_column_int64(s, 0), &counts);
+        if (r < 0)
+                return r;
+        json_object_set_new(j, "state", json_string(job_state(counts, sqlite3_column_type(s, 7) != SQLITE_NULL)));
+        json_object_set_new(j, "counts", counts);
+        *ret = TAKE_PTR(j);
+        return 0;
+}
+
+int queue_job_json(struct mx_db *db, int64_t job, json_t **ret)
+{
+        static const char sql[] = "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, job);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        return job_row_json(db, s, ret);
+}
+
+/* The levels of one attempt, in the order they ran. */
+static int attempt_levels(struct mx_db *db, int64_t attempt, json_t **ret)
+{
+        static const char sql[] = "SELECT level, verdict, started_at, finished_at, metrics, artifacts, message "
+                                  "FROM levels WHERE attempt_id = ? ORDER BY started_at, id";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        _cleanup_(json_decrefp) json_t *a = json_array();
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, attempt);
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                json_t *l = json_object();
+
+                db_json_set_text(l, "level", s, 0);
+                db_json_set_text(l, "verdict", s, 1);
+                db_json_set_int(l, "started_at", s, 2);
+                db_json_set_int(l, "finished_at", s, 3);
+                db_json_set_json(l, "metrics", s, 4);
+                db_json_set_json(l, "artifacts", s, 5);
+                db_json_set_text(l, "message", s, 6);
+                json_array_append_new(a, l);
+        }
+        if (rc != SQLITE_DONE)
+                return db_errno(db, rc);
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
+{
+        static const char sql[] = "SELECT id, n, started_at, finished_at, outcome, crash_class, message, pid, "
+                                  "pgid, exit_status, exit_signal, log_path, tag FROM attempts WHERE run_id = ? "
+                                  "ORDER BY n";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        _cleanup_(json_decrefp) json_t *a = json_array();
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, run);
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                json_t *t = json_object(), *levels = NULL;
+                static const char *const keys[] = { "id",      "n",           "started_at", "finished_at",
+                                                    "outcome", "crash_class", "message",    "pid",
+                                                    "pgid",    "exit_status", "exit_signal", "log",
+                                                    "tag" };
+
+                for (int k = 0; k < (int)ELEMENTSOF(keys); k++) {
+                        if (sqlite3_column_type(s, k) == SQLITE_INTEGER)
+                                db_json_set_int(t, keys[k], s, k);
+                        else
+                                db_json_set_text(t, keys[k], s, k);
+                }
+                json_array_append_new(a, t);
+                r = attempt_levels(db, sqlite3_column_int64(s, 0), &levels);
+                if (r < 0)
+                        return r;
+                json_object_set_new(t, "levels", levels);
+        }
+        if (rc != SQLITE_DONE)
+                return db_errno(db, rc);
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+#define RUN_COLUMNS                                                                                         \
+        "r.id, r.job_id, r.seq, r.config_key, r.config_hash, r.config, r.reasons, r.expect_fail, r.state, "  \
+        "r.attempts, r.result, r.queued_at, a.outcome, a.crash_class, a.started_at, a.finished_at, a.id, "  \
+        "r.spec"
+
+static int run_row_json(struct mx_db *db, sqlite3_stmt *s, bool details, json_t **ret)
+{
+        _cleanup_(json_decrefp) json_t *j = json_object();
+        json_t *levels = NULL;
+        int r;
+
+        db_json_set_int(j, "id", s, 0);
+        db_json_set_int(j, "job", s, 1);
+        db_json_set_int(j, "seq", s, 2);
+        db_json_set_text(j, "config_key", s, 3);
+        db_json_set_text(j, "config_hash", s, 4);
+        db_json_set_json(j, "config", s, 5);
+        db_json_set_json(j, "reasons", s, 6);
+        db_json_set_text(j, "expect_fail", s, 7);
+        db_json_set_text(j, "state", s, 8);
+        db_json_set_int(j, "attempts", s, 9);
+        db_json_set_text(j, "result", s, 10);
+        db_json_set_int(j, "queued_at", s, 11);
+        db_json_set_text(j, "outcome", s, 12);
+        db_json_set_text(j, "crash_class", s, 13);
+        db_json_set_int(j, "started_at", s, 14);
+        db_json_set_int(j, "finished_at", s, 15);
+        if (sqlite3_column_type(s, 16) != SQLITE_NULL) {
+                r = attempt_levels(db, sqlite3_column_int64(s, 16), &levels);
+                if (r < 0)
+                        return r;
+        }
+        json_object_set_new(j, "levels", levels ? levels : json_array());
+        if (details) {
+                json_t *attempts = NULL;
+
+                db_json_set_json(j, "spec", s, 17);
+                r = run_attempts(db, sqlite3_column_int64(s, 0), &attempts);
+                if (r < 0)
+                        return r;
+                json_object_set_new(j, "attempt_history", attempts);
+        }
+        *ret = TAKE_PTR(j);
+        return 0;
+}
+
+int queue_run_json(struct mx_db *db, int64_t run, bool with_details, json_t **ret)
+{
+        static const char sql[] = "SELECT " RUN_COLUMNS " FROM runs r LEFT JOIN attempts a "
+                                  "ON a.run_id = r.id AND a.n = r.attempts WHERE r.id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, run);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        return run_row_json(db, s, with_details, ret);
+}
+
+int queue_job_runs_json(struct mx_db *db, int64_t job, json_t **ret)
+{
+        static const char sql[] = "SELECT " RUN_COLUMNS " FROM runs r LEFT JOIN attempts a "
+                                  "ON a.run_id = r.id AND a.n = r.attempts WHERE r.job_id = ? ORDER BY r.seq";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        _cleanup_(json_decrefp) json_t *a = json_array();
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, job);
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                json_t *j = NULL;
+
+                r = run_row_json(db, s, false, &j);
+                if (r < 0)
+                        return r;
+                json_array_append_new(a, j);
+        }
+        if (rc != SQLITE_DONE)
+                return db_errno(db, rc);
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+int queue_list_json(struct mx_db *db, const struct queue_list_filter *f, json_t **ret_jobs, bool *ret_more)
+{
+        /*
+         * Newest first, paged by id. The state filter is applied on the
+         * summaries, so the SQL reads at most a bounded window of jobs.
+         */
+        static const char sql[] = "SELECT " JOB_COLUMNS " FROM jobs WHERE id < ? AND (? OR uid = ?) "
+                                  "ORDER BY id DESC LIMIT ?";
+        const char *want = f->state && !streq(f->state, "all") ? f->state : NULL;
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        _cleanup_(json_decrefp) json_t *a = json_array();
+        int limit = f->limit > 0 ? f->limit : 50, r = db_stmt(db, sql, &s), rc, scanned = 0;
+        bool more = false;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, f->before > 0 ? f->before : INT64_MAX);
+        db_bind_int64(s, 2, !f->has_uid);
+        db_bind_int64(s, 3, f->has_uid ? (int64_t)f->uid : -1);
+        db_bind_int64(s, 4, want ? 100000 : limit + 1);
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                json_t *j = NULL;
+                const char *st;
+
+                r = job_row_json(db, s, &j);
+                if (r < 0)
+                        return r;
+                st = json_string_value(json_object_get(j, "state"));
+                scanned++;
+                if (want && !(streq(want, st) ||
+                              (streq(want, "active") && (streq(st, "queued") || streq(st, "running"))))) {
+                        json_decref(j);
+                        continue;
+                }
+                if ((int)json_array_size(a) == limit) {
+                        json_decref(j);
+                        more = true;
+                        break;
+                }
+                json_array_append_new(a, j);
+        }
+        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret_jobs = TAKE_PTR(a);
+        *ret_more = more;
+        return 0;
+}
+
+int queue_counts_json(struct mx_db *db, json_t **ret)
+{
+        static const char sql[] = "SELECT state, result, count(*) FROM runs GROUP BY 1, 2";
+        static const char jobs_sql[] = "SELECT count(*) FROM jobs";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL, *js = NULL;
+        _cleanup_(json_decrefp) json_t *c = json_pack("{s:i,s:i,s:i}", "queued", 0, "running", 0, "done", 0);
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                const char *state = (const char *)sqlite3_column_text(s, 0);
+                const char *result = (const char *)sqlite3_column_text(s, 1);
+                json_int_t n = sqlite3_column_int64(s, 2);
+
+                json_object_set_new(c, state, json_integer(json_integer_value(json_object_get(c, state)) + n));
+                if (result)
+                        json_object_set_new(c, result,
+                                            json_integer(json_integer_value(json_object_get(c, result)) + n));
+        }
+        if (rc != SQLITE_DONE)
+                return db_errno(db, rc);
+        r = db_stmt(db, jobs_sql, &js);
+        if (r < 0)
+                return r;
+        if (sqlite3_step(js) == SQLITE_ROW)
+                json_object_set_new(c, "jobs", json_integer(sqlite3_column_int64(js, 0)));
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int queue_attempt_log_path(struct mx_db *db, int64_t run, int n, char **ret_path, int *ret_n,
+                           char **ret_outcome)
+{
+        static const char sql[] = "SELECT a.log_path, a.n, a.outcome FROM attempts a JOIN runs r ON r.id = a.run_id "
+                                  "WHERE a.run_id = ? AND a.n = CASE WHEN ? > 0 THEN ? ELSE r.attempts END";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, run);
+        db_bind_int64(s, 2, n);
+        db_bind_int64(s, 3, n);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret_path = db_column_strdup(s, 0);
+        *ret_n = sqlite3_column_int(s, 1);
+        if (ret_outcome)
+                *ret_outcome = db_column_strdup(s, 2);
+        return 0;
+}

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The job queue on top of db.h: jobs, runs, attempts, level verdicts and
+ * events. Every mutating function is one transaction, committed before it
+ * returns, so the caller may acknowledge as soon as it returns 0. Read
+ * functions return JSON objects shaped as schema/protocol.json declares.
+ * Non-logging.
+ */
+#pragma once
+
+#include "db.h"
+
+#include <sys/types.h>
+
+enum mx_outcome {
+        MX_OUTCOME_COMPLETED,   /* the runner did everything it was asked (verdicts say how it went) */
+        MX_OUTCOME_INFRA_ERROR, /* the runner could not do its job (spawn failed, disk full, ...) */
+        MX_OUTCOME_TIMEOUT,     /* not ready in time, or a level or the whole run overran */
+        MX_OUTCOME_CRASHED,     /* the server died or its engine did (see crash_class) */
+        MX_OUTCOME_CANCELLED,   /* a user cancelled it */
+        MX_OUTCOME_INTERRUPTED, /* the daemon stopped or died under it */
+        _MX_OUTCOME_MAX,
+        _MX_OUTCOME_INVALID = -EINVAL,
+};
+const char *mx_outcome_to_string(enum mx_outcome o);
+enum mx_outcome mx_outcome_from_string(const char *s);
+
+enum mx_recovery {
+        MX_RECOVERY_REQUEUE, /* an interrupted run goes back to the queue (default: overnight sweeps) */
+        MX_RECOVERY_PAUSE,   /* it goes back to the queue and the queue is paused */
+};
+
+struct queue_job_new {
+        uid_t uid;
+        gid_t gid;
+        const char *user_name;
+        const char *matrix_path;
+        const char *matrix_digest;
+        const char *feature;
+        const char *strategy;
+        json_t *levels;  /* array of strings */
+        int priority;
+        json_t *request; /* the submit params as received */
+};
+
+struct queue_run_new {
+        const char *config_key;
+        const char *config_hash;
+        json_t *config;  /* object axis -> value */
+        json_t *reasons; /* array of strings */
+        const char *expect_fail;
+        json_t *spec;    /* snapshot for the runner */
+};
+
+/* Store a job and its runs; returns the job id. */
+int queue_submit(struct mx_db *db, const struct queue_job_new *job, const struct queue_run_new *runs,
+                 size_t n_runs, int64_t *ret_job);
+/* Queued runs of a user (for the per-uid limit). */
+int queue_count_queued(struct mx_db *db, uid_t uid, int64_t *ret);
+
+/* The next run to start: highest job priority, then oldest job, then plan order. */
+struct queue_next {
+        int64_t job;
+        int64_t run;
+        char *config_key;
+        json_t *spec;
+        json_t *levels;
+};
+void queue_next_done(struct queue_next *n);
+int queue_pick_next(struct mx_db *db, struct queue_next *ret); /* -ENOENT when nothing is queued */
+
+/* Start an attempt of a queued run: the run becomes running. Returns the attempt id and number. */
+int queue_attempt_start(struct mx_db *db, int64_t run, const char *tag, const char *boot_id,
+                        int64_t *ret_attempt, int *ret_n);
+/* Record the process the runner started (for recovery after a crash). */
+int queue_attempt_process(struct mx_db *db, int64_t attempt, pid_t pid, pid_t pgid, uint64_t proc_start);
+int queue_attempt_log(struct mx_db *db, int64_t attempt, const char *path);
+
+struct queue_level {
+        const char *level;
+        const char *verdict; /* pass, fail, invalid, skipped */
+        int64_t started_at, finished_at;
+        json_t *metrics;   /* optional object */
+        json_t *artifacts; /* optional array */
+        const char *message;
+};
+int queue_level_record(struct mx_db *db, int64_t attempt, const struct queue_level *l);
+
+struct queue_finish {
+        enum mx_outcome outcome;
+        const char *crash_class;
+        const char *message;
+        int exit_status; /* -1: none */
+        int exit_signal; /* 0: none */
+        bool requeue;    /* put the run back in the queue (interrupted runs under the requeue policy) */
+};
+/* End an attempt: the run becomes done (or queued again). Returns the run's result summary. */
+int queue_attempt_finish(struct mx_db *db, int64_t attempt, const struct queue_finish *f, char **ret_result);
+
+/* Attempts that never finished (the daemon died): for recovery. */
+struct queue_open_attempt {
+        int64_t attempt, run, job;
+        int n;
+        char *tag, *boot_id, *config_key;
+        pid_t pid, pgid;
+        uint64_t proc_start;
+        bool has_process;
+};
+int queue_open_attempts(struct mx_db *db, struct queue_open_attempt **ret, size_t *ret_n);
+void queue_open_attempts_free(struct queue_open_attempt *a, size_t n);
+
+/* Ownership, for permission checks. -ENOENT when the job or run does not exist. */
+int queue_job_owner(struct mx_db *db, int64_t job, uid_t *ret_uid);
+int queue_run_owner(struct mx_db *db, int64_t run, uid_t *ret_uid, int64_t *ret_job);
+
+/*
+ * Cancel: queued runs of the job (or the one run) become done/cancelled. If a
+ * run of it is running, *ret_running is its id (the caller stops it), else 0.
+ */
+int queue_cancel(struct mx_db *db, int64_t job, int64_t run, uid_t by, int64_t *ret_cancelled,
+                 int64_t *ret_running);
+/* Requeue failed (or, with all, every finished) runs of a job, or one finished run. */
+int queue_retry(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t *ret_requeued);
+
+int queue_get_paused(struct mx_db *db, bool *ret);
+int queue_set_paused(struct mx_db *db, bool paused, uid_t by);
+
+/* Append an event (outside any transaction of the caller). */
+int queue_event(struct mx_db *db, int64_t job, int64_t run, const char *kind, int64_t uid, json_t *detail);
+/* Events of a job with id > after, oldest first, at most limit. */
+int queue_events(struct mx_db *db, int64_t job, int64_t after, int limit, json_t **ret);
+
+/* ---- read side (protocol reply shapes) ---- */
+int queue_job_json(struct mx_db *db, int64_t job, json_t **ret);
+int queue_run_json(struct mx_db *db, int64_t run, bool with_details, json_t **ret);
+int queue_job_runs_json(struct mx_db *db, int64_t job, json_t **ret);
+struct queue_list_filter {
+        const char *state; /* active, queued, running, done, cancelled, all (NULL = all) */
+        bool has_uid;
+        uid_t uid;
+        int limit;
+        int64_t before; /* 0 = newest */
+};
+int queue_list_json(struct mx_db *db, const struct queue_list_filter *f, json_t **ret_jobs, bool *ret_more);
+/* Counts of runs by state/result over the whole queue. */
+int queue_counts_json(struct mx_db *db, json_t **ret);
+/* The log path and the latest attempt number of a run's attempt n (0 = latest). */
+int queue_attempt_log_path(struct mx_db *db, int64_t run, int n, char **ret_path, int *ret_n,
+                           char **ret_outcome);

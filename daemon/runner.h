@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The runner interface: how the scheduler executes one attempt of a run.
+ *
+ * A runner is started with the run's snapshot (the JSON "spec" stored at
+ * submit time) and reports back through callbacks on the daemon's event loop:
+ * the process it started (persisted at once, for recovery after a crash), the
+ * log file, each level's verdict, and finally the outcome. After finished() the
+ * runner is inert and the scheduler frees it. cancel() asks it to stop early;
+ * finished() still follows, with the outcome the caller gave (cancelled,
+ * timeout, interrupted), once everything the runner started is gone.
+ *
+ * Implementations: runner-command.c (runs the spec's argv to completion; its
+ * exit status is the verdict), runner-target.c (starts an inference server,
+ * probes it, runs the levels, stops it).
+ */
+#pragma once
+
+#include "queue.h"
+#include "util.h"
+
+#include <event2/event.h>
+#include <jansson.h>
+#include <sys/types.h>
+
+struct proc_reaper;
+
+/* What the scheduler hands a runner. Strings and JSON are borrowed for the runner's lifetime. */
+struct mx_run_ctx {
+        struct event_base *base;
+        struct proc_reaper *reaper;
+        int64_t job, run, attempt_id;
+        int attempt;
+        const char *tag;        /* MXMATRIX_RUN_TAG value for every process of this attempt */
+        const char *config_key; /* canonical configuration identity */
+        const char *run_dir;    /* per-attempt directory for logs and artifacts (exists) */
+        json_t *spec;           /* the run's snapshot */
+        json_t *levels;         /* levels to run, e.g. ["L1","L1.5"] */
+        int64_t level_timeout_ms;
+        size_t log_max_bytes;   /* cap for the captured server log */
+};
+
+struct mx_level_result {
+        const char *level;
+        const char *verdict; /* pass, fail, invalid, skipped */
+        int64_t started_at, finished_at;
+        json_t *metrics;     /* borrowed, may be NULL */
+        json_t *artifacts;   /* borrowed, may be NULL */
+        const char *message; /* may be NULL */
+};
+
+struct mx_run_result {
+        enum mx_outcome outcome;
+        const char *crash_class; /* may be NULL */
+        const char *message;     /* may be NULL */
+        int exit_status;         /* -1: none (signalled or never started) */
+        int exit_signal;         /* 0: none */
+};
+
+struct mx_run_events {
+        void (*process)(void *ud, pid_t pid, pid_t pgid, uint64_t proc_start);
+        void (*log_opened)(void *ud, const char *path);
+        void (*log_appended)(void *ud);
+        void (*level_started)(void *ud, const char *level);
+        void (*level_finished)(void *ud, const struct mx_level_result *r);
+        void (*finished)(void *ud, const struct mx_run_result *r);
+};
+
+struct mx_runner;
+
+struct mx_runner_ops {
+        const char *name;
+        /* Start asynchronously. A negative return means nothing was started and no callback will come. */
+        int (*start)(const struct mx_run_ctx *ctx, const struct mx_run_events *ev, void *ud,
+                     struct mx_runner **ret, char **reterr);
+        /* Stop early; finished() reports why. Idempotent. */
+        void (*cancel)(struct mx_runner *r, enum mx_outcome why);
+        /* The level being run now, or NULL. */
+        const char *(*current_level)(struct mx_runner *r);
+        struct mx_runner *(*free)(struct mx_runner *r);
+};
+
+extern const struct mx_runner_ops runner_command_ops;
+
+/* The runner for a spec: "command" profile → runner_command_ops, else the target runner. */
+const struct mx_runner_ops *runner_for_spec(json_t *spec);

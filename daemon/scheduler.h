@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The serial scheduler: at most one run uses the GPU at a time. Driven only by
+ * events: a kick after anything that may make a run startable (submit, resume,
+ * retry, a run finishing), the runner's callbacks, and a per-run timer.
+ * Picks by job priority, then job age, then plan order (queue_pick_next).
+ */
+#pragma once
+
+#include "daemon.h"
+#include "runner.h"
+
+struct mx_sched *sched_new(struct mx_daemon *d);
+struct mx_sched *sched_free(struct mx_sched *s);
+
+/* Try to start the next run, from the event loop (never re-entrantly). */
+void sched_kick(struct mx_sched *s);
+/* Stop the running run if it is run (cancelled by a user). Returns true when it was running. */
+bool sched_cancel_run(struct mx_sched *s, int64_t run);
+/* The running run as JSON ({job, run, attempt, config_key, level, started_at, elapsed_ms}), or NULL. */
+json_t *sched_current_json(struct mx_sched *s);
+bool sched_busy(struct mx_sched *s);
+/*
+ * Shut down: start nothing new, stop the running run (its attempt ends as
+ * interrupted and the recovery policy applies), then call done. done runs at
+ * once when idle.
+ */
+void sched_shutdown(struct mx_sched *s, void (*done)(void *ud), void *ud);
+/* The line for STATUS= and the log: "idle, 3 queued" / "running r12 (L1.5, 2m03s), 3 queued". */
+char *sched_status_line(struct mx_sched *s);
+
+/* Hooks for stream.c (follow, logs -f), called by the scheduler. */
+void stream_job_changed(struct mx_daemon *d, int64_t job);
+void stream_log_appended(struct mx_daemon *d, int64_t run);
+void stream_run_finished(struct mx_daemon *d, int64_t run);

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control socket against a real mxmatrixd: handshake, malformed and
+ * oversized frames, a client that stalls half-way through a line while 100
+ * others are served, per-uid connection limits and privileges with a second
+ * uid, and every reply checked against the shapes in schema/protocol.json.
+ */
+#include "protocol.h"
+#include "testd.h"
+
+#include <grp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#define NOBODY 65534
+
+static const char *reply_error_code(json_t *reply)
+{
+        return json_string_value(json_object_get(json_object_get(reply, "error"), "code"));
+}
+
+static void check_reply_shape(const char *method, json_t *reply)
+{
+        const struct mx_proto *p = mx_proto_get();
+        const struct mx_proto_method *m = mx_proto_find(p, method);
+        _cleanup_free_ char *err = NULL;
+
+        ASSERT_NOT_NULL(m);
+        ASSERT_NOT_NULL(json_object_get(reply, "result"));
+        if (mx_proto_check_value(p, m->reply, json_object_get(reply, "result"), method, &err) < 0)
+                test_fail(__FILE__, __LINE__, "%s reply does not match protocol.json: %s", method, err);
+}
+
+/* The limits these tests rely on, through a config file as an operator would set them. */
+static const char *config_file(const char *name, const char *body)
+{
+        char *path = xasprintf("%s/%s.json", test_tmpdir(), name);
+
+        test_write_file(path, body);
+        return path;
+}
+
+TEST(hello_first_and_version)
+{
+        struct testd t;
+        int fd;
+        _cleanup_json_ json_t *r1 = NULL, *r2 = NULL, *p = NULL;
+
+        testd_start(&t, "hello", NULL, NULL);
+        /* Anything before hello is refused and the connection closed. */
+        fd = testd_connect(&t);
+        ASSERT_OK(fd);
+        r1 = testd_request(fd, "status", NULL);
+        ASSERT_STREQ(reply_error_code(r1), "protocol-mismatch");
+        ASSERT_TRUE(testd_closed(fd, 2000));
+        close(fd);
+        /* A client of another protocol version is told so, then dropped. */
+        fd = testd_connect(&t);
+        p = json_pack("{s:i}", "protocol", 99);
+        r2 = testd_request(fd, "hello", p);
+        ASSERT_STREQ(reply_error_code(r2), "protocol-mismatch");
+        ASSERT_CONTAINS(json_string_value(json_object_get(json_object_get(r2, "error"), "message")), "protocol 1");
+        ASSERT_TRUE(testd_closed(fd, 2000));
+        close(fd);
+        /* The right one works and says who we are. */
+        {
+                _cleanup_json_ json_t *q = json_pack("{s:i,s:s}", "protocol", 1, "client", "test");
+                _cleanup_json_ json_t *r = NULL;
+
+                fd = testd_connect(&t);
+                r = testd_request(fd, "hello", q);
+                check_reply_shape("hello", r);
+                ASSERT_EQ(json_integer_value(json_object_get(json_object_get(r, "result"), "uid")), getuid());
+                close(fd);
+        }
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+}
+
+TEST(bad_frames_lose_the_connection_not_the_daemon)
+{
+        static const char *const bad[] = {
+                "this is not json\n",
+                "[1,2,3]\n",
+                "{\"id\":1,\"method\":\"hello\",\"params\":{\"protocol\":1},\"extra\":true}\n",
+                "{\"id\":1,\"method\":\"hello\",\"params\":{\"protocol\":1},\"id\":2}\n",
+                "{\"id\":[1],\"method\":\"hello\"}\n",
+                "{\"id\":1,\"method\":5}\n",
+                "{\"id\":1,\"method\":\"hello\",\"params\":\"x\"}\n",
+        };
+        struct testd t;
+
+        testd_start(&t, "badframes", NULL, NULL);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                int fd = testd_connect(&t);
+                _cleanup_free_ char *line = NULL;
+                _cleanup_json_ json_t *j = NULL;
+
+                testd_send(fd, bad[i]);
+                line = testd_recv_line(fd, 5000);
+                ASSERT_NOT_NULL(line);
+                j = json_loads(line, 0, NULL);
+                ASSERT_NOT_NULL(j);
+                ASSERT_STREQ(reply_error_code(j), "bad-request");
+                ASSERT_TRUE(testd_closed(fd, 2000));
+                close(fd);
+        }
+        /* Still serving. */
+        close(testd_session(&t));
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+}
+
+TEST(errors_that_keep_the_connection)
+{
+        struct testd t;
+        int fd;
+
+        testd_start(&t, "keep", NULL, NULL);
+        fd = testd_session(&t);
+        {
+                _cleanup_json_ json_t *r = testd_request(fd, "frobnicate", NULL);
+                ASSERT_STREQ(reply_error_code(r), "unknown-method");
+        }
+        {
+                _cleanup_json_ json_t *p = json_pack("{s:s}", "state", "sideways");
+                _cleanup_json_ json_t *r = testd_request(fd, "list", p);
+                ASSERT_STREQ(reply_error_code(r), "bad-request");
+                ASSERT_CONTAINS(json_string_value(json_object_get(json_object_get(r, "error"), "message")), "state");
+        }
+        {
+                _cleanup_json_ json_t *p = json_pack("{s:i,s:i}", "job", 1, "run", 2);
+                _cleanup_json_ json_t *r = testd_request(fd, "show", p);
+                ASSERT_STREQ(reply_error_code(r), "bad-request");
+        }
+        {
+                _cleanup_json_ json_t *p = json_pack("{s:i}", "job", 424242);
+                _cleanup_json_ json_t *r = testd_request(fd, "show", p);
+                ASSERT_STREQ(reply_error_code(r), "not-found");
+        }
+        {
+                _cleanup_json_ json_t *r = testd_request(fd, "status", NULL);
+                check_reply_shape("status", r);
+        }
+        {
+                _cleanup_json_ json_t *r = testd_request(fd, "list", NULL);
+                check_reply_shape("list", r);
+        }
+        close(fd);
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+}
+
+TEST(oversized_frame)
+{
+        const char *cfg = config_file("oversize", "{\"limits\": {\"frame_bytes\": 8192}}");
+        const char *const args[] = { "--config", cfg, NULL };
+        _cleanup_free_ char *big = xmalloc(20000), *line = NULL;
+        struct testd t;
+        int fd;
+
+        testd_start(&t, "oversize", args, NULL);
+        fd = testd_session(&t);
+        memset(big, 'x', 19999);
+        big[19999] = '\0';
+        testd_send(fd, "{\"id\":1,\"method\":\"status\",\"params\":{\"pad\":\"");
+        testd_send(fd, big);
+        line = testd_recv_line(fd, 5000);
+        ASSERT_NOT_NULL(line);
+        ASSERT_CONTAINS(line, "longer than 8192");
+        ASSERT_TRUE(testd_closed(fd, 2000));
+        close(fd);
+        close(testd_session(&t));
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+        free((char *)cfg);
+}
+
+struct worker {
+        struct testd *t;
+        int ok;
+};
+
+static void *client_thread(void *ud)
+{
+        struct worker *w = ud;
+        int fd = testd_connect(w->t);
+        _cleanup_json_ json_t *p = json_pack("{s:i}", "protocol", 1), *r1 = NULL, *r2 = NULL;
+
+        if (fd < 0)
+                return NULL;
+        r1 = testd_request(fd, "hello", p);
+        r2 = testd_request(fd, "status", NULL);
+        w->ok = r1 && r2 && json_object_get(r2, "result") != NULL;
+        close(fd);
+        return NULL;
+}
+
+TEST(hundred_clients_and_a_staller)
+{
+        const char *cfg = config_file("stall", "{\"limits\": {\"frame_timeout_ms\": 1500, \"connections\": 512}}");
+        const char *const args[] = { "--config", cfg, NULL };
+        struct worker w[100];
+        pthread_t th[100];
+        struct testd t;
+        int staller, ok = 0;
+        int64_t start;
+
+        testd_start(&t, "stall", args, NULL);
+        staller = testd_session(&t);
+        testd_send(staller, "{\"id\":7,\"method\":\"sta"); /* and nothing more */
+        start = mx_now_mono_us();
+        for (int i = 0; i < 100; i++) {
+                w[i] = (struct worker){ .t = &t };
+                ASSERT_EQ(pthread_create(&th[i], NULL, client_thread, &w[i]), 0);
+        }
+        for (int i = 0; i < 100; i++) {
+                pthread_join(th[i], NULL);
+                ok += w[i].ok;
+        }
+        ASSERT_EQ(ok, 100);
+        /* The staller is cut off after the frame timeout, with an error. */
+        {
+                _cleanup_free_ char *line = testd_recv_line(staller, 10000);
+                ASSERT_NOT_NULL(line);
+                ASSERT_CONTAINS(line, "not finished in time");
+                ASSERT_TRUE(testd_closed(staller, 2000));
+                ASSERT_TRUE(mx_now_mono_us() - start >= 1000000);
+        }
+        close(staller);
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+        free((char *)cfg);
+}
+
+/* Run fn in a child process with uid/gid NOBODY; returns its exit status. */
+static int as_nobody(void (*fn)(struct testd *), struct testd *t)
+{
+        pid_t pid;
+        int status;
+
+        if (geteuid() != 0)
+                test_skip("needs root to act as a second uid");
+        pid = fork();
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0) {
+                if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
+                    setresuid(NOBODY, NOBODY, NOBODY) < 0)
+                        _exit(99);
+                fn(t);
+                _exit(0);
+        }
+        waitpid(pid, &status, 0);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void nobody_limits(struct testd *t)
+{
+        int fds[4];
+
+        for (int i = 0; i < 3; i++)
+                fds[i] = testd_session(t);
+        /* The fourth connection of this uid is refused with a reason. */
+        fds[3] = testd_connect(t);
+        ASSERT_OK(fds[3]);
+        {
+                _cleanup_free_ char *line = testd_recv_line(fds[3], 5000);
+                ASSERT_NOT_NULL(line);
+                ASSERT_CONTAINS(line, "limit-exceeded");
+        }
+        /* Read verbs work; admin verbs do not. */
+        {
+                _cleanup_json_ json_t *r = testd_request(fds[0], "status", NULL);
+                ASSERT_NOT_NULL(json_object_get(r, "result"));
+                ASSERT_FALSE(json_is_true(json_object_get(json_object_get(r, "result"), "paused")));
+        }
+        {
+                _cleanup_json_ json_t *r = testd_request(fds[0], "pause", NULL);
+                ASSERT_STREQ(reply_error_code(r), "permission-denied");
+        }
+        {
+                _cleanup_json_ json_t *p = json_pack("{s:i}", "protocol", 1);
+                _cleanup_json_ json_t *r = testd_request(fds[1], "hello", p);
+                ASSERT_FALSE(json_is_true(json_object_get(json_object_get(r, "result"), "admin")));
+        }
+        for (int i = 0; i < 4; i++)
+                close(fds[i]);
+}
+
+TEST(second_uid_limits_and_privileges)
+{
+        const char *cfg = config_file("uid", "{\"limits\": {\"connections_per_uid\": 3}}");
+        const char *const args[] = { "--config", cfg, "--socket-mode", "0666", NULL };
+        struct testd t;
+
+        if (geteuid() != 0)
+                test_skip("needs root to act as a second uid");
+        testd_start(&t, "uid", args, NULL);
+        ASSERT_EQ(as_nobody(nobody_limits, &t), 0);
+        /* Root may pause; the flag survives a restart. */
+        {
+                int fd = testd_session(&t);
+                _cleanup_json_ json_t *r = testd_request(fd, "pause", NULL);
+                check_reply_shape("pause", r);
+                close(fd);
+        }
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_restart(&t, args, NULL);
+        {
+                int fd = testd_session(&t);
+                _cleanup_json_ json_t *r = testd_request(fd, "status", NULL);
+                ASSERT_TRUE(json_is_true(json_object_get(json_object_get(r, "result"), "paused")));
+                close(fd);
+        }
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+        free((char *)cfg);
+}
+
+static void nobody_denied_socket(struct testd *t)
+{
+        /* Mode 0660 and another group: the socket itself keeps us out. */
+        ASSERT_ERR(testd_connect(t), EACCES);
+}
+
+TEST(socket_mode_keeps_others_out)
+{
+        struct testd t;
+
+        if (geteuid() != 0)
+                test_skip("needs root to act as a second uid");
+        testd_start(&t, "mode", NULL, NULL);
+        ASSERT_EQ(as_nobody(nobody_denied_socket, &t), 0);
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+}
+
+TEST(second_daemon_refused)
+{
+        struct testd t;
+        _cleanup_free_ char *bin = testd_build_path("daemon/mxmatrixd");
+        _cleanup_free_ char *sock = NULL, *state = NULL, *cmd = NULL;
+        int status;
+
+        testd_start(&t, "single", NULL, NULL);
+        sock = xasprintf("--socket=%s", t.socket);
+        state = xasprintf("--state-dir=%s/other", t.dir);
+        cmd = xasprintf("%s --foreground %s %s 2>%s/second.log", bin, sock, state, t.dir);
+        status = system(cmd);
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0);
+        {
+                _cleanup_free_ char *p = xasprintf("%s/second.log", t.dir);
+                _cleanup_free_ char *log = test_read_file(p, NULL);
+                ASSERT_CONTAINS(log, "another daemon is already listening");
+        }
+        /* The first is unharmed and its socket still there. */
+        close(testd_session(&t));
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+}

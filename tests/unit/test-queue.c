@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+/* The SQLite queue: migrations, the job/run/attempt life cycle, reply shapes. */
+#include "test.h"
+#include "protocol.h"
+#include "queue.h"
+
+#include <sys/stat.h>
+
+static struct mx_db *open_db(const char *name)
+{
+        _cleanup_free_ char *path = xasprintf("%s/%s", test_tmpdir(), name);
+        _cleanup_free_ char *err = NULL;
+        struct mx_db *db = NULL;
+
+        ASSERT_OK(db_open(path, &db, &err));
+        return db;
+}
+
+static void check_shape(const char *type, json_t *v)
+{
+        const struct mx_proto *p = mx_proto_get();
+        _cleanup_json_ json_t *ref = json_pack("{s:s}", "ref", type);
+        _cleanup_free_ char *err = NULL;
+
+        if (mx_proto_check_value(p, ref, v, type, &err) < 0)
+                test_fail(__FILE__, __LINE__, "reply shape: %s", err);
+}
+
+static int64_t submit(struct mx_db *db, uid_t uid, int priority, int n_runs)
+{
+        _cleanup_json_ json_t *levels = json_pack("[s,s]", "L1", "L1.5");
+        _cleanup_json_ json_t *req = json_pack("{s:s}", "feature", "cutlass");
+        struct queue_job_new job = {
+                .uid = uid, .gid = uid, .user_name = "tester", .matrix_path = "/m.json",
+                .matrix_digest = "0123456789abcdef", .feature = "cutlass", .strategy = "default",
+                .levels = levels, .priority = priority, .request = req,
+        };
+        struct queue_run_new *runs = xcalloc(n_runs, sizeof(*runs));
+        int64_t id = 0;
+
+        for (int i = 0; i < n_runs; i++) {
+                runs[i].config_key = xasprintf("kernel=k%d", i);
+                runs[i].config_hash = "0000000000000000";
+                runs[i].config = json_pack("{s:s}", "kernel", runs[i].config_key + 7);
+                runs[i].reasons = json_pack("[s]", "L6");
+                runs[i].spec = json_pack("{s:[s]}", "argv", "true");
+                runs[i].expect_fail = i == 2 ? "known crash" : NULL;
+        }
+        ASSERT_OK(queue_submit(db, &job, runs, n_runs, &id));
+        for (int i = 0; i < n_runs; i++) {
+                free((char *)runs[i].config_key);
+                json_decref(runs[i].config);
+                json_decref(runs[i].reasons);
+                json_decref(runs[i].spec);
+        }
+        free(runs);
+        return id;
+}
+
+TEST(open_migrates_and_reopens)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("a.db");
+        _cleanup_free_ char *err = NULL;
+        _cleanup_free_ char *path = xasprintf("%s/a.db", test_tmpdir());
+
+        ASSERT_EQ(db->version, db_schema_version());
+        ASSERT_TRUE(db_schema_version() >= 1);
+        db = db_close(db);
+        ASSERT_OK(db_open(path, &db, &err)); /* idempotent */
+        ASSERT_EQ(db->version, db_schema_version());
+}
+
+TEST(newer_database_refused)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("newer.db");
+        _cleanup_free_ char *path = xasprintf("%s/newer.db", test_tmpdir());
+        _cleanup_free_ char *err = NULL;
+
+        ASSERT_OK(db_exec(db, "PRAGMA user_version = 999"));
+        db = db_close(db);
+        ASSERT_ERR(db_open(path, &db, &err), EPROTO);
+        ASSERT_CONTAINS(err, "schema version 999");
+}
+
+TEST(garbage_file_refused)
+{
+        _cleanup_free_ char *path = xasprintf("%s/garbage.db", test_tmpdir());
+        _cleanup_free_ char *err = NULL;
+        struct mx_db *db = NULL;
+
+        test_write_file(path, "this is not a database, it is a text file that is long enough to look like one\n");
+        ASSERT_TRUE(db_open(path, &db, &err) < 0);
+        ASSERT_NOT_NULL(err);
+        ASSERT_NULL(db);
+}
+
+TEST(priority_then_fifo)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("prio.db");
+        int64_t j1 = submit(db, 1000, 0, 2);
+        int64_t j2 = submit(db, 1000, 5, 1);
+        int64_t j3 = submit(db, 1000, 0, 1);
+        struct queue_next n = {};
+        int64_t order[4], att;
+        int num;
+
+        for (int i = 0; i < 4; i++) {
+                struct queue_finish f = { .outcome = MX_OUTCOME_COMPLETED, .exit_status = 0 };
+                char tag[16];
+
+                snprintf(tag, sizeof(tag), "tag-%d", i);
+                ASSERT_OK(queue_pick_next(db, &n));
+                order[i] = n.job;
+                ASSERT_NOT_NULL(n.spec);
+                ASSERT_OK(queue_attempt_start(db, n.run, tag, "boot", &att, &num));
+                ASSERT_EQ(num, 1);
+                ASSERT_OK(queue_attempt_finish(db, att, &f, NULL));
+                queue_next_done(&n);
+        }
+        ASSERT_EQ(order[0], j2);
+        ASSERT_EQ(order[1], j1);
+        ASSERT_EQ(order[2], j1);
+        ASSERT_EQ(order[3], j3);
+        ASSERT_ERR(queue_pick_next(db, &n), ENOENT);
+}
+
+TEST(attempt_results_and_levels)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("results.db");
+        int64_t job = submit(db, 1000, 0, 3), att;
+        _cleanup_json_ json_t *runs = NULL, *jj = NULL;
+        const char *expect[3] = { "pass", "fail", "xfail" };
+        int num;
+
+        for (int i = 0; i < 3; i++) {
+                struct queue_next n = {};
+                struct queue_level l1 = { .level = "L1", .verdict = "pass", .started_at = 1, .finished_at = 2 };
+                struct queue_level l15 = { .level = "L1.5", .verdict = i == 1 ? "fail" : "pass",
+                                           .started_at = 3, .finished_at = 4, .message = "wrong kernel" };
+                struct queue_finish f = { .outcome = i == 2 ? MX_OUTCOME_CRASHED : MX_OUTCOME_COMPLETED,
+                                          .crash_class = i == 2 ? "illegal-instruction" : NULL,
+                                          .exit_status = -1 };
+                _cleanup_free_ char *result = NULL, *tag = xasprintf("t%d", i);
+
+                ASSERT_OK(queue_pick_next(db, &n));
+                ASSERT_OK(queue_attempt_start(db, n.run, tag, "boot", &att, &num));
+                ASSERT_OK(queue_attempt_process(db, att, 100 + i, 100 + i, 5555));
+                ASSERT_OK(queue_level_record(db, att, &l1));
+                if (i != 2)
+                        ASSERT_OK(queue_level_record(db, att, &l15));
+                ASSERT_OK(queue_attempt_finish(db, att, &f, &result));
+                ASSERT_STREQ(result, expect[i]);
+                queue_next_done(&n);
+        }
+        ASSERT_OK(queue_job_runs_json(db, job, &runs));
+        ASSERT_EQ(json_array_size(runs), 3);
+        for (size_t i = 0; i < 3; i++) {
+                json_t *r = json_array_get(runs, i);
+                check_shape("run_summary", r);
+                ASSERT_STREQ(json_string_value(json_object_get(r, "result")), expect[i]);
+        }
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(runs, 2), "crash_class")),
+                     "illegal-instruction");
+        ASSERT_OK(queue_job_json(db, job, &jj));
+        check_shape("job_summary", jj);
+        ASSERT_STREQ(json_string_value(json_object_get(jj, "state")), "done");
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(jj, "counts"), "fail")), 1);
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(jj, "counts"), "total")), 3);
+}
+
+TEST(open_attempts_for_recovery)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("recover.db");
+        struct queue_open_attempt *open = NULL;
+        struct queue_next n = {};
+        size_t n_open = 0;
+        int64_t att;
+        int num;
+
+        submit(db, 1000, 0, 2);
+        ASSERT_OK(queue_pick_next(db, &n));
+        ASSERT_OK(queue_attempt_start(db, n.run, "boot-1", "bootid", &att, &num));
+        ASSERT_OK(queue_attempt_process(db, att, 4242, 4242, 123456789));
+        ASSERT_OK(queue_open_attempts(db, &open, &n_open));
+        ASSERT_EQ(n_open, 1);
+        ASSERT_EQ(open[0].pid, 4242);
+        ASSERT_EQ(open[0].proc_start, 123456789);
+        ASSERT_STREQ(open[0].tag, "boot-1");
+        ASSERT_TRUE(open[0].has_process);
+        {
+                struct queue_finish f = { .outcome = MX_OUTCOME_INTERRUPTED, .exit_status = -1, .requeue = true };
+                _cleanup_free_ char *res = NULL;
+
+                ASSERT_OK(queue_attempt_finish(db, open[0].attempt, &f, &res));
+                ASSERT_STREQ(res, "interrupted");
+        }
+        queue_open_attempts_free(open, n_open);
+        /* Requeued: the same run comes back first, and its next attempt is number 2. */
+        {
+                struct queue_next again = {};
+                ASSERT_OK(queue_pick_next(db, &again));
+                ASSERT_EQ(again.run, n.run);
+                ASSERT_OK(queue_attempt_start(db, again.run, "boot-2", "bootid", &att, &num));
+                ASSERT_EQ(num, 2);
+                queue_next_done(&again);
+        }
+        /* Finishing an already finished attempt is refused. */
+        {
+                struct queue_finish f = { .outcome = MX_OUTCOME_COMPLETED, .exit_status = 0 };
+                ASSERT_OK(queue_attempt_finish(db, att, &f, NULL));
+                ASSERT_ERR(queue_attempt_finish(db, att, &f, NULL), ENOENT);
+        }
+        queue_next_done(&n);
+}
+
+TEST(cancel_and_retry)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("cancel.db");
+        int64_t job = submit(db, 1000, 0, 4), cancelled, running, requeued, att;
+        _cleanup_json_ json_t *jj = NULL;
+        struct queue_next n = {};
+        uid_t owner;
+        int num;
+
+        ASSERT_OK(queue_job_owner(db, job, &owner));
+        ASSERT_EQ(owner, 1000);
+        ASSERT_ERR(queue_job_owner(db, job + 100, &owner), ENOENT);
+        ASSERT_OK(queue_pick_next(db, &n));
+        ASSERT_OK(queue_attempt_start(db, n.run, "c1", "b", &att, &num));
+        ASSERT_OK(queue_cancel(db, job, 0, 1000, &cancelled, &running));
+        ASSERT_EQ(cancelled, 3);
+        ASSERT_EQ(running, n.run);
+        {
+                struct queue_finish f = { .outcome = MX_OUTCOME_CANCELLED, .exit_status = -1 };
+                ASSERT_OK(queue_attempt_finish(db, att, &f, NULL));
+        }
+        ASSERT_OK(queue_job_json(db, job, &jj));
+        ASSERT_STREQ(json_string_value(json_object_get(jj, "state")), "cancelled");
+        /* Plain retry leaves cancelled runs alone; --all brings every run back. */
+        ASSERT_OK(queue_retry(db, job, 0, false, 1000, &requeued));
+        ASSERT_EQ(requeued, 0);
+        ASSERT_OK(queue_retry(db, job, 0, true, 1000, &requeued));
+        ASSERT_EQ(requeued, 4);
+        json_decref(jj);
+        ASSERT_OK(queue_job_json(db, job, &jj));
+        ASSERT_STREQ(json_string_value(json_object_get(jj, "state")), "queued");
+        /* Retrying a queued run is refused. */
+        ASSERT_ERR(queue_retry(db, 0, n.run, false, 1000, &requeued), EBUSY);
+        queue_next_done(&n);
+}
+
+TEST(paused_survives_reopen)
+{
+        _cleanup_free_ char *path = xasprintf("%s/paused.db", test_tmpdir());
+        _cleanup_free_ char *err = NULL;
+        struct mx_db *db = open_db("paused.db");
+        bool paused = true;
+
+        ASSERT_OK(queue_get_paused(db, &paused));
+        ASSERT_FALSE(paused);
+        ASSERT_OK(queue_set_paused(db, true, 0));
+        db = db_close(db);
+        ASSERT_OK(db_open(path, &db, &err));
+        ASSERT_OK(queue_get_paused(db, &paused));
+        ASSERT_TRUE(paused);
+        db_close(db);
+}
+
+TEST(list_paging_and_filters)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("list.db");
+        _cleanup_json_ json_t *jobs = NULL, *counts = NULL, *events = NULL;
+        struct queue_list_filter f = { .limit = 3 };
+        int64_t last = 0, cancelled, running;
+        bool more = false;
+
+        for (int i = 0; i < 7; i++)
+                last = submit(db, i % 2 ? 1000 : 2000, 0, 1);
+        ASSERT_OK(queue_list_json(db, &f, &jobs, &more));
+        ASSERT_EQ(json_array_size(jobs), 3);
+        ASSERT_TRUE(more);
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(jobs, 0), "id")), last);
+        f.before = json_integer_value(json_object_get(json_array_get(jobs, 2), "id"));
+        json_decref(jobs);
+        ASSERT_OK(queue_list_json(db, &f, &jobs, &more));
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(jobs, 0), "id")), last - 3);
+        json_decref(jobs);
+        f = (struct queue_list_filter){ .has_uid = true, .uid = 1000, .limit = 50 };
+        ASSERT_OK(queue_list_json(db, &f, &jobs, &more));
+        ASSERT_EQ(json_array_size(jobs), 3);
+        ASSERT_FALSE(more);
+        json_decref(jobs);
+        ASSERT_OK(queue_cancel(db, last, 0, 0, &cancelled, &running));
+        f = (struct queue_list_filter){ .state = "cancelled", .limit = 50 };
+        ASSERT_OK(queue_list_json(db, &f, &jobs, &more));
+        ASSERT_EQ(json_array_size(jobs), 1);
+        ASSERT_OK(queue_counts_json(db, &counts));
+        ASSERT_EQ(json_integer_value(json_object_get(counts, "queued")), 6);
+        ASSERT_EQ(json_integer_value(json_object_get(counts, "cancelled")), 1);
+        ASSERT_EQ(json_integer_value(json_object_get(counts, "jobs")), 7);
+        ASSERT_OK(queue_events(db, last, 0, 100, &events));
+        ASSERT_EQ(json_array_size(events), 2);
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(events, 0), "kind")), "job-accepted");
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(events, 1), "kind")), "job-cancelled");
+}
+
+TEST(queued_count_per_uid)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("count.db");
+        int64_t n = -1;
+
+        submit(db, 1000, 0, 5);
+        submit(db, 2000, 0, 2);
+        ASSERT_OK(queue_count_queued(db, 1000, &n));
+        ASSERT_EQ(n, 5);
+        ASSERT_OK(queue_count_queued(db, 3000, &n));
+        ASSERT_EQ(n, 0);
+}
