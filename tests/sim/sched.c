@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The token scheduler: continuous batching on one step timer. Up to
+ * --max-num-seqs sequences run (the rest wait, as vLLM's "Waiting: N reqs"),
+ * each first spends a prefill time proportional to its prompt, then gets one
+ * token per decode step (1 + accepted drafts with speculative decoding). A
+ * step lasts MXSIM_TOKEN_MS divided by the configuration's speed, so a faster
+ * backend shows up as a faster server.
+ *
+ * Tokens come from vocab.c's sampler, so they depend only on the sequence key
+ * and position, never on timing or batching.
+ */
+#include "sim.h"
+
+#include <event2/event.h>
+
+/* Decode runs ~160x slower per token than prefill on GB10 (pp2048 ~4800 t/s, tg ~29 t/s). */
+#define PREFILL_SPEEDUP 160.0
+/* Natural end of text: EOS somewhere in [EOS_MIN, EOS_MIN + EOS_SPAN) unless ignore_eos. */
+#define EOS_MIN 512
+#define EOS_SPAN 1536
+
+struct seq {
+        struct seq *next;
+        uint64_t id;
+        struct sim_gen_params p;
+        const struct sim_gen_cb *cb;
+        void *userdata;
+        int64_t pos;      /* tokens generated so far */
+        int64_t eos_at;   /* position of the natural EOS */
+        int64_t ready_us; /* end of prefill */
+        uint64_t steps;   /* decode steps this sequence took part in */
+        bool running;
+        bool gone; /* finished or aborted; freed after the current step */
+};
+
+struct sim_sched {
+        struct sim_generator gen; /* first: sim_sched_generator() casts back */
+        struct event_base *base;
+        const struct sim_config *cfg;
+        struct event *step_ev;
+        double step_ms;
+        struct seq *seqs; /* arrival order */
+        uint64_t next_id;
+        bool wedged, in_step, armed;
+        int64_t due_us; /* when the armed (or running) step was due */
+        struct sim_sched_stats st;
+};
+
+static struct sim_sched *from_gen(struct sim_generator *g)
+{
+        return (struct sim_sched *)g;
+}
+
+static void seq_unlink_gone(struct sim_sched *s)
+{
+        struct seq **pp = &s->seqs;
+
+        while (*pp) {
+                struct seq *q = *pp;
+                if (q->gone) {
+                        *pp = q->next;
+                        free(q);
+                } else
+                        pp = &q->next;
+        }
+}
+
+/* Run the next step at monotonic time due_us (now if that has passed). */
+static void arm_at(struct sim_sched *s, int64_t due_us)
+{
+        int64_t now = mx_now_mono_us();
+        struct timeval tv = sim_timeval(due_us > now ? (double)(due_us - now) / 1e6 : 0);
+
+        if (s->wedged)
+                return;
+        s->due_us = due_us;
+        evtimer_add(s->step_ev, &tv);
+        s->armed = true;
+}
+
+/* Move waiting sequences into the running batch while there is room. */
+static void admit(struct sim_sched *s, int64_t now)
+{
+        size_t running = 0;
+
+        for (struct seq *q = s->seqs; q; q = q->next)
+                if (!q->gone && q->running)
+                        running++;
+        for (struct seq *q = s->seqs; q && running < (size_t)s->cfg->max_num_seqs; q = q->next) {
+                if (q->gone || q->running)
+                        continue;
+                q->running = true;
+                q->ready_us = now + (int64_t)(q->p.prompt_tokens * s->step_ms * 1000.0 / PREFILL_SPEEDUP);
+                s->st.prefills++;
+                s->st.prompt_tokens += (uint64_t)q->p.prompt_tokens;
+                running++;
+        }
+}
+
+/* Drafts accepted this step (0..k), deterministic per sequence and step. */
+static int spec_accepted(struct sim_sched *s, struct seq *q)
+{
+        int k = s->cfg->spec.num_tokens, a = 0;
+        double p = 0.72;
+
+        for (; a < k; a++) {
+                uint64_t x = sim_mix(q->p.key ^ 0x5bd1e995, q->steps * 64 + (uint64_t)a);
+                if ((double)(x >> 11) / 9007199254740992.0 >= p)
+                        break;
+                p *= 0.86;
+        }
+        s->st.spec_drafts++;
+        s->st.spec_draft_tokens += (uint64_t)k;
+        s->st.spec_accepted += (uint64_t)a;
+        for (int i = 0; i < a && i < SIM_SPEC_TOKENS_MAX; i++)
+                s->st.spec_accepted_pos[i]++;
+        return a;
+}
+
+static bool is_stop_id(const struct sim_gen_params *p, int64_t id)
+{
+        for (size_t i = 0; i < p->n_stop_ids; i++)
+                if (p->stop_ids[i] == id)
+                        return true;
+        return false;
+}
+
+/* One decode step of one sequence: produce its tokens, deliver them, finish it if due. */
+static void step_seq(struct sim_sched *s, struct seq *q)
+{
+        struct sim_token toks[1 + SIM_SPEC_TOKENS_MAX];
+        int want = 1 + (s->cfg->spec.method ? spec_accepted(s, q) : 0);
+        size_t n = 0;
+        bool finished = false;
+        enum sim_finish fin = SIM_FINISH_LENGTH;
+        int64_t stop_token = -1;
+
+        q->steps++;
+        while ((int)n < want && !finished) {
+                struct sim_token *t = &toks[n++];
+                bool spaced = !(q->p.chat && (q->pos == 0 || q->pos == q->p.reasoning_tokens));
+
+                sim_sample(q->p.key, q->pos, spaced, q->p.top_logprobs, t);
+                if (!q->p.ignore_eos && q->pos >= q->p.min_tokens && q->pos == q->eos_at) {
+                        t->id = q->p.chat ? SIM_TOKEN_RETURN : SIM_TOKEN_ENDOFTEXT;
+                        if (t->n_top > 0)
+                                t->top_id[0] = t->id;
+                        finished = true;
+                        fin = SIM_FINISH_STOP;
+                } else if (q->pos + 1 > q->p.min_tokens && is_stop_id(&q->p, t->id)) {
+                        finished = true;
+                        fin = SIM_FINISH_STOP;
+                        stop_token = t->id;
+                }
+                q->pos++;
+                if (q->pos >= q->p.max_tokens)
+                        finished = true;
+        }
+        s->st.output_tokens += n;
+        q->cb->tokens(q->userdata, toks, n);
+        if (q->gone) /* aborted from the callback (a stop string) */
+                return;
+        if (finished) {
+                q->gone = true;
+                q->cb->done(q->userdata, fin, stop_token);
+        }
+}
+
+/*
+ * When the next step is due: one step after the last decode step (on a fixed
+ * timeline, so timer latency does not slow decoding down), or when the first
+ * prefill ends if nothing decodes yet.
+ */
+static void rearm(struct sim_sched *s, bool decoded)
+{
+        int64_t now = mx_now_mono_us(), next_ready = INT64_MAX;
+        int64_t step_us = (int64_t)(s->step_ms * 1000.0);
+
+        admit(s, now);
+        for (struct seq *q = s->seqs; q; q = q->next) {
+                if (q->gone || !q->running)
+                        continue;
+                if (q->ready_us <= now) {
+                        arm_at(s, decoded ? MX_MAX(s->due_us + step_us, now - step_us) : now + step_us);
+                        return;
+                }
+                next_ready = MX_MIN(next_ready, q->ready_us);
+        }
+        if (next_ready != INT64_MAX)
+                arm_at(s, MX_MIN(now + step_us, next_ready));
+}
+
+static void step_cb(evutil_socket_t fd, short what, void *arg)
+{
+        struct sim_sched *s = arg;
+        int64_t now = mx_now_mono_us();
+        bool decoded = false;
+
+        s->armed = false;
+        if (s->wedged)
+                return;
+        s->in_step = true;
+        admit(s, now);
+        for (struct seq *q = s->seqs; q; q = q->next) {
+                if (q->gone || !q->running || q->ready_us > now)
+                        continue;
+                step_seq(s, q);
+                decoded = true;
+        }
+        if (decoded)
+                s->st.steps++;
+        s->in_step = false;
+        seq_unlink_gone(s);
+        rearm(s, decoded);
+}
+
+static int sched_submit(struct sim_generator *g, const struct sim_gen_params *p, const struct sim_gen_cb *cb,
+                        void *userdata, uint64_t *ret_id)
+{
+        struct sim_sched *s = from_gen(g);
+        struct seq *q = xcalloc(1, sizeof(*q)), **tail = &s->seqs;
+
+        q->id = ++s->next_id;
+        q->p = *p;
+        q->cb = cb;
+        q->userdata = userdata;
+        q->eos_at = EOS_MIN + (int64_t)(sim_mix(p->key, 0xe05) % EOS_SPAN);
+        while (*tail)
+                tail = &(*tail)->next;
+        *tail = q;
+        if (!s->armed && !s->in_step)
+                arm_at(s, mx_now_mono_us());
+        *ret_id = q->id;
+        return 0;
+}
+
+static void sched_abort(struct sim_generator *g, uint64_t id)
+{
+        struct sim_sched *s = from_gen(g);
+
+        for (struct seq *q = s->seqs; q; q = q->next)
+                if (q->id == id)
+                        q->gone = true;
+        if (!s->in_step)
+                seq_unlink_gone(s);
+}
+
+struct sim_sched *sim_sched_new(struct event_base *base, const struct sim_config *c, double speed)
+{
+        struct sim_sched *s = xcalloc(1, sizeof(*s));
+
+        s->gen = (struct sim_generator){sched_submit, sched_abort};
+        s->base = base;
+        s->cfg = c;
+        s->step_ms = c->token_ms / (speed > 0 ? speed : 1.0);
+        s->step_ev = evtimer_new(base, step_cb, s);
+        if (!s->step_ev)
+                mx_die("evtimer_new failed");
+        return s;
+}
+
+struct sim_sched *sim_sched_free(struct sim_sched *s)
+{
+        if (!s)
+                return NULL;
+        for (struct seq *q = s->seqs; q; q = q->next)
+                q->gone = true;
+        seq_unlink_gone(s);
+        event_free(s->step_ev);
+        free(s);
+        return NULL;
+}
+
+struct sim_generator *sim_sched_generator(struct sim_sched *s)
+{
+        return &s->gen;
+}
+
+void sim_sched_wedge(struct sim_sched *s)
+{
+        s->wedged = true;
+        evtimer_del(s->step_ev);
+        s->armed = false;
+}
+
+void sim_sched_get_stats(const struct sim_sched *s, struct sim_sched_stats *ret)
+{
+        *ret = s->st;
+        ret->running = ret->waiting = 0;
+        for (const struct seq *q = s->seqs; q; q = q->next) {
+                if (q->gone)
+                        continue;
+                if (q->running)
+                        ret->running++;
+                else
+                        ret->waiting++;
+        }
+}
