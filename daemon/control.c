@@ -231,7 +231,7 @@ static const struct mx_proto_method *check_envelope(struct mx_conn *c, json_t *m
                 return *why = "'id' is longer than 128 bytes", NULL;
         if (!json_is_string(method))
                 return *why = "'method' must be a string", NULL;
-        if (params && !json_is_object(params))
+        if (params && !json_is_object(params) && !json_is_null(params))
                 return *why = "'params' must be an object", NULL;
         json_object_foreach (msg, k, v)
                 if (!streq(k, "id") && !streq(k, "method") && !streq(k, "params"))
@@ -265,6 +265,8 @@ static void handle_request(struct mx_conn *c, json_t *msg)
         if (!c->hello && !streq(m->name, "hello"))
                 return conn_fatal(c, id, "protocol-mismatch", "the first request must be hello");
         params = json_object_get(msg, "params");
+        if (json_is_null(params))
+                params = NULL; /* "params": null means none, as in JSON-RPC */
         if (mx_proto_check_params(p, m, params, &err) < 0) {
                 if (!c->hello)
                         return conn_fatal(c, id, "protocol-mismatch", "%s", err);

@@ -9,6 +9,35 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+/* Daemons still running when a test fails: killed at exit so ctest is not left waiting on them. */
+static pid_t running[16];
+static pid_t running_owner;
+
+static void kill_running(void)
+{
+        if (getpid() != running_owner)
+                return; /* a forked test child exiting: the daemons are its parent's */
+        for (size_t i = 0; i < ELEMENTSOF(running); i++)
+                if (running[i] > 0)
+                        kill(running[i], SIGKILL);
+}
+
+static void track(pid_t pid, bool add)
+{
+        static bool registered;
+
+        if (!registered) {
+                running_owner = getpid();
+                atexit(kill_running);
+                registered = true;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(running); i++)
+                if (add ? running[i] == 0 : running[i] == pid) {
+                        running[i] = add ? pid : 0;
+                        return;
+                }
+}
+
 char *testd_build_path(const char *rel)
 {
         return xasprintf("%s/%s", MX_BUILD_DIR, rel);
@@ -84,6 +113,7 @@ static void spawn(struct testd *t, const char *const *args, const char *const *e
                 _exit(127);
         }
         t->pid = pid;
+        track(pid, true);
 }
 
 static void wait_ready(struct testd *t)
@@ -128,6 +158,7 @@ int testd_stop(struct testd *t, int sig)
         kill(t->pid, sig);
         if (waitpid(t->pid, &status, 0) < 0)
                 test_fail(__FILE__, __LINE__, "waitpid: %m");
+        track(t->pid, false);
         t->pid = 0;
         return status;
 }
