@@ -36,18 +36,28 @@ static void env_set(char ***env, char *entry)
         strv_consume(env, entry);
 }
 
+/* The snapshot's env: an array of "VAR=value" (in matrix order) or an object. */
 static int expand_env(json_t *env, const char *const *values, char ***ret, char **reterr)
 {
         _cleanup_strv_free_ char **out = strv_copy(environ);
-        const char *k;
+        size_t i;
         json_t *v;
 
-        json_object_foreach (env, k, v) {
-                _cleanup_free_ char *s = NULL;
-                int r = mx_placeholder_expand(strempty(json_string_value(v)), values, &s, reterr);
+        json_array_foreach (env, i, v) {
+                const char *kv = strempty(json_string_value(v));
+                const char *eq = strchr(kv, '=');
+                _cleanup_free_ char *s = NULL, *name = NULL;
+                int r;
+
+                if (!eq || eq == kv) {
+                        *reterr = xasprintf("bad environment entry '%s' in the run's snapshot", kv);
+                        return -EINVAL;
+                }
+                name = xstrndup(kv, (size_t)(eq - kv));
+                r = mx_placeholder_expand(eq + 1, values, &s, reterr);
                 if (r < 0)
                         return r;
-                env_set(&out, xasprintf("%s=%s", k, s));
+                env_set(&out, xasprintf("%s=%s", name, s));
         }
         *ret = TAKE_PTR(out);
         return 0;

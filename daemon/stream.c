@@ -216,7 +216,8 @@ static ssize_t logsub_chunk(struct logsub *l)
         l->sent += (uint64_t)n;
         total = l->n_carry + (size_t)n;
         joined = xmalloc(total);
-        memcpy(joined, l->carry, l->n_carry);
+        if (l->n_carry > 0)
+                memcpy(joined, l->carry, l->n_carry);
         memcpy(joined + l->n_carry, buf, (size_t)n);
         text = mx_utf8_sanitize(joined, total, true, &used);
         free(l->carry);
@@ -269,15 +270,17 @@ static bool logsub_pump(struct logsub *l)
 
 static void logsub_drain_cb(struct mx_request *req, void *ud)
 {
+        struct mx_daemon *d = req->d; /* the pump may end (free) the request */
         struct logsub *l = ud;
 
         request_on_drain(req, NULL, NULL);
         if (logsub_pump(l))
-                logsub_unlink(req->d, l);
+                logsub_unlink(d, l);
 }
 
 void stream_logs_start(struct mx_request *req, int64_t run, int attempt, bool follow, int64_t tail)
 {
+        struct mx_daemon *d = req->d; /* the pump may end (free) the request */
         struct logsub *l;
         uid_t owner;
         int r = queue_run_owner(req->d->db, run, &owner, NULL);
@@ -307,7 +310,7 @@ void stream_logs_start(struct mx_request *req, int64_t run, int attempt, bool fo
                 }
         }
         if (logsub_pump(l))
-                logsub_unlink(req->d, l);
+                logsub_unlink(d, l);
 }
 
 static void logs_wake(struct mx_daemon *d, int64_t run)

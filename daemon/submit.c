@@ -1,8 +1,267 @@
 /* SPDX-License-Identifier: MIT */
 #include "submit.h"
+#include "ident.h"
+#include "log.h"
+#include "matrix.h"
+#include "plan.h"
+#include "scheduler.h"
 
-/* Until the matrix engine is linked in, there is nothing to expand a submission with. */
+#include <inttypes.h>
+#include <pwd.h>
+
+/* The matrix a submission uses: the daemon's, or (admins only) a file it names. */
+static int submit_matrix(struct mx_request *req, struct mx_matrix **ret_owned, const struct mx_matrix **ret)
+{
+        const char *path = json_string_value(json_object_get(req->params, "matrix"));
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        if (!path) {
+                if (!req->d->matrix) {
+                        request_error(req, "matrix-error", "%s",
+                                      req->d->matrix_error ? req->d->matrix_error
+                                                           : "mxmatrixd has no matrix file (--matrix)");
+                        return -ENOENT;
+                }
+                *ret = req->d->matrix;
+                return 0;
+        }
+        /* Reading a file the client names is a read as the daemon's user: keep it to administrators. */
+        if (!req->admin) {
+                request_error(req, "permission-denied", "only root or the admin group may name a matrix file");
+                return -EPERM;
+        }
+        r = mx_matrix_load_file(path, ret_owned, &err);
+        if (r < 0) {
+                request_error(req, "matrix-error", "%s", err ? err : strerror(-r));
+                return r;
+        }
+        *ret = *ret_owned;
+        return 0;
+}
+
+static char **submit_pins(json_t *pins)
+{
+        char **l = NULL;
+        const char *k;
+        json_t *v;
+
+        json_object_foreach (pins, k, v)
+                strv_consume(&l, xasprintf("%s=%s", k, json_string_value(v)));
+        return l;
+}
+
+static json_t *strv_json(char *const *l)
+{
+        json_t *a = json_array();
+
+        for (size_t i = 0; l && l[i]; i++)
+                json_array_append_new(a, json_string(l[i]));
+        return a;
+}
+
+/* The snapshot a runner gets: everything it needs, independent of later matrix edits. */
+static json_t *run_spec(const struct mx_matrix *m, const struct mx_plan *p, const struct mx_plan_run *r,
+                        json_t *levels)
+{
+        json_t *spec = mx_plan_run_to_json(p, r);
+
+        json_object_set_new(spec, "profile", json_string(m->profile ? m->profile : "vllm"));
+        json_object_set_new(spec, "model", m->model ? json_string(m->model) : json_null());
+        json_object_set_new(spec, "served_model_name",
+                            m->served_model_name ? json_string(m->served_model_name) : json_null());
+        json_object_set_new(spec, "target", m->target ? json_deep_copy(m->target) : json_null());
+        json_object_set_new(spec, "profiles", m->profiles ? json_deep_copy(m->profiles) : json_null());
+        json_object_set_new(spec, "levels", json_incref(levels));
+        json_object_set_new(spec, "matrix", json_pack("{s:s?,s:s}", "name", m->name, "file", m->path));
+        return spec;
+}
+
+static char *expect_fail_reason(const struct mx_matrix *m, const struct mx_plan_run *r)
+{
+        if (r->n_known_incompatible == 0)
+                return NULL;
+        return xasprintf("%s (expected: %s)", m->known_incompatible[r->known_incompatible[0]].reason,
+                         mx_ki_expect_to_string(m->known_incompatible[r->known_incompatible[0]].expect));
+}
+
+struct built {
+        struct queue_run_new *runs;
+        char **owned; /* strings the runs point to */
+        size_t n;
+};
+
+static void built_done(struct built *b)
+{
+        for (size_t i = 0; i < b->n; i++) {
+                json_decref(b->runs[i].config);
+                json_decref(b->runs[i].reasons);
+                json_decref(b->runs[i].spec);
+        }
+        free(b->runs);
+        strv_free(b->owned);
+}
+
+static void build_runs(const struct mx_matrix *m, const struct mx_plan *p, json_t *levels, struct built *b)
+{
+        b->runs = xcalloc(p->n_runs ? p->n_runs : 1, sizeof(*b->runs));
+        b->n = p->n_runs;
+        for (size_t i = 0; i < p->n_runs; i++) {
+                const struct mx_plan_run *r = &p->runs[i];
+                char hash[MX_IDENT_HASH_LEN + 1];
+                char *ef = expect_fail_reason(m, r);
+
+                strv_push(&b->owned, mx_ident_hash_format(r->hash, hash));
+                b->runs[i] = (struct queue_run_new){
+                        .config_key = r->key,
+                        .config_hash = b->owned[strv_length(b->owned) - 1],
+                        .config = mx_config_to_json(m, r->config),
+                        .reasons = strv_json(r->reasons),
+                        .spec = run_spec(m, p, r, levels),
+                };
+                if (ef) {
+                        strv_consume(&b->owned, ef);
+                        b->runs[i].expect_fail = ef;
+                }
+        }
+}
+
+/* What a dry run shows: the runs as they would be queued. */
+static json_t *dry_runs(const struct built *b)
+{
+        json_t *a = json_array();
+
+        for (size_t i = 0; i < b->n; i++)
+                json_array_append_new(a, json_pack("{s:i,s:s,s:s,s:O,s:O,s:s?,s:s}", "seq", (int)i + 1,
+                                                   "config_key", b->runs[i].config_key, "config_hash",
+                                                   b->runs[i].config_hash, "config", b->runs[i].config, "reasons",
+                                                   b->runs[i].reasons, "expect_fail", b->runs[i].expect_fail,
+                                                   "state", "planned"));
+        return a;
+}
+
+static json_t *skipped_json(const struct mx_plan *p)
+{
+        json_t *a = json_array();
+
+        for (size_t i = 0; i < p->n_skipped; i++)
+                json_array_append_new(a, json_pack("{s:s,s:s,s:s?}", "config_key", p->skipped[i].key, "reason",
+                                                   p->skipped[i].why, "at", p->skipped[i].where));
+        return a;
+}
+
+static int check_limits(struct mx_request *req, size_t n)
+{
+        int64_t queued = 0;
+        int r = queue_count_queued(req->d->db, req->uid, &queued);
+
+        if (r < 0) {
+                request_error_errno(req, r, "submit");
+                return r;
+        }
+        if (req->uid != 0 && queued + (int64_t)n > req->d->cfg.limits.queued_runs_per_uid) {
+                request_error(req, "limit-exceeded",
+                              "uid %u has %" PRId64 " runs queued; %zu more would exceed the limit of %" PRId64,
+                              (unsigned)req->uid, queued, n, req->d->cfg.limits.queued_runs_per_uid);
+                return -EDQUOT;
+        }
+        return 0;
+}
+
+static char *user_name(uid_t uid)
+{
+        struct passwd pw, *res = NULL;
+        char buf[4096];
+
+        if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
+                return NULL;
+        return xstrdup(pw.pw_name);
+}
+
+static void submit_store(struct mx_request *req, const struct mx_matrix *m, const struct mx_plan *p,
+                         struct built *b, json_t *levels)
+{
+        json_t *params = req->params;
+        _cleanup_free_ char *user = user_name(req->uid);
+        char digest[MX_IDENT_HASH_LEN + 1];
+        _cleanup_json_ json_t *runs = NULL;
+        struct queue_job_new job = {
+                .uid = req->uid, .gid = req->gid, .user_name = user, .matrix_path = m->path,
+                .matrix_digest = mx_ident_hash_format(mx_fnv1a64(m->text, m->text_len, MX_FNV1A64_INIT), digest),
+                .feature = json_string_value(json_object_get(params, "feature")),
+                .strategy = mx_plan_strategy_to_string(p->strategy), .levels = levels,
+                .priority = (int)json_integer_value(json_object_get(params, "priority")), .request = params,
+        };
+        _cleanup_free_ char *jf = NULL;
+        struct mx_log_ctx ctx = {};
+        const char *extra[2] = {};
+        int64_t id = 0;
+        int r;
+
+        r = queue_submit(req->d->db, &job, b->runs, b->n, &id);
+        if (r >= 0)
+                r = queue_job_runs_json(req->d->db, id, &runs);
+        if (r < 0) {
+                request_error_errno(req, r, "submit");
+                return;
+        }
+        ctx.job = id;
+        jf = xasprintf("MXMATRIX_FEATURE=%s", job.feature);
+        extra[0] = jf;
+        mx_log_full(LOG_INFO, 0, MX_MSGID_JOB_ACCEPTED, &ctx, extra,
+                    "job %" PRId64 " accepted from uid %u: feature '%s', %zu runs, strategy %s, priority %d", id,
+                    (unsigned)req->uid, job.feature, b->n, job.strategy, job.priority);
+        /* Persisted: now acknowledge. The reply frees req, so kick the scheduler first. */
+        sched_kick(req->d->sched);
+        request_reply(req, json_pack("{s:I,s:O,s:o,s:s,s:o}", "job", (json_int_t)id, "runs", runs, "skipped",
+                                     skipped_json(p), "resolved", p->resolved, "notes", strv_json(p->notes)));
+}
+
 void submit_handle(struct mx_request *req)
 {
-        request_error(req, "matrix-error", "this build has no matrix engine");
+        json_t *params = req->params;
+        _cleanup_(mx_matrix_freep) struct mx_matrix *owned = NULL;
+        _cleanup_(mx_plan_freep) struct mx_plan *plan = NULL;
+        _cleanup_strv_free_ char **pins = submit_pins(json_object_get(params, "pins"));
+        _cleanup_json_ json_t *levels = json_incref(json_object_get(params, "levels"));
+        _cleanup_free_ char *err = NULL;
+        const struct mx_matrix *m = NULL;
+        const char *strategy = json_string_value(json_object_get(params, "strategy"));
+        struct mx_plan_request pr = {
+                .feature = json_string_value(json_object_get(params, "feature")),
+                .pins = pins,
+                .strategy = strategy ? mx_plan_strategy_from_string(strategy) : MX_PLAN_DEFAULT,
+                .seed = (uint64_t)json_integer_value(json_object_get(params, "seed")),
+                .max_runs = (size_t)req->d->cfg.limits.plan_runs,
+        };
+        struct built b = {};
+        int r;
+
+        if (!pr.feature) {
+                request_error(req, "bad-request", "nothing to submit: name a feature (feature=X)");
+                return;
+        }
+        if (!levels || json_array_size(levels) == 0) {
+                json_decref(levels);
+                levels = json_pack("[s,s]", "L1", "L1.5");
+        }
+        if (submit_matrix(req, &owned, &m) < 0)
+                return;
+        r = mx_plan_build(m, &pr, &plan, &err);
+        if (r < 0) {
+                request_error(req, r == -E2BIG ? "limit-exceeded" : "matrix-error", "%s", err ? err : strerror(-r));
+                return;
+        }
+        if (plan->n_runs == 0) {
+                request_error(req, "matrix-error", "the plan for '%s' has no runs", pr.feature);
+                return;
+        }
+        build_runs(m, plan, levels, &b);
+        if (json_is_true(json_object_get(params, "dry_run")))
+                request_reply(req, json_pack("{s:n,s:o,s:o,s:s,s:o}", "job", "runs", dry_runs(&b), "skipped",
+                                             skipped_json(plan), "resolved", plan->resolved, "notes",
+                                             strv_json(plan->notes)));
+        else if (check_limits(req, b.n) >= 0)
+                submit_store(req, m, plan, &b, levels);
+        built_done(&b);
 }
