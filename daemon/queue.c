@@ -135,8 +135,9 @@ int queue_submit(struct mx_db *db, const struct queue_job_new *job, const struct
 
 int queue_count_queued(struct mx_db *db, uid_t uid, int64_t *ret)
 {
-        static const char sql[] = "SELECT count(*) FROM runs r JOIN jobs j ON j.id = r.job_id "
-                                  "WHERE r.state = 'queued' AND j.uid = ?";
+        /* user_counts (migration 002): one row, where counting runs walked every queued run. */
+        static const char sql[] = "SELECT coalesce(sum(n), 0) FROM user_counts "
+                                  "WHERE uid = ? AND state = 'queued'";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = db_stmt(db, sql, &s);
 
@@ -623,10 +624,27 @@ int queue_events(struct mx_db *db, int64_t job, int64_t after, int limit, json_t
 
 /* ---- read side ---- */
 
-/* Per-job counts: total, queued, running, done and one key per result. */
+/* Add a row (state, result or "" for none yet, n) to a counts object; returns n. */
+static json_int_t counts_add_row(json_t *c, sqlite3_stmt *s)
+{
+        const char *state = (const char *)sqlite3_column_text(s, 0);
+        const char *result = (const char *)sqlite3_column_text(s, 1);
+        json_int_t n = sqlite3_column_int64(s, 2);
+
+        json_object_set_new(c, state, json_integer(json_integer_value(json_object_get(c, state)) + n));
+        if (result && *result)
+                json_object_set_new(c, result,
+                                    json_integer(json_integer_value(json_object_get(c, result)) + n));
+        return n;
+}
+
+/*
+ * Per-job counts: total, queued, running, done and one key per result. Read
+ * from job_counts (migration 002), a few rows per job whatever its size.
+ */
 static int job_counts(struct mx_db *db, int64_t job, json_t **ret)
 {
-        static const char sql[] = "SELECT state, result, count(*) FROM runs WHERE job_id = ? GROUP BY 1, 2";
+        static const char sql[] = "SELECT state, result, n FROM job_counts WHERE job_id = ? AND n > 0";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         json_t *c = json_pack("{s:i,s:i,s:i,s:i}", "total", 0, "queued", 0, "running", 0, "done", 0);
         int r = db_stmt(db, sql, &s), rc;
@@ -637,17 +655,8 @@ static int job_counts(struct mx_db *db, int64_t job, json_t **ret)
                 return r;
         }
         db_bind_int64(s, 1, job);
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                const char *state = (const char *)sqlite3_column_text(s, 0);
-                const char *result = (const char *)sqlite3_column_text(s, 1);
-                json_int_t n = sqlite3_column_int64(s, 2);
-
-                json_object_set_new(c, state, json_integer(json_integer_value(json_object_get(c, state)) + n));
-                if (result)
-                        json_object_set_new(c, result,
-                                            json_integer(json_integer_value(json_object_get(c, result)) + n));
-                total += n;
-        }
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+                total += counts_add_row(c, s);
         json_object_set_new(c, "total", json_integer(total));
         if (rc != SQLITE_DONE) {
                 json_decref(c);
@@ -866,38 +875,65 @@ int queue_job_runs_json(struct mx_db *db, int64_t job, json_t **ret)
         return 0;
 }
 
+/*
+ * The candidates of list, newest first, by state filter. Active ones (queued,
+ * running) come from the partial index on job_counts, so a page costs the
+ * same whether 10 or 100 000 finished jobs lie between them; finished ones
+ * (done, cancelled) are the jobs with no active counts; no filter: all jobs.
+ */
+static const char list_sql_active[] =
+        "SELECT " JOB_COLUMNS " FROM job_counts c INDEXED BY job_counts_active "
+        "JOIN jobs j ON j.id = c.job_id WHERE c.state IN ('queued', 'running') AND c.n > 0 "
+        "AND c.job_id < ? AND (? OR j.uid = ?) GROUP BY c.job_id ORDER BY c.job_id DESC";
+static const char list_sql_finished[] =
+        "SELECT " JOB_COLUMNS " FROM jobs j WHERE id < ? AND (? OR uid = ?) "
+        "AND (cancelled_at IS NOT NULL) = ? AND NOT EXISTS (SELECT 1 FROM job_counts c "
+        "WHERE c.job_id = j.id AND c.state IN ('queued', 'running') AND c.n > 0) ORDER BY id DESC";
+static const char list_sql_all[] =
+        "SELECT " JOB_COLUMNS " FROM jobs WHERE id < ? AND (? OR uid = ?) ORDER BY id DESC";
+
+static int list_stmt(struct mx_db *db, const struct queue_list_filter *f, const char *want,
+                     sqlite3_stmt **ret)
+{
+        bool active = want && (streq(want, "active") || streq(want, "queued") || streq(want, "running"));
+        bool finished = want && (streq(want, "done") || streq(want, "cancelled"));
+        int r = db_stmt(db, active ? list_sql_active : finished ? list_sql_finished : list_sql_all, ret);
+
+        if (r < 0)
+                return r;
+        db_bind_int64(*ret, 1, f->before > 0 ? f->before : INT64_MAX);
+        db_bind_int64(*ret, 2, !f->has_uid);
+        db_bind_int64(*ret, 3, f->has_uid ? (int64_t)f->uid : -1);
+        if (finished)
+                db_bind_int64(*ret, 4, streq(want, "cancelled"));
+        return 0;
+}
+
+static bool list_state_matches(const char *want, const char *st)
+{
+        return !want || streq(want, st) ||
+               (streq(want, "active") && (streq(st, "queued") || streq(st, "running")));
+}
+
 int queue_list_json(struct mx_db *db, const struct queue_list_filter *f, json_t **ret_jobs, bool *ret_more)
 {
-        /*
-         * Newest first, paged by id. The state filter is applied on the
-         * summaries, so the SQL reads at most a bounded window of jobs.
-         */
-        static const char sql[] = "SELECT " JOB_COLUMNS " FROM jobs WHERE id < ? AND (? OR uid = ?) "
-                                  "ORDER BY id DESC LIMIT ?";
         const char *want = f->state && !streq(f->state, "all") ? f->state : NULL;
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_(json_decrefp) json_t *a = json_array();
-        int limit = f->limit > 0 ? f->limit : 50, r = db_stmt(db, sql, &s), rc, scanned = 0;
+        int limit = f->limit > 0 ? f->limit : 50, r = list_stmt(db, f, want, &s), rc;
         bool more = false;
 
         if (r < 0)
                 return r;
-        db_bind_int64(s, 1, f->before > 0 ? f->before : INT64_MAX);
-        db_bind_int64(s, 2, !f->has_uid);
-        db_bind_int64(s, 3, f->has_uid ? (int64_t)f->uid : -1);
-        db_bind_int64(s, 4, want ? 100000 : limit + 1);
+        /* The statements stream in id order, so stepping stops after one job past the page. */
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
                 json_t *j = NULL;
-                const char *st;
 
                 r = job_row_json(db, s, &j);
                 if (r < 0)
                         return r;
-                st = json_string_value(json_object_get(j, "state"));
-                scanned++;
-                if (want && !(streq(want, st) ||
-                              (streq(want, "active") && (streq(st, "queued") || streq(st, "running"))))) {
-                        json_decref(j);
+                if (!list_state_matches(want, json_string_value(json_object_get(j, "state")))) {
+                        json_decref(j); /* queued or running, of the active candidates */
                         continue;
                 }
                 if ((int)json_array_size(a) == limit) {
@@ -916,7 +952,8 @@ int queue_list_json(struct mx_db *db, const struct queue_list_filter *f, json_t 
 
 int queue_counts_json(struct mx_db *db, json_t **ret)
 {
-        static const char sql[] = "SELECT state, result, count(*) FROM runs GROUP BY 1, 2";
+        /* user_counts (migration 002): a few rows per user, where a GROUP BY over runs visited every run. */
+        static const char sql[] = "SELECT state, result, sum(n) FROM user_counts WHERE n > 0 GROUP BY 1, 2";
         static const char jobs_sql[] = "SELECT count(*) FROM jobs";
         _cleanup_stmt_ sqlite3_stmt *s = NULL, *js = NULL;
         _cleanup_(json_decrefp) json_t *c = json_pack("{s:i,s:i,s:i}", "queued", 0, "running", 0, "done", 0);
@@ -924,16 +961,8 @@ int queue_counts_json(struct mx_db *db, json_t **ret)
 
         if (r < 0)
                 return r;
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                const char *state = (const char *)sqlite3_column_text(s, 0);
-                const char *result = (const char *)sqlite3_column_text(s, 1);
-                json_int_t n = sqlite3_column_int64(s, 2);
-
-                json_object_set_new(c, state, json_integer(json_integer_value(json_object_get(c, state)) + n));
-                if (result)
-                        json_object_set_new(c, result,
-                                            json_integer(json_integer_value(json_object_get(c, result)) + n));
-        }
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+                (void)counts_add_row(c, s);
         if (rc != SQLITE_DONE)
                 return db_errno(db, rc);
         r = db_stmt(db, jobs_sql, &js);

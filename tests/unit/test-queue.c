@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* The SQLite queue: migrations, the job/run/attempt life cycle, reply shapes. */
 #include "test.h"
+#include "embedded.h"
 #include "protocol.h"
 #include "queue.h"
 
 #include <sys/stat.h>
+
+extern const struct mx_embedded mx_migrations[];
 
 static struct mx_db *open_db(const char *name)
 {
@@ -315,4 +318,187 @@ TEST(queued_count_per_uid)
         ASSERT_EQ(n, 5);
         ASSERT_OK(queue_count_queued(db, 3000, &n));
         ASSERT_EQ(n, 0);
+}
+
+/* Rows of one query (a count of mismatches) as an integer. */
+static int64_t sql_int(struct mx_db *db, const char *sql)
+{
+        sqlite3_stmt *s = NULL;
+        int64_t v = -1;
+
+        ASSERT_EQ(sqlite3_prepare_v2(db->sql, sql, -1, &s, NULL), SQLITE_OK);
+        if (sqlite3_step(s) == SQLITE_ROW)
+                v = sqlite3_column_int64(s, 0);
+        sqlite3_finalize(s);
+        return v;
+}
+
+/* job_counts and user_counts (migration 002) hold exactly what counting runs gives. */
+static void check_counts_match_runs(struct mx_db *db)
+{
+        static const char jobs[] =
+                "SELECT count(*) FROM (SELECT job_id, state, result, n FROM job_counts WHERE n > 0 EXCEPT "
+                "SELECT job_id, state, coalesce(result, ''), count(*) FROM runs GROUP BY 1, 2, 3)";
+        static const char jobs_back[] =
+                "SELECT count(*) FROM (SELECT job_id, state, coalesce(result, ''), count(*) FROM runs "
+                "GROUP BY 1, 2, 3 EXCEPT SELECT job_id, state, result, n FROM job_counts)";
+        static const char users[] =
+                "SELECT count(*) FROM (SELECT uid, state, result, n FROM user_counts WHERE n > 0 EXCEPT "
+                "SELECT j.uid, r.state, coalesce(r.result, ''), count(*) FROM runs r JOIN jobs j "
+                "ON j.id = r.job_id GROUP BY 1, 2, 3)";
+        static const char users_back[] =
+                "SELECT count(*) FROM (SELECT j.uid, r.state, coalesce(r.result, ''), count(*) FROM runs r "
+                "JOIN jobs j ON j.id = r.job_id GROUP BY 1, 2, 3 EXCEPT SELECT uid, state, result, n "
+                "FROM user_counts)";
+
+        ASSERT_EQ(sql_int(db, jobs), 0);
+        ASSERT_EQ(sql_int(db, jobs_back), 0);
+        ASSERT_EQ(sql_int(db, users), 0);
+        ASSERT_EQ(sql_int(db, users_back), 0);
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM job_counts WHERE n < 0"), 0);
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM user_counts WHERE n < 0"), 0);
+}
+
+/* Start and finish the next queued run with an outcome; requeue puts it back. */
+static void run_next(struct mx_db *db, const char *tag, enum mx_outcome o, bool requeue)
+{
+        struct queue_finish f = { .outcome = o, .exit_status = -1, .requeue = requeue };
+        struct queue_next n = {};
+        int64_t att;
+        int num;
+
+        ASSERT_OK(queue_pick_next(db, &n));
+        ASSERT_OK(queue_attempt_start(db, n.run, tag, "boot", &att, &num));
+        ASSERT_OK(queue_attempt_finish(db, att, &f, NULL));
+        queue_next_done(&n);
+}
+
+TEST(counts_follow_every_change)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("counts.db");
+        int64_t j1 = submit(db, 1000, 0, 4), j2, cancelled, running, requeued, queued = -1;
+        _cleanup_json_ json_t *counts = NULL, *jj = NULL;
+
+        j2 = submit(db, 2000, 0, 3);
+        check_counts_match_runs(db);
+        run_next(db, "a", MX_OUTCOME_COMPLETED, false);
+        run_next(db, "b", MX_OUTCOME_CRASHED, false);
+        run_next(db, "c", MX_OUTCOME_INTERRUPTED, true); /* back to queued */
+        check_counts_match_runs(db);
+        ASSERT_OK(queue_cancel(db, j2, 0, 2000, &cancelled, &running));
+        ASSERT_EQ(cancelled, 3);
+        ASSERT_OK(queue_retry(db, j1, 0, false, 1000, &requeued));
+        ASSERT_EQ(requeued, 1); /* the crashed run */
+        check_counts_match_runs(db);
+        ASSERT_OK(queue_count_queued(db, 1000, &queued));
+        ASSERT_EQ(queued, 3);
+        ASSERT_OK(queue_count_queued(db, 2000, &queued));
+        ASSERT_EQ(queued, 0);
+        ASSERT_OK(queue_counts_json(db, &counts));
+        ASSERT_EQ(json_integer_value(json_object_get(counts, "queued")), 3);
+        ASSERT_EQ(json_integer_value(json_object_get(counts, "done")), 4);
+        ASSERT_EQ(json_integer_value(json_object_get(counts, "pass")), 1);
+        ASSERT_EQ(json_integer_value(json_object_get(counts, "cancelled")), 3);
+        ASSERT_NULL(json_object_get(counts, "crashed")); /* retried: no longer counted */
+        ASSERT_OK(queue_job_json(db, j1, &jj));
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(jj, "counts"), "total")), 4);
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(jj, "counts"), "queued")), 3);
+        /* Deleting a job (the schema cascades) takes its runs out of both tables. */
+        ASSERT_OK(db_exec(db, "DELETE FROM jobs WHERE id = 1"));
+        check_counts_match_runs(db);
+        ASSERT_OK(queue_count_queued(db, 1000, &queued));
+        ASSERT_EQ(queued, 0);
+}
+
+TEST(migration_counts_existing_runs)
+{
+        _cleanup_free_ char *path = xasprintf("%s/v1.db", test_tmpdir());
+        _cleanup_free_ char *err = NULL;
+        struct mx_db *db = NULL;
+        sqlite3 *raw = NULL;
+        int64_t queued = -1;
+
+        /* A version-1 database with runs in it, as an mxmatrixd before migration 002 left it. */
+        ASSERT_EQ(sqlite3_open(path, &raw), SQLITE_OK);
+        ASSERT_EQ(sqlite3_exec(raw, mx_migrations[0].data, NULL, NULL, NULL), SQLITE_OK);
+        ASSERT_EQ(sqlite3_exec(raw,
+                               "PRAGMA user_version = 1;"
+                               "INSERT INTO jobs (id, uid, gid, submitted_at, matrix_path, matrix_digest, "
+                               "strategy, levels, request) VALUES (1, 1000, 1000, 0, 'm', 'd', 'default', '[]', "
+                               "'{}');"
+                               "INSERT INTO runs (job_id, seq, config_key, config_hash, config, reasons, spec, "
+                               "queued_at, state, result) VALUES (1, 1, 'k', 'h', '{}', '[]', '{}', 0, 'done', "
+                               "'pass'), (1, 2, 'k', 'h', '{}', '[]', '{}', 0, 'queued', NULL), "
+                               "(1, 3, 'k', 'h', '{}', '[]', '{}', 0, 'queued', NULL);",
+                               NULL, NULL, NULL),
+                  SQLITE_OK);
+        sqlite3_close(raw);
+        ASSERT_OK(db_open(path, &db, &err));
+        ASSERT_TRUE(db->version >= 2);
+        check_counts_match_runs(db);
+        ASSERT_OK(queue_count_queued(db, 1000, &queued));
+        ASSERT_EQ(queued, 2);
+        db_close(db);
+}
+
+TEST(list_state_filters_over_a_history)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("history.db");
+        _cleanup_json_ json_t *jobs = NULL;
+        struct queue_list_filter f = { .state = "active", .limit = 2 };
+        int64_t old_active, cancelled, running, att;
+        struct queue_next n = {};
+        bool more = true;
+        int num;
+
+        /* The oldest job stays queued, 40 finished ones follow, then one running and one cancelled. */
+        old_active = submit(db, 1000, 0, 2);
+        for (int i = 0; i < 40; i++)
+                submit(db, 1000, 1, 1);
+        for (int i = 0; i < 40; i++) {
+                char tag[16];
+
+                snprintf(tag, sizeof(tag), "h%d", i);
+                run_next(db, tag, MX_OUTCOME_COMPLETED, false);
+        }
+        submit(db, 2000, 2, 1);
+        ASSERT_OK(queue_pick_next(db, &n));
+        ASSERT_OK(queue_attempt_start(db, n.run, "live", "boot", &att, &num));
+        ASSERT_OK(queue_cancel(db, submit(db, 1000, 0, 1), 0, 1000, &cancelled, &running));
+
+        ASSERT_OK(queue_list_json(db, &f, &jobs, &more));
+        ASSERT_EQ(json_array_size(jobs), 2);
+        ASSERT_FALSE(more);
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(jobs, 0), "id")), n.job);
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(jobs, 1), "id")), old_active);
+        json_decref(jobs);
+        f.limit = 1; /* a page of one, then the next from before it */
+        ASSERT_OK(queue_list_json(db, &f, &jobs, &more));
+        ASSERT_TRUE(more);
+        f.before = n.job;
+        json_decref(jobs);
+        ASSERT_OK(queue_list_json(db, &f, &jobs, &more));
+        ASSERT_EQ(json_integer_value(json_object_get(json_array_get(jobs, 0), "id")), old_active);
+        ASSERT_FALSE(more);
+        json_decref(jobs);
+        f = (struct queue_list_filter){ .state = "queued", .limit = 50 };
+        ASSERT_OK(queue_list_json(db, &f, &jobs, &more));
+        ASSERT_EQ(json_array_size(jobs), 1);
+        json_decref(jobs);
+        f.state = "running";
+        ASSERT_OK(queue_list_json(db, &f, &jobs, &more));
+        ASSERT_EQ(json_array_size(jobs), 1);
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(jobs, 0), "state")), "running");
+        json_decref(jobs);
+        f.state = "cancelled";
+        ASSERT_OK(queue_list_json(db, &f, &jobs, &more));
+        ASSERT_EQ(json_array_size(jobs), 1);
+        json_decref(jobs);
+        f = (struct queue_list_filter){ .state = "done", .limit = 30, .has_uid = true, .uid = 1000 };
+        ASSERT_OK(queue_list_json(db, &f, &jobs, &more));
+        ASSERT_EQ(json_array_size(jobs), 30);
+        ASSERT_TRUE(more);
+        for (size_t i = 0; i < json_array_size(jobs); i++)
+                ASSERT_STREQ(json_string_value(json_object_get(json_array_get(jobs, i), "state")), "done");
+        queue_next_done(&n);
 }
