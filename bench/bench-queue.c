@@ -112,7 +112,7 @@ static void track(pid_t pid, bool add)
                         started[i] = add ? pid : 0;
                         return;
                 }
-        fail("too many daemons");
+        fail("daemon %d is not in the table of started daemons", (int)pid);
 }
 
 static int remove_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -140,9 +140,9 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* Nearest rank: the smallest sample with at least p% of the samples at or below it. */
-static int64_t percentile(const int64_t *sorted, size_t n, double p)
+static int64_t percentile(const int64_t *sorted, size_t n, unsigned p)
 {
-        size_t k = (size_t)((p / 100.0) * (double)n + 0.999999);
+        size_t k = (p * n + 99) / 100; /* ceil(p/100 * n) */
 
         return n == 0 ? 0 : sorted[k == 0 ? 0 : MX_MIN(k, n) - 1];
 }
@@ -643,11 +643,11 @@ struct bench {
         char *matrix, *config;
         struct bench_daemon d;
         struct conn c;
-        int64_t runs, jobs;              /* stored so far (ids run 1..runs) */
-        int64_t first_big, last_big;     /* job ids of the first and newest 10 000-run jobs */
+        int64_t runs;                         /* stored so far (run ids 1..runs) */
+        int64_t first_big, last_big;          /* job ids of the first and newest 10 000-run jobs */
         int64_t last_big_run0, last_big_run1; /* run ids of the newest big job */
-        size_t next_pin;                 /* pin index of the next one-run job */
-        bool history;                    /* scenario H: all but the newest big job done */
+        size_t next_pin;                      /* pin index of the next one-run job */
+        bool history;                         /* scenario H: all but the newest big job done */
         uint64_t rng;
         struct rss_row rss[8];
         size_t n_rss;
@@ -680,17 +680,17 @@ static json_t *one_run_params(size_t k)
 }
 
 /* Idle windows, several daemons at once: no client connected, nothing to do. */
-static void idle_window(struct bench *b, struct bench_daemon *const *ds, struct idle_row *rows, size_t n)
+static void idle_window(struct bench *b, struct bench_daemon *const *ds, struct idle_row *out, size_t n)
 {
         sleep_ms(SETTLE_MS);
         for (size_t i = 0; i < n; i++) {
                 notify_drain(ds[i], NULL, NULL);
-                pstat_read(ds[i]->pid, &rows[i].before);
+                pstat_read(ds[i]->pid, &out[i].before);
         }
         sleep_ms(b->o.idle_s * INT64_C(1000));
         for (size_t i = 0; i < n; i++) {
-                pstat_read(ds[i]->pid, &rows[i].after);
-                notify_drain(ds[i], &rows[i].msgs, &rows[i].pings);
+                pstat_read(ds[i]->pid, &out[i].after);
+                notify_drain(ds[i], &out[i].msgs, &out[i].pings);
         }
 }
 
@@ -749,7 +749,6 @@ static void submit_small(struct bench *b, int n)
         pthread_barrier_destroy(&go);
         b->next_pin += SMALL_JOBS;
         b->runs += SMALL_JOBS;
-        b->jobs += SMALL_JOBS;
         qsort(lat, SMALL_JOBS, sizeof(int64_t), cmp_i64);
         printf("%6d %7d %9.2f %10.0f %9.3f %9.3f %9.3f\n", n, SMALL_JOBS, (double)wall / 1e6,
                SMALL_JOBS / ((double)wall / 1e6), ms(percentile(lat, SMALL_JOBS, 50)),
@@ -777,7 +776,6 @@ static void submit_big(struct bench *b, int k)
         b->last_big_run0 = result_int(json_array_get(runs, 0), "id");
         b->last_big_run1 = result_int(json_array_get(runs, n - 1), "id");
         b->runs += BIG_RUNS;
-        b->jobs++;
         pstat_read(b->d.pid, &ps);
         printf("%6d %8" PRId64 " %7d %10.2f %10.1f %14.1f\n", k, b->last_big, BIG_RUNS,
                (double)bytes / 1048576.0, ms(us), (double)ps.hwm_kb / 1024.0);
@@ -853,7 +851,6 @@ static json_t *p_show_run(struct bench *b)
 static json_t *p_submit(struct bench *b)
 {
         b->runs++;
-        b->jobs++;
         return one_run_params(b->next_pin++);
 }
 
@@ -1067,7 +1064,8 @@ static int parse_args(struct opts *o, int argc, char **argv)
         return 0;
 }
 
-static int setup(struct bench *b, int argc, char **argv)
+/* Options, the daemon's path, the directory and the fixtures; an exit code, with *ret_go to run. */
+static int setup(struct bench *b, int argc, char **argv, bool *ret_go)
 {
         const char *tmp = getenv("TMPDIR");
         int r;
@@ -1090,7 +1088,8 @@ static int setup(struct bench *b, int argc, char **argv)
         b->matrix = write_matrix();
         b->config = write_config();
         b->rng = UINT64_C(0x9e3779b97f4a7c15);
-        return -1; /* go on */
+        *ret_go = true;
+        return 0;
 }
 
 /* Empty queue: the daemon the rest uses and one with the watchdog, idle side by side. */
@@ -1141,11 +1140,12 @@ int main(int argc, char **argv)
 {
         struct bench b = { .c = { .fd = -1 } };
         _cleanup_json_ json_t *paused = NULL;
+        bool go = false;
         int r;
 
         setvbuf(stdout, NULL, _IOLBF, 0);
-        r = setup(&b, argc, argv);
-        if (r >= 0)
+        r = setup(&b, argc, argv, &go);
+        if (!go)
                 return r;
         atexit(kill_started);
         phase_start(&b);
