@@ -79,6 +79,16 @@ struct table *table_free(struct table *t)
         return NULL;
 }
 
+#define OUTPUT_HELP_COLUMN 52
+
+void output_help_line(FILE *f, const char *synopsis, const char *summary)
+{
+        if (strlen(synopsis) <= OUTPUT_HELP_COLUMN)
+                fprintf(f, "  %-*s %s\n", OUTPUT_HELP_COLUMN, synopsis, summary);
+        else
+                fprintf(f, "  %s\n  %-*s %s\n", synopsis, OUTPUT_HELP_COLUMN, "", summary);
+}
+
 void output_json(json_t *v)
 {
         _cleanup_free_ char *s = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY);
