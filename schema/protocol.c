@@ -474,10 +474,13 @@ static void cli_help_words(const struct mx_proto_method *m, FILE *f)
         json_t *as = json_object_get(m->cli, "assignments");
 
         if (json_is_true(json_object_get(m->cli, "target")))
-                fprintf(f, "\n%s\n", has_job ? "JOB is a job number (12 or j12); rRUN a run number (r34)."
-                                              : "rRUN is a run number (r34).");
+                fprintf(f, "\n%s\n",
+                        has_job ? "JOB is a job number (12 or j12); rRUN a run number (r34)."
+                                : "rRUN is a run number (r34).");
         if (as)
-                fprintf(f, "\n%s=X (or a bare X) names what to test; other axis=value words pin that axis.\n",
+                fprintf(f,
+                        "\n%s=X (or a bare X) names what to test; other axis=value words pin that "
+                        "axis.\n",
                         json_string_value(json_object_get(as, "key")));
 }
 
@@ -505,7 +508,8 @@ void mx_proto_cli_help(const struct mx_proto *p, const struct mx_proto_method *m
                 _cleanup_free_ char *left = xasprintf("%s%s%s--%s%s%s", sh ? "-" : "", sh ? sh : "",
                                                       sh ? ", " : "", flag, arg ? " " : "", arg ? arg : "");
                 _cleanup_free_ char *choices = en && !doc ? cli_choices(en) : NULL;
-                _cleanup_free_ char *text = choices ? xasprintf("one of %s", choices) : xstrdup(strempty(doc));
+                _cleanup_free_ char *text =
+                        choices ? xasprintf("one of %s", choices) : xstrdup(strempty(doc));
 
                 fprintf(f, "  %-24s ", left);
                 cli_help_text(f, text);
