@@ -193,9 +193,15 @@ static int sub_key(struct resolver *rs, const char *section, json_t *obj, const 
                         if ((r = check_status(rs, v, NULL, s)) < 0)
                                 return r;
                 r = 0;
-        } else if (streq(key, "prompt") || streq(key, "format") || streq(key, "report"))
+        } else if (streq(key, "prompt") || streq(key, "format"))
                 r = check_string(rs, obj, key, v);
-        else if (streq(key, "max_tokens"))
+        else if (streq(key, "report")) {
+                _cleanup_free_ char *why = NULL;
+
+                r = check_string(rs, obj, key, v);
+                if (r >= 0 && mx_placeholder_check(json_string_value(v), &why) < 0)
+                        r = fail(rs, obj, key, "%s", why);
+        } else if (streq(key, "max_tokens"))
                 r = json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= 4096
                             ? 0
                             : fail(rs, obj, key, "expected an integer between 1 and 4096");
@@ -255,6 +261,36 @@ static int stop_steps(struct resolver *rs, json_t *obj, json_t *v, json_t *out)
         return 0;
 }
 
+/* The keys each section takes, as a user writes them (durations without _ms). */
+static const struct {
+        const char *section;
+        const char *keys;
+} section_keys[] = {
+        { "ready", "path, status, timeout, interval" },
+        { "health", "path, dead_status" },
+        { "completion", "path, prompt, max_tokens" },
+        { "stop", "signals, command, timeout" },
+        { "logs", "command" },
+        { "profiler", "format, report, after_stop, timeout" },
+};
+
+/* Is key one of the section's keys? Fails naming the known ones if not. */
+static int section_key_known(struct resolver *rs, const char *name, json_t *v, const char *key)
+{
+        for (size_t i = 0; i < ELEMENTSOF(section_keys); i++) {
+                const char *p;
+                size_t n = strlen(key);
+
+                if (!streq(section_keys[i].section, name))
+                        continue;
+                for (p = strstr(section_keys[i].keys, key); p; p = strstr(p + 1, key))
+                        if ((p == section_keys[i].keys || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+                                return 0;
+                return fail(rs, v, key, "unknown key in '%s' (known: %s)", name, section_keys[i].keys);
+        }
+        return fail(rs, v, key, "unknown key in '%s'", name);
+}
+
 /* Merge a user object for one section (ready, health, ...) over the defaults in out. */
 static int section(struct resolver *rs, json_t *prof, const char *name, json_t *v, json_t *out)
 {
@@ -276,8 +312,10 @@ static int section(struct resolver *rs, json_t *prof, const char *name, json_t *
         else
                 merged = json_object();
         json_object_foreach (v, k, x) {
-                r = streq(name, "stop") && streq(k, "signals") ? stop_steps(rs, v, x, merged)
-                                                              : sub_key(rs, name, v, k, x, merged);
+                r = section_key_known(rs, name, v, k);
+                if (r >= 0)
+                        r = streq(name, "stop") && streq(k, "signals") ? stop_steps(rs, v, x, merged)
+                                                                       : sub_key(rs, name, v, k, x, merged);
                 if (r < 0) {
                         json_decref(merged);
                         return r;
@@ -354,7 +392,11 @@ static int apply(struct resolver *rs, json_t *obj, json_t *out, bool is_target)
                                     ? (json_object_set(out, k, v), 0)
                                     : fail(rs, obj, k, "expected a TCP port, or 0 for a free port per run");
                 else
-                        r = fail(rs, obj, k, "unknown key%s", is_target ? " in target" : " in a profile");
+                        r = fail(rs, obj, k,
+                                 "unknown key%s (known: %sidentifier, host, port, ready, health, "
+                                 "completion, stop, logs, crash_signatures, profiler)",
+                                 is_target ? " in target" : " in a profile",
+                                 is_target ? "profile, command, env, model, served_model_name, " : "base, ");
                 if (r < 0)
                         return r;
         }
@@ -366,47 +408,102 @@ static bool is_builtin(const char *name)
         return strv_contains((char **)mx_profile_builtins, name);
 }
 
+/* Built-in defaults of base, the profiles entry custom (or NULL) applied over them. */
+static int profile_start(struct resolver *rs, json_t *builtins, const char *name, json_t *custom,
+                         json_t **ret)
+{
+        const char *base = name;
+        json_t *out;
+        int r;
+
+        if (custom) {
+                if (!json_is_object(custom))
+                        return fail(rs, rs->m->profiles, name, "a profile must be an object");
+                if (!json_object_get(custom, "base"))
+                        return fail(rs, rs->m->profiles, name,
+                                    "a profile needs 'base': one of the built-in profiles vllm, sglang, "
+                                    "llama-server, command");
+                base = json_string_value(json_object_get(custom, "base"));
+                if (!base || !is_builtin(base))
+                        return fail(rs, custom, "base",
+                                    "expected one of the built-in profiles: vllm, sglang, llama-server, "
+                                    "command");
+        } else if (!is_builtin(name))
+                return fail(rs, rs->m->target, "profile",
+                            "no profile '%s': not built in (vllm, sglang, "
+                            "llama-server, command) and not under 'profiles'",
+                            name);
+        out = json_deep_copy(json_object_get(builtins, base));
+        json_object_set_new(out, "name", json_string(name));
+        json_object_set_new(out, "base", json_string(base));
+        json_object_set_new(out, "crash_signatures", builtin_signatures());
+        r = custom ? apply(rs, custom, out, false) : 0;
+        if (r < 0) {
+                json_decref(out);
+                return r;
+        }
+        *ret = out;
+        return 0;
+}
+
+/* Checks on the merged profile; errors point at node (the target, or the profiles entry). */
+static int profile_complete(struct resolver *rs, json_t *out, json_t *node)
+{
+        json_t *ready = json_object_get(out, "ready");
+
+        if (json_is_object(json_object_get(out, "profiler")) &&
+            !json_object_get(json_object_get(out, "profiler"), "report"))
+                return fail(rs, node, "profiler",
+                            "a profiler needs 'report': the file to read kernels from");
+        if (json_is_object(json_object_get(out, "logs")) &&
+            !json_is_array(json_object_get(json_object_get(out, "logs"), "command")))
+                return fail(rs, node, "logs", "'logs' needs 'command': the command that prints the logs");
+        if (json_is_object(ready) && !json_object_get(ready, "path"))
+                return fail(rs, node, "ready", "'ready' needs 'path'");
+        /* The target runner cannot tell when a server is up without a probe. */
+        if (!json_is_object(ready) && !streq(json_string_value(json_object_get(out, "base")), "command"))
+                return fail(rs, node, json_object_get(node, "ready") ? "ready" : NULL,
+                            "a server profile needs 'ready' (only the command profile has none)");
+        return 0;
+}
+
+/* Every entry of "profiles", used or not, so a file is refused as a whole. */
+static int check_all_profiles(struct resolver *rs, json_t *builtins)
+{
+        const char *k;
+        json_t *v;
+
+        json_object_foreach (rs->m->profiles, k, v) {
+                _cleanup_json_ json_t *out = NULL;
+                int r = profile_start(rs, builtins, k, v, &out);
+
+                if (r >= 0)
+                        r = profile_complete(rs, out, v);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int mx_profile_resolve(const struct mx_matrix *m, json_t **ret, char **reterr)
 {
         struct resolver rs = { .m = m, .reterr = reterr };
         const char *name = m->profile ? m->profile : "vllm";
         _cleanup_json_ json_t *builtins = json_loads(builtin_json, 0, NULL), *out = NULL;
         json_t *custom = m->profiles ? json_object_get(m->profiles, name) : NULL;
-        const char *base = name;
         int r;
 
         if (!builtins)
                 mx_die("profile.c: the built-in profiles do not parse");
-        if (custom) {
-                if (!json_is_object(custom))
-                        return fail(&rs, m->profiles, name, "a profile must be an object");
-                base = json_string_value(json_object_get(custom, "base"));
-                if (!base || !is_builtin(base))
-                        return fail(&rs, custom, "base", "expected one of the built-in profiles: vllm, sglang, "
-                                                         "llama-server, command");
-        } else if (!is_builtin(name))
-                return fail(&rs, m->target, "profile", "no profile '%s': not built in (vllm, sglang, llama-server, "
-                                                       "command) and not under 'profiles'",
-                            name);
-        out = json_deep_copy(json_object_get(builtins, base));
-        json_object_set_new(out, "name", json_string(name));
-        json_object_set_new(out, "base", json_string(base));
-        json_object_set_new(out, "crash_signatures", builtin_signatures());
-        r = 0;
-        if (custom)
-                r = apply(&rs, custom, out, false);
+        r = check_all_profiles(&rs, builtins);
+        if (r >= 0)
+                r = profile_start(&rs, builtins, name, custom, &out);
         if (r >= 0)
                 r = apply(&rs, m->target, out, true);
+        if (r >= 0)
+                r = profile_complete(&rs, out, m->target);
         if (r < 0)
                 return r;
-        if (json_is_object(json_object_get(out, "profiler")) &&
-            !json_object_get(json_object_get(out, "profiler"), "report"))
-                return fail(&rs, m->target, "profiler", "a profiler needs 'report': the file to read kernels from");
-        if (json_is_object(json_object_get(out, "logs")) &&
-            !json_is_array(json_object_get(json_object_get(out, "logs"), "command")))
-                return fail(&rs, m->target, "logs", "'logs' needs 'command': the command that prints the logs");
-        if (json_is_object(json_object_get(out, "ready")) && !json_object_get(json_object_get(out, "ready"), "path"))
-                return fail(&rs, m->target, "ready", "'ready' needs 'path'");
         *ret = TAKE_PTR(out);
         return 0;
 }

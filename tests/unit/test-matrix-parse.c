@@ -171,6 +171,59 @@ TEST(target_keeps_runner_keys)
                  "\"ready_timeout\"", "key 'target.ready_timeout': unknown key in target");
 }
 
+/* A one-axis file whose target (after its command) and profiles are given. */
+#define PROFILE_FILE(target_rest, profiles)                                                                 \
+        "{\"matrix\": 1, \"name\": \"t\",\n"                                                                \
+        " \"target\": {\"command\": [\"s\"]" target_rest "},\n" profiles                                    \
+        " \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\"}]}],\n"                                \
+        " \"baseline\": {\"a\": \"x\"}}\n"
+
+TEST(profile_keys_belong_to_their_section)
+{
+        ERROR_AT(PROFILE_FILE(", \"ready\": {\"prompt\": \"hi\"}", ""), "\"prompt\"",
+                 "key 'target.ready.prompt': unknown key in 'ready' (known: path, status, timeout, "
+                 "interval)");
+        ERROR_AT(PROFILE_FILE(", \"stop\": {\"path\": \"/x\"}", ""), "\"path\"",
+                 "key 'target.stop.path': unknown key in 'stop' (known: signals, command, timeout)");
+        ERROR_AT(PROFILE_FILE(", \"profiler\": {\"report\": \"k.csv\", \"max_tokens\": 3}", ""),
+                 "\"max_tokens\"", "key 'target.profiler.max_tokens': unknown key in 'profiler'");
+        ERROR_AT(PROFILE_FILE(", \"health\": {\"timeout\": \"5s\"}", ""), "\"timeout\"",
+                 "key 'target.health.timeout': unknown key in 'health' (known: path, dead_status)");
+}
+
+TEST(profile_report_placeholders_and_ready)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *cmd =
+                load_text(PROFILE_FILE(", \"profile\": \"command\", \"ready\": null", ""));
+
+        ASSERT_TRUE(json_is_null(json_object_get(cmd->profile_resolved, "ready")));
+        ERROR_AT(PROFILE_FILE(", \"profiler\": {\"report\": \"{rundir}/k.csv\"}", ""), "\"report\"",
+                 "key 'target.profiler.report': unknown placeholder '{rundir}'");
+        ERROR_AT(PROFILE_FILE(", \"ready\": null", ""), "\"ready\"",
+                 "key 'target.ready': a server profile needs 'ready' (only the command profile has none)");
+}
+
+TEST(every_profile_is_checked)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(
+                PROFILE_FILE(", \"profile\": \"mine\"",
+                             " \"profiles\": {\"mine\": {\"base\": \"llama-server\", \"port\": 9000, "
+                             "\"ready\": {\"timeout\": 1200}}},\n"));
+        json_t *p = m->profile_resolved,
+               *dead = json_object_get(json_object_get(p, "health"), "dead_status");
+
+        ASSERT_STREQ(json_string_value(json_object_get(p, "base")), "llama-server");
+        ASSERT_EQ(json_integer_value(json_object_get(p, "port")), 9000);
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(p, "ready"), "timeout_ms")), 1200000);
+        ASSERT_EQ(json_integer_value(json_array_get(dead, 0)), 500);
+        /* An unused profile is checked too, and one without base is pointed at. */
+        ERROR_AT(PROFILE_FILE("", " \"profiles\": {\"spare\": {\"base\": \"vllm\", \"bogus\": 1}},\n"),
+                 "\"bogus\"",
+                 "key 'profiles.spare.bogus': unknown key in a profile (known: base, identifier,");
+        ERROR_AT(PROFILE_FILE("", " \"profiles\": {\"spare\": {\"port\": 1}},\n"), "\"spare\"",
+                 "key 'profiles.spare': a profile needs 'base'");
+}
+
 TEST(axes)
 {
         ERROR_AT(HEAD "  \"axes\": [],\n" BASE TAIL, "\"axes\"",
