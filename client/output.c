@@ -190,7 +190,11 @@ void output_runs(json_t *runs)
         json_t *r;
 
         json_array_foreach (runs, i, r) {
-                _cleanup_free_ char *id = xasprintf("r%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(r, "id")));
+                /* Runs of a dry run have no number yet. */
+                _cleanup_free_ char *id = json_is_integer(json_object_get(r, "id"))
+                                                  ? xasprintf("r%" JSON_INTEGER_FORMAT,
+                                                              json_integer_value(json_object_get(r, "id")))
+                                                  : xstrdup("-");
                 _cleanup_free_ char *seq = output_scalar(json_object_get(r, "seq"));
                 _cleanup_free_ char *res = NULL, *levels = output_levels(json_object_get(r, "levels"));
                 _cleanup_free_ char *el = output_elapsed(json_object_get(r, "started_at"), json_object_get(r, "finished_at"));
