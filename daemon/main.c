@@ -21,6 +21,7 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 enum { EXIT_CONFIG = 78 };
@@ -107,6 +108,20 @@ static int resolve_group(const char *name, gid_t *ret)
                 return errno ? -errno : -ENOENT;
         *ret = g->gr_gid;
         return 0;
+}
+
+/*
+ * A stop holds a pidfd per process of the run (proc-stop.h) and every client
+ * holds a socket: raise the soft descriptor limit to the hard one.
+ */
+static void raise_fd_limit(void)
+{
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void)setrlimit(RLIMIT_NOFILE, &rl);
+        }
 }
 
 static int read_boot_id(struct mx_daemon *d)
@@ -235,6 +250,7 @@ int main(int argc, char **argv)
         }
         setup_logging(&d.cfg);
         signal(SIGPIPE, SIG_IGN);
+        raise_fd_limit();
         d.started_at = mx_now_real_us();
         d.base = event_base_new();
         if (!d.base)

@@ -9,7 +9,23 @@
 #include "test.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <sys/types.h>
+
+/*
+ * Notifications the daemon sent, read as they arrive by a thread, as PID 1
+ * would: an unread NOTIFY_SOCKET fills up (net.unix.max_dgram_qlen is 10 by
+ * default) and sd_notify() then blocks the daemon.
+ */
+struct testd_notify {
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        char **lines;   /* every line received, in order */
+        size_t n, cap;
+        size_t next;    /* the first line testd_notify_wait() has not consumed */
+        bool running;
+};
 
 struct testd {
         pid_t pid;
@@ -18,6 +34,7 @@ struct testd {
         char *state;       /* --state-dir */
         char *notify_path; /* our NOTIFY_SOCKET */
         int notify_fd;
+        struct testd_notify *notify;
         char *log;         /* the daemon's stderr */
 };
 
@@ -36,7 +53,11 @@ void testd_restart(struct testd *t, const char *const *args, const char *const *
 int testd_stop(struct testd *t, int sig);
 void testd_done(struct testd *t);
 
-/* Read notify datagrams until one holds line (e.g. "READY=1"); the whole datagram (caller frees), or NULL. */
+/*
+ * Consume received notification lines, in order, until one equals line (or,
+ * when line ends in '=', starts with it); returns that line (caller frees), or
+ * NULL after timeout_ms.
+ */
 char *testd_notify_wait(struct testd *t, const char *line, int timeout_ms);
 
 /* A raw connection to the daemon; -errno on failure. */
