@@ -33,10 +33,10 @@ struct gate_args {
 
 static void gate_help(FILE *f)
 {
-        fprintf(f, "Usage: mxmatrix gate [MATRIX [axis=value...]] --report FILE [--log FILE] [EXPECTATIONS...] "
-                   "[--json]\n\n"
-                   "Check a profiler report and/or a server log against kernel-path expectations\n"
-                   "(test level L1.5). Exit status 0: pass; 1: fail or invalid; 2: usage.\n\n"
+        fprintf(f, "Usage: mxmatrix gate [MATRIX [axis=value...]] [--report FILE] [--log FILE] [EXPECTATIONS...]\n"
+                   "                     [--kernels] [--json]\n\n"
+                   "Check a profiler report and/or a server log (at least one) against kernel-path\n"
+                   "expectations (test level L1.5). Exit status 0: pass; 1: fail or invalid; 2: usage.\n\n"
                    "Inputs:\n"
                    "  --report FILE            nsys stats CSV (cuda_gpu_kern_sum, cuda_gpu_trace) or ncu "
                    "--csv output\n"

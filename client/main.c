@@ -18,7 +18,7 @@ static const struct client_verb local_verbs[] = {
           cmd_matrix },
         { "plan", "plan FILE feature=X [axis=value...] [--strategy S]", "print the runs a submission would make",
           cmd_plan },
-        { "gate", "gate --report FILE [--log FILE] EXPECTATIONS...",
+        { "gate", "gate [MATRIX [axis=value...]] [--report FILE] [--log FILE] [EXPECTATIONS...]",
           "check a profiler report or log against kernel expectations", cmd_gate },
 };
 
