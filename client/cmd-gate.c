@@ -33,8 +33,8 @@ struct gate_args {
 
 static void gate_help(FILE *f)
 {
-        fprintf(f, "Usage: mxmatrix gate [MATRIX [axis=value...]] [--report FILE] [--log FILE] [EXPECTATIONS...]\n"
-                   "                     [--kernels] [--json]\n\n"
+        fprintf(f, "Usage: mxmatrix gate [MATRIX [axis=value...]] [--report FILE] [--log FILE]\n"
+                   "                     [EXPECTATIONS...] [--kernels] [--json]\n\n"
                    "Check a profiler report and/or a server log (at least one) against kernel-path\n"
                    "expectations (test level L1.5). Exit status 0: pass; 1: fail or invalid; 2: usage.\n\n"
                    "Inputs:\n"
