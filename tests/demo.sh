@@ -55,7 +55,11 @@ mx status
 kill "$daemon_pid"
 wait "$daemon_pid" || true
 daemon_pid=
-left=$(pgrep -f "mxsim serve" || true)
+# Ours only: processes whose working directory is in this demo's state (another session may run mxsim too).
+left=
+for p in $(pgrep mxsim || true) $(pgrep -f VLLM::EngineCor || true); do
+        case "$(readlink "/proc/$p/cwd" 2>/dev/null)" in "$work"/*) left="$left $p" ;; esac
+done
 echo
 if [ -n "$left" ]; then
         echo "FAIL: processes left running: $left"
