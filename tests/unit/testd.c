@@ -83,6 +83,20 @@ char *testd_notify_wait(struct testd *t, const char *line, int timeout_ms)
         }
 }
 
+char *testd_notify_next(struct testd *t, int timeout_ms)
+{
+        struct pollfd p = { .fd = t->notify_fd, .events = POLLIN };
+        char buf[4096];
+        ssize_t n;
+
+        if (poll(&p, 1, timeout_ms) <= 0)
+                return NULL;
+        n = recv(t->notify_fd, buf, sizeof(buf) - 1, 0);
+        if (n < 0)
+                return NULL;
+        return xstrndup(buf, (size_t)n);
+}
+
 static void spawn(struct testd *t, const char *const *args, const char *const *env)
 {
         _cleanup_free_ char *bin = testd_build_path("daemon/mxmatrixd");
@@ -126,7 +140,7 @@ static void wait_ready(struct testd *t)
         }
 }
 
-void testd_start(struct testd *t, const char *name, const char *const *args, const char *const *env)
+void testd_launch(struct testd *t, const char *name, const char *const *args, const char *const *env)
 {
         *t = (struct testd){ .notify_fd = -1 };
         t->dir = xasprintf("%s/%s", test_tmpdir(), name);
@@ -140,6 +154,11 @@ void testd_start(struct testd *t, const char *name, const char *const *args, con
         t->log = xasprintf("%s/daemon.log", t->dir);
         t->notify_fd = notify_socket(t->notify_path);
         spawn(t, args, env);
+}
+
+void testd_start(struct testd *t, const char *name, const char *const *args, const char *const *env)
+{
+        testd_launch(t, name, args, env);
         wait_ready(t);
 }
 
@@ -161,6 +180,30 @@ int testd_stop(struct testd *t, int sig)
         track(t->pid, false);
         t->pid = 0;
         return status;
+}
+
+int testd_wait_exit(struct testd *t, int timeout_ms)
+{
+        int64_t deadline = mx_now_mono_us() + (int64_t)timeout_ms * 1000;
+        int status = 0;
+
+        if (t->pid <= 0)
+                return -1;
+        /* No SIGCHLD plumbing in tests: poll the child, which is cheap at this rate. */
+        for (;;) {
+                pid_t r = waitpid(t->pid, &status, WNOHANG);
+
+                if (r == t->pid) {
+                        track(t->pid, false);
+                        t->pid = 0;
+                        return status;
+                }
+                if (r < 0)
+                        test_fail(__FILE__, __LINE__, "waitpid: %m");
+                if (mx_now_mono_us() >= deadline)
+                        return -1;
+                usleep(10000);
+        }
 }
 
 void testd_done(struct testd *t)

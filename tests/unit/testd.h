@@ -30,6 +30,8 @@ char *testd_build_path(const char *rel);
  * wait for READY=1. Dir: a fresh directory under test_tmpdir() named name.
  */
 void testd_start(struct testd *t, const char *name, const char *const *args, const char *const *env);
+/* Like testd_start() but without waiting for READY=1: for tests that read every notification, or a failing start. */
+void testd_launch(struct testd *t, const char *name, const char *const *args, const char *const *env);
 /* Start again on the same directories (after a stop or a kill). */
 void testd_restart(struct testd *t, const char *const *args, const char *const *env);
 /* Send sig and wait for the exit; returns the wait status. */
@@ -38,6 +40,10 @@ void testd_done(struct testd *t);
 
 /* Read notify datagrams until one holds line (e.g. "READY=1"); the whole datagram (caller frees), or NULL. */
 char *testd_notify_wait(struct testd *t, const char *line, int timeout_ms);
+/* The next notify datagram, whole (caller frees); NULL after timeout_ms. */
+char *testd_notify_next(struct testd *t, int timeout_ms);
+/* Wait up to timeout_ms for the daemon to exit by itself; its wait status, or -1 if it is still running. */
+int testd_wait_exit(struct testd *t, int timeout_ms);
 
 /* A raw connection to the daemon; -errno on failure. */
 int testd_connect(struct testd *t);
