@@ -108,7 +108,8 @@ for r in "${runs[@]}"; do
         else
                 id=${msgid[RUN_FINISHED]}
         fi
-        jctl MESSAGE_ID="$id" MXMATRIX_RUN="$r" | jq -se 'length == 1 and (.[0].MXMATRIX_OUTCOME | length > 0)' \
+        jctl MESSAGE_ID="$id" MXMATRIX_RUN="$r" |
+                jq -se 'length == 1 and (.[0].MXMATRIX_OUTCOME | length > 0)' \
                 >/dev/null || fail "no finished entry ($id) for r$r"
 done
 jctl MXMATRIX_LEVEL=L1 | jq -se 'length >= 5' >/dev/null || fail "MXMATRIX_LEVEL=L1 finds too little"
@@ -116,8 +117,9 @@ ok "started/level/finished entries of ${#runs[@]} runs with MXMATRIX_RUN, _CONFI
 
 step="crashes of one configuration"
 e=$(jctl MESSAGE_ID="${msgid[RUN_CRASHED]}" MXMATRIX_CONFIG="$crash_key")
-jq -se --arg r "$crash_run" 'length == 1 and .[0].MXMATRIX_RUN == $r and .[0].MXMATRIX_CRASH_CLASS == "signal"
-        and .[0].MXMATRIX_OUTCOME == "crashed" and .[0].PRIORITY == "4"' >/dev/null <<<"$e" ||
+jq -se --arg r "$crash_run" 'length == 1 and .[0].MXMATRIX_RUN == $r
+        and .[0].MXMATRIX_CRASH_CLASS == "signal" and .[0].MXMATRIX_OUTCOME == "crashed"
+        and .[0].PRIORITY == "4"' >/dev/null <<<"$e" ||
         fail "journalctl MESSAGE_ID=<crashed> MXMATRIX_CONFIG=$crash_key: $e"
 [ -z "$(jctl MESSAGE_ID="${msgid[RUN_CRASHED]}" MXMATRIX_CONFIG=mode=ok,speed=slow)" ] ||
         fail "a crash entry for a configuration that did not crash"
@@ -158,10 +160,12 @@ journalctl --root="$root" --list-catalog >"$T/out" 2>"$T/err" || fail "journalct
 for name in "${!msgid[@]}"; do
         has "$T/out" "${msgid[$name]} mxmatrix: "
 done
-[ "$(wc -l <"$T/out")" = "${#msgid[@]}" ] || fail "the catalog has $(wc -l <"$T/out") entries, log.h ${#msgid[@]}"
+[ "$(wc -l <"$T/out")" = "${#msgid[@]}" ] ||
+        fail "the catalog has $(wc -l <"$T/out") entries, log.h ${#msgid[@]}"
 # journalctl -x explains an entry with the catalog text, fields filled in.
 if [ -d /var/lib/systemd/catalog ]; then
-        mount --bind "$root/var/lib/systemd/catalog" /var/lib/systemd/catalog || fail "cannot bind the catalog"
+        mount --bind "$root/var/lib/systemd/catalog" /var/lib/systemd/catalog ||
+                fail "cannot bind the catalog"
         journalctl --directory="$jdir" --no-pager -x MESSAGE_ID="${msgid[RUN_CRASHED]}" >"$T/out" 2>&1
         has "$T/out" "Subject: mxmatrix run $crash_run crashed: signal"
         has "$T/out" "MXMATRIX_CONFIG=$crash_key"

@@ -45,10 +45,12 @@ wait_until "systemd-socket-activate to listen" listening_on "$sock"
 chmod 0604 "$sock" # not what the daemon would set (0660): a chmod would show
 before=$(stat -c '%i %a %U:%G' "$sock")
 [ "$(exe_of "$MXD_PID")" = "$activate" ] || fail "pid $MXD_PID runs $(exe_of "$MXD_PID") before any client"
-[ -z "$(pids_with "MX_REGRESS_TAG=$MX_REGRESS_TAG" | grep -vx "$MXD_PID")" ] || fail "something started early"
+[ -z "$(pids_with "MX_REGRESS_TAG=$MX_REGRESS_TAG" | grep -vx "$MXD_PID")" ] ||
+        fail "something started early"
 expect_exit 0 timeout "$MX_WAIT_S" "$MX_BIN" --socket "$sock" status
 has "$T/out" "queue:   running"
-[ "$(exe_of "$MXD_PID")" = "$MXD_BIN" ] || fail "the activator did not become mxmatrixd: $(exe_of "$MXD_PID")"
+[ "$(exe_of "$MXD_PID")" = "$MXD_BIN" ] ||
+        fail "the activator did not become mxmatrixd: $(exe_of "$MXD_PID")"
 has "$MXD_LOG" "ready on the socket the service manager passed"
 [ ! -e "$T/not-this.sock" ] || fail "the daemon bound its own socket too"
 ok "the first connection started mxmatrixd (pid $MXD_PID) and was served"
@@ -68,7 +70,8 @@ for p in $(pids_with "MXMATRIX_RUN_TAG=$tag"); do
         n=$((${n:-0} + 1))
 done
 [ "${n:-0}" -ge 2 ] || fail "r$r has ${n:-0} processes, want sh and sleep"
-[ "$(stat -c '%i %a %U:%G' "$sock")" = "$before" ] || fail "the node changed: $before -> $(stat -c '%i %a %U:%G' "$sock")"
+[ "$(stat -c '%i %a %U:%G' "$sock")" = "$before" ] ||
+        fail "the node changed: $before -> $(stat -c '%i %a %U:%G' "$sock")"
 ok "job $j ran; the run's ${n} processes carry no LISTEN_* variables"
 
 step="stop leaves the node"
@@ -76,7 +79,8 @@ mxd_stop TERM
 [ "$MXD_STATUS" = 0 ] || fail "SIGTERM: exit status $MXD_STATUS"
 no_process_with "MXMATRIX_RUN_TAG=$tag" || fail "r$r outlived the daemon"
 [ -S "$sock" ] || fail "the daemon removed the socket node it was given"
-[ "$(stat -c '%i %a %U:%G' "$sock")" = "$before" ] || fail "the node changed: $before -> $(stat -c '%i %a %U:%G' "$sock")"
+[ "$(stat -c '%i %a %U:%G' "$sock")" = "$before" ] ||
+        fail "the node changed: $before -> $(stat -c '%i %a %U:%G' "$sock")"
 ok "exit 0; $sock still there, inode, mode and owner as before ($before)"
 
 step="two sockets, one named control"
