@@ -15,7 +15,8 @@ units=$T/units
 mkdir -p "$units"
 cp "$src/mxmatrixd.service" "$src/mxmatrixd.socket" "$units/"
 sed -i "s|^ExecStart=/usr/sbin/mxmatrixd|ExecStart=$MXD_BIN|" "$units/mxmatrixd.service"
-grep -q "^ExecStart=$MXD_BIN " "$units/mxmatrixd.service" || fail "ExecStart does not start with /usr/sbin/mxmatrixd"
+grep -q "^ExecStart=$MXD_BIN " "$units/mxmatrixd.service" ||
+        fail "ExecStart does not start with /usr/sbin/mxmatrixd"
 
 step="systemd-analyze verify"
 (cd "$units" && systemd-analyze verify --man=no ./mxmatrixd.socket ./mxmatrixd.service) >"$T/out" 2>&1 ||
@@ -24,7 +25,8 @@ step="systemd-analyze verify"
 # The check can fail: a misspelt directive and a missing binary are reported.
 sed -e 's/^NoNewPrivileges=/NoNewPrivilege=/' -e 's|^ExecStart=[^ ]*|ExecStart=/nonexistent/mxmatrixd|' \
         "$units/mxmatrixd.service" >"$units/broken.service"
-(cd "$units" && systemd-analyze verify --man=no ./broken.service) >"$T/out" 2>&1 && fail "broken.service verified"
+(cd "$units" && systemd-analyze verify --man=no ./broken.service) >"$T/out" 2>&1 &&
+        fail "broken.service verified"
 has "$T/out" "Unknown key 'NoNewPrivilege'"
 has "$T/out" "/nonexistent/mxmatrixd is not executable"
 rm "$units/broken.service"
@@ -50,10 +52,13 @@ user=$(sed -n 's/^User=//p' "$units/mxmatrixd.service")
 group=$(sed -n 's/^SocketGroup=//p' "$units/mxmatrixd.socket")
 grep -q "^$user:x:[0-9]*:[0-9]*:mxmatrix test-matrix daemon:/var/lib/mxmatrix:" "$root/etc/passwd" ||
         fail "no user $user: $(cat "$root/etc/passwd")"
-grep -q "^$group:x:[0-9]*:" "$root/etc/group" || fail "no group $group for the socket: $(cat "$root/etc/group")"
-[ "$(sed -n 's/^Group=//p' "$units/mxmatrixd.service")" = "$group" ] || fail "the service's Group= is not $group"
+grep -q "^$group:x:[0-9]*:" "$root/etc/group" ||
+        fail "no group $group for the socket: $(cat "$root/etc/group")"
+[ "$(sed -n 's/^Group=//p' "$units/mxmatrixd.service")" = "$group" ] ||
+        fail "the service's Group= is not $group"
 printf 'u bad-user! - "x"\n' >"$T/bad-sysusers.conf"
-systemd-sysusers --root="$root" --dry-run "$T/bad-sysusers.conf" >"$T/out" 2>&1 && fail "a bad sysusers line passed"
+systemd-sysusers --root="$root" --dry-run "$T/bad-sysusers.conf" >"$T/out" 2>&1 &&
+        fail "a bad sysusers line passed"
 has "$T/out" "not a valid user or group name"
 ok "user $user and group $group created in a scratch root; a bad line is refused"
 
