@@ -90,6 +90,13 @@ mx_cleanup() {
                 sleep 0.2
                 sweep
         fi
+        # In the sanitizer tree a daemon's report may not change what a test sees: look for one.
+        local report='ERROR: [A-Za-z]+Sanitizer|runtime error:'
+        if [ -f "$MXD_LOG" ] && grep -qE "$report" "$MXD_LOG"; then
+                echo "FAIL: a sanitizer reported an error in mxmatrixd:" >&2
+                grep -E -A20 "$report" "$MXD_LOG" | head -60 >&2
+                status=1
+        fi
         if [ "$status" -ne 0 ] && [ -n "${MX_KEEP_TMP:-}" ]; then
                 echo "kept $T"
         else

@@ -10,7 +10,6 @@
  */
 #include "testd.h"
 
-#include <dirent.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -106,45 +105,6 @@ static int64_t submit_mode(struct testd *t, const char *mode)
                 test_fail(__FILE__, __LINE__, "submit mode=%s failed: %s", mode,
                           r ? json_dumps(r, JSON_COMPACT) : "no reply");
         return json_integer_value(job);
-}
-
-/* How many processes carry this exact environment entry. */
-static unsigned count_env(const char *entry)
-{
-        DIR *dir = opendir("/proc");
-        size_t n = strlen(entry) + 1;
-        unsigned count = 0;
-        struct dirent *de;
-
-        ASSERT_NOT_NULL(dir);
-        while ((de = readdir(dir))) {
-                _cleanup_free_ char *path = NULL, *env = NULL;
-                size_t len = 0;
-                FILE *f;
-
-                if (de->d_name[0] < '1' || de->d_name[0] > '9')
-                        continue;
-                path = xasprintf("/proc/%s/environ", de->d_name);
-                f = fopen(path, "re");
-                if (!f)
-                        continue;
-                {
-                        struct mx_buf b = MX_BUF_INIT;
-                        char chunk[4096];
-                        size_t k;
-
-                        while ((k = fread(chunk, 1, sizeof(chunk), f)) > 0)
-                                mx_buf_add(&b, chunk, k);
-                        len = b.len;
-                        env = mx_buf_steal(&b);
-                }
-                fclose(f);
-                for (size_t i = 0; i < len; i += strlen(env + i) + 1)
-                        if (len - i >= n && memcmp(env + i, entry, n) == 0)
-                                count++;
-        }
-        closedir(dir);
-        return count;
 }
 
 /* One value from the daemon's database, read-only, as an integer or text (caller frees). */
@@ -255,7 +215,7 @@ TEST(sigterm_interrupts_the_run)
         submit_mode(&t, "escape");
         free(expect_status(&t, "running r1 (L1, ", NULL, WAIT_MS));
         deadline = mx_now_mono_us() + (int64_t)WAIT_MS * 1000;
-        while (count_env(tag) < 4) { /* the daemon and the three */
+        while (testd_count_env(tag) < 4) { /* the daemon and the three */
                 ASSERT_TRUE(mx_now_mono_us() < deadline);
                 usleep(20000);
         }
@@ -266,7 +226,7 @@ TEST(sigterm_interrupts_the_run)
         ASSERT_TRUE(WIFEXITED(status));
         ASSERT_EQ(WEXITSTATUS(status), 0);
         /* Nothing of the run survives the daemon, not even the escaped grandchild. */
-        ASSERT_EQ(count_env(tag), 0);
+        ASSERT_EQ(testd_count_env(tag), 0);
         outcome = db_text(&t, "SELECT outcome FROM attempts WHERE run_id = 1 AND n = 1");
         ASSERT_STREQ(outcome, "interrupted");
         state = db_text(&t, "SELECT state || ',' || attempts FROM runs WHERE id = 1");
@@ -277,7 +237,7 @@ TEST(sigterm_interrupts_the_run)
         again = db_text(&t, "SELECT COUNT(*) FROM attempts WHERE run_id = 1 AND n = 2 AND finished_at IS NULL");
         ASSERT_STREQ(again, "1");
         ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
-        ASSERT_EQ(count_env(tag), 0);
+        ASSERT_EQ(testd_count_env(tag), 0);
         testd_done(&t);
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "testd.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,6 +14,65 @@
 static pid_t running[16];
 static pid_t running_owner;
 
+/* "MX_TESTD_TAG=<pid>": in every daemon's environment, so in every process of its runs. */
+static const char *tag_entry(void)
+{
+        static char tag[64];
+
+        if (!tag[0])
+                snprintf(tag, sizeof(tag), "MX_TESTD_TAG=%d", (int)getpid());
+        return tag;
+}
+
+/* Call fn for each process (not us) whose environment holds entry exactly. */
+static unsigned for_each_with_env(const char *entry, void (*fn)(pid_t))
+{
+        DIR *dir = opendir("/proc");
+        size_t n = strlen(entry) + 1;
+        unsigned count = 0;
+        struct dirent *de;
+
+        if (!dir)
+                return 0;
+        while ((de = readdir(dir))) {
+                _cleanup_free_ char *path = NULL;
+                struct mx_buf b = MX_BUF_INIT;
+                char chunk[4096];
+                ssize_t k;
+                int fd;
+
+                if (de->d_name[0] < '1' || de->d_name[0] > '9' || atoi(de->d_name) == getpid())
+                        continue;
+                path = xasprintf("/proc/%s/environ", de->d_name);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                while ((k = read(fd, chunk, sizeof(chunk))) > 0)
+                        mx_buf_add(&b, chunk, (size_t)k);
+                close(fd);
+                for (size_t i = 0; i < b.len; i += strnlen(b.data + i, b.len - i) + 1)
+                        if (b.len - i >= n && memcmp(b.data + i, entry, n) == 0) {
+                                count++;
+                                if (fn)
+                                        fn(atoi(de->d_name));
+                                break;
+                        }
+                mx_buf_free(&b);
+        }
+        closedir(dir);
+        return count;
+}
+
+unsigned testd_count_env(const char *entry)
+{
+        return for_each_with_env(entry, NULL);
+}
+
+static void kill9(pid_t pid)
+{
+        kill(pid, SIGKILL);
+}
+
 static void kill_running(void)
 {
         if (getpid() != running_owner)
@@ -20,6 +80,8 @@ static void kill_running(void)
         for (size_t i = 0; i < ELEMENTSOF(running); i++)
                 if (running[i] > 0)
                         kill(running[i], SIGKILL);
+        /* What their runs started (a SIGKILLed daemon stops nothing), escaped grandchildren included. */
+        (void)for_each_with_env(tag_entry(), kill9);
 }
 
 static void track(pid_t pid, bool add)
@@ -114,6 +176,7 @@ static void spawn(struct testd *t, const char *const *args, const char *const *e
                 if (!startswith(*e, "NOTIFY_SOCKET=") && !startswith(*e, "LISTEN_") && !startswith(*e, "WATCHDOG_"))
                         strv_push(&envp, *e);
         strv_consume(&envp, xasprintf("NOTIFY_SOCKET=%s", t->notify_path));
+        strv_push(&envp, tag_entry());
         for (size_t i = 0; env && env[i]; i++)
                 strv_push(&envp, env[i]);
         pid = fork();

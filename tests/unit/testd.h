@@ -45,6 +45,13 @@ char *testd_notify_next(struct testd *t, int timeout_ms);
 /* Wait up to timeout_ms for the daemon to exit by itself; its wait status, or -1 if it is still running. */
 int testd_wait_exit(struct testd *t, int timeout_ms);
 
+/*
+ * How many processes (other than the caller) carry this exact environment entry,
+ * e.g. "MXMATRIX_RUN_TAG=mxr-..." or an entry the test put in a daemon's env.
+ * Every daemon gets MX_TESTD_TAG=<test pid>; at exit, whatever carries it is killed.
+ */
+unsigned testd_count_env(const char *entry);
+
 /* A raw connection to the daemon; -errno on failure. */
 int testd_connect(struct testd *t);
 void testd_send(int fd, const char *text);
