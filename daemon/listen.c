@@ -33,7 +33,8 @@ static int listen_activated(int n, char **names, struct listen_socket *ret, char
         flags = fcntl(fd, F_GETFL);
         if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
                 int r = -errno;
-                *reterr = xasprintf("cannot make the passed descriptor %d non-blocking: %s", fd, strerror(-r));
+                *reterr = xasprintf("cannot make the passed descriptor %d non-blocking: %s", fd,
+                                    strerror(-r));
                 return r;
         }
         *ret = (struct listen_socket){ .fd = fd, .activated = true };

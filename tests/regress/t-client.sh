@@ -320,6 +320,17 @@ expect_exit 5 mx logs r999
 expect_exit 5 mx follow 999
 ok "unknown jobs and runs exit 5"
 
+step="permission denied"
+# The socket is 0660 root:root: another uid cannot connect (more in t-permissions.sh).
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+        install -m 0755 "$MX_BIN" "$T/mxmatrix-copy"
+        expect_exit 4 setpriv --reuid=65534 --regid=65534 --clear-groups "$T/mxmatrix-copy" status
+        has "$T/err" "permission denied on $MXMATRIX_SOCKET"
+        ok "uid 65534 gets exit 4 with the reason"
+else
+        ok "skipped: needs root and setpriv"
+fi
+
 step="stop"
 mxd_stop TERM
 [ "$MXD_STATUS" = 0 ] || fail "SIGTERM: exit status $MXD_STATUS"

@@ -53,8 +53,8 @@ static char *expect_dgram(struct testd *t, const char *line, int timeout_ms)
 
                 if (!d) {
                         _cleanup_free_ char *log = test_read_file(t->log, NULL);
-                        test_fail(__FILE__, __LINE__, "no '%s' from mxmatrixd in %d ms; its log:\n%s", line, timeout_ms,
-                                  log);
+                        test_fail(__FILE__, __LINE__, "no '%s' from mxmatrixd in %d ms; its log:\n%s", line,
+                                  timeout_ms, log);
                 }
                 if (dgram_has(d, line))
                         return d;
@@ -68,7 +68,8 @@ static char *expect_status(struct testd *t, const char *a, const char *b, int ti
         int64_t deadline = mx_now_mono_us() + (int64_t)timeout_ms * 1000;
 
         for (;;) {
-                _cleanup_free_ char *d = expect_dgram(t, "STATUS=", (int)((deadline - mx_now_mono_us()) / 1000));
+                int left = (int)((deadline - mx_now_mono_us()) / 1000);
+                _cleanup_free_ char *d = expect_dgram(t, "STATUS=", left);
                 char *s = dgram_get(d, "STATUS");
 
                 if (strstr(s, a) && (!b || strstr(s, b)))
@@ -234,7 +235,8 @@ TEST(sigterm_interrupts_the_run)
         /* The next daemon runs it again, as attempt 2. */
         testd_restart(&t, args, env);
         free(expect_status(&t, "running r1 (L1, ", NULL, WAIT_MS));
-        again = db_text(&t, "SELECT COUNT(*) FROM attempts WHERE run_id = 1 AND n = 2 AND finished_at IS NULL");
+        again = db_text(&t, "SELECT COUNT(*) FROM attempts WHERE run_id = 1 AND n = 2 "
+                            "AND finished_at IS NULL");
         ASSERT_STREQ(again, "1");
         ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
         ASSERT_EQ(testd_count_env(tag), 0);
@@ -290,7 +292,7 @@ TEST(sighup_reloads)
                 _cleanup_free_ char *reloading = NULL, *mono = NULL, *ready = NULL;
                 int64_t before = (int64_t)mono_us(), at, after;
 
-                /* The second round reloads a broken file: the old matrix stays, and READY=1 still follows. */
+                /* Round 2 reloads a broken file: the old matrix stays, and READY=1 still follows. */
                 if (round == 1)
                         test_write_file(copy, "{ \"matrix\": 1,");
                 kill(t.pid, SIGHUP);

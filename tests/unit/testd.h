@@ -30,7 +30,10 @@ char *testd_build_path(const char *rel);
  * wait for READY=1. Dir: a fresh directory under test_tmpdir() named name.
  */
 void testd_start(struct testd *t, const char *name, const char *const *args, const char *const *env);
-/* Like testd_start() but without waiting for READY=1: for tests that read every notification, or a failing start. */
+/*
+ * Like testd_start() but without waiting for READY=1: for tests that read every
+ * notification, or a start that fails.
+ */
 void testd_launch(struct testd *t, const char *name, const char *const *args, const char *const *env);
 /* Start again on the same directories (after a stop or a kill). */
 void testd_restart(struct testd *t, const char *const *args, const char *const *env);
