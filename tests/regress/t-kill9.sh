@@ -31,7 +31,7 @@ collect_acks() {
                 [ -e "$f" ] || continue
                 j=$(jq -r '.job // empty' "$f" 2>/dev/null)
                 n=$(jq -r '.runs | length' "$f" 2>/dev/null)
-                [ -n "$j" ] && echo "$j $n" >>"$T/acked"
+                [ -n "$j" ] && echo "$j $n" | tee -a "$T/acked" >>"$T/acked-new"
                 rm -f "$f"
         done
 }
@@ -57,12 +57,21 @@ kill9() {
 # processes gone.
 check_recovered() { # runs-per-job
         local j n got ids dup tag o
+        # All acknowledged jobs so far, in one query ("id runs" per stored job)...
+        db_query "SELECT id || ' ' || (SELECT COUNT(*) FROM runs WHERE job_id = jobs.id) FROM jobs" \
+                >"$T/stored" || fail "sqlite3"
         while read -r j n; do
-                got=$(db_query "SELECT COUNT(*) FROM jobs WHERE id = $j") || fail "sqlite3"
+                got=$(grep -c "^$j " "$T/stored")
                 [ "$got" = 1 ] || fail "acknowledged job $j is stored $got times"
+                grep -qx "$j $n" "$T/stored" ||
+                        fail "job $j: stored '$(grep "^$j " "$T/stored")', acknowledged with $n runs"
+        done <"$T/acked"
+        # ...and the new ones through the client too.
+        while read -r j n; do
                 got=$(mxj show "$j" | jq '.runs | length')
                 [ "$got" = "$n" ] || fail "job $j has $got runs, the submit acknowledged $n"
-        done <"$T/acked"
+        done <"$T/acked-new"
+        : >"$T/acked-new"
         ids=$(cut -d' ' -f1 "$T/acked" | sort)
         dup=$(uniq -d <<<"$ids")
         [ -z "$dup" ] || fail "job ids acknowledged twice: $dup"
@@ -106,6 +115,7 @@ check_drained() {
 }
 
 : >"$T/acked"
+: >"$T/acked-new"
 : >"$T/open-tags"
 : >"$T/interrupted-tags"
 
@@ -154,6 +164,7 @@ ok "kill -9 while 10 clients submitted: $(wc -l <"$T/acked") acknowledged jobs i
 step="long run with an escaped grandchild"
 MXD_STATE=$T/state-escape
 : >"$T/acked"
+: >"$T/acked-new"
 mxd_start SLEEP=1000
 j=$(submit feature=fast mode=escape)
 r=$(job_runs "$j" | head -1)
