@@ -270,8 +270,9 @@ int main(int argc, char **argv)
                 _cleanup_free_ char *status = sched_status_line(d.sched);
                 notify_ready(d.notify, status);
                 log_ctx(LOG_INFO, MX_MSGID_DAEMON_STARTED, NULL,
-                        "mxmatrixd %s ready on %s (state %s, %s)", MX_VERSION, d.cfg.socket_path, d.cfg.state_dir,
-                        status);
+                        "mxmatrixd %s ready on %s (state %s, %s)", MX_VERSION,
+                        ls.activated ? "the socket the service manager passed" : d.cfg.socket_path,
+                        d.cfg.state_dir, status);
         }
         sched_kick(d.sched);
         event_base_dispatch(d.base);

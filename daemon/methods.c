@@ -155,6 +155,7 @@ static void m_cancel(struct mx_request *req)
                  job > 0 ? "job" : "run", job > 0 ? job : run, cancelled, running ? ", stopping the running one" : "");
         if (running && !sched_cancel_run(req->d->sched, running))
                 running = 0;
+        sched_kick(req->d->sched); /* the queue shrank: STATUS= */
         if (job > 0)
                 stream_job_changed(req->d, job);
         request_reply(req, json_pack("{s:I,s:o}", "cancelled", (json_int_t)cancelled, "stopping",
@@ -171,8 +172,7 @@ static void set_paused(struct mx_request *req, bool paused)
         }
         req->d->paused = paused;
         log_notice("queue %s by uid %u", paused ? "paused" : "resumed", (unsigned)req->uid);
-        if (!paused)
-                sched_kick(req->d->sched);
+        sched_kick(req->d->sched); /* resume starts the next run; pause shows in STATUS= */
         request_reply(req, json_pack("{s:b}", "paused", paused));
 }
 

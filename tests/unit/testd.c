@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "testd.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,6 +14,65 @@
 /* Daemons still running when a test fails: killed at exit so ctest is not left waiting on them. */
 static pid_t running[16];
 static pid_t running_owner;
+
+/* "MX_TESTD_TAG=<pid>": in every daemon's environment, so in every process of its runs. */
+static const char *tag_entry(void)
+{
+        static char tag[64];
+
+        if (!tag[0])
+                snprintf(tag, sizeof(tag), "MX_TESTD_TAG=%d", (int)getpid());
+        return tag;
+}
+
+/* Call fn for each process (not us) whose environment holds entry exactly. */
+static unsigned for_each_with_env(const char *entry, void (*fn)(pid_t))
+{
+        DIR *dir = opendir("/proc");
+        size_t n = strlen(entry) + 1;
+        unsigned count = 0;
+        struct dirent *de;
+
+        if (!dir)
+                return 0;
+        while ((de = readdir(dir))) {
+                _cleanup_free_ char *path = NULL;
+                struct mx_buf b = MX_BUF_INIT;
+                char chunk[4096];
+                ssize_t k;
+                int fd;
+
+                if (de->d_name[0] < '1' || de->d_name[0] > '9' || atoi(de->d_name) == getpid())
+                        continue;
+                path = xasprintf("/proc/%s/environ", de->d_name);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                while ((k = read(fd, chunk, sizeof(chunk))) > 0)
+                        mx_buf_add(&b, chunk, (size_t)k);
+                close(fd);
+                for (size_t i = 0; i < b.len; i += strnlen(b.data + i, b.len - i) + 1)
+                        if (b.len - i >= n && memcmp(b.data + i, entry, n) == 0) {
+                                count++;
+                                if (fn)
+                                        fn(atoi(de->d_name));
+                                break;
+                        }
+                mx_buf_free(&b);
+        }
+        closedir(dir);
+        return count;
+}
+
+unsigned testd_count_env(const char *entry)
+{
+        return for_each_with_env(entry, NULL);
+}
+
+static void kill9(pid_t pid)
+{
+        kill(pid, SIGKILL);
+}
 
 /*
  * SIGTERM first: a daemon stops its running server properly, where SIGKILL
@@ -31,6 +91,8 @@ static void kill_running(void)
                         usleep(100000);
                 kill(running[i], SIGKILL);
         }
+        /* Whatever their runs left (a daemon killed by the test stops nothing), escaped grandchildren too. */
+        (void)for_each_with_env(tag_entry(), kill9);
 }
 
 static void track(pid_t pid, bool add)
@@ -93,6 +155,10 @@ static void *notify_reader(void *ud)
                         continue;
                 buf[len] = '\0';
                 pthread_mutex_lock(&n->lock);
+                MX_GROW(n->dgrams, n->cap_dgrams, n->n_dgrams + 1);
+                MX_GROW(n->dgram_at, n->cap_dgram_at, n->n_dgrams + 1);
+                n->dgrams[n->n_dgrams] = xstrdup(buf);
+                n->dgram_at[n->n_dgrams++] = mx_now_mono_us();
                 for (char *s = buf, *save = NULL, *l; (l = strtok_r(s, "\n", &save)); s = NULL) {
                         MX_GROW(n->lines, n->cap, n->n + 1);
                         n->lines[n->n++] = xstrdup(l);
@@ -125,6 +191,10 @@ static void notify_stop(struct testd *t)
         for (size_t i = 0; i < n->n; i++)
                 free(n->lines[i]);
         free(n->lines);
+        for (size_t i = 0; i < n->n_dgrams; i++)
+                free(n->dgrams[i]);
+        free(n->dgrams);
+        free(n->dgram_at);
         pthread_mutex_destroy(&n->lock);
         pthread_cond_destroy(&n->cond);
         free(n);
@@ -136,11 +206,9 @@ static bool line_matches(const char *l, const char *line)
         return streq(l, line) || (endswith(line, "=") && startswith(l, line));
 }
 
-char *testd_notify_wait(struct testd *t, const char *line, int timeout_ms)
+static struct timespec deadline_in(int timeout_ms)
 {
-        struct testd_notify *n = t->notify;
         struct timespec deadline;
-        char *found = NULL;
 
         clock_gettime(CLOCK_REALTIME, &deadline);
         deadline.tv_sec += timeout_ms / 1000;
@@ -149,6 +217,33 @@ char *testd_notify_wait(struct testd *t, const char *line, int timeout_ms)
                 deadline.tv_sec++;
                 deadline.tv_nsec -= 1000000000;
         }
+        return deadline;
+}
+
+char *testd_notify_next(struct testd *t, int timeout_ms, int64_t *ret_at_us)
+{
+        struct testd_notify *n = t->notify;
+        struct timespec deadline = deadline_in(timeout_ms);
+        char *d = NULL;
+
+        pthread_mutex_lock(&n->lock);
+        while (n->next_dgram >= n->n_dgrams && pthread_cond_timedwait(&n->cond, &n->lock, &deadline) == 0)
+                ;
+        if (n->next_dgram < n->n_dgrams) {
+                if (ret_at_us)
+                        *ret_at_us = n->dgram_at[n->next_dgram];
+                d = xstrdup(n->dgrams[n->next_dgram++]);
+        }
+        pthread_mutex_unlock(&n->lock);
+        return d;
+}
+
+char *testd_notify_wait(struct testd *t, const char *line, int timeout_ms)
+{
+        struct testd_notify *n = t->notify;
+        struct timespec deadline = deadline_in(timeout_ms);
+        char *found = NULL;
+
         pthread_mutex_lock(&n->lock);
         while (!found) {
                 while (n->next < n->n && !found)
@@ -186,6 +281,7 @@ static void spawn(struct testd *t, const char *const *args, const char *const *e
                         strv_push(&envp, *e);
         }
         strv_consume(&envp, xasprintf("NOTIFY_SOCKET=%s", t->notify_path));
+        strv_push(&envp, tag_entry());
         for (size_t i = 0; env && env[i]; i++)
                 strv_push(&envp, env[i]);
         pid = fork();
@@ -212,7 +308,7 @@ static void wait_ready(struct testd *t)
         }
 }
 
-void testd_start(struct testd *t, const char *name, const char *const *args, const char *const *env)
+void testd_launch(struct testd *t, const char *name, const char *const *args, const char *const *env)
 {
         *t = (struct testd){ .notify_fd = -1 };
         t->dir = xasprintf("%s/%s", test_tmpdir(), name);
@@ -227,6 +323,11 @@ void testd_start(struct testd *t, const char *name, const char *const *args, con
         t->notify_fd = notify_socket(t->notify_path);
         notify_start(t);
         spawn(t, args, env);
+}
+
+void testd_start(struct testd *t, const char *name, const char *const *args, const char *const *env)
+{
+        testd_launch(t, name, args, env);
         wait_ready(t);
 }
 
@@ -248,6 +349,30 @@ int testd_stop(struct testd *t, int sig)
         track(t->pid, false);
         t->pid = 0;
         return status;
+}
+
+int testd_wait_exit(struct testd *t, int timeout_ms)
+{
+        int64_t deadline = mx_now_mono_us() + (int64_t)timeout_ms * 1000;
+        int status = 0;
+
+        if (t->pid <= 0)
+                return -1;
+        /* No SIGCHLD plumbing in tests: poll the child, which is cheap at this rate. */
+        for (;;) {
+                pid_t r = waitpid(t->pid, &status, WNOHANG);
+
+                if (r == t->pid) {
+                        track(t->pid, false);
+                        t->pid = 0;
+                        return status;
+                }
+                if (r < 0)
+                        test_fail(__FILE__, __LINE__, "waitpid: %m");
+                if (mx_now_mono_us() >= deadline)
+                        return -1;
+                usleep(10000);
+        }
 }
 
 void testd_done(struct testd *t)

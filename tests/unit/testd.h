@@ -24,6 +24,10 @@ struct testd_notify {
         char **lines;   /* every line received, in order */
         size_t n, cap;
         size_t next;    /* the first line testd_notify_wait() has not consumed */
+        char **dgrams;  /* every datagram received, whole, in order */
+        int64_t *dgram_at; /* when each arrived (CLOCK_MONOTONIC, µs) */
+        size_t n_dgrams, cap_dgrams, cap_dgram_at;
+        size_t next_dgram; /* the first datagram testd_notify_next() has not consumed */
         bool running;
 };
 
@@ -47,6 +51,11 @@ char *testd_build_path(const char *rel);
  * wait for READY=1. Dir: a fresh directory under test_tmpdir() named name.
  */
 void testd_start(struct testd *t, const char *name, const char *const *args, const char *const *env);
+/*
+ * Like testd_start() but without waiting for READY=1: for tests that read every
+ * notification, or a start that fails.
+ */
+void testd_launch(struct testd *t, const char *name, const char *const *args, const char *const *env);
 /* Start again on the same directories (after a stop or a kill). */
 void testd_restart(struct testd *t, const char *const *args, const char *const *env);
 /* Send sig and wait for the exit; returns the wait status. */
@@ -59,6 +68,21 @@ void testd_done(struct testd *t);
  * NULL after timeout_ms.
  */
 char *testd_notify_wait(struct testd *t, const char *line, int timeout_ms);
+/*
+ * The next datagram, whole (several lines), that this function has not returned
+ * yet, independently of testd_notify_wait(); *ret_at_us (may be NULL) gets when
+ * it arrived (CLOCK_MONOTONIC). NULL after timeout_ms.
+ */
+char *testd_notify_next(struct testd *t, int timeout_ms, int64_t *ret_at_us);
+/* Wait up to timeout_ms for the daemon to exit by itself; its wait status, or -1 if it is still running. */
+int testd_wait_exit(struct testd *t, int timeout_ms);
+
+/*
+ * How many processes (other than the caller) carry this exact environment entry,
+ * e.g. "MXMATRIX_RUN_TAG=mxr-..." or an entry the test put in a daemon's env.
+ * Every daemon gets MX_TESTD_TAG=<test pid>; at exit, whatever carries it is killed.
+ */
+unsigned testd_count_env(const char *entry);
 
 /* A raw connection to the daemon; -errno on failure. */
 int testd_connect(struct testd *t);
