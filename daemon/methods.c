@@ -67,10 +67,11 @@ static void m_status(struct mx_request *req)
                 request_error_errno(req, r, "status");
                 return;
         }
-        request_reply(req, json_pack("{s:b,s:{s:s,s:i,s:I,s:s?,s:s?,s:i},s:o,s:O,s:O,s:b}", "paused", d->paused,
+        request_reply(req, json_pack("{s:b,s:{s:s,s:i,s:I,s:s?,s:b,s:s?,s:i},s:o,s:O,s:O,s:b}", "paused", d->paused,
                                      "daemon", "version", MX_VERSION, "pid", (int)getpid(), "started_at",
-                                     (json_int_t)d->started_at, "matrix", d->cfg.matrix_path, "matrix_error",
-                                     d->matrix_error, "clients", (int)control_n_connections(d->control),
+                                     (json_int_t)d->started_at, "matrix", d->cfg.matrix_path, "matrix_loaded",
+                                     d->matrix != NULL, "matrix_error", d->matrix_error, "clients",
+                                     (int)control_n_connections(d->control),
                                      "current", current ? current : json_null(), "counts", counts, "queue", queue,
                                      "queue_more", more));
 }
