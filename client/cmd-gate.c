@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mxmatrix gate: the L1.5 kernel gate (kgate.h) on files, without a daemon.
- * Expectations come from the command line; later the first non-option
- * argument will name a matrix file whose axis values supply them
- * ("mxmatrix gate MATRIX axis=value ... --report R"), so positional arguments
- * are reserved for that and refused for now.
+ * Expectations come from the command line, and/or from a matrix file: "mxmatrix
+ * gate MATRIX [axis=value...]" takes those of the baseline configuration with
+ * the given values, exactly as a run of that configuration would be gated.
  */
 #include "client.h"
 
 #include "kgate.h"
 #include "lines.h"
+#include "matrix.h"
+#include "plan.h"
 #include "profreport.h"
 
 #include <fcntl.h>
@@ -32,15 +33,17 @@ struct gate_args {
 
 static void gate_help(FILE *f)
 {
-        fprintf(f, "Usage: mxmatrix gate --report FILE [--log FILE] [EXPECTATIONS...] [--json]\n\n"
-                   "Check a profiler report and/or a server log against kernel-path expectations\n"
-                   "(test level L1.5). Exit status 0: pass; 1: fail or invalid; 2: usage.\n\n"
+        fprintf(f, "Usage: mxmatrix gate [MATRIX [axis=value...]] [--report FILE] [--log FILE]\n"
+                   "                     [EXPECTATIONS...] [--kernels] [--json]\n\n"
+                   "Check a profiler report and/or a server log (at least one) against kernel-path\n"
+                   "expectations (test level L1.5). Exit status 0: pass; 1: fail or invalid; 2: usage.\n\n"
                    "Inputs:\n"
                    "  --report FILE            nsys stats CSV (cuda_gpu_kern_sum, cuda_gpu_trace) or ncu "
                    "--csv output\n"
                    "  --format auto|nsys|ncu   which tool wrote the report (default: auto-detect)\n"
                    "  --log FILE               the target server's log\n"
                    "Expectations (PATTERN: glob with * ? and \\ escapes, unanchored; re:ERE for a regex):\n"
+                   "  MATRIX [axis=value...]   those of the matrix's baseline with these values, as for a run\n"
                    "  --kernel-must-see P      some kernel name matches P\n"
                    "  --kernel-must-not-see P  no kernel name matches P\n"
                    "  --must-see P             some log line matches P\n"
@@ -49,6 +52,38 @@ static void gate_help(FILE *f)
                    "Output:\n"
                    "  --kernels                also list the report's kernels\n"
                    "  --json                   one JSON document\n");
+}
+
+/* The expectations of a configuration: the matrix's baseline with the given axis=value pairs. */
+static int gate_matrix_expect(int argc, char **argv, struct mx_kgate_expect *ret)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = NULL;
+        _cleanup_free_ char *err = NULL;
+        _cleanup_free_ int *config = NULL;
+        struct mx_kgate_expect e = {};
+        int r = mx_matrix_load_file(argv[0], &m, &err);
+
+        if (r < 0) {
+                fprintf(stderr, "mxmatrix gate: %s\n", err);
+                return r;
+        }
+        config = mx_config_copy(m, m->baseline);
+        for (int i = 1; i < argc; i++) {
+                int axis, value;
+
+                free(err);
+                err = NULL;
+                r = mx_plan_parse_pin(m, argv[i], &axis, &value, &err);
+                if (r < 0) {
+                        fprintf(stderr, "mxmatrix gate: %s\n", err);
+                        return r;
+                }
+                config[axis] = value;
+        }
+        mx_config_expect(m, config, &e);
+        mx_kgate_expect_merge(ret, &e);
+        mx_kgate_expect_done(&e);
+        return 0;
 }
 
 static int gate_parse_args(int argc, char **argv, struct gate_args *a)
@@ -130,13 +165,8 @@ static int gate_parse_args(int argc, char **argv, struct gate_args *a)
                         return -EINVAL;
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr,
-                        "mxmatrix gate: taking expectations from a matrix file ('%s') is not supported yet; "
-                        "give them with --kernel-must-see and friends\n",
-                        argv[optind]);
+        if (optind < argc && gate_matrix_expect(argc - optind, argv + optind, &a->expect) < 0)
                 return -EINVAL;
-        }
         if (mx_kgate_expect_empty(&a->expect)) {
                 fprintf(stderr, "mxmatrix gate: no expectations (see mxmatrix gate --help)\n");
                 return -EINVAL;

@@ -25,7 +25,12 @@ static void show_env_argv(json_t *spec)
         const char *k;
         size_t i;
 
-        if (json_object_size(env) > 0) {
+        /* The snapshot keeps the matrix's order: an array of "VAR=value"; older ones hold an object. */
+        if (json_array_size(env) > 0) {
+                printf("env:\n");
+                json_array_foreach (env, i, v)
+                        printf("  %s\n", strempty(json_string_value(v)));
+        } else if (json_object_size(env) > 0) {
                 printf("env:\n");
                 json_object_foreach (env, k, v)
                         printf("  %s=%s\n", k, strempty(json_string_value(v)));

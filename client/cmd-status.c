@@ -56,9 +56,17 @@ static int render(json_t *params, json_t *res)
         printf("daemon:  mxmatrixd %s, pid %" JSON_INTEGER_FORMAT ", up %s, %" JSON_INTEGER_FORMAT " clients\n",
                strna(json_string_value(json_object_get(d, "version"))), json_integer_value(json_object_get(d, "pid")),
                up, json_integer_value(json_object_get(d, "clients")));
-        printf("matrix:  %s%s%s\n", json_string_value(json_object_get(d, "matrix")) ?: "(none)",
-               json_string_value(json_object_get(d, "matrix_error")) ? ": NOT LOADED: " : "",
-               json_string_value(json_object_get(d, "matrix_error")) ?: "");
+        {
+                const char *err = json_string_value(json_object_get(d, "matrix_error"));
+                bool loaded = json_is_true(json_object_get(d, "matrix_loaded"));
+
+                /* A failed reload keeps the previous version in use: say which case this is. */
+                printf("matrix:  %s%s%s\n", json_string_value(json_object_get(d, "matrix")) ?: "(none)",
+                       !err          ? ""
+                       : loaded ? ": the last reload failed; the previous version is in use: "
+                                : ": NOT LOADED: ",
+                       strempty(err));
+        }
         printf("queue:   %s\n", json_is_true(json_object_get(res, "paused")) ? "PAUSED (mxmatrix resume)" : "running");
         print_current(json_object_get(res, "current"));
         print_counts(json_object_get(res, "counts"));

@@ -4,6 +4,7 @@
  * daemon verb (a protocol method, see conn.c).
  */
 #include "client.h"
+#include "output.h"
 #include "protocol.h"
 #include "remote.h"
 
@@ -17,8 +18,8 @@ static const struct client_verb local_verbs[] = {
           cmd_matrix },
         { "plan", "plan FILE feature=X [axis=value...] [--strategy S]", "print the runs a submission would make",
           cmd_plan },
-        { "gate", "gate FILE --report R [axis=value...]", "check a profiler report or log against kernel expectations",
-          cmd_gate },
+        { "gate", "gate [MATRIX [axis=value...]] [--report FILE] [--log FILE] [EXPECTATIONS...]",
+          "check a profiler report or log against kernel expectations", cmd_gate },
 };
 
 static void help(FILE *f)
@@ -27,7 +28,7 @@ static void help(FILE *f)
                    "Run and watch test matrices on LLM inference servers through mxmatrixd.\n\n"
                    "Verbs that work on files (no daemon needed):\n");
         for (size_t i = 0; i < ELEMENTSOF(local_verbs); i++)
-                fprintf(f, "  %-52s %s\n", local_verbs[i].synopsis, local_verbs[i].summary);
+                output_help_line(f, local_verbs[i].synopsis, local_verbs[i].summary);
         fprintf(f, "\nVerbs that talk to mxmatrixd:\n");
         remote_list_verbs(f);
         fprintf(f, "\nOptions:\n"
@@ -35,6 +36,9 @@ static void help(FILE *f)
                    "  --socket PATH    the daemon's socket (default $MXMATRIX_SOCKET, else /run/mxmatrix/control.sock)\n"
                    "  -h, --help       this help; VERB --help for a verb's own\n"
                    "  --version        print the version\n"
+                   "\nJOB is a job number, rRUN a run number (r12). Exit status: 0 success, 1 the request\n"
+                   "failed or a run did not pass, 2 usage, 3 bad matrix file, 4 permission denied,\n"
+                   "5 no such job or run, 69 mxmatrixd unavailable.\n"
                    "\nSee mxmatrix(1).\n");
 }
 

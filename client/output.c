@@ -79,6 +79,16 @@ struct table *table_free(struct table *t)
         return NULL;
 }
 
+#define OUTPUT_HELP_COLUMN 52
+
+void output_help_line(FILE *f, const char *synopsis, const char *summary)
+{
+        if (strlen(synopsis) <= OUTPUT_HELP_COLUMN)
+                fprintf(f, "  %-*s %s\n", OUTPUT_HELP_COLUMN, synopsis, summary);
+        else
+                fprintf(f, "  %s\n  %-*s %s\n", synopsis, OUTPUT_HELP_COLUMN, "", summary);
+}
+
 void output_json(json_t *v)
 {
         _cleanup_free_ char *s = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY);
@@ -180,7 +190,11 @@ void output_runs(json_t *runs)
         json_t *r;
 
         json_array_foreach (runs, i, r) {
-                _cleanup_free_ char *id = xasprintf("r%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(r, "id")));
+                /* Runs of a dry run have no number yet. */
+                _cleanup_free_ char *id = json_is_integer(json_object_get(r, "id"))
+                                                  ? xasprintf("r%" JSON_INTEGER_FORMAT,
+                                                              json_integer_value(json_object_get(r, "id")))
+                                                  : xstrdup("-");
                 _cleanup_free_ char *seq = output_scalar(json_object_get(r, "seq"));
                 _cleanup_free_ char *res = NULL, *levels = output_levels(json_object_get(r, "levels"));
                 _cleanup_free_ char *el = output_elapsed(json_object_get(r, "started_at"), json_object_get(r, "finished_at"));

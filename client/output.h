@@ -17,6 +17,8 @@ void table_print(struct table *t, FILE *f);
 struct table *table_free(struct table *t);
 DEFINE_POINTER_CLEANUP(struct table, table_free)
 
+/* One "  SYNOPSIS   SUMMARY" line of mxmatrix --help; a long synopsis gets a line of its own. */
+void output_help_line(FILE *f, const char *synopsis, const char *summary);
 /* Print a JSON value as the single --json document (indented). */
 void output_json(json_t *v);
 /* "2026-11-22 10:03:05" for a µs timestamp (JSON integer), "-" for null. */

@@ -24,7 +24,7 @@ void remote_list_verbs(FILE *f)
                 const char *syn = json_string_value(json_object_get(m->cli, "synopsis"));
 
                 if (syn)
-                        fprintf(f, "  %-52s %s\n", syn, m->summary);
+                        output_help_line(f, syn, m->summary);
         }
 }
 
@@ -36,11 +36,25 @@ static bool wants_help(int argc, char **argv)
         return false;
 }
 
+/* The verb's words without --json, which every verb takes after its name as the file verbs do. */
+static char **strip_json(int argc, char **argv)
+{
+        char **out = NULL;
+
+        for (int i = 0; i < argc; i++)
+                if (i > 0 && streq(argv[i], "--json"))
+                        arg_json = true;
+                else
+                        strv_push(&out, argv[i]);
+        return out;
+}
+
 int remote_run(const struct mx_proto_method *m, int argc, char **argv)
 {
         const struct remote_verb *v = find_verb(m->name);
         _cleanup_(client_disconnectp) struct client_conn *c = NULL;
         _cleanup_json_ json_t *params = NULL, *result = NULL;
+        _cleanup_strv_free_ char **words = NULL;
         _cleanup_free_ char *err = NULL;
         int r;
 
@@ -50,7 +64,8 @@ int remote_run(const struct mx_proto_method *m, int argc, char **argv)
                 mx_proto_cli_help(mx_proto_get(), m, stdout);
                 return MX_EXIT_OK;
         }
-        if (mx_proto_cli_parse(mx_proto_get(), m, argc, argv, &params, &err) < 0) {
+        words = strip_json(argc, argv);
+        if (mx_proto_cli_parse(mx_proto_get(), m, (int)strv_length(words), words, &params, &err) < 0) {
                 fprintf(stderr, "mxmatrix: %s\nUsage: mxmatrix %s\n", err,
                         json_string_value(json_object_get(m->cli, "synopsis")));
                 return MX_EXIT_USAGE;

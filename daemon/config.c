@@ -72,11 +72,17 @@ static void help(void)
                "  --run-timeout DUR      longest a run may take (default 4h)\n"
                "  --level-timeout DUR    longest one level may take (default 30m)\n"
                "  --log-target auto|journal|stderr\n"
+               "                         where to log (default auto: the journal when stderr is\n"
+               "                         connected to it, else stderr)\n"
                "  --log-level LEVEL      debug, info, notice, warning, error (default info)\n"
                "  --foreground           log plain lines to stderr even under systemd\n"
                "  -h, --help             this help\n"
                "  --version              print the version\n\n"
-               "mxmatrixd never forks into the background. See mxmatrixd(8).\n");
+               "DUR: seconds, or a number with ms, s, m, min or h (90s, 4h). The settings file\n"
+               "(JSON) takes the long options' names with '_' for '-' (run_timeout) except\n"
+               "config and foreground, plus \"limits\". mxmatrixd never forks into the\n"
+               "background. Exit status: 0 stopped, 1 start-up failed, 2 bad command line,\n"
+               "78 bad configuration. See mxmatrixd(8).\n");
 }
 
 static int parse_mode(const char *s, mode_t *ret)

@@ -271,8 +271,14 @@ int db_open(const char *path, struct mx_db **ret, char **reterr)
                                      SQLITE_OPEN_EXRESCODE,
                              NULL);
         if (rc != SQLITE_OK) {
-                *reterr = xasprintf("cannot open %s: %s", path,
-                                    db->sql ? sqlite3_errmsg(db->sql) : sqlite3_errstr(rc));
+                /* SQLite says only "unable to open database file"; the system's errno says why. */
+                int sys = db->sql ? sqlite3_system_errno(db->sql) : 0;
+
+                *reterr = xasprintf("cannot open %s: %s%s%s%s", path,
+                                    db->sql ? sqlite3_errmsg(db->sql) : sqlite3_errstr(rc),
+                                    sys > 0 ? " (" : "", sys > 0 ? strerror(sys) : "", sys > 0 ? ")" : "");
+                if (sys > 0)
+                        return -sys;
                 return db->sql ? db_errno(db, rc) : -ENOMEM;
         }
         r = db_configure(db, reterr);

@@ -10,7 +10,7 @@
 /* Pick the passed descriptor: the one named "control", or the only one there is. */
 static int listen_activated(int n, char **names, struct listen_socket *ret, char **reterr)
 {
-        int fd = -1;
+        int fd = -1, flags;
 
         for (int i = 0; i < n; i++)
                 if (names && names[i] && streq(names[i], "control"))
@@ -25,6 +25,17 @@ static int listen_activated(int n, char **names, struct listen_socket *ret, char
         if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
                 *reterr = xasprintf("the passed descriptor %d is not a listening Unix stream socket", fd);
                 return -ENOTSOCK;
+        }
+        /*
+         * The passed socket may be blocking (systemd-socket-activate's is); libevent's
+         * listener accepts until EAGAIN, so a blocking one would hang the loop in accept().
+         */
+        flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+                int r = -errno;
+                *reterr = xasprintf("cannot make the passed descriptor %d non-blocking: %s", fd,
+                                    strerror(-r));
+                return r;
         }
         *ret = (struct listen_socket){ .fd = fd, .activated = true };
         return 0;

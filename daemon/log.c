@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* We send CODE_FILE/LINE/FUNC of our callers; sd-journal.h would add log.c's own as second values. */
+#define SD_JOURNAL_SUPPRESS_LOCATION
+
 #include "log.h"
 
 #include <inttypes.h>

@@ -7,6 +7,7 @@
  */
 #include "control.h"
 #include "daemon.h"
+#include "http.h"
 #include "listen.h"
 #include "log.h"
 #include "matrix.h"
@@ -20,6 +21,7 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 enum { EXIT_CONFIG = 78 };
@@ -108,6 +110,20 @@ static int resolve_group(const char *name, gid_t *ret)
         return 0;
 }
 
+/*
+ * A stop holds a pidfd per process of the run (proc-stop.h) and every client
+ * holds a socket: raise the soft descriptor limit to the hard one.
+ */
+static void raise_fd_limit(void)
+{
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void)setrlimit(RLIMIT_NOFILE, &rl);
+        }
+}
+
 static int read_boot_id(struct mx_daemon *d)
 {
         char id[PROC_BOOT_ID_SIZE];
@@ -166,6 +182,9 @@ static int setup(struct mx_daemon *d, struct listen_socket *ls)
         r = proc_reaper_new(d->base, &d->reaper);
         if (r < 0)
                 return log_error_errno(r, "cannot watch child processes"), EXIT_FAILURE;
+        r = mx_http_new(d->base, &d->http, &err);
+        if (r < 0)
+                return log_error("cannot set up HTTP: %s", strna(err)), EXIT_FAILURE;
 
         free(err);
         err = NULL;
@@ -190,6 +209,7 @@ static void teardown(struct mx_daemon *d, struct listen_socket *ls)
         stream_free_all(d);
         d->sched = sched_free(d->sched);
         listen_close(ls);
+        d->http = mx_http_free(d->http);
         d->reaper = proc_reaper_free(d->reaper);
         d->db = db_close(d->db);
         d->matrix = mx_matrix_free(d->matrix);
@@ -230,6 +250,7 @@ int main(int argc, char **argv)
         }
         setup_logging(&d.cfg);
         signal(SIGPIPE, SIG_IGN);
+        raise_fd_limit();
         d.started_at = mx_now_real_us();
         d.base = event_base_new();
         if (!d.base)
@@ -249,8 +270,9 @@ int main(int argc, char **argv)
                 _cleanup_free_ char *status = sched_status_line(d.sched);
                 notify_ready(d.notify, status);
                 log_ctx(LOG_INFO, MX_MSGID_DAEMON_STARTED, NULL,
-                        "mxmatrixd %s ready on %s (state %s, %s)", MX_VERSION, d.cfg.socket_path, d.cfg.state_dir,
-                        status);
+                        "mxmatrixd %s ready on %s (state %s, %s)", MX_VERSION,
+                        ls.activated ? "the socket the service manager passed" : d.cfg.socket_path,
+                        d.cfg.state_dir, status);
         }
         sched_kick(d.sched);
         event_base_dispatch(d.base);

@@ -67,10 +67,11 @@ static void m_status(struct mx_request *req)
                 request_error_errno(req, r, "status");
                 return;
         }
-        request_reply(req, json_pack("{s:b,s:{s:s,s:i,s:I,s:s?,s:s?,s:i},s:o,s:O,s:O,s:b}", "paused", d->paused,
+        request_reply(req, json_pack("{s:b,s:{s:s,s:i,s:I,s:s?,s:b,s:s?,s:i},s:o,s:O,s:O,s:b}", "paused", d->paused,
                                      "daemon", "version", MX_VERSION, "pid", (int)getpid(), "started_at",
-                                     (json_int_t)d->started_at, "matrix", d->cfg.matrix_path, "matrix_error",
-                                     d->matrix_error, "clients", (int)control_n_connections(d->control),
+                                     (json_int_t)d->started_at, "matrix", d->cfg.matrix_path, "matrix_loaded",
+                                     d->matrix != NULL, "matrix_error", d->matrix_error, "clients",
+                                     (int)control_n_connections(d->control),
                                      "current", current ? current : json_null(), "counts", counts, "queue", queue,
                                      "queue_more", more));
 }
@@ -155,6 +156,7 @@ static void m_cancel(struct mx_request *req)
                  job > 0 ? "job" : "run", job > 0 ? job : run, cancelled, running ? ", stopping the running one" : "");
         if (running && !sched_cancel_run(req->d->sched, running))
                 running = 0;
+        sched_kick(req->d->sched); /* the queue shrank: STATUS= */
         if (job > 0)
                 stream_job_changed(req->d, job);
         request_reply(req, json_pack("{s:I,s:o}", "cancelled", (json_int_t)cancelled, "stopping",
@@ -171,8 +173,7 @@ static void set_paused(struct mx_request *req, bool paused)
         }
         req->d->paused = paused;
         log_notice("queue %s by uid %u", paused ? "paused" : "resumed", (unsigned)req->uid);
-        if (!paused)
-                sched_kick(req->d->sched);
+        sched_kick(req->d->sched); /* resume starts the next run; pause shows in STATUS= */
         request_reply(req, json_pack("{s:b}", "paused", paused));
 }
 

@@ -34,6 +34,22 @@ static void status_send(struct mx_notify *n)
         n->status_last_us = mx_now_mono_us();
 }
 
+/*
+ * A message that carries its own STATUS= (READY=1, RELOADING=1, STOPPING=1, a
+ * failure) supersedes one waiting for the rate limit, which would otherwise go
+ * out later and bring back an older state ("Recovering interrupted runs" after
+ * READY=1).
+ */
+static void status_sent_directly(struct mx_notify *n, const char *status)
+{
+        evtimer_del(n->status_timer);
+        free(n->status_pending);
+        n->status_pending = NULL;
+        free(n->status_sent);
+        n->status_sent = xstrdup(status);
+        n->status_last_us = mx_now_mono_us();
+}
+
 static void status_timer_cb(evutil_socket_t fd, short what, void *ud)
 {
         (void)fd, (void)what;
@@ -77,8 +93,7 @@ void notify_ready(struct mx_notify *n, const char *status)
         _cleanup_free_ char *msg = xasprintf("READY=1\nSTATUS=%s", status);
 
         (void)sd_notify(0, msg);
-        free(n->status_sent);
-        n->status_sent = xstrdup(status);
+        status_sent_directly(n, status);
 }
 
 void notify_reloading(struct mx_notify *n)
@@ -86,19 +101,19 @@ void notify_reloading(struct mx_notify *n)
         struct timespec ts;
         _cleanup_free_ char *msg = NULL;
 
-        (void)n;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         msg = xasprintf("RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=Reloading the matrix",
                         (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000);
         (void)sd_notify(0, msg);
+        status_sent_directly(n, "Reloading the matrix");
 }
 
 void notify_stopping(struct mx_notify *n, const char *status)
 {
         _cleanup_free_ char *msg = xasprintf("STOPPING=1\nSTATUS=%s", status);
 
-        (void)n;
         (void)sd_notify(0, msg);
+        status_sent_directly(n, status);
 }
 
 void notify_status(struct mx_notify *n, const char *status)
@@ -121,6 +136,6 @@ void notify_failure(struct mx_notify *n, int error, const char *status)
 {
         _cleanup_free_ char *msg = xasprintf("STATUS=%s\nERRNO=%d", status, error < 0 ? -error : error);
 
-        (void)n;
         (void)sd_notify(0, msg);
+        status_sent_directly(n, status);
 }

@@ -21,9 +21,13 @@ struct current {
         bool finished;   /* finished() came; free from the loop */
 };
 
+/* STATUS= shows the running run's elapsed time; refresh it this often while nothing else changes. */
+#define SCHED_STATUS_REFRESH_S 5
+
 struct mx_sched {
         struct mx_daemon *d;
         struct event *kick_ev;
+        struct event *status_ev; /* refreshes STATUS= while a run is active */
         struct event *reap_ev; /* frees a finished runner outside its own callback */
         struct event *timeout_ev;
         struct current *cur;
@@ -151,6 +155,7 @@ static void sched_reap_cb(evutil_socket_t fd, short what, void *ud)
                 return;
         current_free(s->cur);
         s->cur = NULL;
+        event_del(s->status_ev);
         if (s->d->stopping) {
                 if (s->idle_cb)
                         s->idle_cb(s->idle_ud);
@@ -315,7 +320,7 @@ static int start_next(struct mx_sched *s)
         }
         c->ops = runner_for_spec(c->spec);
         ctx = (struct mx_run_ctx){
-                .base = s->d->base, .reaper = s->d->reaper, .job = c->job, .run = c->run,
+                .base = s->d->base, .reaper = s->d->reaper, .http = s->d->http, .job = c->job, .run = c->run,
                 .attempt_id = c->attempt_id, .attempt = c->attempt, .tag = c->tag, .config_key = c->config_key,
                 .run_dir = c->run_dir, .spec = c->spec, .levels = c->levels,
                 .level_timeout_ms = s->d->cfg.level_timeout_ms, .log_max_bytes = s->d->cfg.limits.log_bytes,
@@ -332,7 +337,17 @@ static int start_next(struct mx_sched *s)
         }
         start_timeout(s, c);
         sched_update_status(s);
+        event_add(s->status_ev, &(struct timeval){ .tv_sec = SCHED_STATUS_REFRESH_S });
         return 0;
+}
+
+static void status_refresh_cb(evutil_socket_t fd, short what, void *ud)
+{
+        struct mx_sched *s = ud;
+
+        (void)fd, (void)what;
+        if (s->cur && !s->cur->finished && !s->d->stopping)
+                sched_update_status(s);
 }
 
 static void kick_cb(evutil_socket_t fd, short what, void *ud)
@@ -341,8 +356,13 @@ static void kick_cb(evutil_socket_t fd, short what, void *ud)
         int r;
 
         (void)fd, (void)what;
-        if (s->cur || s->d->paused || s->d->stopping)
+        if (s->d->stopping)
                 return;
+        if (s->cur || s->d->paused) {
+                /* The queue changed (submit, cancel, pause, retry) but nothing starts: keep STATUS= true. */
+                sched_update_status(s);
+                return;
+        }
         r = start_next(s);
         if (r == -ENOENT)
                 sched_update_status(s);
@@ -420,7 +440,8 @@ struct mx_sched *sched_new(struct mx_daemon *d)
         s->kick_ev = event_new(d->base, -1, 0, kick_cb, s);
         s->reap_ev = event_new(d->base, -1, 0, sched_reap_cb, s);
         s->timeout_ev = evtimer_new(d->base, timeout_cb, s);
-        if (!s->kick_ev || !s->reap_ev || !s->timeout_ev)
+        s->status_ev = event_new(d->base, -1, EV_PERSIST, status_refresh_cb, s);
+        if (!s->kick_ev || !s->reap_ev || !s->timeout_ev || !s->status_ev)
                 mx_die("out of memory creating the scheduler");
         return s;
 }
@@ -433,6 +454,7 @@ struct mx_sched *sched_free(struct mx_sched *s)
         event_free(s->kick_ev);
         event_free(s->reap_ev);
         event_free(s->timeout_ev);
+        event_free(s->status_ev);
         free(s);
         return NULL;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The serial scheduler: at most one run uses the GPU at a time. Driven only by
- * events: a kick after anything that may make a run startable (submit, resume,
- * retry, a run finishing), the runner's callbacks, and a per-run timer.
+ * events: a kick after anything that changes the queue (submit, cancel, pause,
+ * resume, retry, a run finishing), the runner's callbacks, and per-run timers
+ * (the run's time limit, the STATUS= refresh).
  * Picks by job priority, then job age, then plan order (queue_pick_next).
  */
 #pragma once
@@ -13,7 +14,7 @@
 struct mx_sched *sched_new(struct mx_daemon *d);
 struct mx_sched *sched_free(struct mx_sched *s);
 
-/* Try to start the next run, from the event loop (never re-entrantly). */
+/* The queue changed: start the next run if one may start, else refresh STATUS=. From the event loop. */
 void sched_kick(struct mx_sched *s);
 /* Stop the running run if it is run (cancelled by a user). Returns true when it was running. */
 bool sched_cancel_run(struct mx_sched *s, int64_t run);

@@ -422,7 +422,16 @@ int mx_mkdir_p(const char *path, mode_t mode)
                         return -errno;
                 *s = '/';
         }
-        if (mkdir(p, mode) < 0 && errno != EEXIST)
-                return -errno;
+        if (mkdir(p, mode) < 0) {
+                struct stat st;
+
+                if (errno != EEXIST)
+                        return -errno;
+                /* Like mkdir -p: something else of that name is not the directory asked for. */
+                if (stat(p, &st) < 0)
+                        return -errno;
+                if (!S_ISDIR(st.st_mode))
+                        return -ENOTDIR;
+        }
         return 0;
 }

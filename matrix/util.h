@@ -192,5 +192,5 @@ char *mx_escape(const char *s, size_t max);
  */
 char *mx_utf8_sanitize(const char *p, size_t n, bool partial_end, size_t *ret_used);
 
-/* mkdir -p: create path and its missing parents with mode. */
+/* mkdir -p: create path and its missing parents with mode; -ENOTDIR if path is something else. */
 int mx_mkdir_p(const char *path, mode_t mode);

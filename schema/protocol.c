@@ -429,6 +429,61 @@ int mx_proto_cli_parse(const struct mx_proto *p, const struct mx_proto_method *m
         return 0;
 }
 
+/* An enum's choices as "a, b, c". */
+static char *cli_choices(json_t *en)
+{
+        struct mx_buf b = MX_BUF_INIT;
+        size_t i;
+        json_t *e;
+
+        json_array_foreach (en, i, e)
+                mx_buf_printf(&b, "%s%s", i ? ", " : "", json_string_value(e));
+        return mx_buf_steal(&b);
+}
+
+#define CLI_HELP_WIDTH 79  /* wrap option descriptions here */
+#define CLI_HELP_INDENT 27 /* where they start */
+
+/* An option's description, word-wrapped into the column after its flags. */
+static void cli_help_text(FILE *f, const char *text)
+{
+        size_t col = CLI_HELP_INDENT;
+
+        while (*text) {
+                size_t n = strcspn(text, " ");
+
+                if (col > CLI_HELP_INDENT && col + 1 + n > CLI_HELP_WIDTH) {
+                        fprintf(f, "\n%*s", CLI_HELP_INDENT, "");
+                        col = CLI_HELP_INDENT;
+                } else if (col > CLI_HELP_INDENT) {
+                        fputc(' ', f);
+                        col++;
+                }
+                fwrite(text, 1, n, f);
+                col += n;
+                text += n;
+                text += strspn(text, " ");
+        }
+        fputc('\n', f);
+}
+
+/* What the positional words of a verb mean, from its "cli" entry. */
+static void cli_help_words(const struct mx_proto_method *m, FILE *f)
+{
+        bool has_job = json_object_get(m->params, "job") != NULL;
+        json_t *as = json_object_get(m->cli, "assignments");
+
+        if (json_is_true(json_object_get(m->cli, "target")))
+                fprintf(f, "\n%s\n",
+                        has_job ? "JOB is a job number (12 or j12); rRUN a run number (r34)."
+                                : "rRUN is a run number (r34).");
+        if (as)
+                fprintf(f,
+                        "\n%s=X (or a bare X) names what to test; other axis=value words pin that "
+                        "axis.\n",
+                        json_string_value(json_object_get(as, "key")));
+}
+
 void mx_proto_cli_help(const struct mx_proto *p, const struct mx_proto_method *m, FILE *f)
 {
         json_t *opts = json_object_get(m->cli, "options"), *o;
@@ -441,8 +496,8 @@ void mx_proto_cli_help(const struct mx_proto *p, const struct mx_proto_method *m
         fprintf(f, "Privilege: %s.\n", m->privilege == MX_PRIV_ANY     ? "anyone who can open the socket"
                                        : m->privilege == MX_PRIV_OWNER ? "the job's owner, root or the admin group"
                                                                        : "root or the admin group");
-        if (json_array_size(opts) > 0)
-                fputs("\nOptions:\n", f);
+        cli_help_words(m, f);
+        fputs("\nOptions:\n", f);
         json_array_foreach (opts, i, o) {
                 const char *flag = json_string_value(json_object_get(o, "flag"));
                 const char *sh = json_string_value(json_object_get(o, "short"));
@@ -452,9 +507,14 @@ void mx_proto_cli_help(const struct mx_proto *p, const struct mx_proto_method *m
                 json_t *en = json_object_get(schema, "enum");
                 _cleanup_free_ char *left = xasprintf("%s%s%s--%s%s%s", sh ? "-" : "", sh ? sh : "",
                                                       sh ? ", " : "", flag, arg ? " " : "", arg ? arg : "");
-                _cleanup_free_ char *choices = en ? json_dumps(en, JSON_COMPACT) : NULL;
+                _cleanup_free_ char *choices = en && !doc ? cli_choices(en) : NULL;
+                _cleanup_free_ char *text =
+                        choices ? xasprintf("one of %s", choices) : xstrdup(strempty(doc));
 
-                fprintf(f, "  %-24s %s%s%s\n", left, doc ? doc : "", choices ? "one of " : "",
-                        choices ? choices : "");
+                fprintf(f, "  %-24s ", left);
+                cli_help_text(f, text);
         }
+        fputs("  --json                   print the result as JSON (also before the verb)\n"
+              "  -h, --help               this help\n\nSee mxmatrix(1).\n",
+              f);
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Install what building and testing mxmatrix needs on Debian 12 (idempotent).
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config
+pkgs=(build-essential cmake pkg-config groff-base
       libevent-dev libjansson-dev libsqlite3-dev libsystemd-dev libcurl4-openssl-dev
-      systemd sqlite3 util-linux procps psmisc curl valgrind)
+      systemd sqlite3 util-linux procps psmisc curl valgrind jq)
 missing=()
 for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -51,7 +51,25 @@ grep -q '"verdict": "pass"' "$tmp/out" || fail "global --json"
 expect 2 "$mx" gate --report "$fx/ncu-details.csv"
 expect 2 "$mx" gate --kernel-must-see x
 expect 2 "$mx" gate matrix.json kernel=marlin --report "$fx/ncu-details.csv" --kernel-must-see x
-grep -q 'matrix file' "$tmp/err" || fail "matrix argument message"
+grep -q 'matrix.json' "$tmp/err" || fail "a missing matrix file is named"
+expect 2 "$mx" gate "$MX_SOURCE_DIR/matrix/mxfp4-gb10.json" kernel=nosuch --log "$tmp/server.log"
+grep -q "nosuch" "$tmp/err" || fail "an unknown value is named"
+
+# expectations from the matrix: the baseline with kernel=cutlass, as a run of it would be gated
+cat >"$tmp/cutlass.csv" <<'CSV'
+Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name
+61.0,1000,10,100,100,100,100,0,"void cutlass_sm120_mxf4_grouped_gemm<cute::tuple<cute::C<128>, cute::C<128>>>(Params)"
+39.0,600,10,60,60,60,60,0,flashinfer::mxfp8_quantize_kernel
+CSV
+cat >"$tmp/cutlass.log" <<'LOG'
+(EngineCore_DP0 pid=2) INFO [mxfp4.py:1007] [MoE] backend=flashinfer format=MXFP4_NATIVE fn=flashinfer.fused_moe.cutlass_fused_moe
+(EngineCore_DP0 pid=2) INFO [gpu_model_runner.py:3480] Graph capturing finished in 10 secs, took 0.77 GiB
+LOG
+expect 0 "$mx" gate "$MX_SOURCE_DIR/matrix/mxfp4-gb10.json" kernel=cutlass --report "$tmp/cutlass.csv" --log "$tmp/cutlass.log"
+grep -q 'PASS' "$tmp/out" || fail "the cutlass configuration passes on cutlass kernels"
+# the same evidence for the baseline (Marlin) fails: marlin_* is missing
+expect 1 "$mx" gate "$MX_SOURCE_DIR/matrix/mxfp4-gb10.json" --report "$tmp/cutlass.csv" --log "$tmp/cutlass.log"
+grep -q 'FAIL' "$tmp/out" || fail "the marlin baseline fails on cutlass kernels"
 expect 2 "$mx" gate --report "$fx/ncu-details.csv" --kernel-must-see 're:('
 expect 2 "$mx" gate --report "$fx/ncu-details.csv" --format vtune --kernel-must-see x
 expect 0 "$mx" gate --help

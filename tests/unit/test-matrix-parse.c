@@ -151,17 +151,77 @@ TEST(target)
 
 TEST(target_keeps_runner_keys)
 {
-        /* Keys the runner owns are kept for it, with positions available through mx_matrix_error_at(). */
+        /* The runner's keys of target are checked by the profile (profile.h) and normalised. */
         const char *text = "{\"matrix\": 1, \"name\": \"t\",\n"
-                           " \"target\": {\"command\": [\"s\"], \"ready_timeout\": \"5m\"},\n"
+                           " \"target\": {\"command\": [\"s\"], \"ready\": {\"timeout\": \"5m\"}},\n"
                            " \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\"}]}],\n"
                            " \"baseline\": {\"a\": \"x\"}}\n";
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(text);
         _cleanup_free_ char *why = NULL;
+        json_t *ready = json_object_get(m->profile_resolved, "ready");
 
-        ASSERT_NOT_NULL(json_object_get(m->target, "ready_timeout"));
-        ASSERT_ERR(mx_matrix_error_at(m, m->target, "ready_timeout", &why, "bad duration"), EINVAL);
-        ASSERT_STREQ(why, "t.json:2:31: key 'target.ready_timeout': bad duration");
+        ASSERT_EQ(json_integer_value(json_object_get(ready, "timeout_ms")), 300000);
+        ASSERT_STREQ(json_string_value(json_object_get(ready, "path")), "/health");
+        ASSERT_ERR(mx_matrix_error_at(m, m->target, "ready", &why, "bad"), EINVAL);
+        ASSERT_STREQ(why, "t.json:2:31: key 'target.ready': bad");
+        ERROR_AT("{\"matrix\": 1, \"name\": \"t\",\n"
+                 " \"target\": {\"command\": [\"s\"], \"ready_timeout\": \"5m\"},\n"
+                 " \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\"}]}],\n"
+                 " \"baseline\": {\"a\": \"x\"}}\n",
+                 "\"ready_timeout\"", "key 'target.ready_timeout': unknown key in target");
+}
+
+/* A one-axis file whose target (after its command) and profiles are given. */
+#define PROFILE_FILE(target_rest, profiles)                                                                 \
+        "{\"matrix\": 1, \"name\": \"t\",\n"                                                                \
+        " \"target\": {\"command\": [\"s\"]" target_rest "},\n" profiles                                    \
+        " \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\"}]}],\n"                                \
+        " \"baseline\": {\"a\": \"x\"}}\n"
+
+TEST(profile_keys_belong_to_their_section)
+{
+        ERROR_AT(PROFILE_FILE(", \"ready\": {\"prompt\": \"hi\"}", ""), "\"prompt\"",
+                 "key 'target.ready.prompt': unknown key in 'ready' (known: path, status, timeout, "
+                 "interval)");
+        ERROR_AT(PROFILE_FILE(", \"stop\": {\"path\": \"/x\"}", ""), "\"path\"",
+                 "key 'target.stop.path': unknown key in 'stop' (known: signals, command, timeout)");
+        ERROR_AT(PROFILE_FILE(", \"profiler\": {\"report\": \"k.csv\", \"max_tokens\": 3}", ""),
+                 "\"max_tokens\"", "key 'target.profiler.max_tokens': unknown key in 'profiler'");
+        ERROR_AT(PROFILE_FILE(", \"health\": {\"timeout\": \"5s\"}", ""), "\"timeout\"",
+                 "key 'target.health.timeout': unknown key in 'health' (known: path, dead_status)");
+}
+
+TEST(profile_report_placeholders_and_ready)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *cmd =
+                load_text(PROFILE_FILE(", \"profile\": \"command\", \"ready\": null", ""));
+
+        ASSERT_TRUE(json_is_null(json_object_get(cmd->profile_resolved, "ready")));
+        ERROR_AT(PROFILE_FILE(", \"profiler\": {\"report\": \"{rundir}/k.csv\"}", ""), "\"report\"",
+                 "key 'target.profiler.report': unknown placeholder '{rundir}'");
+        ERROR_AT(PROFILE_FILE(", \"ready\": null", ""), "\"ready\"",
+                 "key 'target.ready': a server profile needs 'ready' (only the command profile has none)");
+}
+
+TEST(every_profile_is_checked)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(
+                PROFILE_FILE(", \"profile\": \"mine\"",
+                             " \"profiles\": {\"mine\": {\"base\": \"llama-server\", \"port\": 9000, "
+                             "\"ready\": {\"timeout\": 1200}}},\n"));
+        json_t *p = m->profile_resolved,
+               *dead = json_object_get(json_object_get(p, "health"), "dead_status");
+
+        ASSERT_STREQ(json_string_value(json_object_get(p, "base")), "llama-server");
+        ASSERT_EQ(json_integer_value(json_object_get(p, "port")), 9000);
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(p, "ready"), "timeout_ms")), 1200000);
+        ASSERT_EQ(json_integer_value(json_array_get(dead, 0)), 500);
+        /* An unused profile is checked too, and one without base is pointed at. */
+        ERROR_AT(PROFILE_FILE("", " \"profiles\": {\"spare\": {\"base\": \"vllm\", \"bogus\": 1}},\n"),
+                 "\"bogus\"",
+                 "key 'profiles.spare.bogus': unknown key in a profile (known: base, identifier,");
+        ERROR_AT(PROFILE_FILE("", " \"profiles\": {\"spare\": {\"port\": 1}},\n"), "\"spare\"",
+                 "key 'profiles.spare': a profile needs 'base'");
 }
 
 TEST(axes)

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "test.h"
 
+#include <sys/stat.h>
+
 TEST(parse_int64)
 {
         int64_t v = 0;
@@ -95,4 +97,20 @@ TEST(format_duration)
         ASSERT_STREQ(b, "12.3s");
         ASSERT_STREQ(c, "3m05s");
         ASSERT_STREQ(d, "1h02m");
+}
+
+TEST(mkdir_p)
+{
+        _cleanup_free_ char *deep = xasprintf("%s/a/b/c", test_tmpdir());
+        _cleanup_free_ char *file = xasprintf("%s/a/file", test_tmpdir());
+        _cleanup_free_ char *below = xasprintf("%s/a/file/d", test_tmpdir());
+        struct stat st;
+
+        ASSERT_OK(mx_mkdir_p(deep, 0750));
+        ASSERT_OK(stat(deep, &st));
+        ASSERT_TRUE(S_ISDIR(st.st_mode));
+        ASSERT_OK(mx_mkdir_p(deep, 0750)); /* already there */
+        test_write_file(file, "x");
+        ASSERT_ERR(mx_mkdir_p(file, 0750), ENOTDIR);
+        ASSERT_ERR(mx_mkdir_p(below, 0750), ENOTDIR);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "testd.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -8,18 +9,90 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 
 /* Daemons still running when a test fails: killed at exit so ctest is not left waiting on them. */
 static pid_t running[16];
 static pid_t running_owner;
 
+/* "MX_TESTD_TAG=<pid>": in every daemon's environment, so in every process of its runs. */
+static const char *tag_entry(void)
+{
+        static char tag[64];
+
+        if (!tag[0])
+                snprintf(tag, sizeof(tag), "MX_TESTD_TAG=%d", (int)getpid());
+        return tag;
+}
+
+/* Call fn for each process (not us) whose environment holds entry exactly. */
+static unsigned for_each_with_env(const char *entry, void (*fn)(pid_t))
+{
+        DIR *dir = opendir("/proc");
+        size_t n = strlen(entry) + 1;
+        unsigned count = 0;
+        struct dirent *de;
+
+        if (!dir)
+                return 0;
+        while ((de = readdir(dir))) {
+                _cleanup_free_ char *path = NULL;
+                struct mx_buf b = MX_BUF_INIT;
+                char chunk[4096];
+                ssize_t k;
+                int fd;
+
+                if (de->d_name[0] < '1' || de->d_name[0] > '9' || atoi(de->d_name) == getpid())
+                        continue;
+                path = xasprintf("/proc/%s/environ", de->d_name);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                while ((k = read(fd, chunk, sizeof(chunk))) > 0)
+                        mx_buf_add(&b, chunk, (size_t)k);
+                close(fd);
+                for (size_t i = 0; i < b.len; i += strnlen(b.data + i, b.len - i) + 1)
+                        if (b.len - i >= n && memcmp(b.data + i, entry, n) == 0) {
+                                count++;
+                                if (fn)
+                                        fn(atoi(de->d_name));
+                                break;
+                        }
+                mx_buf_free(&b);
+        }
+        closedir(dir);
+        return count;
+}
+
+unsigned testd_count_env(const char *entry)
+{
+        return for_each_with_env(entry, NULL);
+}
+
+static void kill9(pid_t pid)
+{
+        kill(pid, SIGKILL);
+}
+
+/*
+ * SIGTERM first: a daemon stops its running server properly, where SIGKILL
+ * would orphan it (that is what recovery at the next start is for, and a failed
+ * test has no next start). SIGKILL only if it does not exit in time.
+ */
 static void kill_running(void)
 {
         if (getpid() != running_owner)
                 return; /* a forked test child exiting: the daemons are its parent's */
-        for (size_t i = 0; i < ELEMENTSOF(running); i++)
-                if (running[i] > 0)
-                        kill(running[i], SIGKILL);
+        for (size_t i = 0; i < ELEMENTSOF(running); i++) {
+                if (running[i] <= 0)
+                        continue;
+                kill(running[i], SIGTERM);
+                for (int k = 0; k < 300 && waitpid(running[i], NULL, WNOHANG) == 0; k++)
+                        usleep(100000);
+                kill(running[i], SIGKILL);
+        }
+        /* Whatever their runs left (a daemon killed by the test stops nothing), escaped grandchildren too. */
+        (void)for_each_with_env(tag_entry(), kill9);
 }
 
 static void track(pid_t pid, bool add)
@@ -59,28 +132,128 @@ static int notify_socket(const char *path)
         return fd;
 }
 
-char *testd_notify_wait(struct testd *t, const char *line, int timeout_ms)
+static void *notify_reader(void *ud)
 {
-        int64_t deadline = mx_now_mono_us() + (int64_t)timeout_ms * 1000;
+        struct testd *t = ud;
+        struct testd_notify *n = t->notify;
 
         for (;;) {
                 struct pollfd p = { .fd = t->notify_fd, .events = POLLIN };
-                int64_t left = (deadline - mx_now_mono_us()) / 1000;
                 char buf[4096];
-                ssize_t n;
+                ssize_t len;
 
-                if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+                pthread_mutex_lock(&n->lock);
+                if (!n->running) {
+                        pthread_mutex_unlock(&n->lock);
                         return NULL;
-                n = recv(t->notify_fd, buf, sizeof(buf) - 1, 0);
-                if (n <= 0)
+                }
+                pthread_mutex_unlock(&n->lock);
+                if (poll(&p, 1, 100) <= 0)
                         continue;
-                buf[n] = '\0';
-                for (char *s = buf, *save = NULL, *l; (l = strtok_r(s, "\n", &save)); s = NULL)
-                        if (streq(l, line) || (endswith(line, "=") && startswith(l, line))) {
-                                /* strtok_r cut buf up; return a fresh copy of the datagram's start */
-                                return xstrdup(l);
-                        }
+                len = recv(t->notify_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+                if (len <= 0)
+                        continue;
+                buf[len] = '\0';
+                pthread_mutex_lock(&n->lock);
+                MX_GROW(n->dgrams, n->cap_dgrams, n->n_dgrams + 1);
+                MX_GROW(n->dgram_at, n->cap_dgram_at, n->n_dgrams + 1);
+                n->dgrams[n->n_dgrams] = xstrdup(buf);
+                n->dgram_at[n->n_dgrams++] = mx_now_mono_us();
+                for (char *s = buf, *save = NULL, *l; (l = strtok_r(s, "\n", &save)); s = NULL) {
+                        MX_GROW(n->lines, n->cap, n->n + 1);
+                        n->lines[n->n++] = xstrdup(l);
+                }
+                pthread_cond_broadcast(&n->cond);
+                pthread_mutex_unlock(&n->lock);
         }
+}
+
+static void notify_start(struct testd *t)
+{
+        t->notify = xcalloc(1, sizeof(*t->notify));
+        pthread_mutex_init(&t->notify->lock, NULL);
+        pthread_cond_init(&t->notify->cond, NULL);
+        t->notify->running = true;
+        if (pthread_create(&t->notify->thread, NULL, notify_reader, t) != 0)
+                test_fail(__FILE__, __LINE__, "pthread_create failed");
+}
+
+static void notify_stop(struct testd *t)
+{
+        struct testd_notify *n = t->notify;
+
+        if (!n)
+                return;
+        pthread_mutex_lock(&n->lock);
+        n->running = false;
+        pthread_mutex_unlock(&n->lock);
+        pthread_join(n->thread, NULL);
+        for (size_t i = 0; i < n->n; i++)
+                free(n->lines[i]);
+        free(n->lines);
+        for (size_t i = 0; i < n->n_dgrams; i++)
+                free(n->dgrams[i]);
+        free(n->dgrams);
+        free(n->dgram_at);
+        pthread_mutex_destroy(&n->lock);
+        pthread_cond_destroy(&n->cond);
+        free(n);
+        t->notify = NULL;
+}
+
+static bool line_matches(const char *l, const char *line)
+{
+        return streq(l, line) || (endswith(line, "=") && startswith(l, line));
+}
+
+static struct timespec deadline_in(int timeout_ms)
+{
+        struct timespec deadline;
+
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += timeout_ms / 1000;
+        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+        if (deadline.tv_nsec >= 1000000000) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000;
+        }
+        return deadline;
+}
+
+char *testd_notify_next(struct testd *t, int timeout_ms, int64_t *ret_at_us)
+{
+        struct testd_notify *n = t->notify;
+        struct timespec deadline = deadline_in(timeout_ms);
+        char *d = NULL;
+
+        pthread_mutex_lock(&n->lock);
+        while (n->next_dgram >= n->n_dgrams && pthread_cond_timedwait(&n->cond, &n->lock, &deadline) == 0)
+                ;
+        if (n->next_dgram < n->n_dgrams) {
+                if (ret_at_us)
+                        *ret_at_us = n->dgram_at[n->next_dgram];
+                d = xstrdup(n->dgrams[n->next_dgram++]);
+        }
+        pthread_mutex_unlock(&n->lock);
+        return d;
+}
+
+char *testd_notify_wait(struct testd *t, const char *line, int timeout_ms)
+{
+        struct testd_notify *n = t->notify;
+        struct timespec deadline = deadline_in(timeout_ms);
+        char *found = NULL;
+
+        pthread_mutex_lock(&n->lock);
+        while (!found) {
+                while (n->next < n->n && !found)
+                        if (line_matches(n->lines[n->next++], line))
+                                found = xstrdup(n->lines[n->next - 1]);
+                if (found || pthread_cond_timedwait(&n->cond, &n->lock, &deadline) != 0)
+                        break;
+        }
+        pthread_mutex_unlock(&n->lock);
+        return found;
 }
 
 static void spawn(struct testd *t, const char *const *args, const char *const *env)
@@ -96,10 +269,19 @@ static void spawn(struct testd *t, const char *const *args, const char *const *e
         strv_consume(&argv, xasprintf("--state-dir=%s", t->state));
         for (size_t i = 0; args && args[i]; i++)
                 strv_push(&argv, args[i]);
-        for (char **e = environ; *e; e++)
-                if (!startswith(*e, "NOTIFY_SOCKET=") && !startswith(*e, "LISTEN_") && !startswith(*e, "WATCHDOG_"))
+        for (char **e = environ; *e; e++) {
+                bool overridden = false;
+
+                for (size_t i = 0; env && env[i]; i++) {
+                        size_t k = strcspn(env[i], "=");
+                        overridden |= strncmp(*e, env[i], k + 1) == 0;
+                }
+                if (!overridden && !startswith(*e, "NOTIFY_SOCKET=") && !startswith(*e, "LISTEN_") &&
+                    !startswith(*e, "WATCHDOG_"))
                         strv_push(&envp, *e);
+        }
         strv_consume(&envp, xasprintf("NOTIFY_SOCKET=%s", t->notify_path));
+        strv_push(&envp, tag_entry());
         for (size_t i = 0; env && env[i]; i++)
                 strv_push(&envp, env[i]);
         pid = fork();
@@ -126,7 +308,7 @@ static void wait_ready(struct testd *t)
         }
 }
 
-void testd_start(struct testd *t, const char *name, const char *const *args, const char *const *env)
+void testd_launch(struct testd *t, const char *name, const char *const *args, const char *const *env)
 {
         *t = (struct testd){ .notify_fd = -1 };
         t->dir = xasprintf("%s/%s", test_tmpdir(), name);
@@ -139,7 +321,13 @@ void testd_start(struct testd *t, const char *name, const char *const *args, con
         t->notify_path = xasprintf("%s/notify", t->dir);
         t->log = xasprintf("%s/daemon.log", t->dir);
         t->notify_fd = notify_socket(t->notify_path);
+        notify_start(t);
         spawn(t, args, env);
+}
+
+void testd_start(struct testd *t, const char *name, const char *const *args, const char *const *env)
+{
+        testd_launch(t, name, args, env);
         wait_ready(t);
 }
 
@@ -163,10 +351,35 @@ int testd_stop(struct testd *t, int sig)
         return status;
 }
 
+int testd_wait_exit(struct testd *t, int timeout_ms)
+{
+        int64_t deadline = mx_now_mono_us() + (int64_t)timeout_ms * 1000;
+        int status = 0;
+
+        if (t->pid <= 0)
+                return -1;
+        /* No SIGCHLD plumbing in tests: poll the child, which is cheap at this rate. */
+        for (;;) {
+                pid_t r = waitpid(t->pid, &status, WNOHANG);
+
+                if (r == t->pid) {
+                        track(t->pid, false);
+                        t->pid = 0;
+                        return status;
+                }
+                if (r < 0)
+                        test_fail(__FILE__, __LINE__, "waitpid: %m");
+                if (mx_now_mono_us() >= deadline)
+                        return -1;
+                usleep(10000);
+        }
+}
+
 void testd_done(struct testd *t)
 {
         if (t->pid > 0)
                 testd_stop(t, SIGKILL);
+        notify_stop(t);
         if (t->notify_fd >= 0)
                 close(t->notify_fd);
         free(t->dir);
@@ -256,7 +469,7 @@ json_t *testd_request(int fd, const char *method, json_t *params)
 
         testd_send(fd, line);
         for (;;) {
-                _cleanup_free_ char *r = testd_recv_line(fd, 20000);
+                _cleanup_free_ char *r = testd_recv_line(fd, 120000);
                 if (!r)
                         return NULL;
                 reply = json_loads(r, 0, NULL);
