@@ -41,6 +41,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -217,11 +218,25 @@ static void pstat_read(pid_t pid, struct pstat *ret)
 
 /* ---- a private mxmatrixd ---- */
 
+/* What a daemon said on its notify socket so far. */
+struct notify_counts {
+        unsigned msgs, pings, ready; /* datagrams, WATCHDOG=1, READY=1 */
+};
+
+/*
+ * A daemon and its notify socket. A thread reads the socket all the time, as
+ * systemd does: a sender blocks once 10 datagrams (net.unix.max_dgram_qlen)
+ * wait unread, and mxmatrixd sends STATUS= up to once a second while busy.
+ */
 struct bench_daemon {
         const char *label;
         pid_t pid;
         char *dir, *socket, *state, *notify_path, *log;
         int notify_fd;
+        pthread_t reader;
+        pthread_mutex_t lock;
+        struct notify_counts seen; /* under lock */
+        atomic_bool stop;
 };
 
 static int notify_open(const char *path)
@@ -238,6 +253,50 @@ static int notify_open(const char *path)
         return fd;
 }
 
+static bool has_line(const char *text, const char *line)
+{
+        size_t n = strlen(line);
+
+        for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+                if (strncmp(p, line, n) == 0 && (p[n] == '\n' || p[n] == '\0'))
+                        return true;
+        return false;
+}
+
+static void *notify_reader_main(void *ud)
+{
+        struct bench_daemon *d = ud;
+
+        while (!atomic_load(&d->stop)) {
+                struct pollfd p = { .fd = d->notify_fd, .events = POLLIN };
+                char buf[4096];
+                ssize_t n;
+
+                if (poll(&p, 1, 100) <= 0)
+                        continue;
+                n = recv(d->notify_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+                if (n <= 0)
+                        continue;
+                buf[n] = '\0';
+                pthread_mutex_lock(&d->lock);
+                d->seen.msgs++;
+                d->seen.pings += has_line(buf, "WATCHDOG=1");
+                d->seen.ready += has_line(buf, "READY=1");
+                pthread_mutex_unlock(&d->lock);
+        }
+        return NULL;
+}
+
+static struct notify_counts notify_seen(struct bench_daemon *d)
+{
+        struct notify_counts c;
+
+        pthread_mutex_lock(&d->lock);
+        c = d->seen;
+        pthread_mutex_unlock(&d->lock);
+        return c;
+}
+
 static void daemon_init(struct bench_daemon *d, const char *label)
 {
         *d = (struct bench_daemon){ .label = label, .notify_fd = -1 };
@@ -249,12 +308,18 @@ static void daemon_init(struct bench_daemon *d, const char *label)
         d->notify_path = xasprintf("%s/notify", d->dir);
         d->log = xasprintf("%s/daemon.log", d->dir);
         d->notify_fd = notify_open(d->notify_path);
+        pthread_mutex_init(&d->lock, NULL);
+        atomic_init(&d->stop, false);
+        if (pthread_create(&d->reader, NULL, notify_reader_main, d) != 0)
+                fail("cannot start the notify reader");
 }
 
 static void daemon_done(struct bench_daemon *d)
 {
-        if (d->notify_fd >= 0)
-                close(d->notify_fd);
+        atomic_store(&d->stop, true);
+        pthread_join(d->reader, NULL);
+        pthread_mutex_destroy(&d->lock);
+        close(d->notify_fd);
         free(d->dir);
         free(d->socket);
         free(d->state);
@@ -302,16 +367,12 @@ static void daemon_spawn(struct bench_daemon *d, const struct opts *o, const cha
         track(d->pid, true);
 }
 
-/* Wait for READY=1 on the notify socket; fail if the daemon exits or takes too long. */
-static void daemon_wait_ready(struct bench_daemon *d)
+/* Wait for a READY=1 after the ready_before seen so far; fail if the daemon exits or takes too long. */
+static void daemon_wait_ready(struct bench_daemon *d, unsigned ready_before)
 {
         int64_t deadline = mx_now_mono_us() + READY_TIMEOUT_MS * INT64_C(1000);
 
-        for (;;) {
-                struct pollfd p = { .fd = d->notify_fd, .events = POLLIN };
-                char buf[4096];
-                ssize_t n;
-
+        while (notify_seen(d).ready == ready_before) {
                 if (waitpid(d->pid, NULL, WNOHANG) == d->pid) {
                         track(d->pid, false);
                         fail("mxmatrixd (%s) exited before it was ready; see %s", d->label, d->log);
@@ -319,25 +380,19 @@ static void daemon_wait_ready(struct bench_daemon *d)
                 if (mx_now_mono_us() > deadline)
                         fail("mxmatrixd (%s) not ready after %d s; see %s", d->label,
                              READY_TIMEOUT_MS / 1000, d->log);
-                if (poll(&p, 1, 100) <= 0)
-                        continue;
-                n = recv(d->notify_fd, buf, sizeof(buf) - 1, 0);
-                if (n <= 0)
-                        continue;
-                buf[n] = '\0';
-                if (startswith(buf, "READY=1") || strstr(buf, "\nREADY=1"))
-                        return;
+                sleep_ms(2);
         }
 }
 
-/* Start the daemon and return the time from fork to READY=1. */
+/* Start the daemon and return the time from fork to READY=1 (within 2 ms). */
 static int64_t daemon_start(struct bench_daemon *d, const struct opts *o, const char *config,
                             const char *matrix, const char *extra_env)
 {
+        unsigned ready = notify_seen(d).ready;
         int64_t t0 = mx_now_mono_us();
 
         daemon_spawn(d, o, config, matrix, extra_env);
-        daemon_wait_ready(d);
+        daemon_wait_ready(d, ready);
         return mx_now_mono_us() - t0;
 }
 
@@ -353,24 +408,6 @@ static void daemon_stop(struct bench_daemon *d)
                 fail("mxmatrixd (%s) did not stop cleanly (status 0x%x); see %s", d->label, (unsigned)status,
                      d->log);
         d->pid = 0;
-}
-
-/* Count (and consume) the datagrams the daemon sent since the last call. */
-static void notify_drain(struct bench_daemon *d, unsigned *ret_msgs, unsigned *ret_pings)
-{
-        unsigned msgs = 0, pings = 0;
-        char buf[4096];
-        ssize_t n;
-
-        while ((n = recv(d->notify_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT)) > 0) {
-                buf[n] = '\0';
-                msgs++;
-                pings += startswith(buf, "WATCHDOG=1") || strstr(buf, "\nWATCHDOG=1");
-        }
-        if (ret_msgs)
-                *ret_msgs = msgs;
-        if (ret_pings)
-                *ret_pings = pings;
 }
 
 /* ---- a client connection speaking the control protocol ---- */
@@ -682,15 +719,23 @@ static json_t *one_run_params(size_t k)
 /* Idle windows, several daemons at once: no client connected, nothing to do. */
 static void idle_window(struct bench *b, struct bench_daemon *const *ds, struct idle_row *out, size_t n)
 {
+        struct notify_counts before[4];
+
+        if (n > ELEMENTSOF(before))
+                fail("too many daemons in one idle window");
         sleep_ms(SETTLE_MS);
         for (size_t i = 0; i < n; i++) {
-                notify_drain(ds[i], NULL, NULL);
+                before[i] = notify_seen(ds[i]);
                 pstat_read(ds[i]->pid, &out[i].before);
         }
         sleep_ms(b->o.idle_s * INT64_C(1000));
         for (size_t i = 0; i < n; i++) {
+                struct notify_counts after;
+
                 pstat_read(ds[i]->pid, &out[i].after);
-                notify_drain(ds[i], &out[i].msgs, &out[i].pings);
+                after = notify_seen(ds[i]);
+                out[i].msgs = after.msgs - before[i].msgs;
+                out[i].pings = after.pings - before[i].pings;
         }
 }
 

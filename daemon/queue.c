@@ -952,9 +952,9 @@ int queue_list_json(struct mx_db *db, const struct queue_list_filter *f, json_t 
 
 int queue_counts_json(struct mx_db *db, json_t **ret)
 {
-        /* user_counts (migration 002): a few rows per user, where a GROUP BY over runs visited every run. */
+        /* user_counts and user_jobs (migration 002): a few rows per user, not a visit to every run and job. */
         static const char sql[] = "SELECT state, result, sum(n) FROM user_counts WHERE n > 0 GROUP BY 1, 2";
-        static const char jobs_sql[] = "SELECT count(*) FROM jobs";
+        static const char jobs_sql[] = "SELECT coalesce(sum(n), 0) FROM user_jobs";
         _cleanup_stmt_ sqlite3_stmt *s = NULL, *js = NULL;
         _cleanup_(json_decrefp) json_t *c = json_pack("{s:i,s:i,s:i}", "queued", 0, "running", 0, "done", 0);
         int r = db_stmt(db, sql, &s), rc;

@@ -355,6 +355,12 @@ static void check_counts_match_runs(struct mx_db *db)
         ASSERT_EQ(sql_int(db, jobs_back), 0);
         ASSERT_EQ(sql_int(db, users), 0);
         ASSERT_EQ(sql_int(db, users_back), 0);
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM (SELECT uid, n FROM user_jobs WHERE n > 0 EXCEPT "
+                              "SELECT uid, count(*) FROM jobs GROUP BY 1)"),
+                  0);
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM (SELECT uid, count(*) FROM jobs GROUP BY 1 EXCEPT "
+                              "SELECT uid, n FROM user_jobs)"),
+                  0);
         ASSERT_EQ(sql_int(db, "SELECT count(*) FROM job_counts WHERE n < 0"), 0);
         ASSERT_EQ(sql_int(db, "SELECT count(*) FROM user_counts WHERE n < 0"), 0);
 }
@@ -408,6 +414,9 @@ TEST(counts_follow_every_change)
         check_counts_match_runs(db);
         ASSERT_OK(queue_count_queued(db, 1000, &queued));
         ASSERT_EQ(queued, 0);
+        json_decref(counts);
+        ASSERT_OK(queue_counts_json(db, &counts));
+        ASSERT_EQ(json_integer_value(json_object_get(counts, "jobs")), 1);
 }
 
 TEST(migration_counts_existing_runs)
@@ -438,6 +447,7 @@ TEST(migration_counts_existing_runs)
         check_counts_match_runs(db);
         ASSERT_OK(queue_count_queued(db, 1000, &queued));
         ASSERT_EQ(queued, 2);
+        ASSERT_EQ(sql_int(db, "SELECT n FROM user_jobs WHERE uid = 1000"), 1);
         db_close(db);
 }
 
