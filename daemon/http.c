@@ -443,7 +443,8 @@ static int check_url(const struct mx_http *h, const char *url, char **reterr)
                 r = fail(reterr, -EINVAL, "URL '%.128s' names no host", url);
         else if (!h->async_dns && !host_is_numeric(host))
                 r = fail(reterr, -EINVAL,
-                         "URL '%.128s': this libcurl resolves names by blocking; use a numeric address", url);
+                         "URL '%.128s': this libcurl resolves names by blocking; use a numeric address",
+                         url);
         curl_free(scheme);
         curl_free(host);
         curl_url_cleanup(u);
@@ -457,7 +458,8 @@ static int check_request(const struct mx_http *h, const struct mx_http_request *
         int r;
 
         if (!req->method || (!streq(req->method, "GET") && !streq(req->method, "POST")))
-                return fail(reterr, -EINVAL, "HTTP method '%s' not supported (GET or POST)", strna(req->method));
+                return fail(reterr, -EINVAL, "HTTP method '%s' not supported (GET or POST)",
+                            strna(req->method));
         if (!req->url)
                 return fail(reterr, -EINVAL, "HTTP request without a URL");
         r = check_url(h, req->url, reterr);
@@ -483,7 +485,8 @@ static int check_request(const struct mx_http *h, const struct mx_http_request *
                 return fail(reterr, -EINVAL, "HTTP connect timeout %" PRId64 " ms out of range (0..%lld)",
                             req->connect_timeout_ms, MX_HTTP_TIMEOUT_MAX_MS);
         if (req->max_body > MX_HTTP_BODY_MAX)
-                return fail(reterr, -E2BIG, "max_body %zu larger than %d bytes", req->max_body, MX_HTTP_BODY_MAX);
+                return fail(reterr, -E2BIG, "max_body %zu larger than %d bytes", req->max_body,
+                            MX_HTTP_BODY_MAX);
         return 0;
 }
 

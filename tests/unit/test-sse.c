@@ -259,9 +259,12 @@ TEST(vllm_completion_stream)
 {
         /* the shape vLLM streams for /v1/completions with stream_options.include_usage */
         static const char s[] =
-                "data: {\"id\":\"cmpl-a\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\" Paris\","
+                "data: "
+                "{\"id\":\"cmpl-a\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\" "
+                "Paris\","
                 "\"finish_reason\":null}],\"usage\":null}\n\n"
-                "data: {\"id\":\"cmpl-a\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\".\","
+                "data: "
+                "{\"id\":\"cmpl-a\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\".\","
                 "\"finish_reason\":\"length\"}],\"usage\":null}\n\n"
                 "data: {\"id\":\"cmpl-a\",\"object\":\"text_completion\",\"choices\":[],"
                 "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,\"total_tokens\":7}}\n\n"
@@ -280,10 +283,11 @@ TEST(vllm_completion_stream)
                 ASSERT_NOT_NULL(j);
                 choices = json_object_get(j, "choices");
                 if (json_array_size(choices) > 0)
-                        mx_buf_puts(&text, json_string_value(json_object_get(json_array_get(choices, 0), "text")));
+                        mx_buf_puts(&text,
+                                    json_string_value(json_object_get(json_array_get(choices, 0), "text")));
                 if (json_is_object(json_object_get(j, "usage")))
-                        completion_tokens =
-                                json_integer_value(json_object_get(json_object_get(j, "usage"), "completion_tokens"));
+                        completion_tokens = json_integer_value(
+                                json_object_get(json_object_get(j, "usage"), "completion_tokens"));
                 json_decref(j);
         }
         ASSERT_STREQ(text.data, " Paris.");
