@@ -16,6 +16,9 @@
  *     as soon as mx_http_start() returns;
  *   - a proxy from the environment is never used (CURLOPT_NOPROXY "*"), and
  *     redirects are not followed: a probe talks to exactly the URL it names;
+ *   - connections are kept alive and reused between calls to the same host
+ *     and port (curl's connection cache, closed by mx_http_free()); a server
+ *     that closed an idle connection costs a reconnect, not an error;
  *   - host names go through curl's resolver only when that resolver is
  *     asynchronous (curl's AsynchDNS feature); otherwise only numeric hosts
  *     are accepted, so the loop never waits on the name service.
