@@ -84,6 +84,7 @@ _printf_(3, 4) static int fail(char **reterr, int r, const char *fmt, ...)
         return r;
 }
 
+/* The list a call in state c->state lives on; NULL while its callback runs. */
 static struct call_list *call_list_of(struct mx_http_call *c)
 {
         switch (c->state) {
@@ -98,6 +99,7 @@ static struct call_list *call_list_of(struct mx_http_call *c)
         }
 }
 
+/* Put a call into state, at the end of that state's list (done calls are delivered in order). */
 static void call_link(struct mx_http_call *c, enum call_state state)
 {
         struct call_list *l;
@@ -142,7 +144,7 @@ static void call_free(struct mx_http_call *c)
         free(c);
 }
 
-/* Take an active or reaping call out of curl and free it; no callback runs. */
+/* Drop a call that has not been delivered, taking it out of curl if still there; no callback runs. */
 static void call_discard(struct mx_http_call *c)
 {
         struct mx_http *h = c->http;
