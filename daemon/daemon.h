@@ -15,6 +15,7 @@ struct mx_control;
 struct mx_sched;
 struct mx_notify;
 struct proc_reaper;
+struct mx_http;
 struct mx_matrix;
 struct mx_streams;
 
@@ -56,6 +57,7 @@ struct mx_daemon {
         struct mx_sched *sched;
         struct mx_notify *notify;
         struct proc_reaper *reaper;
+        struct mx_http *http;        /* probes of target servers (http.h) */
         struct mx_streams *streams; /* follow and logs -f subscribers (stream.c) */
         gid_t admin_gid;
         bool has_admin_gid;

@@ -7,6 +7,7 @@
  */
 #include "control.h"
 #include "daemon.h"
+#include "http.h"
 #include "listen.h"
 #include "log.h"
 #include "matrix.h"
@@ -166,6 +167,9 @@ static int setup(struct mx_daemon *d, struct listen_socket *ls)
         r = proc_reaper_new(d->base, &d->reaper);
         if (r < 0)
                 return log_error_errno(r, "cannot watch child processes"), EXIT_FAILURE;
+        r = mx_http_new(d->base, &d->http, &err);
+        if (r < 0)
+                return log_error("cannot set up HTTP: %s", strna(err)), EXIT_FAILURE;
 
         free(err);
         err = NULL;
@@ -190,6 +194,7 @@ static void teardown(struct mx_daemon *d, struct listen_socket *ls)
         stream_free_all(d);
         d->sched = sched_free(d->sched);
         listen_close(ls);
+        d->http = mx_http_free(d->http);
         d->reaper = proc_reaper_free(d->reaper);
         d->db = db_close(d->db);
         d->matrix = mx_matrix_free(d->matrix);

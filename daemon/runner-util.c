@@ -88,6 +88,8 @@ int runner_build_command(const struct mx_run_ctx *ctx, const char *const *values
 
 const struct mx_runner_ops *runner_for_spec(json_t *spec)
 {
-        (void)spec;
-        return &runner_command_ops;
+        const char *base = json_string_value(json_object_get(json_object_get(spec, "profile"), "base"));
+
+        /* A snapshot without a resolved profile predates profiles: run its argv as a command. */
+        return !base || streq(base, "command") ? &runner_command_ops : &runner_target_ops;
 }

@@ -24,11 +24,13 @@
 #include <sys/types.h>
 
 struct proc_reaper;
+struct mx_http;
 
 /* What the scheduler hands a runner. Strings and JSON are borrowed for the runner's lifetime. */
 struct mx_run_ctx {
         struct event_base *base;
         struct proc_reaper *reaper;
+        struct mx_http *http;
         int64_t job, run, attempt_id;
         int attempt;
         const char *tag;        /* MXMATRIX_RUN_TAG value for every process of this attempt */
@@ -81,6 +83,7 @@ struct mx_runner_ops {
 };
 
 extern const struct mx_runner_ops runner_command_ops;
+extern const struct mx_runner_ops runner_target_ops;
 
 /* The runner for a spec: "command" profile → runner_command_ops, else the target runner. */
 const struct mx_runner_ops *runner_for_spec(json_t *spec);

@@ -315,7 +315,7 @@ static int start_next(struct mx_sched *s)
         }
         c->ops = runner_for_spec(c->spec);
         ctx = (struct mx_run_ctx){
-                .base = s->d->base, .reaper = s->d->reaper, .job = c->job, .run = c->run,
+                .base = s->d->base, .reaper = s->d->reaper, .http = s->d->http, .job = c->job, .run = c->run,
                 .attempt_id = c->attempt_id, .attempt = c->attempt, .tag = c->tag, .config_key = c->config_key,
                 .run_dir = c->run_dir, .spec = c->spec, .levels = c->levels,
                 .level_timeout_ms = s->d->cfg.level_timeout_ms, .log_max_bytes = s->d->cfg.limits.log_bytes,

@@ -66,7 +66,7 @@ static json_t *run_spec(const struct mx_matrix *m, const struct mx_plan *p, cons
 {
         json_t *spec = mx_plan_run_to_json(p, r);
 
-        json_object_set_new(spec, "profile", json_string(m->profile ? m->profile : "vllm"));
+        json_object_set_new(spec, "profile", json_incref(m->profile_resolved));
         json_object_set_new(spec, "model", m->model ? json_string(m->model) : json_null());
         json_object_set_new(spec, "served_model_name",
                             m->served_model_name ? json_string(m->served_model_name) : json_null());

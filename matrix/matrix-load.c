@@ -5,6 +5,7 @@
  * error rejects the whole file; it names FILE:LINE:COL and the key's path.
  */
 #include "matrix.h"
+#include "profile.h"
 #include "expand.h"
 #include "placeholder.h"
 
@@ -1480,7 +1481,11 @@ static int parse_root(struct loader *l)
         r = check_baseline_and_features(l);
         if (r < 0)
                 return r;
-        return check_constraints(l);
+        r = check_constraints(l);
+        if (r < 0)
+                return r;
+        /* The runner's part of target and profiles, checked here so a bad file is refused as a whole. */
+        return mx_profile_resolve(m, &m->profile_resolved, l->reterr);
 }
 
 int mx_matrix_load_string(const char *name, const char *text, size_t len, struct mx_matrix **ret,

@@ -167,6 +167,7 @@ struct mx_matrix *mx_matrix_free(struct mx_matrix *m)
         strv_free(m->target_env);
         free(m->model);
         free(m->served_model_name);
+        json_decref(m->profile_resolved);
         json_decref(m->root);
         free(m->text);
         free(m->path);

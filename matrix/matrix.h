@@ -187,6 +187,7 @@ struct mx_matrix {
         char *served_model_name;
         json_t *target;   /* borrowed from root */
         json_t *profiles; /* borrowed from root; NULL when absent */
+        json_t *profile_resolved; /* owned: the target's profile, normalised (profile.h) */
 
         struct mx_matrix_axis *axes;
         size_t n_axes;

@@ -759,6 +759,46 @@ json_t *mx_expect_to_json(const struct mx_kgate_expect *e)
         return json_pack("{s:o,s:o}", "log", rules_to_json(&e->log), "kernels", rules_to_json(&e->kernels));
 }
 
+static int rules_from_json(json_t *j, struct mx_kgate_rules *r)
+{
+        json_t *see = json_object_get(j, "must_see"), *not = json_object_get(j, "must_not_see"), *e, *a;
+        size_t i, k;
+
+        json_array_foreach (see, i, e) {
+                if (!json_is_array(e) || json_array_size(e) == 0)
+                        return -EINVAL;
+                json_array_foreach (e, k, a) {
+                        if (!json_is_string(a))
+                                return -EINVAL;
+                        if (k == 0)
+                                mx_kgate_rules_add_must_see(r, json_string_value(a));
+                        else
+                                (void)mx_kgate_rules_add_alternative(r, json_string_value(a));
+                }
+        }
+        json_array_foreach (not, i, e) {
+                if (!json_is_string(e))
+                        return -EINVAL;
+                mx_kgate_rules_add_must_not_see(r, json_string_value(e));
+        }
+        return 0;
+}
+
+int mx_expect_from_json(json_t *j, struct mx_kgate_expect *ret)
+{
+        struct mx_kgate_expect e = {};
+        int r = rules_from_json(json_object_get(j, "log"), &e.log);
+
+        if (r >= 0)
+                r = rules_from_json(json_object_get(j, "kernels"), &e.kernels);
+        if (r < 0) {
+                mx_kgate_expect_done(&e);
+                return r;
+        }
+        *ret = e;
+        return 0;
+}
+
 json_t *mx_plan_run_to_json(const struct mx_plan *p, const struct mx_plan_run *r)
 {
         char hash[MX_IDENT_HASH_LEN + 1];

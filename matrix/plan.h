@@ -121,3 +121,5 @@ json_t *mx_config_to_json(const struct mx_matrix *m, const int *config);
 /* Kernel-gate expectations as JSON: {"log": {"must_see": [[...]], "must_not_see": [...]}, "kernels": ...}.
  */
 json_t *mx_expect_to_json(const struct mx_kgate_expect *e);
+/* The reverse, for the runner reading a snapshot; -EINVAL on a malformed object. */
+int mx_expect_from_json(json_t *j, struct mx_kgate_expect *ret);

@@ -151,17 +151,24 @@ TEST(target)
 
 TEST(target_keeps_runner_keys)
 {
-        /* Keys the runner owns are kept for it, with positions available through mx_matrix_error_at(). */
+        /* The runner's keys of target are checked by the profile (profile.h) and normalised. */
         const char *text = "{\"matrix\": 1, \"name\": \"t\",\n"
-                           " \"target\": {\"command\": [\"s\"], \"ready_timeout\": \"5m\"},\n"
+                           " \"target\": {\"command\": [\"s\"], \"ready\": {\"timeout\": \"5m\"}},\n"
                            " \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\"}]}],\n"
                            " \"baseline\": {\"a\": \"x\"}}\n";
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(text);
         _cleanup_free_ char *why = NULL;
+        json_t *ready = json_object_get(m->profile_resolved, "ready");
 
-        ASSERT_NOT_NULL(json_object_get(m->target, "ready_timeout"));
-        ASSERT_ERR(mx_matrix_error_at(m, m->target, "ready_timeout", &why, "bad duration"), EINVAL);
-        ASSERT_STREQ(why, "t.json:2:31: key 'target.ready_timeout': bad duration");
+        ASSERT_EQ(json_integer_value(json_object_get(ready, "timeout_ms")), 300000);
+        ASSERT_STREQ(json_string_value(json_object_get(ready, "path")), "/health");
+        ASSERT_ERR(mx_matrix_error_at(m, m->target, "ready", &why, "bad"), EINVAL);
+        ASSERT_STREQ(why, "t.json:2:31: key 'target.ready': bad");
+        ERROR_AT("{\"matrix\": 1, \"name\": \"t\",\n"
+                 " \"target\": {\"command\": [\"s\"], \"ready_timeout\": \"5m\"},\n"
+                 " \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\"}]}],\n"
+                 " \"baseline\": {\"a\": \"x\"}}\n",
+                 "\"ready_timeout\"", "key 'target.ready_timeout': unknown key in target");
 }
 
 TEST(axes)

@@ -96,9 +96,17 @@ static void spawn(struct testd *t, const char *const *args, const char *const *e
         strv_consume(&argv, xasprintf("--state-dir=%s", t->state));
         for (size_t i = 0; args && args[i]; i++)
                 strv_push(&argv, args[i]);
-        for (char **e = environ; *e; e++)
-                if (!startswith(*e, "NOTIFY_SOCKET=") && !startswith(*e, "LISTEN_") && !startswith(*e, "WATCHDOG_"))
+        for (char **e = environ; *e; e++) {
+                bool overridden = false;
+
+                for (size_t i = 0; env && env[i]; i++) {
+                        size_t k = strcspn(env[i], "=");
+                        overridden |= strncmp(*e, env[i], k + 1) == 0;
+                }
+                if (!overridden && !startswith(*e, "NOTIFY_SOCKET=") && !startswith(*e, "LISTEN_") &&
+                    !startswith(*e, "WATCHDOG_"))
                         strv_push(&envp, *e);
+        }
         strv_consume(&envp, xasprintf("NOTIFY_SOCKET=%s", t->notify_path));
         for (size_t i = 0; env && env[i]; i++)
                 strv_push(&envp, env[i]);
@@ -256,7 +264,7 @@ json_t *testd_request(int fd, const char *method, json_t *params)
 
         testd_send(fd, line);
         for (;;) {
-                _cleanup_free_ char *r = testd_recv_line(fd, 20000);
+                _cleanup_free_ char *r = testd_recv_line(fd, 120000);
                 if (!r)
                         return NULL;
                 reply = json_loads(r, 0, NULL);

@@ -1,0 +1,750 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The target runner: start an inference server from the run's snapshot, wait
+ * until it is ready, run the levels, stop it so that nothing is left, and say
+ * what happened.
+ *
+ *   start     free port, argv/env from the snapshot, own session and group,
+ *             run tag, output into the log (capped) and journald
+ *   ready     the profile's probe on a timer: connection refused or 503 mean
+ *             "still loading"; not ready by the deadline = outcome timeout
+ *   L1        smoke (seed Level 1): one completion succeeds and the log so far
+ *             shows no crash signature (import errors, CUDA errors, tracebacks)
+ *   health    the engine is still alive (vLLM's /health turns 503 when it died)
+ *   stop      the profile's stop plan; then the run tag is swept and checked
+ *   L1.5      kernel gate (seed Level 1.5) on the whole log and, when the
+ *             profile names one, the profiler report written by the server
+ *
+ * A server that exits on its own, exit status 0 included (vLLM exits 0 when
+ * its engine dies), or whose health turns bad, has crashed; its class comes
+ * from the log's crash signatures (crash.h), else from the exit status.
+ */
+#include "crash.h"
+#include "http.h"
+#include "kgate.h"
+#include "log.h"
+#include "logcap.h"
+#include "plan.h"
+#include "port.h"
+#include "proc-stop.h"
+#include "profreport.h"
+#include "runner-util.h"
+#include "runner.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+enum phase {
+        PHASE_STARTING, /* waiting for the ready probe */
+        PHASE_LEVELS,   /* ready: running L1 and the health check */
+        PHASE_STOPPING,
+        PHASE_DONE,
+};
+
+struct level_record {
+        bool wanted, recorded;
+        int64_t started;
+};
+
+struct mx_runner {
+        struct mx_run_ctx ctx;
+        const struct mx_run_events *ev;
+        void *ud;
+        json_t *profile; /* borrowed from the snapshot */
+        char *url;       /* http://host:port */
+        char *values[_MX_PLACEHOLDER_MAX];
+        char *port_text;
+        struct logcap *log;
+        struct crash_scan *crash;
+        struct mx_kgate *gate; /* NULL: no expectations */
+        struct proc_info info;
+        pid_t logs_pid;        /* the profile's log command, or 0 */
+        struct event *timer;   /* probe interval */
+        struct event *level_timer;
+        struct mx_http_call *call;
+        struct proc_stop *stop;
+        enum phase phase;
+        int64_t started_mono, ready_deadline, ready_mono;
+        bool exited, exited_on_its_own, engine_dead, cancelled;
+        int status;
+        enum mx_outcome why;
+        char *failure; /* why L1 failed, if it did */
+        struct level_record l1, l15;
+        json_t *l1_metrics;
+        char *stop_note;
+};
+
+static void target_stop(struct mx_runner *r, const char *why);
+
+static json_t *profile_get(struct mx_runner *r, const char *section, const char *key)
+{
+        json_t *s = json_object_get(r->profile, section);
+
+        return key ? json_object_get(s, key) : s;
+}
+
+static void record_level(struct mx_runner *r, struct level_record *l, const char *name, const char *verdict,
+                         const char *message, json_t *metrics)
+{
+        struct mx_level_result lr = {
+                .level = name, .verdict = verdict, .started_at = l->started ? l->started : mx_now_real_us(),
+                .finished_at = mx_now_real_us(), .metrics = metrics, .message = message,
+        };
+
+        if (!l->wanted || l->recorded)
+                return;
+        l->recorded = true;
+        r->ev->level_finished(r->ud, &lr);
+}
+
+static void fail_l1(struct mx_runner *r, const char *fmt, ...) _printf_(2, 3);
+static void fail_l1(struct mx_runner *r, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (r->failure)
+                return;
+        va_start(ap, fmt);
+        r->failure = xvasprintf(fmt, ap);
+        va_end(ap);
+        logcap_note(r->log, "L1 failed: %s", r->failure);
+}
+
+/* ---- the log ---- */
+
+static void log_line(void *ud, const char *line, size_t len)
+{
+        struct mx_runner *r = ud;
+        struct mx_log_ctx ctx = { .job = r->ctx.job, .run = r->ctx.run, .attempt = r->ctx.attempt,
+                                  .config = r->ctx.config_key };
+        const char *ident = json_string_value(json_object_get(r->profile, "identifier"));
+
+        if (len >= 12 && memcmp(line, "[mxmatrixd] ", 12) == 0)
+                return; /* our own notes: in the file, not evidence */
+        mx_log_target_line(&ctx, ident ? ident : "target", LOG_INFO, line, len);
+        crash_scan_line(r->crash, line, len);
+        if (r->gate)
+                mx_kgate_feed_log_line(r->gate, line, len);
+}
+
+static void log_appended(void *ud)
+{
+        struct mx_runner *r = ud;
+
+        r->ev->log_appended(r->ud);
+}
+
+static const struct logcap_ops log_ops = { .line = log_line, .appended = log_appended };
+
+/* ---- the end ---- */
+
+/* The kernel gate, once the server is gone (the profiler report is written at exit). */
+static void run_gate(struct mx_runner *r)
+{
+        json_t *prof = json_object_get(r->profile, "profiler");
+        _cleanup_json_ json_t *detail = NULL;
+        enum mx_verdict v;
+
+        if (!r->l15.wanted)
+                return;
+        r->l15.started = r->l15.started ? r->l15.started : mx_now_real_us();
+        if (!r->ready_mono) {
+                record_level(r, &r->l15, "L1.5", "skipped", "the server never became ready", NULL);
+                return;
+        }
+        if (!r->gate) {
+                record_level(r, &r->l15, "L1.5", "skipped", "no kernel expectations for this configuration", NULL);
+                return;
+        }
+        if (json_is_object(prof)) {
+                _cleanup_free_ char *path = NULL, *err = NULL;
+                _cleanup_(mx_profreport_freep) struct mx_profreport *rep = NULL;
+                const char *fmt = json_string_value(json_object_get(prof, "format"));
+                enum mx_profreport_tool tool = fmt && streq(fmt, "nsys")  ? MX_PROFREPORT_TOOL_NSYS
+                                               : fmt && streq(fmt, "ncu") ? MX_PROFREPORT_TOOL_NCU
+                                                                          : MX_PROFREPORT_TOOL_ANY;
+
+                if (mx_placeholder_expand(json_string_value(json_object_get(prof, "report")),
+                                          (const char *const *)r->values, &path, &err) < 0 ||
+                    mx_profreport_parse_file(path, tool, &rep, &err) < 0) {
+                        _cleanup_free_ char *why = xasprintf("profiler report %s: %s", strna(path), strna(err));
+                        mx_kgate_report_failed(r->gate, why);
+                } else
+                        mx_kgate_feed_report(r->gate, rep);
+        }
+        v = mx_kgate_verdict(r->gate, &detail);
+        record_level(r, &r->l15, "L1.5", mx_verdict_to_string(v),
+                     v == MX_VERDICT_PASS      ? "the expected kernel path ran"
+                     : v == MX_VERDICT_FAIL    ? "the wrong kernel path ran: benchmark results of this run are invalid"
+                     : v == MX_VERDICT_INVALID ? "the kernel path could not be verified: benchmark results of this "
+                                                 "run are invalid"
+                                               : "nothing to check",
+                     detail);
+}
+
+static void finish(struct mx_runner *r, const struct proc_stop_result *res)
+{
+        _cleanup_free_ char *cls = NULL, *msg = NULL, *leftover = NULL;
+        struct mx_run_result out = { .outcome = MX_OUTCOME_COMPLETED, .exit_status = -1 };
+        bool crashed = r->exited_on_its_own || r->engine_dead;
+
+        r->phase = PHASE_DONE;
+        if (r->exited && WIFEXITED(r->status))
+                out.exit_status = WEXITSTATUS(r->status);
+        if (r->exited && WIFSIGNALED(r->status))
+                out.exit_signal = WTERMSIG(r->status);
+        if (crashed) {
+                const char *c = crash_scan_class(r->crash);
+
+                cls = c ? xstrdup(c) : r->engine_dead ? xstrdup("engine-dead") : crash_class_from_status(r->status);
+        }
+        if (r->cancelled && (r->why == MX_OUTCOME_CANCELLED || r->why == MX_OUTCOME_INTERRUPTED)) {
+                /* Not the configuration's fault: no verdict on what did not run. */
+                const char *m = r->why == MX_OUTCOME_CANCELLED ? "cancelled" : "interrupted by a daemon stop";
+
+                record_level(r, &r->l1, "L1", "skipped", m, NULL);
+                record_level(r, &r->l15, "L1.5", "skipped", m, NULL);
+        }
+        if (r->l1.wanted && !r->l1.recorded)
+                record_level(r, &r->l1, "L1", "fail",
+                             r->failure ? r->failure : crashed ? "the server crashed" : "stopped before L1 ran", NULL);
+        run_gate(r);
+        if (res && !res->clean)
+                leftover = xasprintf("%zu processes of the run could not be killed", res->n_leftovers);
+        if (r->cancelled)
+                out.outcome = r->why;
+        else if (crashed)
+                out.outcome = MX_OUTCOME_CRASHED;
+        out.crash_class = cls;
+        if (crashed && crash_scan_evidence(r->crash))
+                msg = xasprintf("%s%s%s", crash_scan_evidence(r->crash), leftover ? "; " : "", strempty(leftover));
+        else
+                msg = r->failure || leftover ? xasprintf("%s%s%s", strempty(r->failure),
+                                                        r->failure && leftover ? "; " : "", strempty(leftover))
+                                             : NULL;
+        out.message = msg;
+        r->ev->finished(r->ud, &out);
+}
+
+static void stopped_cb(const struct proc_stop_result *res, void *ud)
+{
+        struct mx_runner *r = ud;
+
+        r->stop = NULL;
+        if (r->log)
+                logcap_drain(r->log);
+        finish(r, res);
+}
+
+/* The stop plan from the profile (signals and grace periods, optional stop command). */
+static void stop_plan(struct mx_runner *r, struct proc_stop_plan *plan, struct proc_stop_step *steps,
+                      char ***ret_cmd)
+{
+        json_t *stop = json_object_get(r->profile, "stop"), *s, *cmd = json_object_get(stop, "command");
+        size_t i;
+
+        *plan = (struct proc_stop_plan){ .steps = steps, .stop_output_fd = -1 };
+        json_array_foreach (json_object_get(stop, "steps"), i, s) {
+                if (i >= PROC_STOP_STEPS_MAX)
+                        break;
+                steps[i] = (struct proc_stop_step){ .signal = (int)json_integer_value(json_object_get(s, "signal")),
+                                                    .grace_ms = json_integer_value(json_object_get(s, "grace_ms")) };
+                plan->n_steps = i + 1;
+        }
+        if (json_is_array(cmd)) {
+                json_t *w;
+
+                json_array_foreach (cmd, i, w) {
+                        char *x = NULL;
+                        _cleanup_free_ char *err = NULL;
+                        if (mx_placeholder_expand(json_string_value(w), (const char *const *)r->values, &x, &err) < 0)
+                                x = xstrdup(json_string_value(w));
+                        strv_consume(ret_cmd, x);
+                }
+                plan->stop_argv = *ret_cmd;
+                plan->stop_env = environ;
+                plan->stop_cwd = r->ctx.run_dir;
+                plan->stop_timeout_ms = json_integer_value(json_object_get(stop, "timeout_ms"));
+        }
+}
+
+static void target_stop(struct mx_runner *r, const char *why)
+{
+        struct proc_stop_step steps[PROC_STOP_STEPS_MAX];
+        _cleanup_strv_free_ char **cmd = NULL;
+        _cleanup_free_ char *err = NULL;
+        struct proc_stop_plan plan;
+        int q;
+
+        if (r->phase >= PHASE_STOPPING)
+                return;
+        r->phase = PHASE_STOPPING;
+        event_del(r->timer);
+        event_del(r->level_timer);
+        if (r->call) {
+                mx_http_cancel(r->call);
+                r->call = NULL;
+        }
+        logcap_note(r->log, "stopping the server: %s", why);
+        stop_plan(r, &plan, steps, &cmd);
+        q = proc_stop(r->ctx.reaper, &plan, r->info.pid > 0 ? &r->info : NULL, r->ctx.tag, stopped_cb, r, &r->stop,
+                      &err);
+        if (q < 0) {
+                fail_l1(r, "cannot stop the server: %s", strna(err));
+                finish(r, NULL);
+        }
+}
+
+/* ---- levels ---- */
+
+static void health_done(struct mx_http_call *call, struct mx_http_response *res, void *ud)
+{
+        struct mx_runner *r = ud;
+        json_t *dead = profile_get(r, "health", "dead_status"), *s;
+        size_t i;
+
+        (void)call;
+        r->call = NULL;
+        json_array_foreach (dead, i, s)
+                if (res->error == 0 && res->status == json_integer_value(s)) {
+                        r->engine_dead = true;
+                        logcap_note(r->log, "health check answered %ld: the engine is dead", res->status);
+                }
+        target_stop(r, "levels done");
+}
+
+static void check_health(struct mx_runner *r)
+{
+        json_t *path = profile_get(r, "health", "path");
+        _cleanup_free_ char *url = NULL;
+        struct mx_http_request req = { .method = "GET", .timeout_ms = 10000, .max_body = 4096 };
+
+        if (!json_is_string(path)) {
+                target_stop(r, "levels done");
+                return;
+        }
+        url = xasprintf("%s%s", r->url, json_string_value(path));
+        req.url = url;
+        if (mx_http_start(r->ctx.http, &req, health_done, r, &r->call, NULL) < 0)
+                target_stop(r, "levels done");
+}
+
+/* Is this a completion with text and at least one generated token? NULL if so, else why not. */
+static char *completion_problem(struct mx_http_response *res, json_t **ret_metrics)
+{
+        _cleanup_json_ json_t *j = NULL;
+        json_t *choice, *usage;
+        const char *text;
+
+        if (res->error < 0)
+                return xasprintf("the completion request failed: %s", strna(res->error_text));
+        if (res->status != 200)
+                return xasprintf("the completion request got HTTP %ld: %.200s", res->status, strempty(res->body));
+        j = json_loadb(res->body, res->body_len, 0, NULL);
+        choice = json_array_get(json_object_get(j, "choices"), 0);
+        text = json_string_value(json_object_get(choice, "text"));
+        usage = json_object_get(j, "usage");
+        if (!j)
+                return xstrdup("the completion reply is not JSON");
+        if (!text || !*text)
+                return xstrdup("the completion reply has no text");
+        if (json_integer_value(json_object_get(usage, "completion_tokens")) < 1)
+                return xstrdup("the completion reply reports no generated tokens");
+        *ret_metrics = json_pack("{s:I,s:f}", "completion_tokens",
+                                 json_integer_value(json_object_get(usage, "completion_tokens")), "completion_s",
+                                 res->total_s);
+        return NULL;
+}
+
+static void completion_done(struct mx_http_call *call, struct mx_http_response *res, void *ud)
+{
+        struct mx_runner *r = ud;
+        _cleanup_free_ char *problem = NULL;
+        json_t *m = NULL;
+
+        (void)call;
+        r->call = NULL;
+        event_del(r->level_timer);
+        problem = completion_problem(res, &m);
+        if (!problem && crash_scan_class(r->crash))
+                problem = xasprintf("the log shows %s: %s", crash_scan_class(r->crash), crash_scan_evidence(r->crash));
+        if (m)
+                json_object_update(r->l1_metrics, m);
+        json_decref(m);
+        if (problem)
+                fail_l1(r, "%s", problem);
+        record_level(r, &r->l1, "L1", r->failure ? "fail" : "pass", r->failure, r->l1_metrics);
+        check_health(r);
+}
+
+static void arm_level_timer(struct mx_runner *r)
+{
+        struct timeval tv = { .tv_sec = r->ctx.level_timeout_ms / 1000,
+                              .tv_usec = (r->ctx.level_timeout_ms % 1000) * 1000 };
+
+        evtimer_add(r->level_timer, &tv);
+}
+
+static void run_l1(struct mx_runner *r)
+{
+        json_t *c = profile_get(r, "completion", NULL);
+        const char *model = json_string_value(json_object_get(r->ctx.spec, "served_model_name"));
+        _cleanup_free_ char *url = NULL, *body = NULL;
+        _cleanup_json_ json_t *b = NULL;
+        struct mx_http_request req = { .method = "POST", .content_type = "application/json", .max_body = 1 << 20 };
+
+        if (!model)
+                model = json_string_value(json_object_get(r->ctx.spec, "model"));
+        r->l1.started = mx_now_real_us();
+        r->ev->level_started(r->ud, "L1");
+        if (!json_is_object(c)) {
+                record_level(r, &r->l1, "L1", "pass", "ready (the profile has no completion to try)", r->l1_metrics);
+                check_health(r);
+                return;
+        }
+        b = json_pack("{s:s?,s:s,s:I,s:f}", "model", model, "prompt", json_string_value(json_object_get(c, "prompt")),
+                      "max_tokens", json_integer_value(json_object_get(c, "max_tokens")), "temperature", 0.0);
+        body = json_dumps(b, JSON_COMPACT);
+        url = xasprintf("%s%s", r->url, json_string_value(json_object_get(c, "path")));
+        req.url = url;
+        req.body = body;
+        req.timeout_ms = r->ctx.level_timeout_ms;
+        arm_level_timer(r);
+        if (mx_http_start(r->ctx.http, &req, completion_done, r, &r->call, NULL) < 0) {
+                fail_l1(r, "cannot send the completion request");
+                target_stop(r, "L1 failed");
+        }
+}
+
+static void became_ready(struct mx_runner *r)
+{
+        r->ready_mono = mx_now_mono_us();
+        r->phase = PHASE_LEVELS;
+        json_object_set_new(r->l1_metrics, "ready_s", json_real((double)(r->ready_mono - r->started_mono) / 1e6));
+        logcap_note(r->log, "ready after %.1fs", (double)(r->ready_mono - r->started_mono) / 1e6);
+        if (r->l1.wanted)
+                run_l1(r);
+        else
+                check_health(r);
+}
+
+/* ---- readiness ---- */
+
+static void probe_arm(struct mx_runner *r)
+{
+        int64_t ms = json_integer_value(profile_get(r, "ready", "interval_ms"));
+        struct timeval tv;
+
+        if (ms <= 0)
+                ms = 1000;
+        tv = (struct timeval){ .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+        evtimer_add(r->timer, &tv);
+}
+
+static void probe_done(struct mx_http_call *call, struct mx_http_response *res, void *ud)
+{
+        struct mx_runner *r = ud;
+
+        (void)call;
+        r->call = NULL;
+        if (r->phase != PHASE_STARTING)
+                return;
+        if (res->error == 0 && res->status == json_integer_value(profile_get(r, "ready", "status"))) {
+                became_ready(r);
+                return;
+        }
+        /* Refused (vLLM loading), 503 (llama-server, SGLang loading): not yet. */
+        if (mx_now_mono_us() >= r->ready_deadline) {
+                _cleanup_free_ char *t = mx_format_duration(r->ready_deadline - r->started_mono);
+
+                fail_l1(r, "not ready within %s (last probe: %s)", t,
+                        res->error ? strna(res->error_text) : "an HTTP status other than the expected one");
+                r->cancelled = true;
+                r->why = MX_OUTCOME_TIMEOUT;
+                target_stop(r, "not ready in time");
+                return;
+        }
+        probe_arm(r);
+}
+
+static void probe_cb(evutil_socket_t fd, short what, void *ud)
+{
+        struct mx_runner *r = ud;
+        _cleanup_free_ char *url = xasprintf("%s%s", r->url, json_string_value(profile_get(r, "ready", "path")));
+        struct mx_http_request req = { .method = "GET", .url = url, .timeout_ms = 5000, .max_body = 4096 };
+
+        (void)fd, (void)what;
+        if (r->phase != PHASE_STARTING || r->call)
+                return;
+        if (mx_http_start(r->ctx.http, &req, probe_done, r, &r->call, NULL) < 0)
+                probe_arm(r);
+}
+
+static void level_timeout_cb(evutil_socket_t fd, short what, void *ud)
+{
+        struct mx_runner *r = ud;
+
+        (void)fd, (void)what;
+        fail_l1(r, "the level exceeded its time limit");
+        r->cancelled = true;
+        r->why = MX_OUTCOME_TIMEOUT;
+        target_stop(r, "level time limit");
+}
+
+/* The server exited. On its own, before we stopped it: that is a crash, whatever the status. */
+static void server_exit_cb(pid_t pid, int status, void *ud)
+{
+        struct mx_runner *r = ud;
+        _cleanup_free_ char *how = crash_class_from_status(status);
+
+        (void)pid;
+        r->exited = true;
+        r->status = status;
+        if (r->phase >= PHASE_STOPPING)
+                return;
+        r->exited_on_its_own = true;
+        logcap_drain(r->log);
+        logcap_note(r->log, "the server exited on its own (%s)", how);
+        fail_l1(r, "the server exited (%s)%s", how, r->ready_mono ? "" : " before it was ready");
+        /* Its engine or workers may live on (vLLM's EngineCore survives its parent): stop them too. */
+        target_stop(r, "the server exited");
+}
+
+/* ---- start ---- */
+
+static int placeholder_values(struct mx_runner *r, char **reterr)
+{
+        const char *host = json_string_value(json_object_get(r->profile, "host"));
+        int port = (int)json_integer_value(json_object_get(r->profile, "port")), q;
+
+        if (!host)
+                host = "127.0.0.1";
+        if (port == 0) {
+                q = port_pick_free(host, &port, reterr);
+                if (q < 0)
+                        return q;
+        }
+        r->port_text = xasprintf("%d", port);
+        r->values[MX_PLACEHOLDER_HOST] = xstrdup(host);
+        r->values[MX_PLACEHOLDER_PORT] = xstrdup(r->port_text);
+        r->values[MX_PLACEHOLDER_RUN_DIR] = xstrdup(r->ctx.run_dir);
+        if (json_is_string(json_object_get(r->ctx.spec, "model")))
+                r->values[MX_PLACEHOLDER_MODEL] = xstrdup(json_string_value(json_object_get(r->ctx.spec, "model")));
+        if (json_is_string(json_object_get(r->ctx.spec, "served_model_name")))
+                r->values[MX_PLACEHOLDER_SERVED_MODEL_NAME] =
+                        xstrdup(json_string_value(json_object_get(r->ctx.spec, "served_model_name")));
+        else if (r->values[MX_PLACEHOLDER_MODEL])
+                r->values[MX_PLACEHOLDER_SERVED_MODEL_NAME] = xstrdup(r->values[MX_PLACEHOLDER_MODEL]);
+        r->url = strchr(host, ':') ? xasprintf("http://[%s]:%d", host, port) : xasprintf("http://%s:%d", host, port);
+        return 0;
+}
+
+static int setup_gate(struct mx_runner *r, char **reterr)
+{
+        struct mx_kgate_expect e = {};
+        int q = mx_expect_from_json(json_object_get(r->ctx.spec, "expect"), &e);
+
+        if (q < 0) {
+                *reterr = xstrdup("the run's snapshot has malformed kernel expectations");
+                return q;
+        }
+        if (!mx_kgate_expect_empty(&e))
+                q = mx_kgate_new(&e, &r->gate, reterr);
+        mx_kgate_expect_done(&e);
+        return q;
+}
+
+static void logs_exit_cb(pid_t pid, int status, void *ud)
+{
+        struct mx_runner *r = ud;
+
+        (void)pid, (void)status;
+        r->logs_pid = 0;
+}
+
+/* A second log source (docker logs -f ...), tagged like the server so the stop sweeps it. */
+static int start_logs_command(struct mx_runner *r, char **envp)
+{
+        json_t *cmd = profile_get(r, "logs", "command"), *w;
+        _cleanup_strv_free_ char **argv = NULL;
+        _cleanup_free_ char *err = NULL;
+        struct proc_info info;
+        int p[2], q;
+        size_t i;
+
+        if (!json_is_array(cmd))
+                return 0;
+        json_array_foreach (cmd, i, w) {
+                char *x = NULL;
+                q = mx_placeholder_expand(json_string_value(w), (const char *const *)r->values, &x, &err);
+                if (q < 0)
+                        return q;
+                strv_consume(&argv, x);
+        }
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        q = proc_spawn(&(struct proc_spec){ .argv = argv, .env = envp, .cwd = r->ctx.run_dir, .tag = r->ctx.tag,
+                                            .stdout_fd = p[1], .stderr_fd = p[1] },
+                       &info, &err);
+        close(p[1]);
+        if (q < 0) {
+                close(p[0]);
+                return q;
+        }
+        r->logs_pid = info.pid;
+        (void)proc_reaper_watch(r->ctx.reaper, info.pid, logs_exit_cb, r);
+        return logcap_add_source(r->log, p[0]);
+}
+
+static int target_spawn(struct mx_runner *r, char **reterr)
+{
+        _cleanup_strv_free_ char **argv = NULL, **env = NULL;
+        _cleanup_free_ char *log_path = xasprintf("%s/server.log", r->ctx.run_dir);
+        int p[2], q;
+
+        q = runner_build_command(&r->ctx, (const char *const *)r->values, &argv, &env, reterr);
+        if (q < 0)
+                return q;
+        q = logcap_new(r->ctx.base, log_path, r->ctx.log_max_bytes, &log_ops, r, &r->log);
+        if (q < 0)
+                return *reterr = xasprintf("cannot create %s: %s", log_path, strerror(-q)), q;
+        r->ev->log_opened(r->ud, log_path);
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        q = proc_spawn(&(struct proc_spec){ .argv = argv, .env = env, .cwd = r->ctx.run_dir, .tag = r->ctx.tag,
+                                            .stdout_fd = p[1], .stderr_fd = p[1] },
+                       &r->info, reterr);
+        close(p[1]);
+        if (q < 0) {
+                close(p[0]);
+                return q;
+        }
+        q = proc_reaper_watch(r->ctx.reaper, r->info.pid, server_exit_cb, r);
+        if (q < 0)
+                mx_die("cannot watch a child we just started: %s", strerror(-q));
+        r->ev->process(r->ud, r->info.pid, r->info.pgid, r->info.starttime);
+        (void)logcap_add_source(r->log, p[0]);
+        logcap_note(r->log, "started %s (pid %d) on %s", argv[0], (int)r->info.pid, r->url);
+        q = start_logs_command(r, env);
+        if (q < 0)
+                logcap_note(r->log, "cannot start the log command: %s", strerror(-q));
+        return 0;
+}
+
+static bool level_wanted(const struct mx_run_ctx *ctx, const char *name)
+{
+        size_t i;
+        json_t *l;
+
+        json_array_foreach (ctx->levels, i, l)
+                if (streq_ptr(json_string_value(l), name))
+                        return true;
+        return false;
+}
+
+static struct mx_runner *target_free(struct mx_runner *r);
+
+static int target_start(const struct mx_run_ctx *ctx, const struct mx_run_events *ev, void *ud,
+                        struct mx_runner **ret, char **reterr)
+{
+        struct mx_runner *r = xcalloc(1, sizeof(*r));
+        int64_t timeout;
+        int q;
+
+        r->ctx = *ctx;
+        r->ev = ev;
+        r->ud = ud;
+        r->profile = json_object_get(ctx->spec, "profile");
+        r->l1_metrics = json_object();
+        r->l1.wanted = level_wanted(ctx, "L1");
+        r->l15.wanted = level_wanted(ctx, "L1.5");
+        r->timer = evtimer_new(ctx->base, probe_cb, r);
+        r->level_timer = evtimer_new(ctx->base, level_timeout_cb, r);
+        if (!json_is_object(r->profile) || !json_is_object(profile_get(r, "ready", NULL))) {
+                *reterr = xstrdup("the run's snapshot has no server profile");
+                target_free(r);
+                return -EINVAL;
+        }
+        q = crash_scan_new(json_object_get(r->profile, "crash_signatures"), &r->crash, reterr);
+        if (q >= 0)
+                q = setup_gate(r, reterr);
+        if (q >= 0)
+                q = placeholder_values(r, reterr);
+        if (q >= 0)
+                q = target_spawn(r, reterr);
+        if (q < 0) {
+                target_free(r);
+                return q;
+        }
+        r->started_mono = mx_now_mono_us();
+        timeout = json_integer_value(profile_get(r, "ready", "timeout_ms"));
+        r->ready_deadline = r->started_mono + (timeout > 0 ? timeout : 300000) * 1000;
+        r->ev->level_started(r->ud, r->l1.wanted ? "L1" : "L1.5");
+        r->l1.started = mx_now_real_us();
+        probe_arm(r);
+        *ret = r;
+        return 0;
+}
+
+static void target_cancel(struct mx_runner *r, enum mx_outcome why)
+{
+        if (r->phase >= PHASE_STOPPING || r->cancelled)
+                return;
+        r->cancelled = true;
+        r->why = why;
+        target_stop(r, mx_outcome_to_string(why));
+}
+
+static const char *target_level(struct mx_runner *r)
+{
+        switch (r->phase) {
+        case PHASE_STARTING:
+                return "starting";
+        case PHASE_LEVELS:
+                return "L1";
+        case PHASE_STOPPING:
+                return "stopping";
+        default:
+                return NULL;
+        }
+}
+
+static struct mx_runner *target_free(struct mx_runner *r)
+{
+        if (!r)
+                return NULL;
+        if (r->call)
+                mx_http_cancel(r->call);
+        if (r->stop)
+                proc_stop_cancel(r->stop);
+        if (r->info.pid > 0 && !r->exited)
+                (void)proc_reaper_unwatch(r->ctx.reaper, r->info.pid);
+        if (r->logs_pid > 0)
+                (void)proc_reaper_unwatch(r->ctx.reaper, r->logs_pid);
+        if (r->timer)
+                event_free(r->timer);
+        if (r->level_timer)
+                event_free(r->level_timer);
+        logcap_free(r->log);
+        crash_scan_free(r->crash);
+        mx_kgate_free(r->gate);
+        for (size_t i = 0; i < _MX_PLACEHOLDER_MAX; i++)
+                free(r->values[i]);
+        json_decref(r->l1_metrics);
+        free(r->port_text);
+        free(r->url);
+        free(r->failure);
+        free(r->stop_note);
+        free(r);
+        return NULL;
+}
+
+const struct mx_runner_ops runner_target_ops = {
+        .name = "target",
+        .start = target_start,
+        .cancel = target_cancel,
+        .current_level = target_level,
+        .free = target_free,
+};
