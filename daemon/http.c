@@ -84,6 +84,7 @@ _printf_(3, 4) static int fail(char **reterr, int r, const char *fmt, ...)
         return r;
 }
 
+/* The list a call in state c->state lives on; NULL while its callback runs. */
 static struct call_list *call_list_of(struct mx_http_call *c)
 {
         switch (c->state) {
@@ -98,6 +99,7 @@ static struct call_list *call_list_of(struct mx_http_call *c)
         }
 }
 
+/* Put a call into state, at the end of that state's list (done calls are delivered in order). */
 static void call_link(struct mx_http_call *c, enum call_state state)
 {
         struct call_list *l;
@@ -142,7 +144,7 @@ static void call_free(struct mx_http_call *c)
         free(c);
 }
 
-/* Take an active or reaping call out of curl and free it; no callback runs. */
+/* Drop a call that has not been delivered, taking it out of curl if still there; no callback runs. */
 static void call_discard(struct mx_http_call *c)
 {
         struct mx_http *h = c->http;
@@ -443,7 +445,8 @@ static int check_url(const struct mx_http *h, const char *url, char **reterr)
                 r = fail(reterr, -EINVAL, "URL '%.128s' names no host", url);
         else if (!h->async_dns && !host_is_numeric(host))
                 r = fail(reterr, -EINVAL,
-                         "URL '%.128s': this libcurl resolves names by blocking; use a numeric address", url);
+                         "URL '%.128s': this libcurl resolves names by blocking; use a numeric address",
+                         url);
         curl_free(scheme);
         curl_free(host);
         curl_url_cleanup(u);
@@ -457,7 +460,8 @@ static int check_request(const struct mx_http *h, const struct mx_http_request *
         int r;
 
         if (!req->method || (!streq(req->method, "GET") && !streq(req->method, "POST")))
-                return fail(reterr, -EINVAL, "HTTP method '%s' not supported (GET or POST)", strna(req->method));
+                return fail(reterr, -EINVAL, "HTTP method '%s' not supported (GET or POST)",
+                            strna(req->method));
         if (!req->url)
                 return fail(reterr, -EINVAL, "HTTP request without a URL");
         r = check_url(h, req->url, reterr);
@@ -483,7 +487,8 @@ static int check_request(const struct mx_http *h, const struct mx_http_request *
                 return fail(reterr, -EINVAL, "HTTP connect timeout %" PRId64 " ms out of range (0..%lld)",
                             req->connect_timeout_ms, MX_HTTP_TIMEOUT_MAX_MS);
         if (req->max_body > MX_HTTP_BODY_MAX)
-                return fail(reterr, -E2BIG, "max_body %zu larger than %d bytes", req->max_body, MX_HTTP_BODY_MAX);
+                return fail(reterr, -E2BIG, "max_body %zu larger than %d bytes", req->max_body,
+                            MX_HTTP_BODY_MAX);
         return 0;
 }
 
