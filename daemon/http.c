@@ -71,19 +71,8 @@ struct mx_http {
 
 static bool curl_initialised;
 
-/* Set *reterr (when the caller wants a reason) and return r. */
-_printf_(3, 4) static int fail(char **reterr, int r, const char *fmt, ...)
-{
-        va_list ap;
 
-        if (reterr) {
-                va_start(ap, fmt);
-                *reterr = xvasprintf(fmt, ap);
-                va_end(ap);
-        }
-        return r;
-}
-
+/* The list a call in state c->state lives on; NULL while its callback runs. */
 static struct call_list *call_list_of(struct mx_http_call *c)
 {
         switch (c->state) {
@@ -98,6 +87,7 @@ static struct call_list *call_list_of(struct mx_http_call *c)
         }
 }
 
+/* Put a call into state, at the end of that state's list (done calls are delivered in order). */
 static void call_link(struct mx_http_call *c, enum call_state state)
 {
         struct call_list *l;
@@ -142,7 +132,7 @@ static void call_free(struct mx_http_call *c)
         free(c);
 }
 
-/* Take an active or reaping call out of curl and free it; no callback runs. */
+/* Drop a call that has not been delivered, taking it out of curl if still there; no callback runs. */
 static void call_discard(struct mx_http_call *c)
 {
         struct mx_http *h = c->http;
@@ -397,11 +387,11 @@ static int check_header(const char *line, char **reterr)
         const char *colon = strchr(line, ':');
 
         if (strlen(line) > MX_HTTP_HEADER_MAX)
-                return fail(reterr, -E2BIG, "HTTP header longer than %d bytes", MX_HTTP_HEADER_MAX);
+                return mx_reterr(reterr, -E2BIG, "HTTP header longer than %d bytes", MX_HTTP_HEADER_MAX);
         if (strpbrk(line, "\r\n"))
-                return fail(reterr, -EINVAL, "HTTP header '%.64s' contains a line break", line);
+                return mx_reterr(reterr, -EINVAL, "HTTP header '%.64s' contains a line break", line);
         if (!colon || colon == line)
-                return fail(reterr, -EINVAL, "HTTP header '%.64s' is not 'Name: value'", line);
+                return mx_reterr(reterr, -EINVAL, "HTTP header '%.64s' is not 'Name: value'", line);
         return 0;
 }
 
@@ -430,20 +420,21 @@ static int check_url(const struct mx_http *h, const char *url, char **reterr)
         int r = 0;
 
         if (strlen(url) > MX_HTTP_URL_MAX)
-                return fail(reterr, -E2BIG, "URL longer than %d bytes", MX_HTTP_URL_MAX);
+                return mx_reterr(reterr, -E2BIG, "URL longer than %d bytes", MX_HTTP_URL_MAX);
         u = curl_url();
         if (!u)
                 mx_die("curl_url() failed");
         if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
             curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK)
-                r = fail(reterr, -EINVAL, "'%.128s' is not a valid URL", url);
+                r = mx_reterr(reterr, -EINVAL, "'%.128s' is not a valid URL", url);
         else if (!streq(scheme, "http"))
-                r = fail(reterr, -EINVAL, "URL '%.128s': only http:// is supported", url);
+                r = mx_reterr(reterr, -EINVAL, "URL '%.128s': only http:// is supported", url);
         else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK)
-                r = fail(reterr, -EINVAL, "URL '%.128s' names no host", url);
+                r = mx_reterr(reterr, -EINVAL, "URL '%.128s' names no host", url);
         else if (!h->async_dns && !host_is_numeric(host))
-                r = fail(reterr, -EINVAL,
-                         "URL '%.128s': this libcurl resolves names by blocking; use a numeric address", url);
+                r = mx_reterr(reterr, -EINVAL,
+                         "URL '%.128s': this libcurl resolves names by blocking; use a numeric address",
+                         url);
         curl_free(scheme);
         curl_free(host);
         curl_url_cleanup(u);
@@ -457,33 +448,35 @@ static int check_request(const struct mx_http *h, const struct mx_http_request *
         int r;
 
         if (!req->method || (!streq(req->method, "GET") && !streq(req->method, "POST")))
-                return fail(reterr, -EINVAL, "HTTP method '%s' not supported (GET or POST)", strna(req->method));
+                return mx_reterr(reterr, -EINVAL, "HTTP method '%s' not supported (GET or POST)",
+                            strna(req->method));
         if (!req->url)
-                return fail(reterr, -EINVAL, "HTTP request without a URL");
+                return mx_reterr(reterr, -EINVAL, "HTTP request without a URL");
         r = check_url(h, req->url, reterr);
         if (r < 0)
                 return r;
         if (req->body && streq(req->method, "GET"))
-                return fail(reterr, -EINVAL, "GET %.128s: a GET request carries no body", req->url);
+                return mx_reterr(reterr, -EINVAL, "GET %.128s: a GET request carries no body", req->url);
         if (req->body && (req->body_len ? req->body_len : strlen(req->body)) > MX_HTTP_REQUEST_BODY_MAX)
-                return fail(reterr, -E2BIG, "request body larger than %d bytes", MX_HTTP_REQUEST_BODY_MAX);
+                return mx_reterr(reterr, -E2BIG, "request body larger than %d bytes", MX_HTTP_REQUEST_BODY_MAX);
         if (req->content_type && strpbrk(req->content_type, "\r\n"))
-                return fail(reterr, -EINVAL, "Content-Type contains a line break");
+                return mx_reterr(reterr, -EINVAL, "Content-Type contains a line break");
         for (const char *const *l = req->headers; l && *l; l++) {
                 if (++n_headers > MX_HTTP_HEADERS_MAX)
-                        return fail(reterr, -E2BIG, "more than %d HTTP headers", MX_HTTP_HEADERS_MAX);
+                        return mx_reterr(reterr, -E2BIG, "more than %d HTTP headers", MX_HTTP_HEADERS_MAX);
                 r = check_header(*l, reterr);
                 if (r < 0)
                         return r;
         }
         if (req->timeout_ms < 0 || req->timeout_ms > MX_HTTP_TIMEOUT_MAX_MS)
-                return fail(reterr, -EINVAL, "HTTP timeout %" PRId64 " ms out of range (0..%lld)",
+                return mx_reterr(reterr, -EINVAL, "HTTP timeout %" PRId64 " ms out of range (0..%lld)",
                             req->timeout_ms, MX_HTTP_TIMEOUT_MAX_MS);
         if (req->connect_timeout_ms < 0 || req->connect_timeout_ms > MX_HTTP_TIMEOUT_MAX_MS)
-                return fail(reterr, -EINVAL, "HTTP connect timeout %" PRId64 " ms out of range (0..%lld)",
+                return mx_reterr(reterr, -EINVAL, "HTTP connect timeout %" PRId64 " ms out of range (0..%lld)",
                             req->connect_timeout_ms, MX_HTTP_TIMEOUT_MAX_MS);
         if (req->max_body > MX_HTTP_BODY_MAX)
-                return fail(reterr, -E2BIG, "max_body %zu larger than %d bytes", req->max_body, MX_HTTP_BODY_MAX);
+                return mx_reterr(reterr, -E2BIG, "max_body %zu larger than %d bytes", req->max_body,
+                            MX_HTTP_BODY_MAX);
         return 0;
 }
 
@@ -546,11 +539,11 @@ int mx_http_start(struct mx_http *h, const struct mx_http_request *req, mx_http_
         int r;
 
         if (!h || !req || !cb)
-                return fail(reterr, -EINVAL, "mx_http_start() without a client, request or callback");
+                return mx_reterr(reterr, -EINVAL, "mx_http_start() without a client, request or callback");
         if (h->in_data_cb)
-                return fail(reterr, -EAGAIN, "cannot start an HTTP request from an on_data callback");
+                return mx_reterr(reterr, -EAGAIN, "cannot start an HTTP request from an on_data callback");
         if (h->n_calls >= MX_HTTP_CALLS_MAX)
-                return fail(reterr, -EBUSY, "%d HTTP requests already in flight", MX_HTTP_CALLS_MAX);
+                return mx_reterr(reterr, -EBUSY, "%d HTTP requests already in flight", MX_HTTP_CALLS_MAX);
         r = check_request(h, req, reterr);
         if (r < 0)
                 return r;
@@ -570,7 +563,7 @@ int mx_http_start(struct mx_http *h, const struct mx_http_request *req, mx_http_
         mrc = curl_multi_add_handle(h->multi, c->easy);
         if (mrc != CURLM_OK) {
                 call_free(c);
-                return fail(reterr, mrc == CURLM_OUT_OF_MEMORY ? -ENOMEM : -EIO, "curl_multi_add_handle: %s",
+                return mx_reterr(reterr, mrc == CURLM_OUT_OF_MEMORY ? -ENOMEM : -EIO, "curl_multi_add_handle: %s",
                             curl_multi_strerror(mrc));
         }
         call_link(c, CALL_ACTIVE);
@@ -606,12 +599,12 @@ int mx_http_new(struct event_base *base, struct mx_http **ret, char **reterr)
         CURLcode rc;
 
         if (!base)
-                return fail(reterr, -EINVAL, "mx_http_new() without an event base");
+                return mx_reterr(reterr, -EINVAL, "mx_http_new() without an event base");
         /* curl_global_init() is not thread-safe; the daemon is single-threaded */
         if (!curl_initialised) {
                 rc = curl_global_init(CURL_GLOBAL_DEFAULT);
                 if (rc != CURLE_OK)
-                        return fail(reterr, -EIO, "curl_global_init: %s", curl_easy_strerror(rc));
+                        return mx_reterr(reterr, -EIO, "curl_global_init: %s", curl_easy_strerror(rc));
                 curl_initialised = true;
         }
 

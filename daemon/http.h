@@ -16,6 +16,9 @@
  *     as soon as mx_http_start() returns;
  *   - a proxy from the environment is never used (CURLOPT_NOPROXY "*"), and
  *     redirects are not followed: a probe talks to exactly the URL it names;
+ *   - connections are kept alive and reused between calls to the same host
+ *     and port (curl's connection cache, closed by mx_http_free()); a server
+ *     that closed an idle connection costs a reconnect, not an error;
  *   - host names go through curl's resolver only when that resolver is
  *     asynchronous (curl's AsynchDNS feature); otherwise only numeric hosts
  *     are accepted, so the loop never waits on the name service.
@@ -67,14 +70,14 @@ struct mx_http_call;
 typedef int (*mx_http_data_cb)(void *userdata, const char *p, size_t n, int64_t t_mono_us);
 
 struct mx_http_request {
-        const char *method;              /* "GET" or "POST" */
-        const char *url;                 /* http://host:port/path; no other scheme */
-        const char *body;                /* POST only; NULL: none */
-        size_t body_len;                 /* 0 with body set: strlen(body) */
-        const char *content_type;        /* of body; NULL: "application/json" */
-        const char *const *headers;      /* extra "Name: value" lines, NULL-terminated; may be NULL */
-        int64_t timeout_ms;              /* the whole request; 0: MX_HTTP_TIMEOUT_DEFAULT_MS */
-        int64_t connect_timeout_ms;      /* 0: MX_HTTP_CONNECT_TIMEOUT_DEFAULT_MS */
+        const char *method;         /* "GET" or "POST" */
+        const char *url;            /* http://host:port/path; no other scheme */
+        const char *body;           /* POST only; NULL: none */
+        size_t body_len;            /* 0 with body set: strlen(body) */
+        const char *content_type;   /* of body; NULL: "application/json" */
+        const char *const *headers; /* extra "Name: value" lines, NULL-terminated; may be NULL */
+        int64_t timeout_ms;         /* the whole request; 0: MX_HTTP_TIMEOUT_DEFAULT_MS */
+        int64_t connect_timeout_ms; /* 0: MX_HTTP_CONNECT_TIMEOUT_DEFAULT_MS */
         /*
          * Response body bytes kept in mx_http_response.body; 0: MX_HTTP_BODY_DEFAULT.
          * A longer body sets truncated. Without on_data the transfer is then

@@ -9,18 +9,6 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-/* Set *reterr (when the caller wants a reason) and return r. */
-_printf_(3, 4) static int fail(char **reterr, int r, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (reterr) {
-                va_start(ap, fmt);
-                *reterr = xvasprintf(fmt, ap);
-                va_end(ap);
-        }
-        return r;
-}
 
 /* host:port as a socket address; numeric only, so no name service is ever consulted from the loop. */
 static int port_resolve(const char *host, int port, struct sockaddr_storage *ret, socklen_t *ret_len)
@@ -116,9 +104,9 @@ int port_pick_free(const char *host, int *ret_port, char **reterr)
         for (int i = 0; i < PORT_PICK_TRIES; i++) {
                 r = port_bind_any(host, &port);
                 if (r == -EINVAL)
-                        return fail(reterr, r, "'%s' is not a numeric IPv4 or IPv6 address", strna(host));
+                        return mx_reterr(reterr, r, "'%s' is not a numeric IPv4 or IPv6 address", strna(host));
                 if (r < 0)
-                        return fail(reterr, r, "binding a TCP port on %s: %s", host, strerror(-r));
+                        return mx_reterr(reterr, r, "binding a TCP port on %s: %s", host, strerror(-r));
                 /*
                  * bind() only sees sockets on this host: a port forwarded elsewhere
                  * (docker publishes ports through iptables DNAT, with no host socket
@@ -126,11 +114,11 @@ int port_pick_free(const char *host, int *ret_port, char **reterr)
                  */
                 r = port_probe_listener(host, port);
                 if (r < 0)
-                        return fail(reterr, r, "probing %s port %d: %s", host, port, strerror(-r));
+                        return mx_reterr(reterr, r, "probing %s port %d: %s", host, port, strerror(-r));
                 if (r == 0) {
                         *ret_port = port;
                         return 0;
                 }
         }
-        return fail(reterr, -EADDRINUSE, "no free TCP port on %s after %d tries", host, PORT_PICK_TRIES);
+        return mx_reterr(reterr, -EADDRINUSE, "no free TCP port on %s after %d tries", host, PORT_PICK_TRIES);
 }

@@ -21,18 +21,6 @@ static void *free_null(void *p)
         return NULL;
 }
 
-/* Set *reterr (when the caller wants a reason) and return r. */
-_printf_(3, 4) static int fail(char **reterr, int r, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (reterr) {
-                va_start(ap, fmt);
-                *reterr = xvasprintf(fmt, ap);
-                va_end(ap);
-        }
-        return r;
-}
 
 /* ---- the member set, shared by the asynchronous and the blocking stop ---- */
 
@@ -319,25 +307,25 @@ static int plan_check(const struct proc_stop_plan *plan, char **reterr)
         if (!plan)
                 return 0;
         if (plan->n_steps > PROC_STOP_STEPS_MAX)
-                return fail(reterr, -E2BIG, "stop plan has %zu steps, more than %d", plan->n_steps,
+                return mx_reterr(reterr, -E2BIG, "stop plan has %zu steps, more than %d", plan->n_steps,
                             PROC_STOP_STEPS_MAX);
         if (plan->n_steps > 0 && !plan->steps)
-                return fail(reterr, -EINVAL, "stop plan has %zu steps but no step array", plan->n_steps);
+                return mx_reterr(reterr, -EINVAL, "stop plan has %zu steps but no step array", plan->n_steps);
         for (size_t i = 0; i < plan->n_steps; i++) {
                 const struct proc_stop_step *s = &plan->steps[i];
 
                 if (s->signal <= 0 || s->signal >= SIGRTMIN)
-                        return fail(reterr, -EINVAL, "stop step %zu: %d is not a signal to stop with", i + 1,
+                        return mx_reterr(reterr, -EINVAL, "stop step %zu: %d is not a signal to stop with", i + 1,
                                     s->signal);
                 if (s->grace_ms < 0 || s->grace_ms > PROC_GRACE_MAX_MS)
-                        return fail(reterr, -ERANGE,
+                        return mx_reterr(reterr, -ERANGE,
                                     "stop step %zu: grace %" PRId64 " ms is outside 0..%lld", i + 1,
                                     s->grace_ms, PROC_GRACE_MAX_MS);
         }
         if (plan->stop_argv && (!plan->stop_argv[0] || !plan->stop_argv[0][0]))
-                return fail(reterr, -EINVAL, "stop command is empty");
+                return mx_reterr(reterr, -EINVAL, "stop command is empty");
         if (plan->stop_timeout_ms < 0 || plan->stop_timeout_ms > PROC_GRACE_MAX_MS)
-                return fail(reterr, -ERANGE, "stop command timeout %" PRId64 " ms is outside 0..%lld",
+                return mx_reterr(reterr, -ERANGE, "stop command timeout %" PRId64 " ms is outside 0..%lld",
                             plan->stop_timeout_ms, PROC_GRACE_MAX_MS);
         return 0;
 }
@@ -374,7 +362,7 @@ static int stop_command_spawn(const struct proc_stop_plan *plan, const char *tag
 static int check_tag(const char *tag, char **reterr)
 {
         if (!proc_tag_is_valid(tag))
-                return fail(reterr, -EINVAL, "run tag '%s' is not 1-%d characters of [A-Za-z0-9._-]",
+                return mx_reterr(reterr, -EINVAL, "run tag '%s' is not 1-%d characters of [A-Za-z0-9._-]",
                             strna(tag), PROC_TAG_MAX);
         return 0;
 }
@@ -626,7 +614,7 @@ int proc_stop(struct proc_reaper *r, const struct proc_stop_plan *plan, const st
         int k;
 
         if (!r || !cb)
-                return fail(reterr, -EINVAL, "%s", "no reaper or no callback for the stop");
+                return mx_reterr(reterr, -EINVAL, "%s", "no reaper or no callback for the stop");
         k = check_tag(tag, reterr);
         if (k < 0)
                 return k;
@@ -634,7 +622,7 @@ int proc_stop(struct proc_reaper *r, const struct proc_stop_plan *plan, const st
         if (k < 0)
                 return k;
         if (leader && leader->pgid <= 0)
-                return fail(reterr, -EINVAL, "leader has no process group (%d)", (int)leader->pgid);
+                return mx_reterr(reterr, -EINVAL, "leader has no process group (%d)", (int)leader->pgid);
         s = xcalloc(1, sizeof(*s));
         s->reaper = r;
         s->base = proc_reaper_get_base(r);
@@ -651,7 +639,7 @@ int proc_stop(struct proc_reaper *r, const struct proc_stop_plan *plan, const st
         s->finish_ev = event_new(s->base, -1, 0, stop_finish_cb, s);
         if (!s->timer || !s->recheck || !s->kick_ev || !s->finish_ev) {
                 stop_free(s);
-                return fail(reterr, -ENOMEM, "%s", "cannot create the stop's events");
+                return mx_reterr(reterr, -ENOMEM, "%s", "cannot create the stop's events");
         }
         s->phase = STOP_STEPS;
         if (!stop_start_command(s, plan))
@@ -801,11 +789,11 @@ static int recorded_identity(const struct proc_info *rec, char **reterr)
         if (!rec)
                 return 0;
         if (rec->pid <= 0 || rec->pgid <= 0)
-                return fail(reterr, -EINVAL, "recorded process has pid %d, group %d", (int)rec->pid,
+                return mx_reterr(reterr, -EINVAL, "recorded process has pid %d, group %d", (int)rec->pid,
                             (int)rec->pgid);
         r = proc_identity_matches(rec->pid, rec->boot_id, rec->starttime);
         if (r < 0)
-                return fail(reterr, r, "checking the identity of recorded process %d: %s", (int)rec->pid,
+                return mx_reterr(reterr, r, "checking the identity of recorded process %d: %s", (int)rec->pid,
                             strerror(-r));
         return r;
 }

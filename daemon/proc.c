@@ -15,18 +15,6 @@
 /* The default search path when neither the spec nor the daemon has PATH (execvp's choice, less ".") */
 #define PROC_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
-/* Set *reterr (when the caller wants a reason) and return r. */
-_printf_(3, 4) static int fail(char **reterr, int r, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (reterr) {
-                va_start(ap, fmt);
-                *reterr = xvasprintf(fmt, ap);
-                va_end(ap);
-        }
-        return r;
-}
 
 int proc_subreaper_enable(void)
 {
@@ -461,13 +449,13 @@ static int spawn_build_env(const struct proc_spec *spec, char ***ret, char **ret
         size_t n = strv_length(spec->env);
 
         if (n > PROC_ENV_MAX) {
-                return fail(reterr, -E2BIG, "environment has %zu entries, more than %d", n, PROC_ENV_MAX);
+                return mx_reterr(reterr, -E2BIG, "environment has %zu entries, more than %d", n, PROC_ENV_MAX);
         }
         for (size_t i = 0; i < n; i++) {
                 const char *eq = strchr(spec->env[i], '=');
 
                 if (!eq || eq == spec->env[i]) {
-                        return fail(reterr, -EINVAL, "environment entry %zu ('%s') is not NAME=value", i,
+                        return mx_reterr(reterr, -EINVAL, "environment entry %zu ('%s') is not NAME=value", i,
                                     spec->env[i]);
                 }
                 if (!env_is_reserved(spec->env[i]))
@@ -507,7 +495,7 @@ static int spawn_build_candidates(const char *file, char *const *env, char ***re
                 size_t len = strcspn(p, ":");
 
                 if (++n > PROC_PATH_DIRS_MAX) {
-                        return fail(reterr, -E2BIG, "PATH has more than %d directories", PROC_PATH_DIRS_MAX);
+                        return mx_reterr(reterr, -E2BIG, "PATH has more than %d directories", PROC_PATH_DIRS_MAX);
                 }
                 if (len == 0)
                         strv_consume(&list, xasprintf("./%s", file));
@@ -526,14 +514,14 @@ static int spawn_check_spec(const struct proc_spec *spec, char **reterr)
         size_t n;
 
         if (!spec || !spec->argv || !spec->argv[0] || !spec->argv[0][0]) {
-                return fail(reterr, -EINVAL, "%s", "no command to start (argv is empty)");
+                return mx_reterr(reterr, -EINVAL, "%s", "no command to start (argv is empty)");
         }
         n = strv_length(spec->argv);
         if (n > PROC_ARGV_MAX) {
-                return fail(reterr, -E2BIG, "command has %zu arguments, more than %d", n, PROC_ARGV_MAX);
+                return mx_reterr(reterr, -E2BIG, "command has %zu arguments, more than %d", n, PROC_ARGV_MAX);
         }
         if (!proc_tag_is_valid(spec->tag)) {
-                return fail(reterr, -EINVAL, "run tag '%s' is not 1-%d characters of [A-Za-z0-9._-]",
+                return mx_reterr(reterr, -EINVAL, "run tag '%s' is not 1-%d characters of [A-Za-z0-9._-]",
                             strna(spec->tag), PROC_TAG_MAX);
         }
         return 0;
@@ -554,7 +542,7 @@ static int spawn_prepare(const struct proc_spec *spec, struct spawn_prep *p, cha
                 return r;
         p->null_fd = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
         if (p->null_fd < 0)
-                return fail(reterr, -errno, "open /dev/null: %m");
+                return mx_reterr(reterr, -errno, "open /dev/null: %m");
         p->argv = spec->argv;
         p->cwd = spec->cwd;
         p->out_fd = spec->stdout_fd >= 0 ? spec->stdout_fd : p->null_fd;
@@ -646,15 +634,15 @@ static int spawn_report(const struct spawn_error *m, const struct proc_spec *spe
 
         switch (m->step) {
         case SPAWN_SETSID:
-                return fail(reterr, r, "setsid for '%s': %s", spec->argv[0], strerror(m->error));
+                return mx_reterr(reterr, r, "setsid for '%s': %s", spec->argv[0], strerror(m->error));
         case SPAWN_FDS:
-                return fail(reterr, r, "setting up descriptors for '%s': %s", spec->argv[0],
+                return mx_reterr(reterr, r, "setting up descriptors for '%s': %s", spec->argv[0],
                             strerror(m->error));
         case SPAWN_CHDIR:
-                return fail(reterr, r, "chdir to '%s' for '%s': %s", spec->cwd, spec->argv[0],
+                return mx_reterr(reterr, r, "chdir to '%s' for '%s': %s", spec->cwd, spec->argv[0],
                             strerror(m->error));
         default:
-                return fail(reterr, r, "executing '%s': %s", spec->argv[0], strerror(m->error));
+                return mx_reterr(reterr, r, "executing '%s': %s", spec->argv[0], strerror(m->error));
         }
 }
 
@@ -702,14 +690,14 @@ static int spawn_finish(int rd, pid_t pid, const struct proc_spec *spec, struct 
                 (void)waitpid(pid, NULL, 0); /* the child _exit()s right after its report */
                 if (r > 0)
                         return spawn_report(&m, spec, reterr);
-                return fail(reterr, r, "reading the exec report of '%s': %s", spec->argv[0], strerror(-r));
+                return mx_reterr(reterr, r, "reading the exec report of '%s': %s", spec->argv[0], strerror(-r));
         }
         /* Not reaped yet (the loop is not running), so the pid is still this child's, zombie or not. */
         r = proc_get_starttime(pid, &info->starttime);
         if (r < 0) {
                 (void)kill(pid, SIGKILL);
                 (void)waitpid(pid, NULL, 0);
-                return fail(reterr, r, "reading /proc/%d/stat: %s", (int)pid, strerror(-r));
+                return mx_reterr(reterr, r, "reading /proc/%d/stat: %s", (int)pid, strerror(-r));
         }
         info->pid = info->pgid = pid;
         return 0;
@@ -728,11 +716,11 @@ int proc_spawn(const struct proc_spec *spec, struct proc_info *ret, char **reter
                 goto out;
         r = proc_boot_id(info.boot_id);
         if (r < 0) {
-                r = fail(reterr, r, "reading the boot id: %s", strerror(-r));
+                r = mx_reterr(reterr, r, "reading the boot id: %s", strerror(-r));
                 goto out;
         }
         if (pipe2(fds, O_CLOEXEC) < 0) {
-                r = fail(reterr, -errno, "pipe: %m");
+                r = mx_reterr(reterr, -errno, "pipe: %m");
                 goto out;
         }
         rd = fds[0];
@@ -740,7 +728,7 @@ int proc_spawn(const struct proc_spec *spec, struct proc_info *ret, char **reter
         r = spawn_fork(&p, &pid);
         close(fds[1]);
         if (r < 0) {
-                r = fail(reterr, r, "fork: %s", strerror(-r));
+                r = mx_reterr(reterr, r, "fork: %s", strerror(-r));
                 goto out;
         }
         r = spawn_finish(rd, pid, spec, &info, reterr);

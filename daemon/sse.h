@@ -33,14 +33,14 @@ struct mx_sse_event {
 typedef int (*mx_sse_event_cb)(const struct mx_sse_event *ev, void *userdata);
 
 struct mx_sse {
-        struct mx_buf line;  /* the line being read */
-        struct mx_buf data;  /* data of the event being read */
-        struct mx_buf type;  /* its event: field */
-        size_t max_event;    /* limit on line and data */
-        size_t bom_matched;  /* bytes of a leading BOM seen; 3 once past the start */
-        bool cr_pending;     /* the last piece ended in CR: an LF next belongs to it */
-        bool has_data;       /* a data: field was seen (even an empty one) */
-        int error;           /* sticky: the first error */
+        struct mx_buf line; /* the line being read */
+        struct mx_buf data; /* data of the event being read */
+        struct mx_buf type; /* its event: field */
+        size_t max_event;   /* limit on line and data */
+        size_t bom_matched; /* bytes of a leading BOM seen; 3 once past the start */
+        bool cr_pending;    /* the last piece ended in CR: an LF next belongs to it */
+        bool has_data;      /* a data: field was seen (even an empty one) */
+        int error;          /* sticky: the first error */
 };
 
 /* Start a parser; max_event 0 means MX_SSE_EVENT_DEFAULT (larger values are capped at MX_SSE_EVENT_MAX). */

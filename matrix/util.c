@@ -86,6 +86,18 @@ char *xasprintf(const char *fmt, ...)
         return r;
 }
 
+int mx_reterr(char **reterr, int r, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (reterr) {
+                va_start(ap, fmt);
+                *reterr = xvasprintf(fmt, ap);
+                va_end(ap);
+        }
+        return r;
+}
+
 void mx_grow(void **array, size_t *allocated, size_t need, size_t elem)
 {
         size_t n;

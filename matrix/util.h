@@ -123,6 +123,9 @@ static inline const char *strempty(const char *s)
         return s ? s : "";
 }
 
+/* Set *reterr to a formatted reason (when reterr is not NULL) and return r: "return mx_reterr(reterr, -EINVAL, ...)". */
+_printf_(3, 4) int mx_reterr(char **reterr, int r, const char *fmt, ...);
+
 /* Parse a whole decimal string into an integer in [min, max]; -EINVAL / -ERANGE. */
 int mx_parse_int64(const char *s, int64_t min, int64_t max, int64_t *ret);
 /* Parse a duration such as "300", "300s", "5m", "1h", "250ms" into milliseconds. */

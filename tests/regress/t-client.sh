@@ -293,7 +293,9 @@ expect_exit 3 mx reload
 has "$T/err" "matrix-error"
 has "$T/err" "$MXD_MATRIX"
 expect_exit 0 mx status
-has "$T/out" "NOT LOADED"
+has "$T/out" "the last reload failed; the previous version is in use"
+# ... and it is: submissions still plan with it.
+expect_exit 0 mx submit --dry-run feature=fast
 cp "$T/good.json" "$MXD_MATRIX"
 out=$(mxj reload)
 [ "$(jqv "$out" '.matrix')" = "$MXD_MATRIX" ] || fail "reload: $out"
