@@ -7,6 +7,7 @@
 #include "scheduler.h"
 
 #include <inttypes.h>
+#include <malloc.h>
 #include <pwd.h>
 
 /* The matrix a submission uses: the daemon's, or (admins only) a file it names. */
@@ -264,4 +265,11 @@ void submit_handle(struct mx_request *req)
         else if (check_limits(req, b.n) >= 0)
                 submit_store(req, m, plan, &b, levels);
         built_done(&b);
+        /*
+         * A large plan's snapshots leave the heap fragmented: bench-queue saw
+         * ~100 MiB resident after a 10 000-run submit with 2.5 MiB in use.
+         * Give it back to the system; the daemon runs for months.
+         */
+        if (pr.max_runs && b.n >= 1000)
+                malloc_trim(0);
 }
