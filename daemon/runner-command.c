@@ -209,7 +209,8 @@ static int command_start(const struct mx_run_ctx *ctx, const struct mx_run_event
 
 static void command_cancel(struct mx_runner *r, enum mx_outcome why)
 {
-        if (r->done || r->cancelled)
+        /* Once the command has ended (stopping), its exit status is the verdict, whatever comes now. */
+        if (r->done || r->cancelled || r->stopping)
                 return;
         r->cancelled = true;
         r->why = why;
