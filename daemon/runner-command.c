@@ -78,6 +78,11 @@ static void stopped_cb(const struct proc_stop_result *res, void *ud)
         if (!res->clean)
                 msg = xasprintf("%zu processes of the run could not be killed", res->n_leftovers);
         if (r->cancelled) {
+                /* Over a time limit the command failed its level; cancelled or interrupted, it did not run. */
+                record_levels(r, r->why == MX_OUTCOME_TIMEOUT ? "fail" : "skipped",
+                              r->why == MX_OUTCOME_TIMEOUT     ? "the command exceeded its time limit"
+                              : r->why == MX_OUTCOME_CANCELLED ? "cancelled"
+                                                               : "interrupted by a daemon stop");
                 out.outcome = r->why;
                 out.message = msg ? msg : "stopped before the command ended";
         } else if (signalled) {

@@ -253,3 +253,29 @@ TEST(command_cancel_after_it_ended_keeps_its_verdict)
         ASSERT_STREQ(verdict(&g, "L1.5"), "skipped");
         rig_done(&g);
 }
+
+TEST(command_cancelled_records_its_levels_skipped)
+{
+        struct rig g;
+
+        rig_init(&g, "cancel-running", command_spec("sleep 30"), "[\"L1\",\"L1.5\"]");
+        rig_start(&g, 60000);
+        g.ops->cancel(g.runner, MX_OUTCOME_CANCELLED);
+        rig_finish(&g);
+        ASSERT_STREQ(mx_outcome_to_string(g.outcome), "cancelled");
+        ASSERT_STREQ(verdict(&g, "L1"), "skipped");
+        ASSERT_STREQ(verdict(&g, "L1.5"), "skipped");
+        rig_done(&g);
+}
+
+TEST(command_over_the_level_timeout_fails_its_level)
+{
+        struct rig g;
+
+        rig_init(&g, "level-timeout", command_spec("sleep 30"), "[\"L1\"]");
+        rig_start(&g, 300);
+        rig_finish(&g);
+        ASSERT_STREQ(mx_outcome_to_string(g.outcome), "timeout");
+        ASSERT_STREQ(verdict(&g, "L1"), "fail");
+        rig_done(&g);
+}
