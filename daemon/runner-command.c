@@ -42,6 +42,15 @@ static void runner_finish(struct mx_runner *r, const struct mx_run_result *res)
         r->ev->finished(r->ud, res);
 }
 
+/* Whether the level named at index i was named before (a job's levels may repeat one: record it once). */
+static bool level_named_before(json_t *levels, size_t i)
+{
+        for (size_t k = 0; k < i; k++)
+                if (json_equal(json_array_get(levels, k), json_array_get(levels, i)))
+                        return true;
+        return false;
+}
+
 static void record_levels(struct mx_runner *r, const char *verdict, const char *message)
 {
         size_t i;
@@ -58,7 +67,8 @@ static void record_levels(struct mx_runner *r, const char *verdict, const char *
                         .message = first ? message : "the command runner runs one level: the command itself",
                 };
 
-                r->ev->level_finished(r->ud, &lr);
+                if (!level_named_before(r->ctx.levels, i))
+                        r->ev->level_finished(r->ud, &lr);
         }
 }
 

@@ -279,3 +279,15 @@ TEST(command_over_the_level_timeout_fails_its_level)
         ASSERT_STREQ(verdict(&g, "L1"), "fail");
         rig_done(&g);
 }
+
+TEST(command_levels_named_twice_are_recorded_once)
+{
+        struct rig g;
+
+        rig_init(&g, "twice", command_spec("exit 3"), "[\"L1\",\"L1\",\"L1.5\",\"L1.5\"]");
+        rig_start(&g, 60000);
+        rig_finish(&g); /* fails if a level was recorded twice */
+        ASSERT_STREQ(verdict(&g, "L1"), "fail");
+        ASSERT_STREQ(verdict(&g, "L1.5"), "skipped");
+        rig_done(&g);
+}
