@@ -291,3 +291,49 @@ TEST(command_levels_named_twice_are_recorded_once)
         ASSERT_STREQ(verdict(&g, "L1.5"), "skipped");
         rig_done(&g);
 }
+
+/* ---- the target runner ---- */
+
+/*
+ * A server profile as mx_profile_resolve() stores it: ready on GET /health within
+ * 300 ms (nothing in these tests listens, so that means "not ready in time"),
+ * then the given stop steps (JSON) and stop command (JSON or null).
+ */
+static json_t *target_profile(const char *steps, const char *stop_command)
+{
+        json_t *p = json_pack("{s:s,s:s,s:s,s:s,s:i,s:{s:s,s:i,s:i,s:i},s:n,s:n,s:{s:o,s:o,s:i},s:n,s:[],s:n}",
+                              "name", "test", "base", "vllm", "identifier", "test", "host", "127.0.0.1", "port", 0,
+                              "ready", "path", "/health", "status", 200, "timeout_ms", 300, "interval_ms", 100,
+                              "health", "completion", "stop", "steps", json_loads(steps, 0, NULL), "command",
+                              json_loads(stop_command, JSON_DECODE_ANY, NULL), "timeout_ms", 10000, "logs",
+                              "crash_signatures", "profiler");
+
+        ASSERT_NOT_NULL(p);
+        return p;
+}
+
+static json_t *target_spec(const char *script, json_t *profile)
+{
+        return json_pack("{s:[s,s,s],s:[s],s:o}", "argv", "sh", "-c", script, "env", "MARK=from-the-run",
+                         "profile", profile);
+}
+
+/* A server that never answers, with this stop plan: not ready in time, stopped, nothing left. */
+static void never_ready_is_stopped(const char *name, const char *script, const char *steps)
+{
+        struct rig g;
+
+        rig_init(&g, name, target_spec(script, target_profile(steps, "null")), "[\"L1\",\"L1.5\"]");
+        rig_start(&g, 60000);
+        rig_finish(&g); /* fails if the server outlived the run */
+        ASSERT_STREQ(mx_outcome_to_string(g.outcome), "timeout");
+        ASSERT_STREQ(verdict(&g, "L1"), "fail");
+        ASSERT_STREQ(verdict(&g, "L1.5"), "skipped");
+        rig_done(&g);
+}
+
+TEST(target_stop_plan_the_profile_allows_is_carried_out)
+{
+        /* mxmatrix.json(5): a signal is a number from 1 to 64, a grace less than 7 days. */
+        never_ready_is_stopped("rt-signal", "exec sleep 1000", "[{\"signal\": 40, \"grace_ms\": 172800000}]");
+}
