@@ -292,6 +292,14 @@ static void target_stop(struct mx_runner *r, const char *why)
         q = proc_stop(r->ctx.reaper, &plan, r->info.pid > 0 ? &r->info : NULL, r->ctx.tag, stopped_cb, r, &r->stop,
                       &err);
         if (q < 0) {
+                /* A snapshot's plan that the stop refuses must not leave the server running: use the default. */
+                logcap_note(r->log, "the profile's stop plan was refused (%s); using the default plan", strna(err));
+                free(err);
+                err = NULL;
+                q = proc_stop(r->ctx.reaper, NULL, r->info.pid > 0 ? &r->info : NULL, r->ctx.tag, stopped_cb, r,
+                              &r->stop, &err);
+        }
+        if (q < 0) {
                 fail_l1(r, "cannot stop the server: %s", strna(err));
                 finish(r, NULL);
         }

@@ -337,3 +337,9 @@ TEST(target_stop_plan_the_profile_allows_is_carried_out)
         /* mxmatrix.json(5): a signal is a number from 1 to 64, a grace less than 7 days. */
         never_ready_is_stopped("rt-signal", "exec sleep 1000", "[{\"signal\": 40, \"grace_ms\": 172800000}]");
 }
+
+TEST(target_stop_plan_refused_falls_back_to_the_default)
+{
+        /* A snapshot no profile check passed (an older version's, say): the server is stopped all the same. */
+        never_ready_is_stopped("bad-plan", "exec sleep 1000", "[{\"signal\": 99, \"grace_ms\": 100}]");
+}
