@@ -27,6 +27,7 @@
 #include "plan.h"
 #include "port.h"
 #include "proc-stop.h"
+#include "profile.h"
 #include "profreport.h"
 #include "runner-util.h"
 #include "runner.h"
@@ -75,6 +76,10 @@ struct mx_runner {
         json_t *l1_metrics;
         char *stop_note;
 };
+
+/* How long the SIGKILL added to a stop plan that lacks one waits (the default plan's). */
+#define STOP_KILL_GRACE_MS 10000
+_Static_assert(MX_PROFILE_MAX_STOP_STEPS < PROC_STOP_STEPS_MAX, "no room for the SIGKILL added to a stop plan");
 
 static void target_stop(struct mx_runner *r, const char *why);
 
@@ -238,7 +243,7 @@ static void stopped_cb(const struct proc_stop_result *res, void *ud)
         finish(r, res);
 }
 
-/* The stop plan from the profile (signals and grace periods, optional stop command). */
+/* The stop plan from the profile (signals and grace periods ending with SIGKILL, optional stop command). */
 static void stop_plan(struct mx_runner *r, struct proc_stop_plan *plan, struct proc_stop_step *steps,
                       char ***ret_cmd)
 {
@@ -247,12 +252,15 @@ static void stop_plan(struct mx_runner *r, struct proc_stop_plan *plan, struct p
 
         *plan = (struct proc_stop_plan){ .steps = steps, .stop_output_fd = -1 };
         json_array_foreach (json_object_get(stop, "steps"), i, s) {
-                if (i >= PROC_STOP_STEPS_MAX)
+                if (i >= PROC_STOP_STEPS_MAX - 1)
                         break;
                 steps[i] = (struct proc_stop_step){ .signal = (int)json_integer_value(json_object_get(s, "signal")),
                                                     .grace_ms = json_integer_value(json_object_get(s, "grace_ms")) };
                 plan->n_steps = i + 1;
         }
+        /* A plan may end with a signal the server ignores: the last word is always SIGKILL. */
+        if (plan->n_steps > 0 && steps[plan->n_steps - 1].signal != SIGKILL)
+                steps[plan->n_steps++] = (struct proc_stop_step){ .signal = SIGKILL, .grace_ms = STOP_KILL_GRACE_MS };
         if (json_is_array(cmd)) {
                 json_t *w;
 

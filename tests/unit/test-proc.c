@@ -911,10 +911,10 @@ TEST(stop_cancel_suppresses_the_callback)
 
 TEST(stop_refuses_bad_plans_and_tags)
 {
-        static const struct proc_stop_step nine[9] = { { SIGTERM, 1 } };
+        static const struct proc_stop_step too_many[PROC_STOP_STEPS_MAX + 1] = { { SIGTERM, 1 } };
         static const struct proc_stop_step zero_sig[] = { { 0, 100 } };
         static const struct proc_stop_step neg_grace[] = { { SIGKILL, -1 } };
-        struct proc_stop_plan plan = { .steps = nine, .n_steps = 9 };
+        struct proc_stop_plan plan = { .steps = too_many, .n_steps = PROC_STOP_STEPS_MAX + 1 };
         _cleanup_free_ char *tag = make_tag("plans"), *err = NULL;
         _cleanup_free_ pid_t *pids = NULL;
         struct stop_rec st = { 0 };
@@ -924,7 +924,7 @@ TEST(stop_refuses_bad_plans_and_tags)
 
         rig_init(&g);
         ASSERT_ERR(proc_stop(g.reaper, &plan, NULL, tag, stop_cb, &st, NULL, &err), E2BIG);
-        ASSERT_CONTAINS(err, "9 steps");
+        ASSERT_CONTAINS(err, "10 steps");
         err = drop(err);
         plan = (struct proc_stop_plan){ .steps = zero_sig, .n_steps = 1 };
         ASSERT_ERR(proc_stop(g.reaper, &plan, NULL, tag, stop_cb, &st, NULL, &err), EINVAL);

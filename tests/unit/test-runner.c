@@ -343,3 +343,9 @@ TEST(target_stop_plan_refused_falls_back_to_the_default)
         /* A snapshot no profile check passed (an older version's, say): the server is stopped all the same. */
         never_ready_is_stopped("bad-plan", "exec sleep 1000", "[{\"signal\": 99, \"grace_ms\": 100}]");
 }
+
+TEST(target_stop_plan_without_sigkill_still_kills)
+{
+        /* The server ignores SIGTERM, the only step of its plan. */
+        never_ready_is_stopped("term-only", "trap '' TERM; sleep 1000", "[{\"signal\": 15, \"grace_ms\": 200}]");
+}
