@@ -57,6 +57,7 @@ struct mx_runner {
         char *url;       /* http://host:port */
         char *values[_MX_PLACEHOLDER_MAX];
         char *port_text;
+        char **env; /* the server's environment, also the log and stop commands' */
         struct logcap *log;
         struct crash_scan *crash;
         struct mx_kgate *gate; /* NULL: no expectations */
@@ -272,7 +273,7 @@ static void stop_plan(struct mx_runner *r, struct proc_stop_plan *plan, struct p
                         strv_consume(ret_cmd, x);
                 }
                 plan->stop_argv = *ret_cmd;
-                plan->stop_env = environ;
+                plan->stop_env = r->env;
                 plan->stop_cwd = r->ctx.run_dir;
                 plan->stop_timeout_ms = json_integer_value(json_object_get(stop, "timeout_ms"));
         }
@@ -616,11 +617,11 @@ static int start_logs_command(struct mx_runner *r, char **envp)
 
 static int target_spawn(struct mx_runner *r, char **reterr)
 {
-        _cleanup_strv_free_ char **argv = NULL, **env = NULL;
+        _cleanup_strv_free_ char **argv = NULL;
         _cleanup_free_ char *log_path = xasprintf("%s/server.log", r->ctx.run_dir);
         int p[2], q;
 
-        q = runner_build_command(&r->ctx, (const char *const *)r->values, &argv, &env, reterr);
+        q = runner_build_command(&r->ctx, (const char *const *)r->values, &argv, &r->env, reterr);
         if (q < 0)
                 return q;
         q = logcap_new(r->ctx.base, log_path, r->ctx.log_max_bytes, &log_ops, r, &r->log);
@@ -629,7 +630,7 @@ static int target_spawn(struct mx_runner *r, char **reterr)
         r->ev->log_opened(r->ud, log_path);
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
-        q = proc_spawn(&(struct proc_spec){ .argv = argv, .env = env, .cwd = r->ctx.run_dir, .tag = r->ctx.tag,
+        q = proc_spawn(&(struct proc_spec){ .argv = argv, .env = r->env, .cwd = r->ctx.run_dir, .tag = r->ctx.tag,
                                             .stdout_fd = p[1], .stderr_fd = p[1] },
                        &r->info, reterr);
         close(p[1]);
@@ -643,7 +644,7 @@ static int target_spawn(struct mx_runner *r, char **reterr)
         r->ev->process(r->ud, r->info.pid, r->info.pgid, r->info.starttime);
         (void)logcap_add_source(r->log, p[0]);
         logcap_note(r->log, "started %s (pid %d) on %s", argv[0], (int)r->info.pid, r->url);
-        q = start_logs_command(r, env);
+        q = start_logs_command(r, r->env);
         if (q < 0)
                 logcap_note(r->log, "cannot start the log command: %s", strerror(-q));
         return 0;
@@ -749,6 +750,7 @@ static struct mx_runner *target_free(struct mx_runner *r)
         for (size_t i = 0; i < _MX_PLACEHOLDER_MAX; i++)
                 free(r->values[i]);
         json_decref(r->l1_metrics);
+        strv_free(r->env);
         free(r->port_text);
         free(r->url);
         free(r->failure);

@@ -349,3 +349,21 @@ TEST(target_stop_plan_without_sigkill_still_kills)
         /* The server ignores SIGTERM, the only step of its plan. */
         never_ready_is_stopped("term-only", "trap '' TERM; sleep 1000", "[{\"signal\": 15, \"grace_ms\": 200}]");
 }
+
+TEST(target_stop_command_runs_with_the_run_environment)
+{
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        struct rig g;
+
+        rig_init(&g, "stop-env",
+                 target_spec("exec sleep 1000",
+                             target_profile("[{\"signal\": 15, \"grace_ms\": 5000}]",
+                                            "[\"sh\", \"-c\", \"echo \\\"$MARK\\\" >{run_dir}/stop-env\"]")),
+                 "[\"L1\"]");
+        rig_start(&g, 60000);
+        rig_finish(&g);
+        path = xasprintf("%s/stop-env", g.dir);
+        text = test_read_file(path, NULL);
+        ASSERT_STREQ(text, "from-the-run\n");
+        rig_done(&g);
+}
