@@ -173,8 +173,14 @@ static void run_gate(struct mx_runner *r)
                                                                           : MX_PROFREPORT_TOOL_ANY;
 
                 if (mx_placeholder_expand(json_string_value(json_object_get(prof, "report")),
-                                          (const char *const *)r->values, &path, &err) < 0 ||
-                    mx_profreport_parse_file(path, tool, &rep, &err) < 0) {
+                                          (const char *const *)r->values, &path, &err) >= 0 && path[0] != '/') {
+                        /* Relative to the server's working directory, where the server wrote it. */
+                        char *abs = xasprintf("%s/%s", r->ctx.run_dir, path);
+
+                        free(path);
+                        path = abs;
+                }
+                if (!path || mx_profreport_parse_file(path, tool, &rep, &err) < 0) {
                         _cleanup_free_ char *why = xasprintf("profiler report %s: %s", strna(path), strna(err));
                         mx_kgate_report_failed(r->gate, why);
                 } else

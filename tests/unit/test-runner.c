@@ -367,3 +367,44 @@ TEST(target_stop_command_runs_with_the_run_environment)
         ASSERT_STREQ(text, "from-the-run\n");
         rig_done(&g);
 }
+
+/* mxsim as vLLM, writing its kernel report to the relative path report (in its working directory). */
+static json_t *sim_spec(const char *report)
+{
+        _cleanup_free_ char *sim = xasprintf("%s/tests/sim/mxsim", MX_BUILD_DIR);
+        _cleanup_free_ char *report_env = xasprintf("MXSIM_KERNEL_REPORT=%s", report);
+        json_t *profile = json_pack(
+                "{s:s,s:s,s:s,s:s,s:i,s:{s:s,s:i,s:i,s:i},s:{s:s,s:[i]},s:{s:s,s:s,s:i},"
+                "s:{s:[{s:i,s:i},{s:i,s:i}],s:n,s:i},s:n,s:[],s:{s:s,s:s,s:n,s:i}}",
+                "name", "vllm", "base", "vllm", "identifier", "mxsim", "host", "127.0.0.1", "port", 0, "ready",
+                "path", "/health", "status", 200, "timeout_ms", 20000, "interval_ms", 100, "health", "path",
+                "/health", "dead_status", 503, "completion", "path", "/v1/completions", "prompt",
+                "The capital of France is", "max_tokens", 4, "stop", "steps", "signal", 15, "grace_ms", 5000,
+                "signal", 9, "grace_ms", 5000, "command", "timeout_ms", 10000, "logs", "crash_signatures",
+                "profiler", "format", "nsys", "report", report, "after_stop", "timeout_ms", 120000);
+        json_t *expect = json_pack("{s:{s:[],s:[]},s:{s:[[s]],s:[s]}}", "log", "must_see", "must_not_see",
+                                   "kernels", "must_see", "cutlass_*_grouped_gemm", "must_not_see", "marlin");
+
+        ASSERT_NOT_NULL(profile);
+        ASSERT_NOT_NULL(expect);
+        return json_pack("{s:[s,s,s,s,s,s,s,s,s,s],s:[s,s,s,s,s,s],s:s,s:s,s:o,s:o}", "argv", sim, "serve", "{model}",
+                         "--host", "{host}", "--port", "{port}", "--served-model-name", "{served_model_name}",
+                         "--enforce-eager", "env", "MXSIM_LOAD_S=0.1", "MXSIM_WATCHDOG_S=1",
+                         "MXSIM_SHUTDOWN_WAIT_S=1", "MXSIM_GPU_LOCK={run_dir}/gpu.lock", "VLLM_MXFP4_MOE_KERNEL=gemm",
+                         report_env, "model", "openai/gpt-oss-120b", "served_model_name", "gpt-oss-120b", "expect",
+                         expect, "profile", profile);
+}
+
+TEST(target_relative_profiler_report_is_read_from_the_run_directory)
+{
+        struct rig g;
+
+        /* {run_dir} is the server's working directory (mxmatrix.json(5)): a relative report is there. */
+        rig_init(&g, "relative-report", sim_spec("kernels.csv"), "[\"L1\",\"L1.5\"]");
+        rig_start(&g, 20000);
+        rig_finish(&g);
+        ASSERT_STREQ(mx_outcome_to_string(g.outcome), "completed");
+        ASSERT_STREQ(verdict(&g, "L1"), "pass");
+        ASSERT_STREQ(verdict(&g, "L1.5"), "pass");
+        rig_done(&g);
+}
