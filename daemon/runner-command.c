@@ -88,7 +88,7 @@ static void stopped_cb(const struct proc_stop_result *res, void *ud)
         if (!res->clean)
                 msg = xasprintf("%zu processes of the run could not be killed", res->n_leftovers);
         if (r->cancelled) {
-                /* Over a time limit the command failed its level; cancelled or interrupted, it did not run. */
+                /* Over a time limit the command failed its level; cancelled or interrupted, it never ran. */
                 record_levels(r, r->why == MX_OUTCOME_TIMEOUT ? "fail" : "skipped",
                               r->why == MX_OUTCOME_TIMEOUT     ? "the command exceeded its time limit"
                               : r->why == MX_OUTCOME_CANCELLED ? "cancelled"

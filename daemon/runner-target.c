@@ -80,7 +80,7 @@ struct mx_runner {
 
 /* How long the SIGKILL added to a stop plan that lacks one waits (the default plan's). */
 #define STOP_KILL_GRACE_MS 10000
-_Static_assert(MX_PROFILE_MAX_STOP_STEPS < PROC_STOP_STEPS_MAX, "no room for the SIGKILL added to a stop plan");
+_Static_assert(MX_PROFILE_MAX_STOP_STEPS < PROC_STOP_STEPS_MAX, "no room for the SIGKILL added to a plan");
 
 static void target_stop(struct mx_runner *r, const char *why);
 
@@ -173,7 +173,8 @@ static void run_gate(struct mx_runner *r)
                                                                           : MX_PROFREPORT_TOOL_ANY;
 
                 if (mx_placeholder_expand(json_string_value(json_object_get(prof, "report")),
-                                          (const char *const *)r->values, &path, &err) >= 0 && path[0] != '/') {
+                                          (const char *const *)r->values, &path, &err) >= 0 &&
+                    path[0] != '/') {
                         /* Relative to the server's working directory, where the server wrote it. */
                         char *abs = xasprintf("%s/%s", r->ctx.run_dir, path);
 
@@ -267,7 +268,8 @@ static void stop_plan(struct mx_runner *r, struct proc_stop_plan *plan, struct p
         }
         /* A plan may end with a signal the server ignores: the last word is always SIGKILL. */
         if (plan->n_steps > 0 && steps[plan->n_steps - 1].signal != SIGKILL)
-                steps[plan->n_steps++] = (struct proc_stop_step){ .signal = SIGKILL, .grace_ms = STOP_KILL_GRACE_MS };
+                steps[plan->n_steps++] =
+                        (struct proc_stop_step){ .signal = SIGKILL, .grace_ms = STOP_KILL_GRACE_MS };
         if (json_is_array(cmd)) {
                 json_t *w;
 
@@ -307,12 +309,13 @@ static void target_stop(struct mx_runner *r, const char *why)
         q = proc_stop(r->ctx.reaper, &plan, r->info.pid > 0 ? &r->info : NULL, r->ctx.tag, stopped_cb, r, &r->stop,
                       &err);
         if (q < 0) {
-                /* A snapshot's plan that the stop refuses must not leave the server running: use the default. */
-                logcap_note(r->log, "the profile's stop plan was refused (%s); using the default plan", strna(err));
+                /* A snapshot's plan the stop refuses must not leave the server running: use the default. */
+                logcap_note(r->log, "the profile's stop plan was refused (%s); using the default plan",
+                            strna(err));
                 free(err);
                 err = NULL;
-                q = proc_stop(r->ctx.reaper, NULL, r->info.pid > 0 ? &r->info : NULL, r->ctx.tag, stopped_cb, r,
-                              &r->stop, &err);
+                q = proc_stop(r->ctx.reaper, NULL, r->info.pid > 0 ? &r->info : NULL, r->ctx.tag, stopped_cb,
+                              r, &r->stop, &err);
         }
         if (q < 0) {
                 fail_l1(r, "cannot stop the server: %s", strna(err));
@@ -636,8 +639,8 @@ static int target_spawn(struct mx_runner *r, char **reterr)
         r->ev->log_opened(r->ud, log_path);
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
-        q = proc_spawn(&(struct proc_spec){ .argv = argv, .env = r->env, .cwd = r->ctx.run_dir, .tag = r->ctx.tag,
-                                            .stdout_fd = p[1], .stderr_fd = p[1] },
+        q = proc_spawn(&(struct proc_spec){ .argv = argv, .env = r->env, .cwd = r->ctx.run_dir,
+                                            .tag = r->ctx.tag, .stdout_fd = p[1], .stderr_fd = p[1] },
                        &r->info, reterr);
         close(p[1]);
         if (q < 0) {

@@ -64,8 +64,8 @@ static void ev_level_finished(void *ud, const struct mx_level_result *lr)
         json_int_t times = prev ? json_integer_value(json_object_get(prev, "times")) : 0;
 
         json_object_set_new(g->recorded, lr->level,
-                            json_pack("{s:s,s:s?,s:I}", "verdict", lr->verdict, "message", lr->message, "times",
-                                      times + 1));
+                            json_pack("{s:s,s:s?,s:I}", "verdict", lr->verdict, "message", lr->message,
+                                      "times", times + 1));
 }
 
 static void ev_finished(void *ud, const struct mx_run_result *res)
@@ -186,8 +186,8 @@ static void rig_finish(struct rig *g)
         ASSERT_EQ(g->n_finished, 1);
         json_object_foreach (g->recorded, level, v)
                 if (json_integer_value(json_object_get(v, "times")) != 1)
-                        test_fail(__FILE__, __LINE__, "level %s recorded %" JSON_INTEGER_FORMAT " times", level,
-                                  json_integer_value(json_object_get(v, "times")));
+                        test_fail(__FILE__, __LINE__, "level %s recorded %" JSON_INTEGER_FORMAT " times",
+                                  level, json_integer_value(json_object_get(v, "times")));
         g->runner = g->ops->free(g->runner);
         left = kill_tagged(g->tag);
         if (left > 0)
@@ -294,6 +294,24 @@ TEST(command_levels_named_twice_are_recorded_once)
 
 /* ---- the target runner ---- */
 
+/* JSON text with placeholders filled by xasprintf(), parsed; the test fails on bad JSON. */
+static json_t *json_text(const char *fmt, ...) _printf_(1, 2);
+static json_t *json_text(const char *fmt, ...)
+{
+        _cleanup_free_ char *text = NULL;
+        json_error_t e;
+        json_t *j;
+        va_list ap;
+
+        va_start(ap, fmt);
+        text = xvasprintf(fmt, ap);
+        va_end(ap);
+        j = json_loads(text, 0, &e);
+        if (!j)
+                test_fail(__FILE__, __LINE__, "bad JSON in a test (%s): %s", e.text, text);
+        return j;
+}
+
 /*
  * A server profile as mx_profile_resolve() stores it: ready on GET /health within
  * 300 ms (nothing in these tests listens, so that means "not ready in time"),
@@ -301,15 +319,13 @@ TEST(command_levels_named_twice_are_recorded_once)
  */
 static json_t *target_profile(const char *steps, const char *stop_command)
 {
-        json_t *p = json_pack("{s:s,s:s,s:s,s:s,s:i,s:{s:s,s:i,s:i,s:i},s:n,s:n,s:{s:o,s:o,s:i},s:n,s:[],s:n}",
-                              "name", "test", "base", "vllm", "identifier", "test", "host", "127.0.0.1", "port", 0,
-                              "ready", "path", "/health", "status", 200, "timeout_ms", 300, "interval_ms", 100,
-                              "health", "completion", "stop", "steps", json_loads(steps, 0, NULL), "command",
-                              json_loads(stop_command, JSON_DECODE_ANY, NULL), "timeout_ms", 10000, "logs",
-                              "crash_signatures", "profiler");
-
-        ASSERT_NOT_NULL(p);
-        return p;
+        return json_text("{\"name\": \"test\", \"base\": \"vllm\", \"identifier\": \"test\", "
+                         "\"host\": \"127.0.0.1\", \"port\": 0, "
+                         "\"ready\": {\"path\": \"/health\", \"status\": 200, \"timeout_ms\": 300, "
+                         "\"interval_ms\": 100}, \"health\": null, \"completion\": null, "
+                         "\"stop\": {\"steps\": %s, \"command\": %s, \"timeout_ms\": 10000}, "
+                         "\"logs\": null, \"crash_signatures\": [], \"profiler\": null}",
+                         steps, stop_command);
 }
 
 static json_t *target_spec(const char *script, json_t *profile)
@@ -335,19 +351,21 @@ static void never_ready_is_stopped(const char *name, const char *script, const c
 TEST(target_stop_plan_the_profile_allows_is_carried_out)
 {
         /* mxmatrix.json(5): a signal is a number from 1 to 64, a grace less than 7 days. */
-        never_ready_is_stopped("rt-signal", "exec sleep 1000", "[{\"signal\": 40, \"grace_ms\": 172800000}]");
+        never_ready_is_stopped("rt-signal", "exec sleep 1000",
+                               "[{\"signal\": 40, \"grace_ms\": 172800000}]");
 }
 
 TEST(target_stop_plan_refused_falls_back_to_the_default)
 {
-        /* A snapshot no profile check passed (an older version's, say): the server is stopped all the same. */
+        /* A snapshot no profile check passed (an older version's, say): the server is stopped anyway. */
         never_ready_is_stopped("bad-plan", "exec sleep 1000", "[{\"signal\": 99, \"grace_ms\": 100}]");
 }
 
 TEST(target_stop_plan_without_sigkill_still_kills)
 {
         /* The server ignores SIGTERM, the only step of its plan. */
-        never_ready_is_stopped("term-only", "trap '' TERM; sleep 1000", "[{\"signal\": 15, \"grace_ms\": 200}]");
+        never_ready_is_stopped("term-only", "trap '' TERM; sleep 1000",
+                               "[{\"signal\": 15, \"grace_ms\": 200}]");
 }
 
 TEST(target_stop_command_runs_with_the_run_environment)
@@ -371,28 +389,31 @@ TEST(target_stop_command_runs_with_the_run_environment)
 /* mxsim as vLLM, writing its kernel report to the relative path report (in its working directory). */
 static json_t *sim_spec(const char *report)
 {
-        _cleanup_free_ char *sim = xasprintf("%s/tests/sim/mxsim", MX_BUILD_DIR);
-        _cleanup_free_ char *report_env = xasprintf("MXSIM_KERNEL_REPORT=%s", report);
-        json_t *profile = json_pack(
-                "{s:s,s:s,s:s,s:s,s:i,s:{s:s,s:i,s:i,s:i},s:{s:s,s:[i]},s:{s:s,s:s,s:i},"
-                "s:{s:[{s:i,s:i},{s:i,s:i}],s:n,s:i},s:n,s:[],s:{s:s,s:s,s:n,s:i}}",
-                "name", "vllm", "base", "vllm", "identifier", "mxsim", "host", "127.0.0.1", "port", 0, "ready",
-                "path", "/health", "status", 200, "timeout_ms", 20000, "interval_ms", 100, "health", "path",
-                "/health", "dead_status", 503, "completion", "path", "/v1/completions", "prompt",
-                "The capital of France is", "max_tokens", 4, "stop", "steps", "signal", 15, "grace_ms", 5000,
-                "signal", 9, "grace_ms", 5000, "command", "timeout_ms", 10000, "logs", "crash_signatures",
-                "profiler", "format", "nsys", "report", report, "after_stop", "timeout_ms", 120000);
-        json_t *expect = json_pack("{s:{s:[],s:[]},s:{s:[[s]],s:[s]}}", "log", "must_see", "must_not_see",
-                                   "kernels", "must_see", "cutlass_*_grouped_gemm", "must_not_see", "marlin");
-
-        ASSERT_NOT_NULL(profile);
-        ASSERT_NOT_NULL(expect);
-        return json_pack("{s:[s,s,s,s,s,s,s,s,s,s],s:[s,s,s,s,s,s],s:s,s:s,s:o,s:o}", "argv", sim, "serve", "{model}",
-                         "--host", "{host}", "--port", "{port}", "--served-model-name", "{served_model_name}",
-                         "--enforce-eager", "env", "MXSIM_LOAD_S=0.1", "MXSIM_WATCHDOG_S=1",
-                         "MXSIM_SHUTDOWN_WAIT_S=1", "MXSIM_GPU_LOCK={run_dir}/gpu.lock", "VLLM_MXFP4_MOE_KERNEL=gemm",
-                         report_env, "model", "openai/gpt-oss-120b", "served_model_name", "gpt-oss-120b", "expect",
-                         expect, "profile", profile);
+        return json_text(
+                "{\"argv\": [\"%s/tests/sim/mxsim\", \"serve\", \"{model}\", \"--host\", \"{host}\", "
+                "\"--port\", \"{port}\", \"--served-model-name\", \"{served_model_name}\", "
+                "\"--enforce-eager\"], "
+                "\"env\": [\"MXSIM_LOAD_S=0.1\", \"MXSIM_WATCHDOG_S=1\", \"MXSIM_SHUTDOWN_WAIT_S=1\", "
+                "\"MXSIM_GPU_LOCK={run_dir}/gpu.lock\", \"VLLM_MXFP4_MOE_KERNEL=gemm\", "
+                "\"MXSIM_KERNEL_REPORT=%s\"], "
+                "\"model\": \"openai/gpt-oss-120b\", \"served_model_name\": \"gpt-oss-120b\", "
+                "\"expect\": {\"log\": {\"must_see\": [], \"must_not_see\": []}, "
+                "\"kernels\": {\"must_see\": [[\"cutlass_*_grouped_gemm\"]], "
+                "\"must_not_see\": [\"marlin\"]}}, "
+                "\"profile\": {\"name\": \"vllm\", \"base\": \"vllm\", \"identifier\": \"mxsim\", "
+                "\"host\": \"127.0.0.1\", \"port\": 0, "
+                "\"ready\": {\"path\": \"/health\", \"status\": 200, \"timeout_ms\": 20000, "
+                "\"interval_ms\": 100}, "
+                "\"health\": {\"path\": \"/health\", \"dead_status\": [503]}, "
+                "\"completion\": {\"path\": \"/v1/completions\", \"prompt\": \"The capital of France is\", "
+                "\"max_tokens\": 4}, "
+                "\"stop\": {\"steps\": [{\"signal\": 15, \"grace_ms\": 5000}, "
+                "{\"signal\": 9, \"grace_ms\": 5000}], "
+                "\"command\": null, \"timeout_ms\": 10000}, "
+                "\"logs\": null, \"crash_signatures\": [], "
+                "\"profiler\": {\"format\": \"nsys\", \"report\": \"%s\", \"after_stop\": null, "
+                "\"timeout_ms\": 120000}}}",
+                MX_BUILD_DIR, report, report);
 }
 
 TEST(target_relative_profiler_report_is_read_from_the_run_directory)
