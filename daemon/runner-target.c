@@ -417,7 +417,7 @@ static void run_l1(struct mx_runner *r)
 {
         json_t *c = profile_get(r, "completion", NULL);
         const char *model = json_string_value(json_object_get(r->ctx.spec, "served_model_name"));
-        _cleanup_free_ char *url = NULL, *body = NULL;
+        _cleanup_free_ char *url = NULL, *body = NULL, *err = NULL;
         _cleanup_json_ json_t *b = NULL;
         struct mx_http_request req = { .method = "POST", .content_type = "application/json", .max_body = 1 << 20 };
 
@@ -436,10 +436,11 @@ static void run_l1(struct mx_runner *r)
         url = xasprintf("%s%s", r->url, json_string_value(json_object_get(c, "path")));
         req.url = url;
         req.body = body;
-        req.timeout_ms = r->ctx.level_timeout_ms;
+        /* The level timer enforces the level timeout; the request's own is only bounded by what curl takes. */
+        req.timeout_ms = MX_MIN(r->ctx.level_timeout_ms, MX_HTTP_TIMEOUT_MAX_MS);
         arm_level_timer(r);
-        if (mx_http_start(r->ctx.http, &req, completion_done, r, &r->call, NULL) < 0) {
-                fail_l1(r, "cannot send the completion request");
+        if (mx_http_start(r->ctx.http, &req, completion_done, r, &r->call, &err) < 0) {
+                fail_l1(r, "cannot send the completion request: %s", strna(err));
                 target_stop(r, "L1 failed");
         }
 }

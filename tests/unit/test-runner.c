@@ -429,3 +429,16 @@ TEST(target_relative_profiler_report_is_read_from_the_run_directory)
         ASSERT_STREQ(verdict(&g, "L1.5"), "pass");
         rig_done(&g);
 }
+
+TEST(target_level_timeout_longer_than_a_day_still_runs_l1)
+{
+        struct rig g;
+
+        /* mxmatrixd --level-timeout takes any duration; the completion request must still be sent. */
+        rig_init(&g, "long-level-timeout", sim_spec("kernels.csv"), "[\"L1\"]");
+        rig_start(&g, 48LL * 3600 * 1000);
+        rig_finish(&g);
+        ASSERT_STREQ(mx_outcome_to_string(g.outcome), "completed");
+        ASSERT_STREQ(verdict(&g, "L1"), "pass");
+        rig_done(&g);
+}
