@@ -436,7 +436,7 @@ static void run_l1(struct mx_runner *r)
         url = xasprintf("%s%s", r->url, json_string_value(json_object_get(c, "path")));
         req.url = url;
         req.body = body;
-        /* The level timer enforces the level timeout; the request's own is only bounded by what curl takes. */
+        /* The level timer enforces the level timeout; the request's own is only kept within curl's range. */
         req.timeout_ms = MX_MIN(r->ctx.level_timeout_ms, MX_HTTP_TIMEOUT_MAX_MS);
         arm_level_timer(r);
         if (mx_http_start(r->ctx.http, &req, completion_done, r, &r->call, &err) < 0) {
