@@ -552,6 +552,10 @@ static int placeholder_values(struct mx_runner *r, char **reterr)
                 q = port_pick_free(host, &port, reterr);
                 if (q < 0)
                         return q;
+        } else if (port_probe_listener(host, port) > 0) {
+                /* The ready probe and L1 would talk to whatever answers there (a server left running). */
+                *reterr = xasprintf("port %d on %s is in use: something already answers there", port, host);
+                return -EADDRINUSE;
         }
         r->port_text = xasprintf("%d", port);
         r->values[MX_PLACEHOLDER_HOST] = xstrdup(host);

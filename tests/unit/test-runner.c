@@ -14,7 +14,9 @@
 #include "runner.h"
 #include "test.h"
 
+#include <arpa/inet.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #define LOOP_TIMEOUT_MS 30000
@@ -107,19 +109,24 @@ static void rig_init(struct rig *g, const char *name, json_t *spec, const char *
         ASSERT_NOT_NULL(g->levels);
 }
 
-static void rig_start(struct rig *g, int64_t level_timeout_ms)
+/* Start the runner; its return value, and its reason in *reterr on failure. */
+static int rig_try_start(struct rig *g, int64_t level_timeout_ms, char **reterr)
 {
-        _cleanup_free_ char *err = NULL;
         struct mx_run_ctx ctx = {
                 .base = g->base, .reaper = g->reaper, .http = g->http, .job = 1, .run = 1, .attempt_id = 1,
                 .attempt = 1, .tag = g->tag, .config_key = "test=1", .run_dir = g->dir, .spec = g->spec,
                 .levels = g->levels, .level_timeout_ms = level_timeout_ms, .log_max_bytes = 1 << 20,
         };
-        int r;
 
         g->ops = runner_for_spec(g->spec);
-        r = g->ops->start(&ctx, &events, g, &g->runner, &err);
-        if (r < 0)
+        return g->ops->start(&ctx, &events, g, &g->runner, reterr);
+}
+
+static void rig_start(struct rig *g, int64_t level_timeout_ms)
+{
+        _cleanup_free_ char *err = NULL;
+
+        if (rig_try_start(g, level_timeout_ms, &err) < 0)
                 test_fail(__FILE__, __LINE__, "start: %s", strna(err));
 }
 
@@ -440,5 +447,39 @@ TEST(target_level_timeout_longer_than_a_day_still_runs_l1)
         rig_finish(&g);
         ASSERT_STREQ(mx_outcome_to_string(g.outcome), "completed");
         ASSERT_STREQ(verdict(&g, "L1"), "pass");
+        rig_done(&g);
+}
+
+/* A listening TCP socket on 127.0.0.1, as a server left from elsewhere; its port in *ret_port. */
+static int listen_somewhere(int *ret_port)
+{
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof(sa);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(bind(fd, (struct sockaddr *)&sa, sizeof(sa)));
+        ASSERT_OK(listen(fd, 8));
+        ASSERT_OK(getsockname(fd, (struct sockaddr *)&sa, &len));
+        *ret_port = ntohs(sa.sin_port);
+        return fd;
+}
+
+TEST(target_fixed_port_someone_listens_on_is_refused)
+{
+        _cleanup_free_ char *err = NULL;
+        json_t *profile = target_profile("[{\"signal\": 15, \"grace_ms\": 1000}]", "null");
+        struct rig g;
+        int fd, port;
+
+        /* The probe would take that listener's answers for the new server's. */
+        fd = listen_somewhere(&port);
+        json_object_set_new(profile, "port", json_integer(port));
+        rig_init(&g, "port-taken", target_spec("exec sleep 1000", profile), "[\"L1\"]");
+        ASSERT_ERR(rig_try_start(&g, 60000, &err), EADDRINUSE);
+        ASSERT_CONTAINS(err, "in use");
+        ASSERT_NULL(g.runner);
+        ASSERT_EQ(kill_tagged(g.tag), 0); /* nothing was started */
+        close(fd);
         rig_done(&g);
 }
