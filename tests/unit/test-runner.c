@@ -483,3 +483,22 @@ TEST(target_fixed_port_someone_listens_on_is_refused)
         close(fd);
         rig_done(&g);
 }
+
+TEST(command_served_model_name_defaults_to_the_model)
+{
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        json_t *spec = command_spec("echo {model} {served_model_name} >names");
+        struct rig g;
+
+        /* mxmatrix.json(5): served_model_name defaults to model; a snapshot stores it as null then. */
+        json_object_set_new(spec, "model", json_string("openai/gpt-oss-120b"));
+        json_object_set_new(spec, "served_model_name", json_null());
+        rig_init(&g, "served-name", spec, "[\"L1\"]");
+        rig_start(&g, 60000);
+        rig_finish(&g);
+        ASSERT_STREQ(verdict(&g, "L1"), "pass");
+        path = xasprintf("%s/names", g.dir);
+        text = test_read_file(path, NULL);
+        ASSERT_STREQ(text, "openai/gpt-oss-120b openai/gpt-oss-120b\n");
+        rig_done(&g);
+}
