@@ -572,6 +572,36 @@ static int placeholder_values(struct mx_runner *r, char **reterr)
         return 0;
 }
 
+/* Expand s as a check; a failure names where s comes from. */
+static int check_expands(struct mx_runner *r, const char *where, const char *s, char **reterr)
+{
+        _cleanup_free_ char *x = NULL, *err = NULL;
+        int q = mx_placeholder_expand(strempty(s), (const char *const *)r->values, &x, &err);
+
+        if (q < 0)
+                *reterr = xasprintf("%s: %s", where, strna(err));
+        return q;
+}
+
+/* The profile's other commands and the report path expand now, so that a missing value fails the start. */
+static int check_profile_placeholders(struct mx_runner *r, char **reterr)
+{
+        static const char *const cmds[][2] = { { "stop", "stop.command" }, { "logs", "logs.command" } };
+        json_t *report = profile_get(r, "profiler", "report"), *w;
+        size_t i;
+        int q;
+
+        for (size_t k = 0; k < ELEMENTSOF(cmds); k++)
+                json_array_foreach (profile_get(r, cmds[k][0], "command"), i, w) {
+                        q = check_expands(r, cmds[k][1], json_string_value(w), reterr);
+                        if (q < 0)
+                                return q;
+                }
+        if (!json_is_string(report))
+                return 0;
+        return check_expands(r, "profiler.report", json_string_value(report), reterr);
+}
+
 static int setup_gate(struct mx_runner *r, char **reterr)
 {
         struct mx_kgate_expect e = {};
@@ -703,6 +733,8 @@ static int target_start(const struct mx_run_ctx *ctx, const struct mx_run_events
                 q = setup_gate(r, reterr);
         if (q >= 0)
                 q = placeholder_values(r, reterr);
+        if (q >= 0)
+                q = check_profile_placeholders(r, reterr);
         if (q >= 0)
                 q = target_spawn(r, reterr);
         if (q < 0) {

@@ -502,3 +502,20 @@ TEST(command_served_model_name_defaults_to_the_model)
         ASSERT_STREQ(text, "openai/gpt-oss-120b openai/gpt-oss-120b\n");
         rig_done(&g);
 }
+
+TEST(target_placeholder_without_value_in_the_stop_command_fails_the_start)
+{
+        _cleanup_free_ char *err = NULL;
+        struct rig g;
+
+        /* mxmatrix.json(5): a placeholder without a value when the run starts makes it fail to start. */
+        rig_init(&g, "stop-placeholder",
+                 target_spec("exec sleep 1000", target_profile("[{\"signal\": 15, \"grace_ms\": 1000}]",
+                                                               "[\"docker\", \"stop\", \"{model}\"]")),
+                 "[\"L1\"]");
+        ASSERT_ERR(rig_try_start(&g, 60000, &err), ENXIO);
+        ASSERT_CONTAINS(err, "{model}");
+        ASSERT_NULL(g.runner);
+        ASSERT_EQ(kill_tagged(g.tag), 0);
+        rig_done(&g);
+}
