@@ -459,15 +459,29 @@ static void became_ready(struct mx_runner *r)
 
 /* ---- readiness ---- */
 
+/* The next probe after the profile's interval, but no later than the ready deadline. */
 static void probe_arm(struct mx_runner *r)
 {
         int64_t ms = json_integer_value(profile_get(r, "ready", "interval_ms"));
+        int64_t left_ms = (r->ready_deadline - mx_now_mono_us() + 999) / 1000;
         struct timeval tv;
 
         if (ms <= 0)
                 ms = 1000;
+        ms = MX_MAX(MX_MIN(ms, left_ms), 0);
         tv = (struct timeval){ .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
         evtimer_add(r->timer, &tv);
+}
+
+/* Not ready by the deadline: outcome timeout. */
+static void ready_timed_out(struct mx_runner *r, const char *last)
+{
+        _cleanup_free_ char *t = mx_format_duration(r->ready_deadline - r->started_mono);
+
+        fail_l1(r, "not ready within %s (last probe: %s)", t, last);
+        r->cancelled = true;
+        r->why = MX_OUTCOME_TIMEOUT;
+        target_stop(r, "not ready in time");
 }
 
 static void probe_done(struct mx_http_call *call, struct mx_http_response *res, void *ud)
@@ -484,13 +498,8 @@ static void probe_done(struct mx_http_call *call, struct mx_http_response *res, 
         }
         /* Refused (vLLM loading), 503 (llama-server, SGLang loading): not yet. */
         if (mx_now_mono_us() >= r->ready_deadline) {
-                _cleanup_free_ char *t = mx_format_duration(r->ready_deadline - r->started_mono);
-
-                fail_l1(r, "not ready within %s (last probe: %s)", t,
-                        res->error ? strna(res->error_text) : "an HTTP status other than the expected one");
-                r->cancelled = true;
-                r->why = MX_OUTCOME_TIMEOUT;
-                target_stop(r, "not ready in time");
+                ready_timed_out(r, res->error ? strna(res->error_text)
+                                              : "an HTTP status other than the expected one");
                 return;
         }
         probe_arm(r);
@@ -500,12 +509,17 @@ static void probe_cb(evutil_socket_t fd, short what, void *ud)
 {
         struct mx_runner *r = ud;
         _cleanup_free_ char *url = xasprintf("%s%s", r->url, json_string_value(profile_get(r, "ready", "path")));
+        _cleanup_free_ char *err = NULL;
         struct mx_http_request req = { .method = "GET", .url = url, .timeout_ms = 5000, .max_body = 4096 };
 
         (void)fd, (void)what;
         if (r->phase != PHASE_STARTING || r->call)
                 return;
-        if (mx_http_start(r->ctx.http, &req, probe_done, r, &r->call, NULL) < 0)
+        if (mx_http_start(r->ctx.http, &req, probe_done, r, &r->call, &err) >= 0)
+                return;
+        if (mx_now_mono_us() >= r->ready_deadline)
+                ready_timed_out(r, strna(err));
+        else
                 probe_arm(r);
 }
 

@@ -519,3 +519,18 @@ TEST(target_placeholder_without_value_in_the_stop_command_fails_the_start)
         ASSERT_EQ(kill_tagged(g.tag), 0);
         rig_done(&g);
 }
+
+TEST(target_ready_timeout_shorter_than_the_probe_interval_still_ends_the_run)
+{
+        json_t *profile = target_profile("[{\"signal\": 15, \"grace_ms\": 1000}]", "null");
+        struct rig g;
+
+        /* Not ready within 300 ms, probed every minute: the run ends at the timeout, not the next probe. */
+        json_object_set_new(json_object_get(profile, "ready"), "interval_ms", json_integer(60000));
+        rig_init(&g, "slow-probe", target_spec("exec sleep 1000", profile), "[\"L1\"]");
+        rig_start(&g, 60000);
+        rig_finish(&g); /* the loop gives up after 30 s */
+        ASSERT_STREQ(mx_outcome_to_string(g.outcome), "timeout");
+        ASSERT_STREQ(verdict(&g, "L1"), "fail");
+        rig_done(&g);
+}
