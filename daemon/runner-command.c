@@ -87,6 +87,7 @@ static void stopped_cb(const struct proc_stop_result *res, void *ud)
                 out.exit_signal = WTERMSIG(r->status);
         if (!res->clean)
                 msg = xasprintf("%zu processes of the run could not be killed", res->n_leftovers);
+        out.leftovers = !res->clean;
         if (r->cancelled) {
                 /* Over a time limit the command failed its level; cancelled or interrupted, it never ran. */
                 record_levels(r, r->why == MX_OUTCOME_TIMEOUT ? "fail" : "skipped",

@@ -230,6 +230,10 @@ static void finish(struct mx_runner *r, const struct proc_stop_result *res)
                 out.outcome = r->why;
         else if (crashed)
                 out.outcome = MX_OUTCOME_CRASHED;
+        /* What is left behind is the infrastructure's problem first (mxmatrixd(8), OUTCOMES). */
+        out.leftovers = leftover != NULL;
+        if (out.leftovers && out.outcome != MX_OUTCOME_INTERRUPTED)
+                out.outcome = MX_OUTCOME_INFRA_ERROR;
         out.crash_class = cls;
         if (crashed && crash_scan_evidence(r->crash))
                 msg = xasprintf("%s%s%s", crash_scan_evidence(r->crash), leftover ? "; " : "", strempty(leftover));
