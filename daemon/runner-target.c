@@ -76,6 +76,10 @@ struct mx_runner {
         struct level_record l1, l15;
         json_t *l1_metrics;
         char *stop_note;
+        size_t n_leftovers;      /* processes the stop could not kill */
+        pid_t after_pid;         /* the profiler's after_stop command, or 0 */
+        struct proc_info after_info;
+        struct event *after_timer;
 };
 
 /* How long the SIGKILL added to a stop plan that lacks one waits (the default plan's). */
@@ -197,7 +201,7 @@ static void run_gate(struct mx_runner *r)
                      detail);
 }
 
-static void finish(struct mx_runner *r, const struct proc_stop_result *res)
+static void finish(struct mx_runner *r)
 {
         _cleanup_free_ char *cls = NULL, *msg = NULL, *leftover = NULL;
         struct mx_run_result out = { .outcome = MX_OUTCOME_COMPLETED, .exit_status = -1 };
@@ -224,8 +228,8 @@ static void finish(struct mx_runner *r, const struct proc_stop_result *res)
                 record_level(r, &r->l1, "L1", "fail",
                              r->failure ? r->failure : crashed ? "the server crashed" : "stopped before L1 ran", NULL);
         run_gate(r);
-        if (res && !res->clean)
-                leftover = xasprintf("%zu processes of the run could not be killed", res->n_leftovers);
+        if (r->n_leftovers > 0)
+                leftover = xasprintf("%zu processes of the run could not be killed", r->n_leftovers);
         if (r->cancelled)
                 out.outcome = r->why;
         else if (crashed)
@@ -245,14 +249,91 @@ static void finish(struct mx_runner *r, const struct proc_stop_result *res)
         r->ev->finished(r->ud, &out);
 }
 
+static int spawn_tagged(struct mx_runner *r, json_t *cmd, proc_exit_cb cb, struct proc_info *ret);
+
+/* After the after_stop command: whatever it left is swept like the server's own processes. */
+static void after_swept_cb(const struct proc_stop_result *res, void *ud)
+{
+        struct mx_runner *r = ud;
+
+        r->stop = NULL;
+        if (!res->clean)
+                r->n_leftovers += res->n_leftovers;
+        if (r->log)
+                logcap_drain(r->log);
+        finish(r);
+}
+
+static void after_sweep(struct mx_runner *r)
+{
+        _cleanup_free_ char *err = NULL;
+
+        event_del(r->after_timer);
+        if (proc_stop(r->ctx.reaper, NULL, r->after_pid > 0 ? &r->after_info : NULL, r->ctx.tag, after_swept_cb, r,
+                      &r->stop, &err) < 0) {
+                logcap_note(r->log, "cannot sweep after the after_stop command: %s", strna(err));
+                finish(r);
+        }
+}
+
+static void after_exit_cb(pid_t pid, int status, void *ud)
+{
+        struct mx_runner *r = ud;
+        _cleanup_free_ char *how = crash_class_from_status(status);
+
+        (void)pid;
+        r->after_pid = 0;
+        logcap_note(r->log, "the profiler's after_stop command ended (%s)", how);
+        after_sweep(r);
+}
+
+static void after_timeout_cb(evutil_socket_t fd, short what, void *ud)
+{
+        struct mx_runner *r = ud;
+
+        (void)fd, (void)what;
+        logcap_note(r->log, "the profiler's after_stop command exceeded its time limit; stopping it");
+        after_sweep(r);
+}
+
+/*
+ * The profiler's after_stop command (e.g. "nsys stats ... -o {run_dir}/kern"
+ * turning the capture into the report the gate reads), when the gate will
+ * use its report. Returns true when it was started; finish() follows its end.
+ */
+static bool start_after_stop(struct mx_runner *r)
+{
+        json_t *cmd = profile_get(r, "profiler", "after_stop");
+        int64_t ms = json_integer_value(profile_get(r, "profiler", "timeout_ms"));
+        struct timeval tv;
+        int q;
+
+        if (!json_is_array(cmd) || !r->l15.wanted || !r->gate || !r->ready_mono)
+                return false;
+        q = spawn_tagged(r, cmd, after_exit_cb, &r->after_info);
+        if (q < 0) {
+                logcap_note(r->log, "cannot start the profiler's after_stop command: %s", strerror(-q));
+                return false;
+        }
+        r->after_pid = r->after_info.pid;
+        logcap_note(r->log, "running the profiler's after_stop command (pid %d)", (int)r->after_pid);
+        ms = ms > 0 ? ms : 120000;
+        tv = (struct timeval){ .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+        evtimer_add(r->after_timer, &tv);
+        return true;
+}
+
 static void stopped_cb(const struct proc_stop_result *res, void *ud)
 {
         struct mx_runner *r = ud;
 
         r->stop = NULL;
+        if (!res->clean)
+                r->n_leftovers = res->n_leftovers;
         if (r->log)
                 logcap_drain(r->log);
-        finish(r, res);
+        if (!start_after_stop(r))
+                finish(r);
 }
 
 /* The stop plan from the profile (signals and grace periods ending with SIGKILL, optional stop command). */
@@ -323,7 +404,7 @@ static void target_stop(struct mx_runner *r, const char *why)
         }
         if (q < 0) {
                 fail_l1(r, "cannot stop the server: %s", strna(err));
-                finish(r, NULL);
+                finish(r);
         }
 }
 
@@ -604,14 +685,16 @@ static int check_expands(struct mx_runner *r, const char *where, const char *s, 
 /* The profile's other commands and the report path expand now, so that a missing value fails the start. */
 static int check_profile_placeholders(struct mx_runner *r, char **reterr)
 {
-        static const char *const cmds[][2] = { { "stop", "stop.command" }, { "logs", "logs.command" } };
+        static const char *const cmds[][3] = { { "stop", "command", "stop.command" },
+                                               { "logs", "command", "logs.command" },
+                                               { "profiler", "after_stop", "profiler.after_stop" } };
         json_t *report = profile_get(r, "profiler", "report"), *w;
         size_t i;
         int q;
 
         for (size_t k = 0; k < ELEMENTSOF(cmds); k++)
-                json_array_foreach (profile_get(r, cmds[k][0], "command"), i, w) {
-                        q = check_expands(r, cmds[k][1], json_string_value(w), reterr);
+                json_array_foreach (profile_get(r, cmds[k][0], cmds[k][1]), i, w) {
+                        q = check_expands(r, cmds[k][2], json_string_value(w), reterr);
                         if (q < 0)
                                 return q;
                 }
@@ -643,18 +726,15 @@ static void logs_exit_cb(pid_t pid, int status, void *ud)
         r->logs_pid = 0;
 }
 
-/* A second log source (docker logs -f ...), tagged like the server so the stop sweeps it. */
-static int start_logs_command(struct mx_runner *r, char **envp)
+/* Start a command of the profile, tagged like the server, its output into the run's log. */
+static int spawn_tagged(struct mx_runner *r, json_t *cmd, proc_exit_cb cb, struct proc_info *ret)
 {
-        json_t *cmd = profile_get(r, "logs", "command"), *w;
         _cleanup_strv_free_ char **argv = NULL;
         _cleanup_free_ char *err = NULL;
-        struct proc_info info;
         int p[2], q;
         size_t i;
+        json_t *w;
 
-        if (!json_is_array(cmd))
-                return 0;
         json_array_foreach (cmd, i, w) {
                 char *x = NULL;
                 q = mx_placeholder_expand(json_string_value(w), (const char *const *)r->values, &x, &err);
@@ -664,17 +744,32 @@ static int start_logs_command(struct mx_runner *r, char **envp)
         }
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
-        q = proc_spawn(&(struct proc_spec){ .argv = argv, .env = envp, .cwd = r->ctx.run_dir, .tag = r->ctx.tag,
+        q = proc_spawn(&(struct proc_spec){ .argv = argv, .env = r->env, .cwd = r->ctx.run_dir, .tag = r->ctx.tag,
                                             .stdout_fd = p[1], .stderr_fd = p[1] },
-                       &info, &err);
+                       ret, &err);
         close(p[1]);
         if (q < 0) {
                 close(p[0]);
                 return q;
         }
-        r->logs_pid = info.pid;
-        (void)proc_reaper_watch(r->ctx.reaper, info.pid, logs_exit_cb, r);
+        (void)proc_reaper_watch(r->ctx.reaper, ret->pid, cb, r);
         return logcap_add_source(r->log, p[0]);
+}
+
+/* A second log source (docker logs -f ...), tagged like the server so the stop sweeps it. */
+static int start_logs_command(struct mx_runner *r, char **envp)
+{
+        json_t *cmd = profile_get(r, "logs", "command");
+        struct proc_info info;
+        int q;
+
+        (void)envp;
+        if (!json_is_array(cmd))
+                return 0;
+        q = spawn_tagged(r, cmd, logs_exit_cb, &info);
+        if (q >= 0)
+                r->logs_pid = info.pid;
+        return q;
 }
 
 static int target_spawn(struct mx_runner *r, char **reterr)
@@ -741,6 +836,7 @@ static int target_start(const struct mx_run_ctx *ctx, const struct mx_run_events
         r->l15.wanted = level_wanted(ctx, "L1.5");
         r->timer = evtimer_new(ctx->base, probe_cb, r);
         r->level_timer = evtimer_new(ctx->base, level_timeout_cb, r);
+        r->after_timer = evtimer_new(ctx->base, after_timeout_cb, r);
         if (!json_is_object(r->profile) || !json_is_object(profile_get(r, "ready", NULL))) {
                 *reterr = xstrdup("the run's snapshot has no server profile");
                 target_free(r);
@@ -808,6 +904,10 @@ static struct mx_runner *target_free(struct mx_runner *r)
                 event_free(r->timer);
         if (r->level_timer)
                 event_free(r->level_timer);
+        if (r->after_timer)
+                event_free(r->after_timer);
+        if (r->after_pid > 0)
+                (void)proc_reaper_unwatch(r->ctx.reaper, r->after_pid);
         logcap_free(r->log);
         crash_scan_free(r->crash);
         mx_kgate_free(r->gate);
