@@ -252,6 +252,59 @@ TEST(cancel_and_retry)
         queue_next_done(&n);
 }
 
+/*
+ * A cancel of a running run is acknowledged before the run has stopped: if
+ * the daemon dies in between (kill -9 during the server's stop grace), the
+ * recovery that ends the open attempt must not put the run back in the queue.
+ */
+TEST(cancel_of_a_running_run_survives_recovery)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("cancel-recover.db");
+        int64_t job = submit(db, 1000, 0, 2), other = submit(db, 1000, 0, 1), cancelled, running, att;
+        struct queue_finish interrupted = { .outcome = MX_OUTCOME_INTERRUPTED, .exit_status = -1, .requeue = true };
+        struct queue_next n = {}, next = {};
+        _cleanup_json_ json_t *run = NULL, *jj = NULL;
+        _cleanup_free_ char *result = NULL;
+        int num;
+
+        /* One run, cancelled by its number while it runs, then recovered as interrupted. */
+        ASSERT_OK(queue_pick_next(db, &n));
+        ASSERT_EQ(n.job, job);
+        ASSERT_OK(queue_attempt_start(db, n.run, "cr1", "b", &att, &num));
+        ASSERT_OK(queue_cancel(db, 0, n.run, 1000, &cancelled, &running));
+        ASSERT_EQ(running, n.run);
+        ASSERT_OK(queue_attempt_finish(db, att, &interrupted, &result));
+        ASSERT_STREQ(result, "cancelled");
+        ASSERT_OK(queue_run_json(db, n.run, false, &run));
+        ASSERT_STREQ(json_string_value(json_object_get(run, "state")), "done");
+        ASSERT_STREQ(json_string_value(json_object_get(run, "result")), "cancelled");
+        /* The job's other run was not cancelled and is next. */
+        ASSERT_OK(queue_pick_next(db, &next));
+        ASSERT_EQ(next.job, job);
+        ASSERT_TRUE(next.run != n.run);
+        queue_next_done(&n);
+        /* A whole job, cancelled while its last run runs: nothing of it comes back. */
+        ASSERT_OK(queue_attempt_start(db, next.run, "cr2", "b", &att, &num));
+        ASSERT_OK(queue_cancel(db, job, 0, 1000, &cancelled, &running));
+        ASSERT_EQ(running, next.run);
+        ASSERT_OK(queue_attempt_finish(db, att, &interrupted, NULL));
+        ASSERT_OK(queue_job_json(db, job, &jj));
+        ASSERT_STREQ(json_string_value(json_object_get(jj, "state")), "cancelled");
+        queue_next_done(&next);
+        ASSERT_OK(queue_pick_next(db, &next));
+        ASSERT_EQ(next.job, other);
+        /* An interrupted run that nobody cancelled is still requeued. */
+        ASSERT_OK(queue_attempt_start(db, next.run, "cr3", "b", &att, &num));
+        ASSERT_OK(queue_attempt_finish(db, att, &interrupted, NULL));
+        queue_next_done(&next);
+        ASSERT_OK(queue_pick_next(db, &next));
+        ASSERT_EQ(next.job, other);
+        queue_next_done(&next);
+        /* retry --all brings the cancelled runs back, and they run normally. */
+        ASSERT_OK(queue_retry(db, job, 0, true, 1000, &cancelled));
+        ASSERT_EQ(cancelled, 2);
+}
+
 TEST(paused_survives_reopen)
 {
         _cleanup_free_ char *path = xasprintf("%s/paused.db", test_tmpdir());
