@@ -2,7 +2,8 @@
 # Every verb of the mxmatrix client through the real binary, against a private
 # mxmatrixd running the command matrix (tests/fixtures/daemon/command.json):
 # human and --json output (parsed with jq), exit codes, the running run in
-# status, logs -f, cancel of queued and running work (nothing left running),
+# status, logs -f, cancel of queued and running work (nothing left running;
+# a follow ends when its runs are cancelled one by one),
 # pause/resume, priorities, retry, list paging, reload, and --help of every
 # verb. Exit 0 pass, 1 fail, 77 skip.
 set -u
@@ -332,6 +333,24 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 else
         ok "skipped: needs root and setpriv"
 fi
+
+step="follow ends when its runs are cancelled one by one"
+expect_exit 0 mx pause
+jc=$(submit feature=fast mode=ok)
+read -r rc1 rc2 < <(job_runs "$jc" | tr '\n' ' ')
+timeout "$MX_WAIT_S" "$MX_BIN" follow "$jc" >"$T/follow-c" 2>&1 &
+follow_pid=$!
+follow_started() { grep -q job-accepted "$T/follow-c"; }
+wait_until "follow to print job $jc's first event" follow_started
+expect_exit 0 mx cancel "r$rc1"
+expect_exit 0 mx cancel "r$rc2"
+wait "$follow_pid"
+st=$?
+[ "$st" = 1 ] || fail "follow $jc exited $st, want 1 (124: it still waited after its last run was cancelled)"
+has "$T/follow-c" "run-cancelled"
+has "$T/follow-c" "job $jc done: 0 of 2 runs"
+expect_exit 0 mx resume
+ok "follow $jc ended when r$rc2, its last run, was cancelled by number"
 
 step="stop"
 mxd_stop TERM
