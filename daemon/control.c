@@ -321,10 +321,14 @@ static void conn_read_cb(struct bufferevent *bev, void *ud)
                 if (eol.pos < 0) {
                         if (evbuffer_get_length(in) >= max)
                                 return conn_fatal(c, NULL, "bad-request", "request longer than %zu bytes", max);
-                        /* Half a line: it must complete in time, or the client is dropped. */
-                        if (evbuffer_get_length(in) > 0)
-                                conn_arm_deadline(c);
-                        else if (c->hello)
+                        /*
+                         * Half a line: it must complete in time from its first byte, or the client
+                         * is dropped. Not re-armed by later bytes, which a client could trickle.
+                         */
+                        if (evbuffer_get_length(in) > 0) {
+                                if (!evtimer_pending(c->deadline, NULL))
+                                        conn_arm_deadline(c);
+                        } else if (c->hello)
                                 event_del(c->deadline);
                         return;
                 }
@@ -334,6 +338,9 @@ static void conn_read_cb(struct bufferevent *bev, void *ud)
                 evbuffer_remove(in, line, eol.pos);
                 line[eol.pos] = '\0';
                 evbuffer_drain(in, 1);
+                /* That line is complete; the next one gets its own time (before hello, hello's runs on). */
+                if (c->hello)
+                        event_del(c->deadline);
                 if (eol.pos == 0)
                         continue; /* blank lines are harmless */
                 msg = json_loadb(line, eol.pos, JSON_REJECT_DUPLICATES, &jerr);

@@ -11,6 +11,7 @@
 #include <grp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #define NOBODY 65534
@@ -229,6 +230,46 @@ TEST(hundred_clients_and_a_staller)
                 ASSERT_TRUE(mx_now_mono_us() - start >= 1000000);
         }
         close(staller);
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+        free((char *)cfg);
+}
+
+/*
+ * A partial line must complete within frame_timeout_ms of its first byte: a
+ * client that trickles one byte at a time, each well inside the limit, is
+ * still cut off (slow loris), and one that sends whole lines slowly is not.
+ */
+TEST(trickled_line_times_out_from_its_first_byte)
+{
+        const char *cfg = config_file("trickle", "{\"limits\": {\"frame_timeout_ms\": 1000}}");
+        const char *const args[] = { "--config", cfg, NULL };
+        _cleanup_free_ char *line = NULL;
+        struct testd t;
+        int fd, slow, sent = 0;
+
+        testd_start(&t, "trickle", args, NULL);
+        fd = testd_session(&t);
+        slow = testd_session(&t);
+        testd_send(fd, "{\"id\":1,\"method\":\"status\",\"params\":{");
+        /* 5 s of one byte every 250 ms: five times the limit. */
+        for (int i = 0; i < 20; i++) {
+                if (send(fd, " ", 1, MSG_NOSIGNAL) == 1)
+                        sent++;
+                /* Whole requests 250 ms apart: each line is short, so this one stays. */
+                if (i % 4 == 0) {
+                        _cleanup_json_ json_t *r = testd_request(slow, "status", NULL);
+                        ASSERT_NOT_NULL(json_object_get(r, "result"));
+                }
+                usleep(250000);
+        }
+        line = testd_recv_line(fd, 100);
+        ASSERT_NOT_NULL(line);
+        ASSERT_CONTAINS(line, "not finished in time");
+        ASSERT_TRUE(testd_closed(fd, 2000));
+        ASSERT_TRUE(sent < 20);
+        close(fd);
+        close(slow);
         ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
         testd_done(&t);
         free((char *)cfg);
