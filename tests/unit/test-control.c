@@ -9,6 +9,7 @@
 #include "testd.h"
 
 #include <grp.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -270,6 +271,68 @@ TEST(trickled_line_times_out_from_its_first_byte)
         ASSERT_TRUE(sent < 20);
         close(fd);
         close(slow);
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+        free((char *)cfg);
+}
+
+static unsigned count_substr(const char *s, const char *needle)
+{
+        unsigned n = 0;
+
+        for (const char *p = s; p && (p = strstr(p, needle)); p += strlen(needle))
+                n++;
+        return n;
+}
+
+/* Wait until job's runs are all done (show, polled); asserts it within a minute. */
+static void wait_job_done(int fd, int64_t job)
+{
+        _cleanup_json_ json_t *p = json_pack("{s:I}", "job", (json_int_t)job);
+
+        for (int i = 0; i < 1200; i++) {
+                _cleanup_json_ json_t *r = testd_request(fd, "show", p);
+                const char *state = json_string_value(
+                        json_object_get(json_object_get(json_object_get(r, "result"), "job"), "state"));
+
+                ASSERT_NOT_NULL(state);
+                if (streq(state, "done"))
+                        return;
+                usleep(50000);
+        }
+        test_fail(__FILE__, __LINE__, "job %" PRId64 " not done within a minute", job);
+}
+
+/*
+ * follow sends a job's whole history at once: with more of it than the
+ * connection's output limit, a client that reads everything must still get
+ * it all (paced like logs), not lose its connection as a slow reader would.
+ */
+TEST(follow_paces_a_long_history)
+{
+        const char *cfg = config_file("follow", "{\"limits\": {\"output_bytes\": 512}}");
+        _cleanup_free_ char *m = test_source_path("tests/fixtures/daemon/command.json");
+        _cleanup_free_ char *marg = xasprintf("--matrix=%s", m), *out = NULL, *jobarg = NULL;
+        const char *const args[] = { "--config", cfg, marg, NULL };
+        _cleanup_json_ json_t *p = json_pack("{s:s,s:{s:s}}", "feature", "fast", "pins", "mode", "ok");
+        _cleanup_json_ json_t *r = NULL;
+        struct testd t;
+        int64_t job;
+        int fd;
+
+        testd_start(&t, "follow", args, NULL);
+        fd = testd_session(&t);
+        r = testd_request(fd, "submit", p);
+        job = json_integer_value(json_object_get(json_object_get(r, "result"), "job"));
+        ASSERT_TRUE(job > 0);
+        wait_job_done(fd, job);
+        jobarg = xasprintf("%" PRId64, job);
+        /* job-accepted, then run-started, two level-finished and run-finished per run: over 1 KiB. */
+        ASSERT_EQ(testd_client(&t, &out, (const char *const[]){ "--json", "follow", jobarg, NULL }), 0);
+        ASSERT_CONTAINS(out, "job-accepted");
+        ASSERT_EQ(count_substr(out, "\"run-finished\""), 2);
+        ASSERT_EQ(count_substr(out, "\"level-finished\""), 4);
+        close(fd);
         ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
         testd_done(&t);
         free((char *)cfg);
