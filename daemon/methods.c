@@ -191,12 +191,21 @@ static void m_resume(struct mx_request *req)
 
 static void m_retry(struct mx_request *req)
 {
-        int64_t job = param_int(req, "job", 0), run = param_int(req, "run", 0), n = 0, owner_job = 0;
+        int64_t job = param_int(req, "job", 0), run = param_int(req, "run", 0), n = 0, owner_job = 0, limit;
         int r;
 
         if (check_owner(req, job, run, &owner_job) < 0)
                 return;
-        r = queue_retry(req->d->db, job, run, param_bool(req, "all"), req->uid, &n);
+        /* Requeued runs wait like submitted ones: the same per-user limit, root exempt. */
+        limit = req->uid != 0 ? req->d->cfg.limits.queued_runs_per_uid : 0;
+        r = queue_retry(req->d->db, job, run, param_bool(req, "all"), req->uid, limit, &n);
+        if (r == -EDQUOT) {
+                request_error(req, "limit-exceeded",
+                              "retry would leave the owner of job %" PRId64 " with more than %" PRId64
+                              " runs queued (limits.queued_runs_per_uid)",
+                              owner_job, limit);
+                return;
+        }
         if (r < 0) {
                 request_error_errno(req, r, "retry");
                 return;

@@ -533,7 +533,26 @@ int queue_cancel(struct mx_db *db, int64_t job, int64_t run, uid_t by, int64_t *
         return TXN(db, cancel_body(db, job, run, by, ret_cancelled, ret_running));
 }
 
-static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t *ret)
+/* The queued runs of a job's owner, inside the transaction that changed them. */
+static int owner_queued(struct mx_db *db, int64_t job, int64_t *ret)
+{
+        static const char sql[] = "SELECT coalesce(sum(n), 0) FROM user_counts "
+                                  "WHERE uid = (SELECT uid FROM jobs WHERE id = ?) AND state = 'queued'";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, job);
+        rc = sqlite3_step(s);
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret = sqlite3_column_int64(s, 0);
+        return 0;
+}
+
+static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t max_queued,
+                      int64_t *ret)
 {
         /* Failed = anything but pass and expected failure; cancelled runs only with --all. */
         static const char rj[] = "UPDATE runs SET state = 'queued', result = NULL, cancelled_at = NULL, "
@@ -562,6 +581,15 @@ static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_
         *ret = sqlite3_changes(db->sql);
         if (job <= 0 && *ret == 0)
                 return -EBUSY; /* the run is queued or running */
+        if (max_queued > 0) {
+                int64_t queued = 0;
+
+                r = owner_queued(db, owner_job, &queued);
+                if (r < 0)
+                        return r;
+                if (queued > max_queued)
+                        return -EDQUOT; /* the caller rolls back */
+        }
         r = db_stmt(db, uj, &u);
         if (r < 0)
                 return r;
@@ -573,9 +601,15 @@ static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_
         return event_insert(db, owner_job, run, "retried", by, d);
 }
 
-int queue_retry(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t *ret_requeued)
+int queue_retry(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t max_queued,
+                int64_t *ret_requeued)
 {
-        return TXN(db, retry_body(db, job, run, all, by, ret_requeued));
+        int64_t n = 0;
+        int r = TXN(db, retry_body(db, job, run, all, by, max_queued, &n));
+
+        if (r >= 0)
+                *ret_requeued = n;
+        return r;
 }
 
 int queue_get_paused(struct mx_db *db, bool *ret)

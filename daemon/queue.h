@@ -121,8 +121,13 @@ int queue_run_owner(struct mx_db *db, int64_t run, uid_t *ret_uid, int64_t *ret_
  */
 int queue_cancel(struct mx_db *db, int64_t job, int64_t run, uid_t by, int64_t *ret_cancelled,
                  int64_t *ret_running);
-/* Requeue failed (or, with all, every finished) runs of a job, or one finished run. */
-int queue_retry(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t *ret_requeued);
+/*
+ * Requeue failed (or, with all, every finished) runs of a job, or one finished
+ * run. max_queued > 0: the job owner's queued runs may not exceed it afterwards
+ * (-EDQUOT, nothing changed), as for a submit.
+ */
+int queue_retry(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t max_queued,
+                int64_t *ret_requeued);
 
 int queue_get_paused(struct mx_db *db, bool *ret);
 int queue_set_paused(struct mx_db *db, bool paused, uid_t by);

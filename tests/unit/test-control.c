@@ -422,6 +422,70 @@ TEST(second_uid_limits_and_privileges)
         free((char *)cfg);
 }
 
+static int64_t nobody_submit(int fd)
+{
+        _cleanup_json_ json_t *p = json_pack("{s:s,s:{s:s}}", "feature", "fast", "pins", "mode", "ok");
+        _cleanup_json_ json_t *r = testd_request(fd, "submit", p);
+        int64_t job = json_integer_value(json_object_get(json_object_get(r, "result"), "job"));
+
+        ASSERT_TRUE(job > 0);
+        return job;
+}
+
+static json_t *nobody_on_job(int fd, const char *method, int64_t job, bool all)
+{
+        _cleanup_json_ json_t *p = json_pack("{s:I}", "job", (json_int_t)job);
+
+        if (all)
+                json_object_set_new(p, "all", json_true());
+        return testd_request(fd, method, p);
+}
+
+/* queued_runs_per_uid is 3 and each job has 2 runs (the queue is paused). */
+static void nobody_retry_limit(struct testd *t)
+{
+        int fd = testd_session(t);
+        int64_t a = nobody_submit(fd), b;
+        _cleanup_json_ json_t *r1 = NULL, *r2 = NULL, *r3 = NULL, *r4 = NULL;
+
+        r1 = nobody_on_job(fd, "cancel", a, false);
+        ASSERT_NOT_NULL(json_object_get(r1, "result"));
+        b = nobody_submit(fd);
+        /* 2 queued, and retry would add 2 more. */
+        r2 = nobody_on_job(fd, "retry", a, true);
+        ASSERT_STREQ(reply_error_code(r2), "limit-exceeded");
+        ASSERT_CONTAINS(json_string_value(json_object_get(json_object_get(r2, "error"), "message")),
+                        "queued_runs_per_uid");
+        r3 = nobody_on_job(fd, "cancel", b, false);
+        ASSERT_NOT_NULL(json_object_get(r3, "result"));
+        r4 = nobody_on_job(fd, "retry", a, true);
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(r4, "result"), "requeued")), 2);
+        close(fd);
+}
+
+TEST(retry_counts_against_the_queued_limit)
+{
+        const char *cfg = config_file("retry", "{\"limits\": {\"queued_runs_per_uid\": 3}}");
+        _cleanup_free_ char *m = test_source_path("tests/fixtures/daemon/command.json");
+        _cleanup_free_ char *marg = xasprintf("--matrix=%s", m);
+        const char *const args[] = { "--config", cfg, "--socket-mode", "0666", marg, NULL };
+        struct testd t;
+
+        if (geteuid() != 0)
+                test_skip("needs root to act as a second uid");
+        testd_start(&t, "retry", args, NULL);
+        {
+                int fd = testd_session(&t);
+                _cleanup_json_ json_t *r = testd_request(fd, "pause", NULL);
+                check_reply_shape("pause", r);
+                close(fd);
+        }
+        ASSERT_EQ(as_nobody(nobody_retry_limit, &t), 0);
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+        free((char *)cfg);
+}
+
 static void nobody_denied_socket(struct testd *t)
 {
         /* Mode 0660 and another group: the socket itself keeps us out. */

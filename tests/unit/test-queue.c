@@ -240,15 +240,15 @@ TEST(cancel_and_retry)
         ASSERT_OK(queue_job_json(db, job, &jj));
         ASSERT_STREQ(json_string_value(json_object_get(jj, "state")), "cancelled");
         /* Plain retry leaves cancelled runs alone; --all brings every run back. */
-        ASSERT_OK(queue_retry(db, job, 0, false, 1000, &requeued));
+        ASSERT_OK(queue_retry(db, job, 0, false, 1000, 0, &requeued));
         ASSERT_EQ(requeued, 0);
-        ASSERT_OK(queue_retry(db, job, 0, true, 1000, &requeued));
+        ASSERT_OK(queue_retry(db, job, 0, true, 1000, 0, &requeued));
         ASSERT_EQ(requeued, 4);
         json_decref(jj);
         ASSERT_OK(queue_job_json(db, job, &jj));
         ASSERT_STREQ(json_string_value(json_object_get(jj, "state")), "queued");
         /* Retrying a queued run is refused. */
-        ASSERT_ERR(queue_retry(db, 0, n.run, false, 1000, &requeued), EBUSY);
+        ASSERT_ERR(queue_retry(db, 0, n.run, false, 1000, 0, &requeued), EBUSY);
         queue_next_done(&n);
 }
 
@@ -301,7 +301,7 @@ TEST(cancel_of_a_running_run_survives_recovery)
         ASSERT_EQ(next.job, other);
         queue_next_done(&next);
         /* retry --all brings the cancelled runs back, and they run normally. */
-        ASSERT_OK(queue_retry(db, job, 0, true, 1000, &cancelled));
+        ASSERT_OK(queue_retry(db, job, 0, true, 1000, 0, &cancelled));
         ASSERT_EQ(cancelled, 2);
 }
 
@@ -371,6 +371,37 @@ TEST(queued_count_per_uid)
         ASSERT_EQ(n, 5);
         ASSERT_OK(queue_count_queued(db, 3000, &n));
         ASSERT_EQ(n, 0);
+}
+
+/* retry queues runs again: the owner's limit on queued runs holds for it as for submit. */
+TEST(retry_keeps_the_queued_limit)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("retry-limit.db");
+        int64_t job = submit(db, 1000, 0, 3), n = -1, cancelled, running, r1, r2;
+        _cleanup_json_ json_t *jj = NULL, *runs = NULL;
+
+        ASSERT_OK(queue_cancel(db, job, 0, 1000, &cancelled, &running));
+        ASSERT_EQ(cancelled, 3);
+        submit(db, 1000, 0, 2);
+        submit(db, 2000, 0, 4); /* another user's runs do not count */
+        /* 2 queued + 3 requeued > 4: refused, and nothing changed. */
+        ASSERT_ERR(queue_retry(db, job, 0, true, 1000, 4, &n), EDQUOT);
+        ASSERT_OK(queue_count_queued(db, 1000, &n));
+        ASSERT_EQ(n, 2);
+        ASSERT_OK(queue_job_json(db, job, &jj));
+        ASSERT_STREQ(json_string_value(json_object_get(jj, "state")), "cancelled");
+        /* One run fits, a second does not. */
+        ASSERT_OK(queue_job_runs_json(db, job, &runs));
+        r1 = json_integer_value(json_object_get(json_array_get(runs, 0), "id"));
+        r2 = json_integer_value(json_object_get(json_array_get(runs, 1), "id"));
+        ASSERT_OK(queue_retry(db, 0, r1, false, 1000, 3, &n));
+        ASSERT_EQ(n, 1);
+        ASSERT_ERR(queue_retry(db, 0, r2, false, 1000, 3, &n), EDQUOT);
+        /* Exactly at the limit is allowed; 0 is no limit. */
+        ASSERT_OK(queue_retry(db, job, 0, true, 1000, 5, &n));
+        ASSERT_EQ(n, 2);
+        ASSERT_OK(queue_count_queued(db, 1000, &n));
+        ASSERT_EQ(n, 5);
 }
 
 /* Rows of one query (a count of mismatches) as an integer. */
@@ -446,7 +477,7 @@ TEST(counts_follow_every_change)
         check_counts_match_runs(db);
         ASSERT_OK(queue_cancel(db, j2, 0, 2000, &cancelled, &running));
         ASSERT_EQ(cancelled, 3);
-        ASSERT_OK(queue_retry(db, j1, 0, false, 1000, &requeued));
+        ASSERT_OK(queue_retry(db, j1, 0, false, 1000, 0, &requeued));
         ASSERT_EQ(requeued, 1); /* the crashed run */
         check_counts_match_runs(db);
         ASSERT_OK(queue_count_queued(db, 1000, &queued));
