@@ -125,8 +125,10 @@ static void m_show(struct mx_request *req)
 /* Resolve the job or run a request names, check the caller may change it; *ret_job: the job. */
 static int check_owner(struct mx_request *req, int64_t job, int64_t run, int64_t *ret_job)
 {
+        int64_t run_job = job;
         uid_t owner;
-        int r = job > 0 ? queue_job_owner(req->d->db, job, &owner) : queue_run_owner(req->d->db, run, &owner, &job);
+        int r = job > 0 ? queue_job_owner(req->d->db, job, &owner)
+                        : queue_run_owner(req->d->db, run, &owner, &run_job);
 
         if (r < 0) {
                 request_error_errno(req, r, req->method->name);
@@ -137,7 +139,7 @@ static int check_owner(struct mx_request *req, int64_t job, int64_t run, int64_t
                               job > 0 ? job : run, (unsigned)owner);
                 return -EPERM;
         }
-        *ret_job = job;
+        *ret_job = run_job;
         return 0;
 }
 
