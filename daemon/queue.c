@@ -483,7 +483,7 @@ static int cancel_body(struct mx_db *db, int64_t job, int64_t run, uid_t by, int
                                  "AND (job_id = ? OR id = ?) RETURNING id";
         static const char cj[] = "UPDATE jobs SET cancelled_at = ?, cancelled_by = ? WHERE id = ?";
         _cleanup_stmt_ sqlite3_stmt *q = NULL, *s = NULL, *j = NULL;
-        int64_t now = mx_now_real_us(), running = 0, owner_job = job;
+        int64_t now = mx_now_real_us(), running = 0, cancelled, owner_job = job;
         _cleanup_(json_decrefp) json_t *d = NULL;
         int r;
 
@@ -496,7 +496,7 @@ static int cancel_body(struct mx_db *db, int64_t job, int64_t run, uid_t by, int
         r = db_step_done(db, q);
         if (r < 0)
                 return r;
-        *ret_cancelled = sqlite3_changes(db->sql);
+        cancelled = sqlite3_changes(db->sql);
         r = db_stmt(db, cr, &s);
         if (r < 0)
                 return r;
@@ -510,7 +510,9 @@ static int cancel_body(struct mx_db *db, int64_t job, int64_t run, uid_t by, int
         }
         if (r != SQLITE_DONE)
                 return db_errno(db, r);
-        *ret_running = running;
+        /* Nothing left to cancel: a finished job must not turn "cancelled", nor get a cancel event. */
+        if (cancelled == 0 && running == 0)
+                return -ESTALE;
         if (job > 0) {
                 r = db_stmt(db, cj, &j);
                 if (r < 0)
@@ -523,8 +525,13 @@ static int cancel_body(struct mx_db *db, int64_t job, int64_t run, uid_t by, int
                         return r;
         } else if ((r = queue_run_owner(db, run, &(uid_t){ 0 }, &owner_job)) < 0)
                 return r;
-        d = json_pack("{s:I,s:I}", "cancelled", (json_int_t)*ret_cancelled, "stopping", (json_int_t)running);
-        return event_insert(db, owner_job, run, job > 0 ? "job-cancelled" : "run-cancelled", by, d);
+        d = json_pack("{s:I,s:I}", "cancelled", (json_int_t)cancelled, "stopping", (json_int_t)running);
+        r = event_insert(db, owner_job, run, job > 0 ? "job-cancelled" : "run-cancelled", by, d);
+        if (r < 0)
+                return r;
+        *ret_cancelled = cancelled;
+        *ret_running = running;
+        return 0;
 }
 
 int queue_cancel(struct mx_db *db, int64_t job, int64_t run, uid_t by, int64_t *ret_cancelled,

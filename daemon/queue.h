@@ -117,7 +117,8 @@ int queue_run_owner(struct mx_db *db, int64_t run, uid_t *ret_uid, int64_t *ret_
  * Cancel: queued runs of the job (or the one run) become done/cancelled. If a
  * run of it is running, *ret_running is its id (the caller stops it), else 0;
  * that run is marked cancelled, so an attempt end that would requeue it
- * (recovery after kill -9) ends it as cancelled instead.
+ * (recovery after kill -9) ends it as cancelled instead. -ESTALE when nothing
+ * is queued or running (the job or run has ended): nothing changes.
  */
 int queue_cancel(struct mx_db *db, int64_t job, int64_t run, uid_t by, int64_t *ret_cancelled,
                  int64_t *ret_running);

@@ -161,7 +161,13 @@ lacks "$T/out" "stopping"
         fail "runs of $j5 not cancelled"
 [ "$(job_field "$j5" '[.runs[] | .attempts] | add')" = 0 ] || fail "a cancelled run of $j5 ran"
 expect_exit 1 follow_job "$j5"
-ok "job $j5: 2 runs cancelled before they ran"
+# Nothing left to cancel: refused, and a finished job keeps its state.
+expect_exit 1 mx cancel "$j1"
+has "$T/err" "invalid-state: job $j1 has no queued or running run to cancel"
+[ "$(job_field "$j1" '.job.state')" = done ] || fail "job $j1 is $(job_field "$j1" '.job.state') after cancel"
+expect_exit 1 mx cancel "r$r3"
+has "$T/err" "invalid-state: run $r3 is not queued or running"
+ok "job $j5: 2 runs cancelled before they ran; cancel of finished job $j1 and r$r3 refused"
 
 step="cancel a running run"
 tag=$(run_tag "$r4a")

@@ -305,6 +305,34 @@ TEST(cancel_of_a_running_run_survives_recovery)
         ASSERT_EQ(cancelled, 2);
 }
 
+/* Cancelling what has already ended is refused and changes nothing: a passed job stays done. */
+TEST(cancel_with_nothing_left_changes_nothing)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("cancel-done.db");
+        int64_t job = submit(db, 1000, 0, 1), cancelled = -1, running = -1, att, events_before;
+        struct queue_finish f = { .outcome = MX_OUTCOME_COMPLETED, .exit_status = 0 };
+        _cleanup_json_ json_t *jj = NULL, *events = NULL;
+        struct queue_next n = {};
+        int num;
+
+        ASSERT_OK(queue_pick_next(db, &n));
+        ASSERT_OK(queue_attempt_start(db, n.run, "d1", "b", &att, &num));
+        ASSERT_OK(queue_attempt_finish(db, att, &f, NULL));
+        ASSERT_OK(queue_events(db, job, 0, 100, &events));
+        events_before = (int64_t)json_array_size(events);
+        ASSERT_ERR(queue_cancel(db, job, 0, 1000, &cancelled, &running), ESTALE);
+        ASSERT_ERR(queue_cancel(db, 0, n.run, 1000, &cancelled, &running), ESTALE);
+        ASSERT_EQ(cancelled, -1); /* untouched on failure */
+        ASSERT_EQ(running, -1);
+        ASSERT_OK(queue_job_json(db, job, &jj));
+        ASSERT_STREQ(json_string_value(json_object_get(jj, "state")), "done");
+        ASSERT_TRUE(json_is_null(json_object_get(jj, "cancelled_at")));
+        json_decref(events);
+        ASSERT_OK(queue_events(db, job, 0, 100, &events));
+        ASSERT_EQ((int64_t)json_array_size(events), events_before);
+        queue_next_done(&n);
+}
+
 TEST(paused_survives_reopen)
 {
         _cleanup_free_ char *path = xasprintf("%s/paused.db", test_tmpdir());
