@@ -125,6 +125,9 @@ expect_exit 0 mx logs "r$r3" --tail 11
 [ "$(cat "$T/out")" = "speed=slow" ] || fail "--tail 11 printed '$(cat "$T/out")'"
 expect_exit 0 mx logs "r$r3" --attempt 1
 has "$T/out" "mode=crash"
+# 2^32 + 1 is no attempt of r$r3 (not attempt 1 after a truncation).
+expect_exit 2 mx logs "r$r3" --attempt 4294967297
+has "$T/err" "params.attempt"
 ok "r$r3 crashed (SIGSEGV); show, logs, --tail, --attempt"
 
 step="status while a run is running"
