@@ -48,6 +48,7 @@ struct mx_control {
 };
 
 static void conn_free(struct mx_conn *c);
+static void conn_arm_deadline(struct mx_conn *c);
 
 unsigned control_n_connections(struct mx_control *c)
 {
@@ -63,23 +64,36 @@ static unsigned conns_of_uid(struct mx_control *ctl, uid_t uid)
         return n;
 }
 
+/*
+ * Read nothing more; close once what is queued is written (the write
+ * callback), or after the frame timeout if the client does not read it.
+ */
+static void conn_close_soon(struct mx_conn *c)
+{
+        c->closing = true;
+        bufferevent_disable(c->bev, EV_READ);
+        conn_arm_deadline(c);
+}
+
 /* Send one message; a client that does not read its replies is dropped. */
 static void conn_send(struct mx_conn *c, json_t *msg)
 {
         struct evbuffer *out = bufferevent_get_output(c->bev);
-        _cleanup_free_ char *text = json_dumps(msg, JSON_COMPACT);
+        _cleanup_free_ char *text = NULL;
 
+        if (c->closing)
+                return; /* its last message is queued; streams may still try */
+        text = json_dumps(msg, JSON_COMPACT);
         if (!text)
                 mx_die("cannot encode a reply");
         if (evbuffer_get_length(out) > c->control->d->cfg.limits.output_bytes) {
                 log_warning("dropping client uid %u pid %d: %zu bytes of replies unread", (unsigned)c->uid,
                             (int)c->pid, evbuffer_get_length(out));
-                c->closing = true;
-                bufferevent_disable(c->bev, EV_READ);
                 evbuffer_drain(out, evbuffer_get_length(out));
                 /* Something to write, so the write callback runs and closes the connection. */
                 evbuffer_add_printf(out, "{\"id\":null,\"error\":{\"code\":\"limit-exceeded\","
                                          "\"message\":\"too many unread replies\"}}\n");
+                conn_close_soon(c);
                 return;
         }
         evbuffer_add(out, text, strlen(text));
@@ -106,8 +120,7 @@ static void conn_fatal(struct mx_conn *c, json_t *id, const char *code, const ch
         esc = mx_escape(msg, 512);
         log_info("closing client uid %u pid %d: %s", (unsigned)c->uid, (int)c->pid, esc);
         conn_send_error(c, id, code, msg);
-        c->closing = true;
-        bufferevent_disable(c->bev, EV_READ);
+        conn_close_soon(c);
 }
 
 static struct request_priv *priv_of(struct mx_request *r)
@@ -203,6 +216,9 @@ void request_stream(struct mx_request *req, json_t *item)
 
 size_t request_output_pending(const struct mx_request *req)
 {
+        /* A closing connection takes nothing more: streams wait (for its close) instead of producing. */
+        if (req->conn->closing)
+                return SIZE_MAX;
         return evbuffer_get_length(bufferevent_get_output(req->conn->bev));
 }
 
@@ -292,10 +308,8 @@ void control_hello_done(struct mx_conn *c, bool ok)
         if (ok) {
                 c->hello = true;
                 event_del(c->deadline);
-        } else {
-                c->closing = true;
-                bufferevent_disable(c->bev, EV_READ);
-        }
+        } else
+                conn_close_soon(c);
 }
 
 static void conn_arm_deadline(struct mx_conn *c)
@@ -394,6 +408,11 @@ static void conn_deadline_cb(evutil_socket_t fd, short what, void *ud)
         struct mx_conn *c = ud;
 
         (void)fd, (void)what;
+        if (c->closing) {
+                /* Its last message could not be written in time: the client does not read. */
+                conn_free(c);
+                return;
+        }
         if (!c->hello && evbuffer_get_length(bufferevent_get_input(c->bev)) == 0)
                 conn_fatal(c, NULL, "protocol-mismatch", "no hello within the time limit");
         else

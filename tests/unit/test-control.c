@@ -8,6 +8,7 @@
 #include "protocol.h"
 #include "testd.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -333,6 +334,59 @@ TEST(follow_paces_a_long_history)
         ASSERT_EQ(count_substr(out, "\"run-finished\""), 2);
         ASSERT_EQ(count_substr(out, "\"level-finished\""), 4);
         close(fd);
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+        free((char *)cfg);
+}
+
+/* The daemon's client count, asked on fd. */
+static int64_t clients_now(int fd)
+{
+        _cleanup_json_ json_t *r = testd_request(fd, "status", NULL);
+
+        return json_integer_value(json_object_get(json_object_get(json_object_get(r, "result"), "daemon"), "clients"));
+}
+
+/*
+ * A client that sends requests and never reads the replies is dropped: once
+ * its socket is full the daemon cannot even deliver the error, and must close
+ * the connection anyway instead of keeping it (and its slot) forever.
+ */
+TEST(non_reader_is_dropped_even_with_a_full_socket)
+{
+        /* More than one read's worth of replies, so the socket fills before the limit is reached. */
+        const char *cfg = config_file("nonreader", "{\"limits\": {\"output_bytes\": 65536, "
+                                                  "\"frame_timeout_ms\": 1000}}");
+        const char *const args[] = { "--config", cfg, NULL };
+        static const char req[] = "{\"id\":1,\"method\":\"frobnicate\"}\n"; /* a short error each */
+        _cleanup_free_ char *log = NULL;
+        struct testd t;
+        int64_t start, n = -1;
+        int bad, good;
+
+        testd_start(&t, "nonreader", args, NULL);
+        good = testd_session(&t);
+        bad = testd_session(&t);
+        ASSERT_EQ(clients_now(good), 2);
+        ASSERT_OK(fcntl(bad, F_SETFL, O_NONBLOCK));
+        /* Requests until the daemon stops reading them (it dropped us), for at most 10 s. */
+        start = mx_now_mono_us();
+        for (int eagain = 0; eagain < 100 && mx_now_mono_us() - start < 10000000;) {
+                if (send(bad, req, sizeof(req) - 1, MSG_NOSIGNAL) < 0) {
+                        if (errno != EAGAIN)
+                                break;
+                        eagain++;
+                        usleep(10000);
+                }
+        }
+        /* Gone within a few frame timeouts, although we never read a byte. */
+        for (int i = 0; i < 100 && (n = clients_now(good)) != 1; i++)
+                usleep(50000);
+        log = test_read_file(t.log, NULL);
+        ASSERT_CONTAINS(log, "bytes of replies unread");
+        ASSERT_EQ(n, 1);
+        close(bad);
+        close(good);
         ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
         testd_done(&t);
         free((char *)cfg);
