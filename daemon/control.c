@@ -7,6 +7,7 @@
 #include <event2/listener.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pwd.h>
 #include <sys/socket.h>
 
@@ -22,6 +23,7 @@ struct mx_conn {
         bool admin;
         bool hello;
         bool closing; /* flush what is queued, then close */
+        bool eof;     /* the client shut down its sending side: answer what it sent, then close */
         struct mx_request **requests; /* streaming requests kept open */
         size_t n_requests, cap_requests;
         struct mx_conn *next;
@@ -370,7 +372,7 @@ static void conn_write_cb(struct bufferevent *bev, void *ud)
         struct mx_conn *c = ud;
         size_t pending = evbuffer_get_length(bufferevent_get_output(bev));
 
-        if (c->closing && pending == 0) {
+        if ((c->closing || (c->eof && c->n_requests == 0)) && pending == 0) {
                 conn_free(c);
                 return;
         }
@@ -394,13 +396,36 @@ static void conn_write_cb(struct bufferevent *bev, void *ud)
         }
 }
 
+/* Has the client closed its socket entirely (not just shut down its sending side)? */
+static bool conn_peer_gone(struct mx_conn *c)
+{
+        struct pollfd p = { .fd = bufferevent_getfd(c->bev), .events = POLLOUT };
+
+        /* A Unix stream socket reports POLLHUP once both directions are shut down. */
+        return poll(&p, 1, 0) != 1 || (p.revents & (POLLHUP | POLLERR));
+}
+
 static void conn_event_cb(struct bufferevent *bev, short what, void *ud)
 {
         struct mx_conn *c = ud;
 
-        (void)bev;
-        if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+        if (what & BEV_EVENT_ERROR) {
                 conn_free(c);
+                return;
+        }
+        if (!(what & BEV_EVENT_EOF))
+                return;
+        /*
+         * End of the requests. A client that only shut down its sending side
+         * (nc -N, socat) still reads: deliver the replies and streams it asked
+         * for, then close (conn_write_cb). One that closed the socket gets
+         * nothing more.
+         */
+        if (conn_peer_gone(c) || (evbuffer_get_length(bufferevent_get_output(bev)) == 0 && c->n_requests == 0)) {
+                conn_free(c);
+                return;
+        }
+        c->eof = true;
 }
 
 static void conn_deadline_cb(evutil_socket_t fd, short what, void *ud)

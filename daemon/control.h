@@ -7,6 +7,7 @@
  *
  * A client that sends a malformed or oversized frame, or stalls half-way
  * through one, gets an error and loses its connection; the daemon goes on.
+ * One that shuts down its sending side still gets its replies and streams.
  */
 #pragma once
 

@@ -392,6 +392,67 @@ TEST(non_reader_is_dropped_even_with_a_full_socket)
         free((char *)cfg);
 }
 
+/*
+ * A client may send its requests and shut down its writing side (as nc -N
+ * or socat do) before it reads: every reply must still reach it.
+ */
+TEST(half_closed_client_gets_every_reply)
+{
+        static const char req[] = "{\"id\":2,\"method\":\"status\"}\n";
+        _cleanup_free_ char *m = test_source_path("tests/fixtures/daemon/command.json");
+        _cleanup_free_ char *marg = xasprintf("--matrix=%s", m);
+        struct mx_buf all = MX_BUF_INIT;
+        struct testd t;
+        unsigned lines = 0;
+        int fd;
+
+        testd_start(&t, "halfclose", (const char *const[]){ marg, NULL }, NULL);
+        fd = testd_connect(&t);
+        ASSERT_OK(fd);
+        /* hello, then 2000 status requests (about 1 MiB of replies), then EOF. */
+        mx_buf_puts(&all, "{\"id\":1,\"method\":\"hello\",\"params\":{\"protocol\":1}}\n");
+        for (int i = 0; i < 2000; i++)
+                mx_buf_puts(&all, req);
+        testd_send(fd, all.data);
+        ASSERT_OK(shutdown(fd, SHUT_WR));
+        for (;;) {
+                char buf[65536];
+                ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+                ASSERT_TRUE(n >= 0);
+                if (n == 0)
+                        break;
+                for (ssize_t i = 0; i < n; i++)
+                        lines += buf[i] == '\n';
+        }
+        ASSERT_EQ(lines, 2001);
+        mx_buf_free(&all);
+        close(fd);
+        /* A client that closes its socket while a stream waits is gone at once, not at the next event. */
+        {
+                int good = testd_session(&t), f = testd_session(&t);
+                _cleanup_json_ json_t *p = json_pack("{s:s,s:{s:s}}", "feature", "fast", "pins", "mode", "ok");
+                _cleanup_json_ json_t *r = testd_request(good, "pause", NULL), *sub = testd_request(good, "submit", p);
+                int64_t job = json_integer_value(json_object_get(json_object_get(sub, "result"), "job")), n = -1;
+                _cleanup_free_ char *freq = xasprintf("{\"id\":5,\"method\":\"follow\",\"params\":{\"job\":%" PRId64
+                                                     "}}\n", job);
+                _cleanup_free_ char *first = NULL;
+
+                ASSERT_TRUE(job > 0);
+                testd_send(f, freq);
+                first = testd_recv_line(f, 5000); /* job-accepted: the stream is open */
+                ASSERT_CONTAINS(first, "job-accepted");
+                ASSERT_EQ(clients_now(good), 2);
+                close(f);
+                for (int i = 0; i < 40 && (n = clients_now(good)) != 1; i++)
+                        usleep(50000);
+                ASSERT_EQ(n, 1);
+                close(good);
+        }
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+}
+
 /* Run fn in a child process with uid/gid NOBODY; returns its exit status. */
 static int as_nobody(void (*fn)(struct testd *), struct testd *t)
 {
