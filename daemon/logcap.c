@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #define LOGCAP_SOURCES_MAX 4
+/* 64 KiB buffers read per wake-up (or drain) and source: 1 MiB, an unprivileged writer's largest pipe. */
+#define LOGCAP_READS_PER_CALL 16
 
 struct source {
         struct logcap *lc;
@@ -110,27 +112,35 @@ static void source_eof(struct source *s)
                 lc->ops->eof(lc->ud);
 }
 
-/* Read everything available now; returns false at end of file. */
+/*
+ * Read what is available now, at most LOGCAP_READS_PER_CALL buffers: a server
+ * that writes faster than its lines are handled must not keep the event loop
+ * (or a drain) here for ever; the rest is read on the loop's next pass.
+ * Returns false at end of file.
+ */
 static bool source_read(struct source *s)
 {
         char buf[65536];
-        bool any = false;
+        bool any = false, open = true;
 
-        for (;;) {
+        for (unsigned i = 0; i < LOGCAP_READS_PER_CALL;) {
                 ssize_t n = read(s->fd, buf, sizeof(buf));
 
                 if (n > 0) {
                         file_write(s->lc, buf, (size_t)n);
                         feed_lines(s, buf, (size_t)n);
                         any = true;
+                        i++;
                         continue;
                 }
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (any && s->lc->ops->appended)
-                        s->lc->ops->appended(s->lc->ud);
-                return !(n == 0 || (n < 0 && errno != EAGAIN));
+                open = !(n == 0 || (n < 0 && errno != EAGAIN));
+                break;
         }
+        if (any && s->lc->ops->appended)
+                s->lc->ops->appended(s->lc->ud);
+        return open;
 }
 
 static void source_cb(evutil_socket_t fd, short what, void *ud)

@@ -28,7 +28,7 @@ int logcap_new(struct event_base *base, const char *path, size_t max_bytes, cons
 int logcap_add_source(struct logcap *lc, int fd);
 /* Write a line of our own into the log (e.g. "[mxmatrixd] stopping the server"); also scanned. */
 void logcap_note(struct logcap *lc, const char *fmt, ...) _printf_(2, 3);
-/* Read what is buffered in the pipes right now (used before judging a dead server). */
+/* Read what the pipes hold now, at most 1 MiB per source (used before judging a dead server). */
 void logcap_drain(struct logcap *lc);
 bool logcap_eof(const struct logcap *lc);
 uint64_t logcap_bytes(const struct logcap *lc);

@@ -314,7 +314,7 @@ static int plan_check(const struct proc_stop_plan *plan, char **reterr)
         for (size_t i = 0; i < plan->n_steps; i++) {
                 const struct proc_stop_step *s = &plan->steps[i];
 
-                if (s->signal <= 0 || s->signal >= SIGRTMIN)
+                if (s->signal <= 0 || s->signal >= NSIG)
                         return mx_reterr(reterr, -EINVAL, "stop step %zu: %d is not a signal to stop with", i + 1,
                                     s->signal);
                 if (s->grace_ms < 0 || s->grace_ms > PROC_GRACE_MAX_MS)

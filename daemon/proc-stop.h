@@ -27,9 +27,14 @@
 #include "proc.h"
 #include "proc-reaper.h"
 
-/* Steps in a stop plan, and the longest grace period or stop-command timeout. */
-#define PROC_STOP_STEPS_MAX 8
-#define PROC_GRACE_MAX_MS (24LL * 3600 * 1000)
+/*
+ * Steps in a stop plan, and the longest grace period or stop-command timeout:
+ * what a target profile may ask for (mxmatrix.json(5): 8 steps, to which the
+ * target runner adds a SIGKILL; durations under 7 days), so that a plan the
+ * matrix file was accepted with is never refused here.
+ */
+#define PROC_STOP_STEPS_MAX 9
+#define PROC_GRACE_MAX_MS (7LL * 24 * 3600 * 1000)
 #define PROC_STOP_COMMAND_TIMEOUT_MS 60000
 /* Members waited on through pidfds (each is a descriptor); others are still signalled, and re-checked. */
 #define PROC_MEMBERS_MAX 1024

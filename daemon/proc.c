@@ -92,7 +92,7 @@ static int parse_stat(const char *buf, struct proc_entry *e, unsigned *ret_kflag
 {
         const char *p = strrchr(buf, ')');
         unsigned long long starttime;
-        int ppid, pgid, sid;
+        int ppid, pgid, sid, threads;
         unsigned kflags;
         char state;
 
@@ -100,9 +100,15 @@ static int parse_stat(const char *buf, struct proc_entry *e, unsigned *ret_kflag
                 return -EIO;
         /* fields 3..22: state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt
          * utime stime cutime cstime priority nice num_threads itrealvalue starttime */
-        if (sscanf(p + 1, " %c %d %d %d %*d %*d %u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-                   &state, &ppid, &pgid, &sid, &kflags, &starttime) != 6)
+        if (sscanf(p + 1, " %c %d %d %d %*d %*d %u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %d %*d %llu",
+                   &state, &ppid, &pgid, &sid, &kflags, &threads, &starttime) != 7)
                 return -EIO;
+        /*
+         * A leader whose main thread exited while other threads run reads 'Z', but the
+         * process lives (and holds its memory): it must be signalled and waited for.
+         */
+        if (state == 'Z' && threads > 1)
+                state = 'R';
         e->state = state;
         e->ppid = ppid;
         e->pgid = pgid;

@@ -114,7 +114,7 @@ struct proc_entry {
         pid_t ppid;
         pid_t pgid;
         pid_t sid;
-        char state; /* /proc/PID/stat field 3: 'R', 'S', 'D', 'T', 'Z', ... */
+        char state; /* /proc/PID/stat field 3 ('R', 'S', 'Z', ...); a zombie leader of live threads: 'R' */
         uint64_t starttime;
         bool tagged; /* its environment carries the tag */
 };

@@ -42,6 +42,15 @@ static void runner_finish(struct mx_runner *r, const struct mx_run_result *res)
         r->ev->finished(r->ud, res);
 }
 
+/* Whether the level named at index i was named before (a job's levels may repeat one: record it once). */
+static bool level_named_before(json_t *levels, size_t i)
+{
+        for (size_t k = 0; k < i; k++)
+                if (json_equal(json_array_get(levels, k), json_array_get(levels, i)))
+                        return true;
+        return false;
+}
+
 static void record_levels(struct mx_runner *r, const char *verdict, const char *message)
 {
         size_t i;
@@ -58,7 +67,8 @@ static void record_levels(struct mx_runner *r, const char *verdict, const char *
                         .message = first ? message : "the command runner runs one level: the command itself",
                 };
 
-                r->ev->level_finished(r->ud, &lr);
+                if (!level_named_before(r->ctx.levels, i))
+                        r->ev->level_finished(r->ud, &lr);
         }
 }
 
@@ -77,7 +87,13 @@ static void stopped_cb(const struct proc_stop_result *res, void *ud)
                 out.exit_signal = WTERMSIG(r->status);
         if (!res->clean)
                 msg = xasprintf("%zu processes of the run could not be killed", res->n_leftovers);
+        out.leftovers = !res->clean;
         if (r->cancelled) {
+                /* Over a time limit the command failed its level; cancelled or interrupted, it never ran. */
+                record_levels(r, r->why == MX_OUTCOME_TIMEOUT ? "fail" : "skipped",
+                              r->why == MX_OUTCOME_TIMEOUT     ? "the command exceeded its time limit"
+                              : r->why == MX_OUTCOME_CANCELLED ? "cancelled"
+                                                               : "interrupted by a daemon stop");
                 out.outcome = r->why;
                 out.message = msg ? msg : "stopped before the command ended";
         } else if (signalled) {
@@ -209,7 +225,8 @@ static int command_start(const struct mx_run_ctx *ctx, const struct mx_run_event
 
 static void command_cancel(struct mx_runner *r, enum mx_outcome why)
 {
-        if (r->done || r->cancelled)
+        /* Once the command has ended (stopping), its exit status is the verdict, whatever comes now. */
+        if (r->done || r->cancelled || r->stopping)
                 return;
         r->cancelled = true;
         r->why = why;

@@ -27,6 +27,7 @@
 #include "plan.h"
 #include "port.h"
 #include "proc-stop.h"
+#include "profile.h"
 #include "profreport.h"
 #include "runner-util.h"
 #include "runner.h"
@@ -56,6 +57,7 @@ struct mx_runner {
         char *url;       /* http://host:port */
         char *values[_MX_PLACEHOLDER_MAX];
         char *port_text;
+        char **env; /* the server's environment, also the log and stop commands' */
         struct logcap *log;
         struct crash_scan *crash;
         struct mx_kgate *gate; /* NULL: no expectations */
@@ -75,6 +77,10 @@ struct mx_runner {
         json_t *l1_metrics;
         char *stop_note;
 };
+
+/* How long the SIGKILL added to a stop plan that lacks one waits (the default plan's). */
+#define STOP_KILL_GRACE_MS 10000
+_Static_assert(MX_PROFILE_MAX_STOP_STEPS < PROC_STOP_STEPS_MAX, "no room for the SIGKILL added to a plan");
 
 static void target_stop(struct mx_runner *r, const char *why);
 
@@ -167,8 +173,15 @@ static void run_gate(struct mx_runner *r)
                                                                           : MX_PROFREPORT_TOOL_ANY;
 
                 if (mx_placeholder_expand(json_string_value(json_object_get(prof, "report")),
-                                          (const char *const *)r->values, &path, &err) < 0 ||
-                    mx_profreport_parse_file(path, tool, &rep, &err) < 0) {
+                                          (const char *const *)r->values, &path, &err) >= 0 &&
+                    path[0] != '/') {
+                        /* Relative to the server's working directory, where the server wrote it. */
+                        char *abs = xasprintf("%s/%s", r->ctx.run_dir, path);
+
+                        free(path);
+                        path = abs;
+                }
+                if (!path || mx_profreport_parse_file(path, tool, &rep, &err) < 0) {
                         _cleanup_free_ char *why = xasprintf("profiler report %s: %s", strna(path), strna(err));
                         mx_kgate_report_failed(r->gate, why);
                 } else
@@ -217,6 +230,10 @@ static void finish(struct mx_runner *r, const struct proc_stop_result *res)
                 out.outcome = r->why;
         else if (crashed)
                 out.outcome = MX_OUTCOME_CRASHED;
+        /* What is left behind is the infrastructure's problem first (mxmatrixd(8), OUTCOMES). */
+        out.leftovers = leftover != NULL;
+        if (out.leftovers && out.outcome != MX_OUTCOME_INTERRUPTED)
+                out.outcome = MX_OUTCOME_INFRA_ERROR;
         out.crash_class = cls;
         if (crashed && crash_scan_evidence(r->crash))
                 msg = xasprintf("%s%s%s", crash_scan_evidence(r->crash), leftover ? "; " : "", strempty(leftover));
@@ -238,7 +255,7 @@ static void stopped_cb(const struct proc_stop_result *res, void *ud)
         finish(r, res);
 }
 
-/* The stop plan from the profile (signals and grace periods, optional stop command). */
+/* The stop plan from the profile (signals and grace periods ending with SIGKILL, optional stop command). */
 static void stop_plan(struct mx_runner *r, struct proc_stop_plan *plan, struct proc_stop_step *steps,
                       char ***ret_cmd)
 {
@@ -247,12 +264,16 @@ static void stop_plan(struct mx_runner *r, struct proc_stop_plan *plan, struct p
 
         *plan = (struct proc_stop_plan){ .steps = steps, .stop_output_fd = -1 };
         json_array_foreach (json_object_get(stop, "steps"), i, s) {
-                if (i >= PROC_STOP_STEPS_MAX)
+                if (i >= PROC_STOP_STEPS_MAX - 1)
                         break;
                 steps[i] = (struct proc_stop_step){ .signal = (int)json_integer_value(json_object_get(s, "signal")),
                                                     .grace_ms = json_integer_value(json_object_get(s, "grace_ms")) };
                 plan->n_steps = i + 1;
         }
+        /* A plan may end with a signal the server ignores: the last word is always SIGKILL. */
+        if (plan->n_steps > 0 && steps[plan->n_steps - 1].signal != SIGKILL)
+                steps[plan->n_steps++] =
+                        (struct proc_stop_step){ .signal = SIGKILL, .grace_ms = STOP_KILL_GRACE_MS };
         if (json_is_array(cmd)) {
                 json_t *w;
 
@@ -264,7 +285,7 @@ static void stop_plan(struct mx_runner *r, struct proc_stop_plan *plan, struct p
                         strv_consume(ret_cmd, x);
                 }
                 plan->stop_argv = *ret_cmd;
-                plan->stop_env = environ;
+                plan->stop_env = r->env;
                 plan->stop_cwd = r->ctx.run_dir;
                 plan->stop_timeout_ms = json_integer_value(json_object_get(stop, "timeout_ms"));
         }
@@ -291,6 +312,15 @@ static void target_stop(struct mx_runner *r, const char *why)
         stop_plan(r, &plan, steps, &cmd);
         q = proc_stop(r->ctx.reaper, &plan, r->info.pid > 0 ? &r->info : NULL, r->ctx.tag, stopped_cb, r, &r->stop,
                       &err);
+        if (q < 0) {
+                /* A snapshot's plan the stop refuses must not leave the server running: use the default. */
+                logcap_note(r->log, "the profile's stop plan was refused (%s); using the default plan",
+                            strna(err));
+                free(err);
+                err = NULL;
+                q = proc_stop(r->ctx.reaper, NULL, r->info.pid > 0 ? &r->info : NULL, r->ctx.tag, stopped_cb,
+                              r, &r->stop, &err);
+        }
         if (q < 0) {
                 fail_l1(r, "cannot stop the server: %s", strna(err));
                 finish(r, NULL);
@@ -391,7 +421,7 @@ static void run_l1(struct mx_runner *r)
 {
         json_t *c = profile_get(r, "completion", NULL);
         const char *model = json_string_value(json_object_get(r->ctx.spec, "served_model_name"));
-        _cleanup_free_ char *url = NULL, *body = NULL;
+        _cleanup_free_ char *url = NULL, *body = NULL, *err = NULL;
         _cleanup_json_ json_t *b = NULL;
         struct mx_http_request req = { .method = "POST", .content_type = "application/json", .max_body = 1 << 20 };
 
@@ -410,10 +440,11 @@ static void run_l1(struct mx_runner *r)
         url = xasprintf("%s%s", r->url, json_string_value(json_object_get(c, "path")));
         req.url = url;
         req.body = body;
-        req.timeout_ms = r->ctx.level_timeout_ms;
+        /* The level timer enforces the level timeout; the request's own is only kept within curl's range. */
+        req.timeout_ms = MX_MIN(r->ctx.level_timeout_ms, MX_HTTP_TIMEOUT_MAX_MS);
         arm_level_timer(r);
-        if (mx_http_start(r->ctx.http, &req, completion_done, r, &r->call, NULL) < 0) {
-                fail_l1(r, "cannot send the completion request");
+        if (mx_http_start(r->ctx.http, &req, completion_done, r, &r->call, &err) < 0) {
+                fail_l1(r, "cannot send the completion request: %s", strna(err));
                 target_stop(r, "L1 failed");
         }
 }
@@ -432,15 +463,29 @@ static void became_ready(struct mx_runner *r)
 
 /* ---- readiness ---- */
 
+/* The next probe after the profile's interval, but no later than the ready deadline. */
 static void probe_arm(struct mx_runner *r)
 {
         int64_t ms = json_integer_value(profile_get(r, "ready", "interval_ms"));
+        int64_t left_ms = (r->ready_deadline - mx_now_mono_us() + 999) / 1000;
         struct timeval tv;
 
         if (ms <= 0)
                 ms = 1000;
+        ms = MX_MAX(MX_MIN(ms, left_ms), 0);
         tv = (struct timeval){ .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
         evtimer_add(r->timer, &tv);
+}
+
+/* Not ready by the deadline: outcome timeout. */
+static void ready_timed_out(struct mx_runner *r, const char *last)
+{
+        _cleanup_free_ char *t = mx_format_duration(r->ready_deadline - r->started_mono);
+
+        fail_l1(r, "not ready within %s (last probe: %s)", t, last);
+        r->cancelled = true;
+        r->why = MX_OUTCOME_TIMEOUT;
+        target_stop(r, "not ready in time");
 }
 
 static void probe_done(struct mx_http_call *call, struct mx_http_response *res, void *ud)
@@ -457,13 +502,8 @@ static void probe_done(struct mx_http_call *call, struct mx_http_response *res, 
         }
         /* Refused (vLLM loading), 503 (llama-server, SGLang loading): not yet. */
         if (mx_now_mono_us() >= r->ready_deadline) {
-                _cleanup_free_ char *t = mx_format_duration(r->ready_deadline - r->started_mono);
-
-                fail_l1(r, "not ready within %s (last probe: %s)", t,
-                        res->error ? strna(res->error_text) : "an HTTP status other than the expected one");
-                r->cancelled = true;
-                r->why = MX_OUTCOME_TIMEOUT;
-                target_stop(r, "not ready in time");
+                ready_timed_out(r, res->error ? strna(res->error_text)
+                                              : "an HTTP status other than the expected one");
                 return;
         }
         probe_arm(r);
@@ -473,12 +513,17 @@ static void probe_cb(evutil_socket_t fd, short what, void *ud)
 {
         struct mx_runner *r = ud;
         _cleanup_free_ char *url = xasprintf("%s%s", r->url, json_string_value(profile_get(r, "ready", "path")));
+        _cleanup_free_ char *err = NULL;
         struct mx_http_request req = { .method = "GET", .url = url, .timeout_ms = 5000, .max_body = 4096 };
 
         (void)fd, (void)what;
         if (r->phase != PHASE_STARTING || r->call)
                 return;
-        if (mx_http_start(r->ctx.http, &req, probe_done, r, &r->call, NULL) < 0)
+        if (mx_http_start(r->ctx.http, &req, probe_done, r, &r->call, &err) >= 0)
+                return;
+        if (mx_now_mono_us() >= r->ready_deadline)
+                ready_timed_out(r, strna(err));
+        else
                 probe_arm(r);
 }
 
@@ -525,6 +570,10 @@ static int placeholder_values(struct mx_runner *r, char **reterr)
                 q = port_pick_free(host, &port, reterr);
                 if (q < 0)
                         return q;
+        } else if (port_probe_listener(host, port) > 0) {
+                /* The ready probe and L1 would talk to whatever answers there (a server left running). */
+                *reterr = xasprintf("port %d on %s is in use: something already answers there", port, host);
+                return -EADDRINUSE;
         }
         r->port_text = xasprintf("%d", port);
         r->values[MX_PLACEHOLDER_HOST] = xstrdup(host);
@@ -539,6 +588,36 @@ static int placeholder_values(struct mx_runner *r, char **reterr)
                 r->values[MX_PLACEHOLDER_SERVED_MODEL_NAME] = xstrdup(r->values[MX_PLACEHOLDER_MODEL]);
         r->url = strchr(host, ':') ? xasprintf("http://[%s]:%d", host, port) : xasprintf("http://%s:%d", host, port);
         return 0;
+}
+
+/* Expand s as a check; a failure names where s comes from. */
+static int check_expands(struct mx_runner *r, const char *where, const char *s, char **reterr)
+{
+        _cleanup_free_ char *x = NULL, *err = NULL;
+        int q = mx_placeholder_expand(strempty(s), (const char *const *)r->values, &x, &err);
+
+        if (q < 0)
+                *reterr = xasprintf("%s: %s", where, strna(err));
+        return q;
+}
+
+/* The profile's other commands and the report path expand now, so that a missing value fails the start. */
+static int check_profile_placeholders(struct mx_runner *r, char **reterr)
+{
+        static const char *const cmds[][2] = { { "stop", "stop.command" }, { "logs", "logs.command" } };
+        json_t *report = profile_get(r, "profiler", "report"), *w;
+        size_t i;
+        int q;
+
+        for (size_t k = 0; k < ELEMENTSOF(cmds); k++)
+                json_array_foreach (profile_get(r, cmds[k][0], "command"), i, w) {
+                        q = check_expands(r, cmds[k][1], json_string_value(w), reterr);
+                        if (q < 0)
+                                return q;
+                }
+        if (!json_is_string(report))
+                return 0;
+        return check_expands(r, "profiler.report", json_string_value(report), reterr);
 }
 
 static int setup_gate(struct mx_runner *r, char **reterr)
@@ -600,11 +679,11 @@ static int start_logs_command(struct mx_runner *r, char **envp)
 
 static int target_spawn(struct mx_runner *r, char **reterr)
 {
-        _cleanup_strv_free_ char **argv = NULL, **env = NULL;
+        _cleanup_strv_free_ char **argv = NULL;
         _cleanup_free_ char *log_path = xasprintf("%s/server.log", r->ctx.run_dir);
         int p[2], q;
 
-        q = runner_build_command(&r->ctx, (const char *const *)r->values, &argv, &env, reterr);
+        q = runner_build_command(&r->ctx, (const char *const *)r->values, &argv, &r->env, reterr);
         if (q < 0)
                 return q;
         q = logcap_new(r->ctx.base, log_path, r->ctx.log_max_bytes, &log_ops, r, &r->log);
@@ -613,8 +692,8 @@ static int target_spawn(struct mx_runner *r, char **reterr)
         r->ev->log_opened(r->ud, log_path);
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
-        q = proc_spawn(&(struct proc_spec){ .argv = argv, .env = env, .cwd = r->ctx.run_dir, .tag = r->ctx.tag,
-                                            .stdout_fd = p[1], .stderr_fd = p[1] },
+        q = proc_spawn(&(struct proc_spec){ .argv = argv, .env = r->env, .cwd = r->ctx.run_dir,
+                                            .tag = r->ctx.tag, .stdout_fd = p[1], .stderr_fd = p[1] },
                        &r->info, reterr);
         close(p[1]);
         if (q < 0) {
@@ -627,7 +706,7 @@ static int target_spawn(struct mx_runner *r, char **reterr)
         r->ev->process(r->ud, r->info.pid, r->info.pgid, r->info.starttime);
         (void)logcap_add_source(r->log, p[0]);
         logcap_note(r->log, "started %s (pid %d) on %s", argv[0], (int)r->info.pid, r->url);
-        q = start_logs_command(r, env);
+        q = start_logs_command(r, r->env);
         if (q < 0)
                 logcap_note(r->log, "cannot start the log command: %s", strerror(-q));
         return 0;
@@ -672,6 +751,8 @@ static int target_start(const struct mx_run_ctx *ctx, const struct mx_run_events
                 q = setup_gate(r, reterr);
         if (q >= 0)
                 q = placeholder_values(r, reterr);
+        if (q >= 0)
+                q = check_profile_placeholders(r, reterr);
         if (q >= 0)
                 q = target_spawn(r, reterr);
         if (q < 0) {
@@ -733,6 +814,7 @@ static struct mx_runner *target_free(struct mx_runner *r)
         for (size_t i = 0; i < _MX_PLACEHOLDER_MAX; i++)
                 free(r->values[i]);
         json_decref(r->l1_metrics);
+        strv_free(r->env);
         free(r->port_text);
         free(r->url);
         free(r->failure);

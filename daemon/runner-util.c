@@ -66,9 +66,11 @@ static int expand_env(json_t *env, const char *const *values, char ***ret, char 
 int runner_build_command(const struct mx_run_ctx *ctx, const char *const *values, char ***ret_argv,
                          char ***ret_env, char **reterr)
 {
+        const char *model = json_string_value(json_object_get(ctx->spec, "model"));
+        const char *served = json_string_value(json_object_get(ctx->spec, "served_model_name"));
         const char *defaults[_MX_PLACEHOLDER_MAX] = {
-                [MX_PLACEHOLDER_MODEL] = json_string_value(json_object_get(ctx->spec, "model")),
-                [MX_PLACEHOLDER_SERVED_MODEL_NAME] = json_string_value(json_object_get(ctx->spec, "served_model_name")),
+                [MX_PLACEHOLDER_MODEL] = model,
+                [MX_PLACEHOLDER_SERVED_MODEL_NAME] = served ? served : model, /* mxmatrix.json(5) */
                 [MX_PLACEHOLDER_RUN_DIR] = ctx->run_dir,
         };
         _cleanup_strv_free_ char **argv = NULL, **env = NULL;

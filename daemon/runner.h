@@ -57,6 +57,12 @@ struct mx_run_result {
         const char *message;     /* may be NULL */
         int exit_status;         /* -1: none (signalled or never started) */
         int exit_signal;         /* 0: none */
+        /*
+         * Processes of the run outlived the stop. The scheduler then pauses the
+         * queue: on a GPU with unified memory the next run would start beside
+         * them and fail for reasons of their making.
+         */
+        bool leftovers;
 };
 
 struct mx_run_events {

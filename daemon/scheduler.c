@@ -197,6 +197,16 @@ static void ev_finished(void *ud, const struct mx_run_result *res)
         int r;
 
         f.requeue = finish_requeues(s, res->outcome);
+        if (res->leftovers && !s->d->paused) {
+                /* Like a node drained after a failed epilog: no run starts next to what is left. */
+                r = queue_set_paused(s->d->db, true, 0);
+                if (r >= 0)
+                        s->d->paused = true;
+                mx_log_full(LOG_ERR, 0, MX_MSGID_ORPHAN_KILLED, &ctx, NULL,
+                            "run %" PRId64 " left processes that could not be killed; the queue is paused until "
+                            "someone checks the machine and runs 'mxmatrix resume'",
+                            c->run);
+        }
         r = queue_attempt_finish(s->d->db, c->attempt_id, &f, &result);
         if (r < 0)
                 log_error_errno(r, "cannot record the end of run %" PRId64, c->run);

@@ -14,7 +14,9 @@ const char *const mx_profile_builtins[] = { "vllm", "sglang", "llama-server", "c
 const struct mx_crash_signature mx_crash_signatures_builtin[] = {
         { "illegal-instruction", "cudaErrorIllegalInstruction|an illegal instruction was encountered" },
         { "launch-failure", "cudaErrorLaunchFailure|unspecified launch failure" },
-        { "cuda-oom", "CUDA out of memory|OutOfMemoryError|cudaErrorMemoryAllocation" },
+        /* the last one is llama.cpp's (ggml-cuda) */
+        { "cuda-oom", "CUDA out of memory|OutOfMemoryError|cudaErrorMemoryAllocation|"
+                      "cudaMalloc failed: out of memory" },
         { "ptxas", "ptxas (error|fatal)" },
         { "no-cuda-arch", "No supported CUDA architectures found" },
         { "cuda-error", "CUDA error|cudaError[A-Za-z]+|CUDA initialization" },

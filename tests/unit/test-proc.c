@@ -14,10 +14,38 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 extern char **environ;
+
+static void *sleep_for_ever(void *arg)
+{
+        (void)arg;
+        for (;;)
+                pause();
+        return NULL;
+}
+
+/*
+ * This binary as a helper server (MXTEST_LEADER_EXITS set, before the tests
+ * start): its main thread exits while another thread lives on, which leaves the
+ * thread-group leader a zombie in /proc while the process is alive.
+ */
+__attribute__((constructor)) static void helper_leader_exits(void)
+{
+        pthread_t t;
+
+        if (!getenv("MXTEST_LEADER_EXITS"))
+                return;
+        if (pthread_create(&t, NULL, sleep_for_ever, NULL) != 0)
+                _exit(1);
+        if (write(STDOUT_FILENO, "ready\n", 6) != 6)
+                _exit(1);
+        syscall(SYS_exit, 0); /* this thread only (not exit_group), without unwinding the loader's frames */
+}
 
 /* Generous: only a bug makes a loop wait this long. */
 #define LOOP_TIMEOUT_MS 20000
@@ -593,6 +621,54 @@ TEST(stop_continues_a_stopped_server)
         rig_done(&g);
 }
 
+/* The state letter in /proc/PID/stat, as the kernel writes it, or 0 when pid is gone. */
+static char proc_state(pid_t pid)
+{
+        _cleanup_free_ char *path = xasprintf("/proc/%d/stat", (int)pid);
+        FILE *f = fopen(path, "re");
+        char buf[512], *p;
+        size_t n;
+
+        if (!f)
+                return 0;
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        p = strrchr(buf, ')');
+        return p && p[1] == ' ' ? p[2] : 0;
+}
+
+TEST(stop_kills_a_server_whose_main_thread_exited)
+{
+        _cleanup_free_ char *tag = make_tag("leader"), *self = NULL;
+        char *const extra[] = { "MXTEST_LEADER_EXITS=1", NULL };
+        struct exit_rec ex = { 0 };
+        struct proc_info info;
+        struct stop_rec st;
+        struct rig g;
+        int fds[2];
+
+        self = realpath("/proc/self/exe", NULL);
+        ASSERT_NOT_NULL(self);
+        rig_init(&g);
+        make_pipe(fds);
+        info = spawn_ok((char *const[]){ self, NULL }, tag, fds[1], extra);
+        close(fds[1]);
+        ASSERT_OK(proc_reaper_watch(g.reaper, info.pid, exit_cb, &ex));
+        wait_ready(fds[0]);
+        close(fds[0]);
+        for (int i = 0; i < 1000 && proc_state(info.pid) != 'Z'; i++)
+                usleep(10000);
+        ASSERT_EQ(proc_state(info.pid), 'Z'); /* the leader is a zombie, its other thread runs */
+
+        stop_and_wait(&g, &quick_plan, &info, tag, &st);
+        ASSERT_TRUE(st.res.clean);
+        ASSERT_TRUE(ex.done); /* killed and reaped */
+        ASSERT_EQ(proc_state(info.pid), 0);
+        proc_stop_result_done(&st.res);
+        rig_done(&g);
+}
+
 TEST(stop_reports_leftovers_when_the_plan_is_too_weak)
 {
         _cleanup_free_ char *tag = make_tag("weak");
@@ -911,10 +987,10 @@ TEST(stop_cancel_suppresses_the_callback)
 
 TEST(stop_refuses_bad_plans_and_tags)
 {
-        static const struct proc_stop_step nine[9] = { { SIGTERM, 1 } };
+        static const struct proc_stop_step too_many[PROC_STOP_STEPS_MAX + 1] = { { SIGTERM, 1 } };
         static const struct proc_stop_step zero_sig[] = { { 0, 100 } };
         static const struct proc_stop_step neg_grace[] = { { SIGKILL, -1 } };
-        struct proc_stop_plan plan = { .steps = nine, .n_steps = 9 };
+        struct proc_stop_plan plan = { .steps = too_many, .n_steps = PROC_STOP_STEPS_MAX + 1 };
         _cleanup_free_ char *tag = make_tag("plans"), *err = NULL;
         _cleanup_free_ pid_t *pids = NULL;
         struct stop_rec st = { 0 };
@@ -924,7 +1000,7 @@ TEST(stop_refuses_bad_plans_and_tags)
 
         rig_init(&g);
         ASSERT_ERR(proc_stop(g.reaper, &plan, NULL, tag, stop_cb, &st, NULL, &err), E2BIG);
-        ASSERT_CONTAINS(err, "9 steps");
+        ASSERT_CONTAINS(err, "10 steps");
         err = drop(err);
         plan = (struct proc_stop_plan){ .steps = zero_sig, .n_steps = 1 };
         ASSERT_ERR(proc_stop(g.reaper, &plan, NULL, tag, stop_cb, &st, NULL, &err), EINVAL);

@@ -143,6 +143,38 @@ TEST(crash_scan_prefers_root_causes)
         ASSERT_EQ(json_array_size(seen), 4); /* illegal-instruction, cuda-error, engine-dead, traceback */
 }
 
+/* The first class the built-in signatures give a log, fed line by line. */
+static char *builtin_class_of(const char *const *log, size_t n)
+{
+        _cleanup_json_ json_t *sigs = json_array();
+        _cleanup_(crash_scan_freep) struct crash_scan *cs = NULL;
+        _cleanup_free_ char *err = NULL;
+
+        for (size_t i = 0; i < mx_n_crash_signatures_builtin; i++)
+                json_array_append_new(sigs, json_pack("{s:s,s:s}", "class", mx_crash_signatures_builtin[i].cls,
+                                                      "pattern", mx_crash_signatures_builtin[i].pattern));
+        ASSERT_OK(crash_scan_new(sigs, &cs, &err));
+        for (size_t i = 0; i < n; i++)
+                crash_scan_line(cs, log[i], strlen(log[i]));
+        return crash_scan_class(cs) ? xstrdup(crash_scan_class(cs)) : NULL;
+}
+
+TEST(crash_scan_llama_server_out_of_memory)
+{
+        /* llama.cpp when the GPU memory is taken (tests/sim/flavor-llama.c, as llama.cpp words it). */
+        static const char *const log[] = {
+                "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 61440.00 MiB on device 0: cudaMalloc "
+                "failed: out of memory",
+                "alloc_tensor_range: failed to allocate CUDA0 buffer of size 64424509440",
+                "llama_model_load: error loading model: unable to allocate CUDA0 buffer",
+                "llama_model_load_from_file_impl: failed to load model",
+                "main: exiting due to model loading error",
+        };
+        _cleanup_free_ char *cls = builtin_class_of(log, ELEMENTSOF(log));
+
+        ASSERT_STREQ(cls, "cuda-oom");
+}
+
 TEST(crash_class_from_exit_status)
 {
         _cleanup_free_ char *a = crash_class_from_status(11);       /* killed by SIGSEGV */
