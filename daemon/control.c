@@ -421,7 +421,8 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *ud)
          * for, then close (conn_write_cb). One that closed the socket gets
          * nothing more.
          */
-        if (conn_peer_gone(c) || (evbuffer_get_length(bufferevent_get_output(bev)) == 0 && c->n_requests == 0)) {
+        if (conn_peer_gone(c) ||
+            (evbuffer_get_length(bufferevent_get_output(bev)) == 0 && c->n_requests == 0)) {
                 conn_free(c);
                 return;
         }

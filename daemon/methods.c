@@ -154,8 +154,8 @@ static void m_cancel(struct mx_request *req)
         r = queue_cancel(req->d->db, job, run, req->uid, &cancelled, &running);
         if (r == -ESTALE) {
                 if (job > 0)
-                        request_error(req, "invalid-state", "job %" PRId64 " has no queued or running run to cancel",
-                                      job);
+                        request_error(req, "invalid-state",
+                                      "job %" PRId64 " has no queued or running run to cancel", job);
                 else
                         request_error(req, "invalid-state", "run %" PRId64 " is not queued or running", run);
                 return;

@@ -304,8 +304,8 @@ static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts
 {
         static const char sql[] =
                 "SELECT a.run_id, r.job_id, r.expect_fail IS NOT NULL, "
-                "EXISTS (SELECT 1 FROM levels l WHERE l.attempt_id = a.id AND l.verdict IN ('fail','invalid')), "
-                "r.cancelled_at IS NOT NULL "
+                "EXISTS (SELECT 1 FROM levels l WHERE l.attempt_id = a.id "
+                "AND l.verdict IN ('fail','invalid')), r.cancelled_at IS NOT NULL "
                 "FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ? AND a.finished_at IS NULL";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = db_stmt(db, sql, &s), rc;

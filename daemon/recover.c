@@ -70,8 +70,8 @@ int recover_interrupted(struct mx_daemon *d)
                 }
                 if (streq(result, "cancelled"))
                         log_ctx(LOG_WARNING, MX_MSGID_RUN_INTERRUPTED, &ctx,
-                                "run %" PRId64 " attempt %d was interrupted by a daemon restart while it was being "
-                                "cancelled; it stays cancelled",
+                                "run %" PRId64 " attempt %d was interrupted by a daemon restart "
+                                "while it was being cancelled; it stays cancelled",
                                 open[i].run, open[i].n);
                 else
                         log_ctx(LOG_WARNING, MX_MSGID_RUN_INTERRUPTED, &ctx,

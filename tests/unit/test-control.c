@@ -344,7 +344,9 @@ static int64_t clients_now(int fd)
 {
         _cleanup_json_ json_t *r = testd_request(fd, "status", NULL);
 
-        return json_integer_value(json_object_get(json_object_get(json_object_get(r, "result"), "daemon"), "clients"));
+        json_t *daemon = json_object_get(json_object_get(r, "result"), "daemon");
+
+        return json_integer_value(json_object_get(daemon, "clients"));
 }
 
 /*
@@ -431,11 +433,14 @@ TEST(half_closed_client_gets_every_reply)
         /* A client that closes its socket while a stream waits is gone at once, not at the next event. */
         {
                 int good = testd_session(&t), f = testd_session(&t);
-                _cleanup_json_ json_t *p = json_pack("{s:s,s:{s:s}}", "feature", "fast", "pins", "mode", "ok");
-                _cleanup_json_ json_t *r = testd_request(good, "pause", NULL), *sub = testd_request(good, "submit", p);
-                int64_t job = json_integer_value(json_object_get(json_object_get(sub, "result"), "job")), n = -1;
-                _cleanup_free_ char *freq = xasprintf("{\"id\":5,\"method\":\"follow\",\"params\":{\"job\":%" PRId64
-                                                     "}}\n", job);
+                _cleanup_json_ json_t *p =
+                        json_pack("{s:s,s:{s:s}}", "feature", "fast", "pins", "mode", "ok");
+                _cleanup_json_ json_t *r = testd_request(good, "pause", NULL);
+                _cleanup_json_ json_t *sub = testd_request(good, "submit", p);
+                json_t *res = json_object_get(sub, "result");
+                int64_t n = -1, job = json_integer_value(json_object_get(res, "job"));
+                _cleanup_free_ char *freq = xasprintf(
+                        "{\"id\":5,\"method\":\"follow\",\"params\":{\"job\":%" PRId64 "}}\n", job);
                 _cleanup_free_ char *first = NULL;
 
                 ASSERT_TRUE(job > 0);

@@ -261,7 +261,9 @@ TEST(cancel_of_a_running_run_survives_recovery)
 {
         _cleanup_(db_closep) struct mx_db *db = open_db("cancel-recover.db");
         int64_t job = submit(db, 1000, 0, 2), other = submit(db, 1000, 0, 1), cancelled, running, att;
-        struct queue_finish interrupted = { .outcome = MX_OUTCOME_INTERRUPTED, .exit_status = -1, .requeue = true };
+        struct queue_finish interrupted = {
+                .outcome = MX_OUTCOME_INTERRUPTED, .exit_status = -1, .requeue = true,
+        };
         struct queue_next n = {}, next = {};
         _cleanup_json_ json_t *run = NULL, *jj = NULL;
         _cleanup_free_ char *result = NULL;
