@@ -7,6 +7,7 @@
 #include <event2/listener.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pwd.h>
 #include <sys/socket.h>
 
@@ -22,6 +23,7 @@ struct mx_conn {
         bool admin;
         bool hello;
         bool closing; /* flush what is queued, then close */
+        bool eof;     /* the client shut down its sending side: answer what it sent, then close */
         struct mx_request **requests; /* streaming requests kept open */
         size_t n_requests, cap_requests;
         struct mx_conn *next;
@@ -48,6 +50,7 @@ struct mx_control {
 };
 
 static void conn_free(struct mx_conn *c);
+static void conn_arm_deadline(struct mx_conn *c);
 
 unsigned control_n_connections(struct mx_control *c)
 {
@@ -63,23 +66,36 @@ static unsigned conns_of_uid(struct mx_control *ctl, uid_t uid)
         return n;
 }
 
+/*
+ * Read nothing more; close once what is queued is written (the write
+ * callback), or after the frame timeout if the client does not read it.
+ */
+static void conn_close_soon(struct mx_conn *c)
+{
+        c->closing = true;
+        bufferevent_disable(c->bev, EV_READ);
+        conn_arm_deadline(c);
+}
+
 /* Send one message; a client that does not read its replies is dropped. */
 static void conn_send(struct mx_conn *c, json_t *msg)
 {
         struct evbuffer *out = bufferevent_get_output(c->bev);
-        _cleanup_free_ char *text = json_dumps(msg, JSON_COMPACT);
+        _cleanup_free_ char *text = NULL;
 
+        if (c->closing)
+                return; /* its last message is queued; streams may still try */
+        text = json_dumps(msg, JSON_COMPACT);
         if (!text)
                 mx_die("cannot encode a reply");
         if (evbuffer_get_length(out) > c->control->d->cfg.limits.output_bytes) {
                 log_warning("dropping client uid %u pid %d: %zu bytes of replies unread", (unsigned)c->uid,
                             (int)c->pid, evbuffer_get_length(out));
-                c->closing = true;
-                bufferevent_disable(c->bev, EV_READ);
                 evbuffer_drain(out, evbuffer_get_length(out));
                 /* Something to write, so the write callback runs and closes the connection. */
                 evbuffer_add_printf(out, "{\"id\":null,\"error\":{\"code\":\"limit-exceeded\","
                                          "\"message\":\"too many unread replies\"}}\n");
+                conn_close_soon(c);
                 return;
         }
         evbuffer_add(out, text, strlen(text));
@@ -106,8 +122,7 @@ static void conn_fatal(struct mx_conn *c, json_t *id, const char *code, const ch
         esc = mx_escape(msg, 512);
         log_info("closing client uid %u pid %d: %s", (unsigned)c->uid, (int)c->pid, esc);
         conn_send_error(c, id, code, msg);
-        c->closing = true;
-        bufferevent_disable(c->bev, EV_READ);
+        conn_close_soon(c);
 }
 
 static struct request_priv *priv_of(struct mx_request *r)
@@ -203,6 +218,9 @@ void request_stream(struct mx_request *req, json_t *item)
 
 size_t request_output_pending(const struct mx_request *req)
 {
+        /* A closing connection takes nothing more: streams wait (for its close) instead of producing. */
+        if (req->conn->closing)
+                return SIZE_MAX;
         return evbuffer_get_length(bufferevent_get_output(req->conn->bev));
 }
 
@@ -292,10 +310,8 @@ void control_hello_done(struct mx_conn *c, bool ok)
         if (ok) {
                 c->hello = true;
                 event_del(c->deadline);
-        } else {
-                c->closing = true;
-                bufferevent_disable(c->bev, EV_READ);
-        }
+        } else
+                conn_close_soon(c);
 }
 
 static void conn_arm_deadline(struct mx_conn *c)
@@ -321,10 +337,14 @@ static void conn_read_cb(struct bufferevent *bev, void *ud)
                 if (eol.pos < 0) {
                         if (evbuffer_get_length(in) >= max)
                                 return conn_fatal(c, NULL, "bad-request", "request longer than %zu bytes", max);
-                        /* Half a line: it must complete in time, or the client is dropped. */
-                        if (evbuffer_get_length(in) > 0)
-                                conn_arm_deadline(c);
-                        else if (c->hello)
+                        /*
+                         * Half a line: it must complete in time from its first byte, or the client
+                         * is dropped. Not re-armed by later bytes, which a client could trickle.
+                         */
+                        if (evbuffer_get_length(in) > 0) {
+                                if (!evtimer_pending(c->deadline, NULL))
+                                        conn_arm_deadline(c);
+                        } else if (c->hello)
                                 event_del(c->deadline);
                         return;
                 }
@@ -334,6 +354,9 @@ static void conn_read_cb(struct bufferevent *bev, void *ud)
                 evbuffer_remove(in, line, eol.pos);
                 line[eol.pos] = '\0';
                 evbuffer_drain(in, 1);
+                /* That line is complete; the next one gets its own time (before hello, hello's runs on). */
+                if (c->hello)
+                        event_del(c->deadline);
                 if (eol.pos == 0)
                         continue; /* blank lines are harmless */
                 msg = json_loadb(line, eol.pos, JSON_REJECT_DUPLICATES, &jerr);
@@ -349,7 +372,7 @@ static void conn_write_cb(struct bufferevent *bev, void *ud)
         struct mx_conn *c = ud;
         size_t pending = evbuffer_get_length(bufferevent_get_output(bev));
 
-        if (c->closing && pending == 0) {
+        if ((c->closing || (c->eof && c->n_requests == 0)) && pending == 0) {
                 conn_free(c);
                 return;
         }
@@ -373,13 +396,37 @@ static void conn_write_cb(struct bufferevent *bev, void *ud)
         }
 }
 
+/* Has the client closed its socket entirely (not just shut down its sending side)? */
+static bool conn_peer_gone(struct mx_conn *c)
+{
+        struct pollfd p = { .fd = bufferevent_getfd(c->bev), .events = POLLOUT };
+
+        /* A Unix stream socket reports POLLHUP once both directions are shut down. */
+        return poll(&p, 1, 0) != 1 || (p.revents & (POLLHUP | POLLERR));
+}
+
 static void conn_event_cb(struct bufferevent *bev, short what, void *ud)
 {
         struct mx_conn *c = ud;
 
-        (void)bev;
-        if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+        if (what & BEV_EVENT_ERROR) {
                 conn_free(c);
+                return;
+        }
+        if (!(what & BEV_EVENT_EOF))
+                return;
+        /*
+         * End of the requests. A client that only shut down its sending side
+         * (nc -N, socat) still reads: deliver the replies and streams it asked
+         * for, then close (conn_write_cb). One that closed the socket gets
+         * nothing more.
+         */
+        if (conn_peer_gone(c) ||
+            (evbuffer_get_length(bufferevent_get_output(bev)) == 0 && c->n_requests == 0)) {
+                conn_free(c);
+                return;
+        }
+        c->eof = true;
 }
 
 static void conn_deadline_cb(evutil_socket_t fd, short what, void *ud)
@@ -387,6 +434,11 @@ static void conn_deadline_cb(evutil_socket_t fd, short what, void *ud)
         struct mx_conn *c = ud;
 
         (void)fd, (void)what;
+        if (c->closing) {
+                /* Its last message could not be written in time: the client does not read. */
+                conn_free(c);
+                return;
+        }
         if (!c->hello && evbuffer_get_length(bufferevent_get_input(c->bev)) == 0)
                 conn_fatal(c, NULL, "protocol-mismatch", "no hello within the time limit");
         else

@@ -7,6 +7,7 @@
  *
  * A client that sends a malformed or oversized frame, or stalls half-way
  * through one, gets an error and loses its connection; the daemon goes on.
+ * One that shuts down its sending side still gets its replies and streams.
  */
 #pragma once
 
@@ -51,7 +52,7 @@ bool request_may_modify(const struct mx_request *req, uid_t owner);
  */
 void request_keep(struct mx_request *req, void (*on_close)(struct mx_request *req, void *ud), void *ud);
 void request_stream(struct mx_request *req, json_t *item);
-/* Bytes waiting to be written to this request's client (for flow control). */
+/* Bytes waiting to be written to this request's client (for flow control); SIZE_MAX once it is closing. */
 size_t request_output_pending(const struct mx_request *req);
 /* Call cb when the client's output buffer drains below half the limit. */
 void request_on_drain(struct mx_request *req, void (*cb)(struct mx_request *req, void *ud), void *ud);

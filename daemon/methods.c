@@ -122,11 +122,13 @@ static void m_show(struct mx_request *req)
         request_reply(req, json_pack("{s:o}", "run", a));
 }
 
-/* Resolve the job or run a request names and check the caller may change it. */
-static int check_owner(struct mx_request *req, int64_t job, int64_t run)
+/* Resolve the job or run a request names, check the caller may change it; *ret_job: the job. */
+static int check_owner(struct mx_request *req, int64_t job, int64_t run, int64_t *ret_job)
 {
+        int64_t run_job = job;
         uid_t owner;
-        int r = job > 0 ? queue_job_owner(req->d->db, job, &owner) : queue_run_owner(req->d->db, run, &owner, NULL);
+        int r = job > 0 ? queue_job_owner(req->d->db, job, &owner)
+                        : queue_run_owner(req->d->db, run, &owner, &run_job);
 
         if (r < 0) {
                 request_error_errno(req, r, req->method->name);
@@ -137,17 +139,27 @@ static int check_owner(struct mx_request *req, int64_t job, int64_t run)
                               job > 0 ? job : run, (unsigned)owner);
                 return -EPERM;
         }
+        *ret_job = run_job;
         return 0;
 }
 
 static void m_cancel(struct mx_request *req)
 {
         int64_t job = param_int(req, "job", 0), run = param_int(req, "run", 0), cancelled = 0, running = 0;
+        int64_t owner_job = 0;
         int r;
 
-        if (check_owner(req, job, run) < 0)
+        if (check_owner(req, job, run, &owner_job) < 0)
                 return;
         r = queue_cancel(req->d->db, job, run, req->uid, &cancelled, &running);
+        if (r == -ESTALE) {
+                if (job > 0)
+                        request_error(req, "invalid-state",
+                                      "job %" PRId64 " has no queued or running run to cancel", job);
+                else
+                        request_error(req, "invalid-state", "run %" PRId64 " is not queued or running", run);
+                return;
+        }
         if (r < 0) {
                 request_error_errno(req, r, "cancel");
                 return;
@@ -157,8 +169,8 @@ static void m_cancel(struct mx_request *req)
         if (running && !sched_cancel_run(req->d->sched, running))
                 running = 0;
         sched_kick(req->d->sched); /* the queue shrank: STATUS= */
-        if (job > 0)
-                stream_job_changed(req->d, job);
+        /* A run's cancel can end its job too (its last queued run): followers must hear of it. */
+        stream_job_changed(req->d, owner_job);
         request_reply(req, json_pack("{s:I,s:o}", "cancelled", (json_int_t)cancelled, "stopping",
                                      running ? json_integer(running) : json_null()));
 }
@@ -189,12 +201,21 @@ static void m_resume(struct mx_request *req)
 
 static void m_retry(struct mx_request *req)
 {
-        int64_t job = param_int(req, "job", 0), run = param_int(req, "run", 0), n = 0;
+        int64_t job = param_int(req, "job", 0), run = param_int(req, "run", 0), n = 0, owner_job = 0, limit;
         int r;
 
-        if (check_owner(req, job, run) < 0)
+        if (check_owner(req, job, run, &owner_job) < 0)
                 return;
-        r = queue_retry(req->d->db, job, run, param_bool(req, "all"), req->uid, &n);
+        /* Requeued runs wait like submitted ones: the same per-user limit, root exempt. */
+        limit = req->uid != 0 ? req->d->cfg.limits.queued_runs_per_uid : 0;
+        r = queue_retry(req->d->db, job, run, param_bool(req, "all"), req->uid, limit, &n);
+        if (r == -EDQUOT) {
+                request_error(req, "limit-exceeded",
+                              "retry would leave the owner of job %" PRId64 " with more than %" PRId64
+                              " runs queued (limits.queued_runs_per_uid)",
+                              owner_job, limit);
+                return;
+        }
         if (r < 0) {
                 request_error_errno(req, r, "retry");
                 return;

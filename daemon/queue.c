@@ -294,12 +294,18 @@ static char *result_of(enum mx_outcome o, bool any_failed_level, bool expect_fai
         }
 }
 
-static int attempt_facts(struct mx_db *db, int64_t attempt, int64_t *ret_run, int64_t *ret_job,
-                         bool *ret_failed_level, bool *ret_expect_fail)
+struct attempt_facts {
+        int64_t run, job;
+        bool failed_level, expect_fail;
+        bool cancelled; /* a cancel was acknowledged while the run ran */
+};
+
+static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts *ret)
 {
         static const char sql[] =
                 "SELECT a.run_id, r.job_id, r.expect_fail IS NOT NULL, "
-                "EXISTS (SELECT 1 FROM levels l WHERE l.attempt_id = a.id AND l.verdict IN ('fail','invalid')) "
+                "EXISTS (SELECT 1 FROM levels l WHERE l.attempt_id = a.id "
+                "AND l.verdict IN ('fail','invalid')), r.cancelled_at IS NOT NULL "
                 "FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ? AND a.finished_at IS NULL";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = db_stmt(db, sql, &s), rc;
@@ -312,10 +318,13 @@ static int attempt_facts(struct mx_db *db, int64_t attempt, int64_t *ret_run, in
                 return -ENOENT;
         if (rc != SQLITE_ROW)
                 return db_errno(db, rc);
-        *ret_run = sqlite3_column_int64(s, 0);
-        *ret_job = sqlite3_column_int64(s, 1);
-        *ret_expect_fail = sqlite3_column_int(s, 2);
-        *ret_failed_level = sqlite3_column_int(s, 3);
+        *ret = (struct attempt_facts){
+                .run = sqlite3_column_int64(s, 0),
+                .job = sqlite3_column_int64(s, 1),
+                .expect_fail = sqlite3_column_int(s, 2),
+                .failed_level = sqlite3_column_int(s, 3),
+                .cancelled = sqlite3_column_int(s, 4),
+        };
         return 0;
 }
 
@@ -329,14 +338,18 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
         _cleanup_stmt_ sqlite3_stmt *a = NULL, *u = NULL;
         _cleanup_free_ char *result = NULL;
         _cleanup_(json_decrefp) json_t *d = NULL;
-        bool failed_level = false, expect_fail = false;
-        int64_t run = 0, job = 0, now = mx_now_real_us();
+        struct attempt_facts fa = {};
+        int64_t now = mx_now_real_us();
+        bool requeue;
         int r;
 
-        r = attempt_facts(db, attempt, &run, &job, &failed_level, &expect_fail);
+        r = attempt_facts(db, attempt, &fa);
         if (r < 0)
                 return r;
-        result = result_of(f->outcome, failed_level, expect_fail);
+        /* An interrupted run goes back to the queue, unless its cancel was acknowledged before. */
+        requeue = f->requeue && !fa.cancelled;
+        result = f->requeue && fa.cancelled ? xstrdup("cancelled")
+                                            : result_of(f->outcome, fa.failed_level, fa.expect_fail);
         r = db_stmt(db, upd_a, &a);
         if (r < 0)
                 return r;
@@ -353,17 +366,17 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
         r = db_stmt(db, upd_r, &u);
         if (r < 0)
                 return r;
-        db_bind_text(u, 1, f->requeue ? "queued" : "done");
-        db_bind_text(u, 2, f->requeue ? NULL : result);
-        db_bind_int64(u, 3, f->requeue);
+        db_bind_text(u, 1, requeue ? "queued" : "done");
+        db_bind_text(u, 2, requeue ? NULL : result);
+        db_bind_int64(u, 3, requeue);
         db_bind_int64(u, 4, now);
-        db_bind_int64(u, 5, run);
+        db_bind_int64(u, 5, fa.run);
         r = db_step_done(db, u);
         if (r < 0)
                 return r;
         d = json_pack("{s:s,s:s,s:s?,s:b}", "outcome", mx_outcome_to_string(f->outcome), "result", result,
-                      "crash_class", f->crash_class, "requeued", f->requeue);
-        r = event_insert(db, job, run, "run-finished", -1, d);
+                      "crash_class", f->crash_class, "requeued", requeue);
+        r = event_insert(db, fa.job, fa.run, "run-finished", -1, d);
         if (r >= 0 && ret_result)
                 *ret_result = TAKE_PTR(result);
         return r;
@@ -465,10 +478,12 @@ static int cancel_body(struct mx_db *db, int64_t job, int64_t run, uid_t by, int
 {
         static const char cq[] = "UPDATE runs SET state = 'done', result = 'cancelled', cancelled_at = ? "
                                  "WHERE state = 'queued' AND (job_id = ? OR id = ?)";
-        static const char cr[] = "SELECT id FROM runs WHERE state = 'running' AND (job_id = ? OR id = ?)";
+        /* Stored with the run, so a recovery after kill -9 does not requeue what was cancelled. */
+        static const char cr[] = "UPDATE runs SET cancelled_at = ? WHERE state = 'running' "
+                                 "AND (job_id = ? OR id = ?) RETURNING id";
         static const char cj[] = "UPDATE jobs SET cancelled_at = ?, cancelled_by = ? WHERE id = ?";
         _cleanup_stmt_ sqlite3_stmt *q = NULL, *s = NULL, *j = NULL;
-        int64_t now = mx_now_real_us(), running = 0, owner_job = job;
+        int64_t now = mx_now_real_us(), running = 0, cancelled, owner_job = job;
         _cleanup_(json_decrefp) json_t *d = NULL;
         int r;
 
@@ -481,15 +496,23 @@ static int cancel_body(struct mx_db *db, int64_t job, int64_t run, uid_t by, int
         r = db_step_done(db, q);
         if (r < 0)
                 return r;
-        *ret_cancelled = sqlite3_changes(db->sql);
+        cancelled = sqlite3_changes(db->sql);
         r = db_stmt(db, cr, &s);
         if (r < 0)
                 return r;
-        db_bind_int64(s, 1, job);
-        db_bind_int64(s, 2, run);
-        if (sqlite3_step(s) == SQLITE_ROW)
+        db_bind_int64(s, 1, now);
+        db_bind_int64(s, 2, job);
+        db_bind_int64(s, 3, run);
+        r = sqlite3_step(s);
+        if (r == SQLITE_ROW) {
                 running = sqlite3_column_int64(s, 0);
-        *ret_running = running;
+                r = sqlite3_step(s); /* finish RETURNING before the next statement */
+        }
+        if (r != SQLITE_DONE)
+                return db_errno(db, r);
+        /* Nothing left to cancel: a finished job must not turn "cancelled", nor get a cancel event. */
+        if (cancelled == 0 && running == 0)
+                return -ESTALE;
         if (job > 0) {
                 r = db_stmt(db, cj, &j);
                 if (r < 0)
@@ -502,8 +525,13 @@ static int cancel_body(struct mx_db *db, int64_t job, int64_t run, uid_t by, int
                         return r;
         } else if ((r = queue_run_owner(db, run, &(uid_t){ 0 }, &owner_job)) < 0)
                 return r;
-        d = json_pack("{s:I,s:I}", "cancelled", (json_int_t)*ret_cancelled, "stopping", (json_int_t)running);
-        return event_insert(db, owner_job, run, job > 0 ? "job-cancelled" : "run-cancelled", by, d);
+        d = json_pack("{s:I,s:I}", "cancelled", (json_int_t)cancelled, "stopping", (json_int_t)running);
+        r = event_insert(db, owner_job, run, job > 0 ? "job-cancelled" : "run-cancelled", by, d);
+        if (r < 0)
+                return r;
+        *ret_cancelled = cancelled;
+        *ret_running = running;
+        return 0;
 }
 
 int queue_cancel(struct mx_db *db, int64_t job, int64_t run, uid_t by, int64_t *ret_cancelled,
@@ -512,7 +540,26 @@ int queue_cancel(struct mx_db *db, int64_t job, int64_t run, uid_t by, int64_t *
         return TXN(db, cancel_body(db, job, run, by, ret_cancelled, ret_running));
 }
 
-static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t *ret)
+/* The queued runs of a job's owner, inside the transaction that changed them. */
+static int owner_queued(struct mx_db *db, int64_t job, int64_t *ret)
+{
+        static const char sql[] = "SELECT coalesce(sum(n), 0) FROM user_counts "
+                                  "WHERE uid = (SELECT uid FROM jobs WHERE id = ?) AND state = 'queued'";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, job);
+        rc = sqlite3_step(s);
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret = sqlite3_column_int64(s, 0);
+        return 0;
+}
+
+static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t max_queued,
+                      int64_t *ret)
 {
         /* Failed = anything but pass and expected failure; cancelled runs only with --all. */
         static const char rj[] = "UPDATE runs SET state = 'queued', result = NULL, cancelled_at = NULL, "
@@ -541,6 +588,15 @@ static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_
         *ret = sqlite3_changes(db->sql);
         if (job <= 0 && *ret == 0)
                 return -EBUSY; /* the run is queued or running */
+        if (max_queued > 0) {
+                int64_t queued = 0;
+
+                r = owner_queued(db, owner_job, &queued);
+                if (r < 0)
+                        return r;
+                if (queued > max_queued)
+                        return -EDQUOT; /* the caller rolls back */
+        }
         r = db_stmt(db, uj, &u);
         if (r < 0)
                 return r;
@@ -552,9 +608,15 @@ static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_
         return event_insert(db, owner_job, run, "retried", by, d);
 }
 
-int queue_retry(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t *ret_requeued)
+int queue_retry(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t max_queued,
+                int64_t *ret_requeued)
 {
-        return TXN(db, retry_body(db, job, run, all, by, ret_requeued));
+        int64_t n = 0;
+        int r = TXN(db, retry_body(db, job, run, all, by, max_queued, &n));
+
+        if (r >= 0)
+                *ret_requeued = n;
+        return r;
 }
 
 int queue_get_paused(struct mx_db *db, bool *ret)

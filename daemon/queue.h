@@ -92,7 +92,7 @@ struct queue_finish {
         const char *message;
         int exit_status; /* -1: none */
         int exit_signal; /* 0: none */
-        bool requeue;    /* put the run back in the queue (interrupted runs under the requeue policy) */
+        bool requeue;    /* put the run back in the queue (interrupted runs), unless it was cancelled */
 };
 /* End an attempt: the run becomes done (or queued again). Returns the run's result summary. */
 int queue_attempt_finish(struct mx_db *db, int64_t attempt, const struct queue_finish *f, char **ret_result);
@@ -115,12 +115,20 @@ int queue_run_owner(struct mx_db *db, int64_t run, uid_t *ret_uid, int64_t *ret_
 
 /*
  * Cancel: queued runs of the job (or the one run) become done/cancelled. If a
- * run of it is running, *ret_running is its id (the caller stops it), else 0.
+ * run of it is running, *ret_running is its id (the caller stops it), else 0;
+ * that run is marked cancelled, so an attempt end that would requeue it
+ * (recovery after kill -9) ends it as cancelled instead. -ESTALE when nothing
+ * is queued or running (the job or run has ended): nothing changes.
  */
 int queue_cancel(struct mx_db *db, int64_t job, int64_t run, uid_t by, int64_t *ret_cancelled,
                  int64_t *ret_running);
-/* Requeue failed (or, with all, every finished) runs of a job, or one finished run. */
-int queue_retry(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t *ret_requeued);
+/*
+ * Requeue failed (or, with all, every finished) runs of a job, or one finished
+ * run. max_queued > 0: the job owner's queued runs may not exceed it afterwards
+ * (-EDQUOT, nothing changed), as for a submit.
+ */
+int queue_retry(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t max_queued,
+                int64_t *ret_requeued);
 
 int queue_get_paused(struct mx_db *db, bool *ret);
 int queue_set_paused(struct mx_db *db, bool paused, uid_t by);

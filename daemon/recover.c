@@ -59,17 +59,25 @@ int recover_interrupted(struct mx_daemon *d)
                 };
                 struct mx_log_ctx ctx = { .job = open[i].job, .run = open[i].run, .attempt = open[i].n,
                                           .config = open[i].config_key };
+                _cleanup_free_ char *result = NULL;
 
                 if (!recover_kill(d, &open[i]))
                         f.message = "the daemon stopped during the run; some of its processes could not be killed";
-                r = queue_attempt_finish(d->db, open[i].attempt, &f, NULL);
+                r = queue_attempt_finish(d->db, open[i].attempt, &f, &result);
                 if (r < 0) {
                         log_error_errno(r, "cannot record the interrupted run %" PRId64, open[i].run);
                         continue;
                 }
-                log_ctx(LOG_WARNING, MX_MSGID_RUN_INTERRUPTED, &ctx,
-                        "run %" PRId64 " attempt %d was interrupted by a daemon restart; requeued%s", open[i].run,
-                        open[i].n, d->cfg.recovery == MX_RECOVERY_PAUSE ? " and the queue paused" : "");
+                if (streq(result, "cancelled"))
+                        log_ctx(LOG_WARNING, MX_MSGID_RUN_INTERRUPTED, &ctx,
+                                "run %" PRId64 " attempt %d was interrupted by a daemon restart "
+                                "while it was being cancelled; it stays cancelled",
+                                open[i].run, open[i].n);
+                else
+                        log_ctx(LOG_WARNING, MX_MSGID_RUN_INTERRUPTED, &ctx,
+                                "run %" PRId64 " attempt %d was interrupted by a daemon restart; requeued%s",
+                                open[i].run, open[i].n,
+                                d->cfg.recovery == MX_RECOVERY_PAUSE ? " and the queue paused" : "");
         }
         if (n > 0 && d->cfg.recovery == MX_RECOVERY_PAUSE && !d->paused) {
                 r = queue_set_paused(d->db, true, 0);

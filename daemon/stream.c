@@ -14,6 +14,7 @@
 #include <inttypes.h>
 
 #define STREAM_CHUNK (64 * 1024)
+#define FOLLOW_BATCH 500 /* events read from the database at a time */
 
 struct follow {
         struct mx_request *req;
@@ -70,7 +71,13 @@ static void follow_closed(struct mx_request *req, void *ud)
         follow_unlink(req->d, ud);
 }
 
-/* Send events newer than the last one sent; end the stream once the job is over. Returns true if ended. */
+static void follow_drain_cb(struct mx_request *req, void *ud);
+
+/*
+ * Send events newer than the last one sent; end the stream once the job is
+ * over. Returns true if ended. A long history waits for the reader (as logs
+ * do): sent at once it would exceed the output limit and drop the client.
+ */
 static bool follow_pump(struct follow *f)
 {
         struct mx_daemon *d = f->req->d;
@@ -83,16 +90,20 @@ static bool follow_pump(struct follow *f)
                 size_t i;
                 json_t *e;
 
-                r = queue_events(d->db, f->job, f->last_event, 500, &events);
+                r = queue_events(d->db, f->job, f->last_event, FOLLOW_BATCH, &events);
                 if (r < 0) {
                         request_error_errno(f->req, r, "follow");
                         return true;
                 }
                 json_array_foreach (events, i, e) {
+                        if (request_output_pending(f->req) > d->cfg.limits.output_bytes / 4) {
+                                request_on_drain(f->req, follow_drain_cb, f);
+                                return false;
+                        }
                         f->last_event = json_integer_value(json_object_get(e, "id"));
                         request_stream(f->req, e);
                 }
-                if (json_array_size(events) < 500)
+                if (json_array_size(events) < FOLLOW_BATCH)
                         break;
         }
         r = queue_job_json(d->db, f->job, &job);
@@ -105,6 +116,15 @@ static bool follow_pump(struct follow *f)
                 return false;
         request_reply(f->req, TAKE_PTR(job));
         return true;
+}
+
+static void follow_drain_cb(struct mx_request *req, void *ud)
+{
+        struct mx_daemon *d = req->d; /* the pump may end (free) the request */
+
+        request_on_drain(req, NULL, NULL);
+        if (follow_pump(ud))
+                follow_unlink(d, ud);
 }
 
 void stream_follow_start(struct mx_request *req, int64_t job)

@@ -2,7 +2,8 @@
 # Every verb of the mxmatrix client through the real binary, against a private
 # mxmatrixd running the command matrix (tests/fixtures/daemon/command.json):
 # human and --json output (parsed with jq), exit codes, the running run in
-# status, logs -f, cancel of queued and running work (nothing left running),
+# status, logs -f, cancel of queued and running work (nothing left running;
+# a follow ends when its runs are cancelled one by one),
 # pause/resume, priorities, retry, list paging, reload, and --help of every
 # verb. Exit 0 pass, 1 fail, 77 skip.
 set -u
@@ -124,6 +125,9 @@ expect_exit 0 mx logs "r$r3" --tail 11
 [ "$(cat "$T/out")" = "speed=slow" ] || fail "--tail 11 printed '$(cat "$T/out")'"
 expect_exit 0 mx logs "r$r3" --attempt 1
 has "$T/out" "mode=crash"
+# 2^32 + 1 is no attempt of r$r3 (not attempt 1 after a truncation).
+expect_exit 2 mx logs "r$r3" --attempt 4294967297
+has "$T/err" "params.attempt"
 ok "r$r3 crashed (SIGSEGV); show, logs, --tail, --attempt"
 
 step="status while a run is running"
@@ -160,7 +164,13 @@ lacks "$T/out" "stopping"
         fail "runs of $j5 not cancelled"
 [ "$(job_field "$j5" '[.runs[] | .attempts] | add')" = 0 ] || fail "a cancelled run of $j5 ran"
 expect_exit 1 follow_job "$j5"
-ok "job $j5: 2 runs cancelled before they ran"
+# Nothing left to cancel: refused, and a finished job keeps its state.
+expect_exit 1 mx cancel "$j1"
+has "$T/err" "invalid-state: job $j1 has no queued or running run to cancel"
+[ "$(job_field "$j1" '.job.state')" = done ] || fail "job $j1 is $(job_field "$j1" '.job.state') after cancel"
+expect_exit 1 mx cancel "r$r3"
+has "$T/err" "invalid-state: run $r3 is not queued or running"
+ok "job $j5: 2 runs cancelled before they ran; cancel of finished job $j1 and r$r3 refused"
 
 step="cancel a running run"
 tag=$(run_tag "$r4a")
@@ -332,6 +342,24 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 else
         ok "skipped: needs root and setpriv"
 fi
+
+step="follow ends when its runs are cancelled one by one"
+expect_exit 0 mx pause
+jc=$(submit feature=fast mode=ok)
+read -r rc1 rc2 < <(job_runs "$jc" | tr '\n' ' ')
+timeout "$MX_WAIT_S" "$MX_BIN" follow "$jc" >"$T/follow-c" 2>&1 &
+follow_pid=$!
+follow_started() { grep -q job-accepted "$T/follow-c"; }
+wait_until "follow to print job $jc's first event" follow_started
+expect_exit 0 mx cancel "r$rc1"
+expect_exit 0 mx cancel "r$rc2"
+wait "$follow_pid"
+st=$?
+[ "$st" = 1 ] || fail "follow $jc exited $st, want 1 (124: it still waited after its last run was cancelled)"
+has "$T/follow-c" "run-cancelled"
+has "$T/follow-c" "job $jc done: 0 of 2 runs"
+expect_exit 0 mx resume
+ok "follow $jc ended when r$rc2, its last run, was cancelled by number"
 
 step="stop"
 mxd_stop TERM

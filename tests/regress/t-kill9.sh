@@ -6,7 +6,8 @@
 # runs, no job is partial, the database passes PRAGMA integrity_check, runs
 # that were running end "interrupted" and run again as attempt 2, and the
 # processes the killed daemon started (found by MXMATRIX_RUN_TAG) are killed
-# at restart; with --recovery pause the queue comes back paused.
+# at restart; with --recovery pause the queue comes back paused; a run whose
+# cancel was acknowledged while its server stopped stays cancelled.
 # MX_KILL9_SEED=N repeats a random sequence. Exit 0 pass, 1 fail, 77 skip.
 set -u
 source "$(dirname "$0")/lib.sh"
@@ -250,3 +251,28 @@ expect_exit 0 follow_job "$j"
 [ "$(run_field "$r" '.run.attempts')" = 2 ] || fail "r$r attempts"
 mxd_stop TERM
 ok "the queue came back paused with r$r requeued; after resume it ran as attempt 2"
+
+step="while a cancelled run stops"
+# The cancel is acknowledged when the stop begins; slowstop takes a second to exit after SIGTERM,
+# so the kill lands while the attempt is still open. The cancel must outlive the daemon.
+MXD_STATE=$T/state-cancel
+mxd_start SLEEP=1000
+j=$(submit feature=fast mode=slowstop)
+read -r r r2 < <(job_runs "$j" | tr '\n' ' ')
+wait_until "r$r to run" is_current "$r"
+out=$(mxj cancel "$j")
+[ "$(jqv "$out" '.stopping')" = "$r" ] || fail "cancel $j: $out"
+kill9
+[ "$(db_query "SELECT COUNT(*) FROM attempts WHERE finished_at IS NULL")" = 1 ] ||
+        fail "r$r stopped before the kill: the test missed its window"
+mxd_start SLEEP=1000
+[ "$(run_field "$r" '.run.state')" = done ] || fail "r$r is $(run_field "$r" '.run.state') after recovery"
+[ "$(run_field "$r" '.run.result')" = cancelled ] || fail "r$r result $(run_field "$r" '.run.result')"
+[ "$(run_field "$r" '.run.attempts')" = 1 ] || fail "r$r ran again"
+[ "$(run_field "$r2" '.run.attempts')" = 0 ] || fail "r$r2 ran"
+[ "$(job_field "$j" '.job.state')" = cancelled ] || fail "job $j is $(job_field "$j" '.job.state')"
+[ -z "$(current_run)" ] || fail "r$(current_run) runs after the restart"
+has "$MXD_LOG" "while it was being cancelled; it stays cancelled"
+expect_exit 1 follow_job "$j"
+mxd_stop TERM
+ok "kill -9 after cancel $j acknowledged the stop of r$r: after recovery r$r is cancelled, not requeued"

@@ -8,9 +8,12 @@
 #include "protocol.h"
 #include "testd.h"
 
+#include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #define NOBODY 65534
@@ -234,6 +237,227 @@ TEST(hundred_clients_and_a_staller)
         free((char *)cfg);
 }
 
+/*
+ * A partial line must complete within frame_timeout_ms of its first byte: a
+ * client that trickles one byte at a time, each well inside the limit, is
+ * still cut off (slow loris), and one that sends whole lines slowly is not.
+ */
+TEST(trickled_line_times_out_from_its_first_byte)
+{
+        const char *cfg = config_file("trickle", "{\"limits\": {\"frame_timeout_ms\": 1000}}");
+        const char *const args[] = { "--config", cfg, NULL };
+        _cleanup_free_ char *line = NULL;
+        struct testd t;
+        int fd, slow, sent = 0;
+
+        testd_start(&t, "trickle", args, NULL);
+        fd = testd_session(&t);
+        slow = testd_session(&t);
+        testd_send(fd, "{\"id\":1,\"method\":\"status\",\"params\":{");
+        /* 5 s of one byte every 250 ms: five times the limit. */
+        for (int i = 0; i < 20; i++) {
+                if (send(fd, " ", 1, MSG_NOSIGNAL) == 1)
+                        sent++;
+                /* Whole requests 250 ms apart: each line is short, so this one stays. */
+                if (i % 4 == 0) {
+                        _cleanup_json_ json_t *r = testd_request(slow, "status", NULL);
+                        ASSERT_NOT_NULL(json_object_get(r, "result"));
+                }
+                usleep(250000);
+        }
+        line = testd_recv_line(fd, 100);
+        ASSERT_NOT_NULL(line);
+        ASSERT_CONTAINS(line, "not finished in time");
+        ASSERT_TRUE(testd_closed(fd, 2000));
+        ASSERT_TRUE(sent < 20);
+        close(fd);
+        close(slow);
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+        free((char *)cfg);
+}
+
+static unsigned count_substr(const char *s, const char *needle)
+{
+        unsigned n = 0;
+
+        for (const char *p = s; p && (p = strstr(p, needle)); p += strlen(needle))
+                n++;
+        return n;
+}
+
+/* Wait until job's runs are all done (show, polled); asserts it within a minute. */
+static void wait_job_done(int fd, int64_t job)
+{
+        _cleanup_json_ json_t *p = json_pack("{s:I}", "job", (json_int_t)job);
+
+        for (int i = 0; i < 1200; i++) {
+                _cleanup_json_ json_t *r = testd_request(fd, "show", p);
+                const char *state = json_string_value(
+                        json_object_get(json_object_get(json_object_get(r, "result"), "job"), "state"));
+
+                ASSERT_NOT_NULL(state);
+                if (streq(state, "done"))
+                        return;
+                usleep(50000);
+        }
+        test_fail(__FILE__, __LINE__, "job %" PRId64 " not done within a minute", job);
+}
+
+/*
+ * follow sends a job's whole history at once: with more of it than the
+ * connection's output limit, a client that reads everything must still get
+ * it all (paced like logs), not lose its connection as a slow reader would.
+ */
+TEST(follow_paces_a_long_history)
+{
+        const char *cfg = config_file("follow", "{\"limits\": {\"output_bytes\": 512}}");
+        _cleanup_free_ char *m = test_source_path("tests/fixtures/daemon/command.json");
+        _cleanup_free_ char *marg = xasprintf("--matrix=%s", m), *out = NULL, *jobarg = NULL;
+        const char *const args[] = { "--config", cfg, marg, NULL };
+        _cleanup_json_ json_t *p = json_pack("{s:s,s:{s:s}}", "feature", "fast", "pins", "mode", "ok");
+        _cleanup_json_ json_t *r = NULL;
+        struct testd t;
+        int64_t job;
+        int fd;
+
+        testd_start(&t, "follow", args, NULL);
+        fd = testd_session(&t);
+        r = testd_request(fd, "submit", p);
+        job = json_integer_value(json_object_get(json_object_get(r, "result"), "job"));
+        ASSERT_TRUE(job > 0);
+        wait_job_done(fd, job);
+        jobarg = xasprintf("%" PRId64, job);
+        /* job-accepted, then run-started, two level-finished and run-finished per run: over 1 KiB. */
+        ASSERT_EQ(testd_client(&t, &out, (const char *const[]){ "--json", "follow", jobarg, NULL }), 0);
+        ASSERT_CONTAINS(out, "job-accepted");
+        ASSERT_EQ(count_substr(out, "\"run-finished\""), 2);
+        ASSERT_EQ(count_substr(out, "\"level-finished\""), 4);
+        close(fd);
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+        free((char *)cfg);
+}
+
+/* The daemon's client count, asked on fd. */
+static int64_t clients_now(int fd)
+{
+        _cleanup_json_ json_t *r = testd_request(fd, "status", NULL);
+
+        json_t *daemon = json_object_get(json_object_get(r, "result"), "daemon");
+
+        return json_integer_value(json_object_get(daemon, "clients"));
+}
+
+/*
+ * A client that sends requests and never reads the replies is dropped: once
+ * its socket is full the daemon cannot even deliver the error, and must close
+ * the connection anyway instead of keeping it (and its slot) forever.
+ */
+TEST(non_reader_is_dropped_even_with_a_full_socket)
+{
+        /* More than one read's worth of replies, so the socket fills before the limit is reached. */
+        const char *cfg = config_file("nonreader", "{\"limits\": {\"output_bytes\": 65536, "
+                                                  "\"frame_timeout_ms\": 1000}}");
+        const char *const args[] = { "--config", cfg, NULL };
+        static const char req[] = "{\"id\":1,\"method\":\"frobnicate\"}\n"; /* a short error each */
+        _cleanup_free_ char *log = NULL;
+        struct testd t;
+        int64_t start, n = -1;
+        int bad, good;
+
+        testd_start(&t, "nonreader", args, NULL);
+        good = testd_session(&t);
+        bad = testd_session(&t);
+        ASSERT_EQ(clients_now(good), 2);
+        ASSERT_OK(fcntl(bad, F_SETFL, O_NONBLOCK));
+        /* Requests until the daemon stops reading them (it dropped us), for at most 10 s. */
+        start = mx_now_mono_us();
+        for (int eagain = 0; eagain < 100 && mx_now_mono_us() - start < 10000000;) {
+                if (send(bad, req, sizeof(req) - 1, MSG_NOSIGNAL) < 0) {
+                        if (errno != EAGAIN)
+                                break;
+                        eagain++;
+                        usleep(10000);
+                }
+        }
+        /* Gone within a few frame timeouts, although we never read a byte. */
+        for (int i = 0; i < 100 && (n = clients_now(good)) != 1; i++)
+                usleep(50000);
+        log = test_read_file(t.log, NULL);
+        ASSERT_CONTAINS(log, "bytes of replies unread");
+        ASSERT_EQ(n, 1);
+        close(bad);
+        close(good);
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+        free((char *)cfg);
+}
+
+/*
+ * A client may send its requests and shut down its writing side (as nc -N
+ * or socat do) before it reads: every reply must still reach it.
+ */
+TEST(half_closed_client_gets_every_reply)
+{
+        static const char req[] = "{\"id\":2,\"method\":\"status\"}\n";
+        _cleanup_free_ char *m = test_source_path("tests/fixtures/daemon/command.json");
+        _cleanup_free_ char *marg = xasprintf("--matrix=%s", m);
+        struct mx_buf all = MX_BUF_INIT;
+        struct testd t;
+        unsigned lines = 0;
+        int fd;
+
+        testd_start(&t, "halfclose", (const char *const[]){ marg, NULL }, NULL);
+        fd = testd_connect(&t);
+        ASSERT_OK(fd);
+        /* hello, then 2000 status requests (about 1 MiB of replies), then EOF. */
+        mx_buf_puts(&all, "{\"id\":1,\"method\":\"hello\",\"params\":{\"protocol\":1}}\n");
+        for (int i = 0; i < 2000; i++)
+                mx_buf_puts(&all, req);
+        testd_send(fd, all.data);
+        ASSERT_OK(shutdown(fd, SHUT_WR));
+        for (;;) {
+                char buf[65536];
+                ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+                ASSERT_TRUE(n >= 0);
+                if (n == 0)
+                        break;
+                for (ssize_t i = 0; i < n; i++)
+                        lines += buf[i] == '\n';
+        }
+        ASSERT_EQ(lines, 2001);
+        mx_buf_free(&all);
+        close(fd);
+        /* A client that closes its socket while a stream waits is gone at once, not at the next event. */
+        {
+                int good = testd_session(&t), f = testd_session(&t);
+                _cleanup_json_ json_t *p =
+                        json_pack("{s:s,s:{s:s}}", "feature", "fast", "pins", "mode", "ok");
+                _cleanup_json_ json_t *r = testd_request(good, "pause", NULL);
+                _cleanup_json_ json_t *sub = testd_request(good, "submit", p);
+                json_t *res = json_object_get(sub, "result");
+                int64_t n = -1, job = json_integer_value(json_object_get(res, "job"));
+                _cleanup_free_ char *freq = xasprintf(
+                        "{\"id\":5,\"method\":\"follow\",\"params\":{\"job\":%" PRId64 "}}\n", job);
+                _cleanup_free_ char *first = NULL;
+
+                ASSERT_TRUE(job > 0);
+                testd_send(f, freq);
+                first = testd_recv_line(f, 5000); /* job-accepted: the stream is open */
+                ASSERT_CONTAINS(first, "job-accepted");
+                ASSERT_EQ(clients_now(good), 2);
+                close(f);
+                for (int i = 0; i < 40 && (n = clients_now(good)) != 1; i++)
+                        usleep(50000);
+                ASSERT_EQ(n, 1);
+                close(good);
+        }
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+}
+
 /* Run fn in a child process with uid/gid NOBODY; returns its exit status. */
 static int as_nobody(void (*fn)(struct testd *), struct testd *t)
 {
@@ -313,6 +537,70 @@ TEST(second_uid_limits_and_privileges)
                 ASSERT_TRUE(json_is_true(json_object_get(json_object_get(r, "result"), "paused")));
                 close(fd);
         }
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        testd_done(&t);
+        free((char *)cfg);
+}
+
+static int64_t nobody_submit(int fd)
+{
+        _cleanup_json_ json_t *p = json_pack("{s:s,s:{s:s}}", "feature", "fast", "pins", "mode", "ok");
+        _cleanup_json_ json_t *r = testd_request(fd, "submit", p);
+        int64_t job = json_integer_value(json_object_get(json_object_get(r, "result"), "job"));
+
+        ASSERT_TRUE(job > 0);
+        return job;
+}
+
+static json_t *nobody_on_job(int fd, const char *method, int64_t job, bool all)
+{
+        _cleanup_json_ json_t *p = json_pack("{s:I}", "job", (json_int_t)job);
+
+        if (all)
+                json_object_set_new(p, "all", json_true());
+        return testd_request(fd, method, p);
+}
+
+/* queued_runs_per_uid is 3 and each job has 2 runs (the queue is paused). */
+static void nobody_retry_limit(struct testd *t)
+{
+        int fd = testd_session(t);
+        int64_t a = nobody_submit(fd), b;
+        _cleanup_json_ json_t *r1 = NULL, *r2 = NULL, *r3 = NULL, *r4 = NULL;
+
+        r1 = nobody_on_job(fd, "cancel", a, false);
+        ASSERT_NOT_NULL(json_object_get(r1, "result"));
+        b = nobody_submit(fd);
+        /* 2 queued, and retry would add 2 more. */
+        r2 = nobody_on_job(fd, "retry", a, true);
+        ASSERT_STREQ(reply_error_code(r2), "limit-exceeded");
+        ASSERT_CONTAINS(json_string_value(json_object_get(json_object_get(r2, "error"), "message")),
+                        "queued_runs_per_uid");
+        r3 = nobody_on_job(fd, "cancel", b, false);
+        ASSERT_NOT_NULL(json_object_get(r3, "result"));
+        r4 = nobody_on_job(fd, "retry", a, true);
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(r4, "result"), "requeued")), 2);
+        close(fd);
+}
+
+TEST(retry_counts_against_the_queued_limit)
+{
+        const char *cfg = config_file("retry", "{\"limits\": {\"queued_runs_per_uid\": 3}}");
+        _cleanup_free_ char *m = test_source_path("tests/fixtures/daemon/command.json");
+        _cleanup_free_ char *marg = xasprintf("--matrix=%s", m);
+        const char *const args[] = { "--config", cfg, "--socket-mode", "0666", marg, NULL };
+        struct testd t;
+
+        if (geteuid() != 0)
+                test_skip("needs root to act as a second uid");
+        testd_start(&t, "retry", args, NULL);
+        {
+                int fd = testd_session(&t);
+                _cleanup_json_ json_t *r = testd_request(fd, "pause", NULL);
+                check_reply_shape("pause", r);
+                close(fd);
+        }
+        ASSERT_EQ(as_nobody(nobody_retry_limit, &t), 0);
         ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
         testd_done(&t);
         free((char *)cfg);

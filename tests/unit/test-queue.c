@@ -240,15 +240,98 @@ TEST(cancel_and_retry)
         ASSERT_OK(queue_job_json(db, job, &jj));
         ASSERT_STREQ(json_string_value(json_object_get(jj, "state")), "cancelled");
         /* Plain retry leaves cancelled runs alone; --all brings every run back. */
-        ASSERT_OK(queue_retry(db, job, 0, false, 1000, &requeued));
+        ASSERT_OK(queue_retry(db, job, 0, false, 1000, 0, &requeued));
         ASSERT_EQ(requeued, 0);
-        ASSERT_OK(queue_retry(db, job, 0, true, 1000, &requeued));
+        ASSERT_OK(queue_retry(db, job, 0, true, 1000, 0, &requeued));
         ASSERT_EQ(requeued, 4);
         json_decref(jj);
         ASSERT_OK(queue_job_json(db, job, &jj));
         ASSERT_STREQ(json_string_value(json_object_get(jj, "state")), "queued");
         /* Retrying a queued run is refused. */
-        ASSERT_ERR(queue_retry(db, 0, n.run, false, 1000, &requeued), EBUSY);
+        ASSERT_ERR(queue_retry(db, 0, n.run, false, 1000, 0, &requeued), EBUSY);
+        queue_next_done(&n);
+}
+
+/*
+ * A cancel of a running run is acknowledged before the run has stopped: if
+ * the daemon dies in between (kill -9 during the server's stop grace), the
+ * recovery that ends the open attempt must not put the run back in the queue.
+ */
+TEST(cancel_of_a_running_run_survives_recovery)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("cancel-recover.db");
+        int64_t job = submit(db, 1000, 0, 2), other = submit(db, 1000, 0, 1), cancelled, running, att;
+        struct queue_finish interrupted = {
+                .outcome = MX_OUTCOME_INTERRUPTED, .exit_status = -1, .requeue = true,
+        };
+        struct queue_next n = {}, next = {};
+        _cleanup_json_ json_t *run = NULL, *jj = NULL;
+        _cleanup_free_ char *result = NULL;
+        int num;
+
+        /* One run, cancelled by its number while it runs, then recovered as interrupted. */
+        ASSERT_OK(queue_pick_next(db, &n));
+        ASSERT_EQ(n.job, job);
+        ASSERT_OK(queue_attempt_start(db, n.run, "cr1", "b", &att, &num));
+        ASSERT_OK(queue_cancel(db, 0, n.run, 1000, &cancelled, &running));
+        ASSERT_EQ(running, n.run);
+        ASSERT_OK(queue_attempt_finish(db, att, &interrupted, &result));
+        ASSERT_STREQ(result, "cancelled");
+        ASSERT_OK(queue_run_json(db, n.run, false, &run));
+        ASSERT_STREQ(json_string_value(json_object_get(run, "state")), "done");
+        ASSERT_STREQ(json_string_value(json_object_get(run, "result")), "cancelled");
+        /* The job's other run was not cancelled and is next. */
+        ASSERT_OK(queue_pick_next(db, &next));
+        ASSERT_EQ(next.job, job);
+        ASSERT_TRUE(next.run != n.run);
+        queue_next_done(&n);
+        /* A whole job, cancelled while its last run runs: nothing of it comes back. */
+        ASSERT_OK(queue_attempt_start(db, next.run, "cr2", "b", &att, &num));
+        ASSERT_OK(queue_cancel(db, job, 0, 1000, &cancelled, &running));
+        ASSERT_EQ(running, next.run);
+        ASSERT_OK(queue_attempt_finish(db, att, &interrupted, NULL));
+        ASSERT_OK(queue_job_json(db, job, &jj));
+        ASSERT_STREQ(json_string_value(json_object_get(jj, "state")), "cancelled");
+        queue_next_done(&next);
+        ASSERT_OK(queue_pick_next(db, &next));
+        ASSERT_EQ(next.job, other);
+        /* An interrupted run that nobody cancelled is still requeued. */
+        ASSERT_OK(queue_attempt_start(db, next.run, "cr3", "b", &att, &num));
+        ASSERT_OK(queue_attempt_finish(db, att, &interrupted, NULL));
+        queue_next_done(&next);
+        ASSERT_OK(queue_pick_next(db, &next));
+        ASSERT_EQ(next.job, other);
+        queue_next_done(&next);
+        /* retry --all brings the cancelled runs back, and they run normally. */
+        ASSERT_OK(queue_retry(db, job, 0, true, 1000, 0, &cancelled));
+        ASSERT_EQ(cancelled, 2);
+}
+
+/* Cancelling what has already ended is refused and changes nothing: a passed job stays done. */
+TEST(cancel_with_nothing_left_changes_nothing)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("cancel-done.db");
+        int64_t job = submit(db, 1000, 0, 1), cancelled = -1, running = -1, att, events_before;
+        struct queue_finish f = { .outcome = MX_OUTCOME_COMPLETED, .exit_status = 0 };
+        _cleanup_json_ json_t *jj = NULL, *events = NULL;
+        struct queue_next n = {};
+        int num;
+
+        ASSERT_OK(queue_pick_next(db, &n));
+        ASSERT_OK(queue_attempt_start(db, n.run, "d1", "b", &att, &num));
+        ASSERT_OK(queue_attempt_finish(db, att, &f, NULL));
+        ASSERT_OK(queue_events(db, job, 0, 100, &events));
+        events_before = (int64_t)json_array_size(events);
+        ASSERT_ERR(queue_cancel(db, job, 0, 1000, &cancelled, &running), ESTALE);
+        ASSERT_ERR(queue_cancel(db, 0, n.run, 1000, &cancelled, &running), ESTALE);
+        ASSERT_EQ(cancelled, -1); /* untouched on failure */
+        ASSERT_EQ(running, -1);
+        ASSERT_OK(queue_job_json(db, job, &jj));
+        ASSERT_STREQ(json_string_value(json_object_get(jj, "state")), "done");
+        ASSERT_TRUE(json_is_null(json_object_get(jj, "cancelled_at")));
+        json_decref(events);
+        ASSERT_OK(queue_events(db, job, 0, 100, &events));
+        ASSERT_EQ((int64_t)json_array_size(events), events_before);
         queue_next_done(&n);
 }
 
@@ -318,6 +401,37 @@ TEST(queued_count_per_uid)
         ASSERT_EQ(n, 5);
         ASSERT_OK(queue_count_queued(db, 3000, &n));
         ASSERT_EQ(n, 0);
+}
+
+/* retry queues runs again: the owner's limit on queued runs holds for it as for submit. */
+TEST(retry_keeps_the_queued_limit)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("retry-limit.db");
+        int64_t job = submit(db, 1000, 0, 3), n = -1, cancelled, running, r1, r2;
+        _cleanup_json_ json_t *jj = NULL, *runs = NULL;
+
+        ASSERT_OK(queue_cancel(db, job, 0, 1000, &cancelled, &running));
+        ASSERT_EQ(cancelled, 3);
+        submit(db, 1000, 0, 2);
+        submit(db, 2000, 0, 4); /* another user's runs do not count */
+        /* 2 queued + 3 requeued > 4: refused, and nothing changed. */
+        ASSERT_ERR(queue_retry(db, job, 0, true, 1000, 4, &n), EDQUOT);
+        ASSERT_OK(queue_count_queued(db, 1000, &n));
+        ASSERT_EQ(n, 2);
+        ASSERT_OK(queue_job_json(db, job, &jj));
+        ASSERT_STREQ(json_string_value(json_object_get(jj, "state")), "cancelled");
+        /* One run fits, a second does not. */
+        ASSERT_OK(queue_job_runs_json(db, job, &runs));
+        r1 = json_integer_value(json_object_get(json_array_get(runs, 0), "id"));
+        r2 = json_integer_value(json_object_get(json_array_get(runs, 1), "id"));
+        ASSERT_OK(queue_retry(db, 0, r1, false, 1000, 3, &n));
+        ASSERT_EQ(n, 1);
+        ASSERT_ERR(queue_retry(db, 0, r2, false, 1000, 3, &n), EDQUOT);
+        /* Exactly at the limit is allowed; 0 is no limit. */
+        ASSERT_OK(queue_retry(db, job, 0, true, 1000, 5, &n));
+        ASSERT_EQ(n, 2);
+        ASSERT_OK(queue_count_queued(db, 1000, &n));
+        ASSERT_EQ(n, 5);
 }
 
 /* Rows of one query (a count of mismatches) as an integer. */
@@ -393,7 +507,7 @@ TEST(counts_follow_every_change)
         check_counts_match_runs(db);
         ASSERT_OK(queue_cancel(db, j2, 0, 2000, &cancelled, &running));
         ASSERT_EQ(cancelled, 3);
-        ASSERT_OK(queue_retry(db, j1, 0, false, 1000, &requeued));
+        ASSERT_OK(queue_retry(db, j1, 0, false, 1000, 0, &requeued));
         ASSERT_EQ(requeued, 1); /* the crashed run */
         check_counts_match_runs(db);
         ASSERT_OK(queue_count_queued(db, 1000, &queued));
