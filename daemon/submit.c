@@ -200,11 +200,15 @@ static void submit_store(struct mx_request *req, const struct mx_matrix *m, cons
         int r;
 
         r = queue_submit(req->d->db, &job, b->runs, b->n, &id);
-        if (r >= 0)
-                r = queue_job_runs_json(req->d->db, id, &runs);
         if (r < 0) {
                 request_error_errno(req, r, "submit");
                 return;
+        }
+        /* Stored: from here on the reply must carry the job id, or a resubmit would duplicate it. */
+        r = queue_job_runs_json(req->d->db, id, &runs);
+        if (r < 0) {
+                log_warning_errno(r, "job %" PRId64 " stored, but its runs could not be read back", id);
+                runs = json_array();
         }
         ctx.job = id;
         jf = xasprintf("MXMATRIX_FEATURE=%s", job.feature);
