@@ -178,6 +178,21 @@ void db_json_set_json(json_t *obj, const char *key, sqlite3_stmt *s, int i)
         json_object_set_new(obj, key, v ? v : json_null());
 }
 
+json_t *db_row_json(sqlite3_stmt *s, const char *const *keys)
+{
+        json_t *o = json_object();
+
+        for (int i = 0; keys[i]; i++) {
+                if (startswith(keys[i], "json:"))
+                        db_json_set_json(o, keys[i] + 5, s, i);
+                else if (sqlite3_column_type(s, i) == SQLITE_INTEGER)
+                        db_json_set_int(o, keys[i], s, i);
+                else
+                        db_json_set_text(o, keys[i], s, i);
+        }
+        return o;
+}
+
 static int db_get_version(struct mx_db *db, int *ret)
 {
         sqlite3_stmt *s;

@@ -69,6 +69,12 @@ void db_bind_int64_or_null(sqlite3_stmt *s, int i, int64_t v, bool null);
 /* Column helpers: a copy (NULL for SQL NULL), or parsed JSON (NULL for SQL NULL). */
 char *db_column_strdup(sqlite3_stmt *s, int i);
 json_t *db_column_json(sqlite3_stmt *s, int i);
+/*
+ * The current row as an object: column i under keys[i] (NULL-terminated),
+ * integers as integers, text as strings, SQL NULL as null; a key written
+ * "json:NAME" decodes the column's text as JSON under NAME.
+ */
+json_t *db_row_json(sqlite3_stmt *s, const char *const *keys);
 /* Add column i to obj under key: integer, text or JSON; SQL NULL becomes JSON null. */
 void db_json_set_int(json_t *obj, const char *key, sqlite3_stmt *s, int i);
 void db_json_set_text(json_t *obj, const char *key, sqlite3_stmt *s, int i);

@@ -668,15 +668,8 @@ int queue_events(struct mx_db *db, int64_t job, int64_t after, int limit, json_t
         db_bind_int64(s, 2, after);
         db_bind_int64(s, 3, limit);
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                json_t *e = json_object();
-
-                db_json_set_int(e, "id", s, 0);
-                db_json_set_int(e, "at", s, 1);
-                db_json_set_int(e, "run", s, 2);
-                db_json_set_text(e, "kind", s, 3);
-                db_json_set_int(e, "uid", s, 4);
-                db_json_set_json(e, "detail", s, 5);
-                json_array_append_new(a, e);
+                static const char *const keys[] = { "id", "at", "run", "kind", "uid", "json:detail", NULL };
+                json_array_append_new(a, db_row_json(s, keys));
         }
         if (rc != SQLITE_DONE)
                 return db_errno(db, rc);
@@ -794,16 +787,9 @@ static int attempt_levels(struct mx_db *db, int64_t attempt, json_t **ret)
                 return r;
         db_bind_int64(s, 1, attempt);
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                json_t *l = json_object();
-
-                db_json_set_text(l, "level", s, 0);
-                db_json_set_text(l, "verdict", s, 1);
-                db_json_set_int(l, "started_at", s, 2);
-                db_json_set_int(l, "finished_at", s, 3);
-                db_json_set_json(l, "metrics", s, 4);
-                db_json_set_json(l, "artifacts", s, 5);
-                db_json_set_text(l, "message", s, 6);
-                json_array_append_new(a, l);
+                static const char *const keys[] = { "level",        "verdict",         "started_at", "finished_at",
+                                                    "json:metrics", "json:artifacts", "message",    NULL };
+                json_array_append_new(a, db_row_json(s, keys));
         }
         if (rc != SQLITE_DONE)
                 return db_errno(db, rc);
@@ -824,18 +810,11 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
                 return r;
         db_bind_int64(s, 1, run);
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                json_t *t = json_object(), *levels = NULL;
-                static const char *const keys[] = { "id",      "n",           "started_at", "finished_at",
-                                                    "outcome", "crash_class", "message",    "pid",
-                                                    "pgid",    "exit_status", "exit_signal", "log",
-                                                    "tag" };
+                static const char *const keys[] = { "id",          "n",    "started_at", "finished_at", "outcome",
+                                                    "crash_class", "message", "pid",     "pgid",        "exit_status",
+                                                    "exit_signal", "log",  "tag",        NULL };
+                json_t *t = db_row_json(s, keys), *levels = NULL;
 
-                for (int k = 0; k < (int)ELEMENTSOF(keys); k++) {
-                        if (sqlite3_column_type(s, k) == SQLITE_INTEGER)
-                                db_json_set_int(t, keys[k], s, k);
-                        else
-                                db_json_set_text(t, keys[k], s, k);
-                }
                 json_array_append_new(a, t);
                 r = attempt_levels(db, sqlite3_column_int64(s, 0), &levels);
                 if (r < 0)
