@@ -75,7 +75,6 @@ struct mx_runner {
         char *failure; /* why L1 failed, if it did */
         struct level_record l1, l15;
         json_t *l1_metrics;
-        char *stop_note;
         size_t n_leftovers;      /* processes the stop could not kill */
         pid_t after_pid;         /* the profiler's after_stop command, or 0 */
         struct proc_info after_info;
@@ -93,6 +92,18 @@ static json_t *profile_get(struct mx_runner *r, const char *section, const char 
         json_t *s = json_object_get(r->profile, section);
 
         return key ? json_object_get(s, key) : s;
+}
+
+/* L1's metrics, with every crash signature the log has matched so far (forensics for `show rRUN`). */
+static json_t *l1_metrics(struct mx_runner *r)
+{
+        json_t *seen = crash_scan_json(r->crash);
+
+        if (json_array_size(seen) > 0)
+                json_object_set_new(r->l1_metrics, "crash_signatures", seen);
+        else
+                json_decref(seen);
+        return r->l1_metrics;
 }
 
 static void record_level(struct mx_runner *r, struct level_record *l, const char *name, const char *verdict,
@@ -226,7 +237,8 @@ static void finish(struct mx_runner *r)
         }
         if (r->l1.wanted && !r->l1.recorded)
                 record_level(r, &r->l1, "L1", "fail",
-                             r->failure ? r->failure : crashed ? "the server crashed" : "stopped before L1 ran", NULL);
+                             r->failure ? r->failure : crashed ? "the server crashed" : "stopped before L1 ran",
+                             l1_metrics(r));
         run_gate(r);
         if (r->n_leftovers > 0)
                 leftover = xasprintf("%zu processes of the run could not be killed", r->n_leftovers);
@@ -486,7 +498,7 @@ static void completion_done(struct mx_http_call *call, struct mx_http_response *
         json_decref(m);
         if (problem)
                 fail_l1(r, "%s", problem);
-        record_level(r, &r->l1, "L1", r->failure ? "fail" : "pass", r->failure, r->l1_metrics);
+        record_level(r, &r->l1, "L1", r->failure ? "fail" : "pass", r->failure, l1_metrics(r));
         check_health(r);
 }
 
@@ -511,7 +523,7 @@ static void run_l1(struct mx_runner *r)
         r->l1.started = mx_now_real_us();
         r->ev->level_started(r->ud, "L1");
         if (!json_is_object(c)) {
-                record_level(r, &r->l1, "L1", "pass", "ready (the profile has no completion to try)", r->l1_metrics);
+                record_level(r, &r->l1, "L1", "pass", "ready (the profile has no completion to try)", l1_metrics(r));
                 check_health(r);
                 return;
         }
@@ -757,13 +769,12 @@ static int spawn_tagged(struct mx_runner *r, json_t *cmd, proc_exit_cb cb, struc
 }
 
 /* A second log source (docker logs -f ...), tagged like the server so the stop sweeps it. */
-static int start_logs_command(struct mx_runner *r, char **envp)
+static int start_logs_command(struct mx_runner *r)
 {
         json_t *cmd = profile_get(r, "logs", "command");
         struct proc_info info;
         int q;
 
-        (void)envp;
         if (!json_is_array(cmd))
                 return 0;
         q = spawn_tagged(r, cmd, logs_exit_cb, &info);
@@ -801,7 +812,7 @@ static int target_spawn(struct mx_runner *r, char **reterr)
         r->ev->process(r->ud, r->info.pid, r->info.pgid, r->info.starttime);
         (void)logcap_add_source(r->log, p[0]);
         logcap_note(r->log, "started %s (pid %d) on %s", argv[0], (int)r->info.pid, r->url);
-        q = start_logs_command(r, r->env);
+        q = start_logs_command(r);
         if (q < 0)
                 logcap_note(r->log, "cannot start the log command: %s", strerror(-q));
         return 0;
@@ -918,7 +929,6 @@ static struct mx_runner *target_free(struct mx_runner *r)
         free(r->port_text);
         free(r->url);
         free(r->failure);
-        free(r->stop_note);
         free(r);
         return NULL;
 }

@@ -163,6 +163,16 @@ TEST(every_fault_classified_nothing_left)
                 ASSERT_STREQ(json_string_value(json_object_get(r, "crash_class")), want[k].crash_class);
                 ASSERT_STREQ(level_verdict(r, "L1"), want[k].l1);
                 ASSERT_STREQ(level_verdict(r, "L1.5"), want[k].l15);
+                if (want[k].crash_class && !streq(want[k].crash_class, "engine-dead")) {
+                        /* The evidence is kept with L1: the root cause first. */
+                        json_t *l1 = json_array_get(json_object_get(r, "levels"), 0);
+                        json_t *sig = json_array_get(
+                                json_object_get(json_object_get(l1, "metrics"), "crash_signatures"), 0);
+
+                        ASSERT_STREQ(json_string_value(json_object_get(l1, "level")), "L1");
+                        ASSERT_STREQ(json_string_value(json_object_get(sig, "class")), want[k].crash_class);
+                        ASSERT_NOT_NULL(json_string_value(json_object_get(sig, "line")));
+                }
                 assert_nothing_left(fd, json_integer_value(json_object_get(r, "id")));
         }
         close(fd);
