@@ -8,12 +8,12 @@
  *             run tag, output into the log (capped) and journald
  *   ready     the profile's probe on a timer: connection refused or 503 mean
  *             "still loading"; not ready by the deadline = outcome timeout
- *   L1        smoke (seed Level 1): one completion succeeds and the log so far
- *             shows no crash signature (import errors, CUDA errors, tracebacks)
+ *   levels    the selected levels in the seed's order (daemon/levels/: L1
+ *             smoke, L1.5 kernel gate, L2 correctness, L3 stress, ...)
  *   health    the engine is still alive (vLLM's /health turns 503 when it died)
- *   stop      the profile's stop plan; then the run tag is swept and checked
- *   L1.5      kernel gate (seed Level 1.5) on the whole log and, when the
- *             profile names one, the profiler report written by the server
+ *   stop      the profile's stop plan; then the run tag is swept and checked;
+ *             the profiler's after_stop command; then the levels that wait
+ *             for the stop (L1.5 reads the profiler report) decide
  *
  * A server that exits on its own, exit status 0 included (vLLM exits 0 when
  * its engine dies), or whose health turns bad, has crashed; its class comes
@@ -21,14 +21,12 @@
  */
 #include "crash.h"
 #include "http.h"
-#include "kgate.h"
+#include "levels/levels.h"
 #include "log.h"
 #include "logcap.h"
-#include "plan.h"
 #include "port.h"
 #include "proc-stop.h"
 #include "profile.h"
-#include "profreport.h"
 #include "runner-util.h"
 #include "runner.h"
 
@@ -39,14 +37,9 @@
 
 enum phase {
         PHASE_STARTING, /* waiting for the ready probe */
-        PHASE_LEVELS,   /* ready: running L1 and the health check */
+        PHASE_LEVELS,   /* ready: running the levels and the health check */
         PHASE_STOPPING,
         PHASE_DONE,
-};
-
-struct level_record {
-        bool wanted, recorded;
-        int64_t started;
 };
 
 struct mx_runner {
@@ -60,11 +53,10 @@ struct mx_runner {
         char **env; /* the server's environment, also the log and stop commands' */
         struct logcap *log;
         struct crash_scan *crash;
-        struct mx_kgate *gate; /* NULL: no expectations */
+        struct mx_levels *levels;
         struct proc_info info;
         pid_t logs_pid;        /* the profile's log command, or 0 */
         struct event *timer;   /* probe interval */
-        struct event *level_timer;
         struct mx_http_call *call;
         struct proc_stop *stop;
         enum phase phase;
@@ -72,9 +64,7 @@ struct mx_runner {
         bool exited, exited_on_its_own, engine_dead, cancelled;
         int status;
         enum mx_outcome why;
-        char *failure; /* why L1 failed, if it did */
-        struct level_record l1, l15;
-        json_t *l1_metrics;
+        char *failure; /* what went wrong with the server's life (not ready, exited, stopped), if anything */
         size_t n_leftovers;      /* processes the stop could not kill */
         pid_t after_pid;         /* the profiler's after_stop command, or 0 */
         struct proc_info after_info;
@@ -94,34 +84,9 @@ static json_t *profile_get(struct mx_runner *r, const char *section, const char 
         return key ? json_object_get(s, key) : s;
 }
 
-/* L1's metrics, with every crash signature the log has matched so far (forensics for `show rRUN`). */
-static json_t *l1_metrics(struct mx_runner *r)
-{
-        json_t *seen = crash_scan_json(r->crash);
-
-        if (json_array_size(seen) > 0)
-                json_object_set_new(r->l1_metrics, "crash_signatures", seen);
-        else
-                json_decref(seen);
-        return r->l1_metrics;
-}
-
-static void record_level(struct mx_runner *r, struct level_record *l, const char *name, const char *verdict,
-                         const char *message, json_t *metrics)
-{
-        struct mx_level_result lr = {
-                .level = name, .verdict = verdict, .started_at = l->started ? l->started : mx_now_real_us(),
-                .finished_at = mx_now_real_us(), .metrics = metrics, .message = message,
-        };
-
-        if (!l->wanted || l->recorded)
-                return;
-        l->recorded = true;
-        r->ev->level_finished(r->ud, &lr);
-}
-
-static void fail_l1(struct mx_runner *r, const char *fmt, ...) _printf_(2, 3);
-static void fail_l1(struct mx_runner *r, const char *fmt, ...)
+/* The first thing that went wrong with the server's life: the run's message, and the failing level's. */
+static void fail_run(struct mx_runner *r, const char *fmt, ...) _printf_(2, 3);
+static void fail_run(struct mx_runner *r, const char *fmt, ...)
 {
         va_list ap;
 
@@ -130,7 +95,7 @@ static void fail_l1(struct mx_runner *r, const char *fmt, ...)
         va_start(ap, fmt);
         r->failure = xvasprintf(fmt, ap);
         va_end(ap);
-        logcap_note(r->log, "L1 failed: %s", r->failure);
+        logcap_note(r->log, "%s", r->failure);
 }
 
 /* ---- the log ---- */
@@ -146,8 +111,8 @@ static void log_line(void *ud, const char *line, size_t len)
                 return; /* our own notes: in the file, not evidence */
         mx_log_target_line(&ctx, ident ? ident : "target", LOG_INFO, line, len);
         crash_scan_line(r->crash, line, len);
-        if (r->gate)
-                mx_kgate_feed_log_line(r->gate, line, len);
+        if (r->levels)
+                mx_levels_log_line(r->levels, line, len);
 }
 
 static void log_appended(void *ud)
@@ -160,57 +125,6 @@ static void log_appended(void *ud)
 static const struct logcap_ops log_ops = { .line = log_line, .appended = log_appended };
 
 /* ---- the end ---- */
-
-/* The kernel gate, once the server is gone (the profiler report is written at exit). */
-static void run_gate(struct mx_runner *r)
-{
-        json_t *prof = json_object_get(r->profile, "profiler");
-        _cleanup_json_ json_t *detail = NULL;
-        enum mx_verdict v;
-
-        if (!r->l15.wanted)
-                return;
-        r->l15.started = r->l15.started ? r->l15.started : mx_now_real_us();
-        if (!r->ready_mono) {
-                record_level(r, &r->l15, "L1.5", "skipped", "the server never became ready", NULL);
-                return;
-        }
-        if (!r->gate) {
-                record_level(r, &r->l15, "L1.5", "skipped", "no kernel expectations for this configuration", NULL);
-                return;
-        }
-        if (json_is_object(prof)) {
-                _cleanup_free_ char *path = NULL, *err = NULL;
-                _cleanup_(mx_profreport_freep) struct mx_profreport *rep = NULL;
-                const char *fmt = json_string_value(json_object_get(prof, "format"));
-                enum mx_profreport_tool tool = fmt && streq(fmt, "nsys")  ? MX_PROFREPORT_TOOL_NSYS
-                                               : fmt && streq(fmt, "ncu") ? MX_PROFREPORT_TOOL_NCU
-                                                                          : MX_PROFREPORT_TOOL_ANY;
-
-                if (mx_placeholder_expand(json_string_value(json_object_get(prof, "report")),
-                                          (const char *const *)r->values, &path, &err) >= 0 &&
-                    path[0] != '/') {
-                        /* Relative to the server's working directory, where the server wrote it. */
-                        char *abs = xasprintf("%s/%s", r->ctx.run_dir, path);
-
-                        free(path);
-                        path = abs;
-                }
-                if (!path || mx_profreport_parse_file(path, tool, &rep, &err) < 0) {
-                        _cleanup_free_ char *why = xasprintf("profiler report %s: %s", strna(path), strna(err));
-                        mx_kgate_report_failed(r->gate, why);
-                } else
-                        mx_kgate_feed_report(r->gate, rep);
-        }
-        v = mx_kgate_verdict(r->gate, &detail);
-        record_level(r, &r->l15, "L1.5", mx_verdict_to_string(v),
-                     v == MX_VERDICT_PASS      ? "the expected kernel path ran"
-                     : v == MX_VERDICT_FAIL    ? "the wrong kernel path ran: benchmark results of this run are invalid"
-                     : v == MX_VERDICT_INVALID ? "the kernel path could not be verified: benchmark results of this "
-                                                 "run are invalid"
-                                               : "nothing to check",
-                     detail);
-}
 
 static void finish(struct mx_runner *r)
 {
@@ -228,18 +142,19 @@ static void finish(struct mx_runner *r)
 
                 cls = c ? xstrdup(c) : r->engine_dead ? xstrdup("engine-dead") : crash_class_from_status(r->status);
         }
-        if (r->cancelled && (r->why == MX_OUTCOME_CANCELLED || r->why == MX_OUTCOME_INTERRUPTED)) {
-                /* Not the configuration's fault: no verdict on what did not run. */
-                const char *m = r->why == MX_OUTCOME_CANCELLED ? "cancelled" : "interrupted by a daemon stop";
+        {
+                /* Cancelled or interrupted is not the configuration's fault: no verdict on what did not run. */
+                bool skip = r->cancelled && (r->why == MX_OUTCOME_CANCELLED || r->why == MX_OUTCOME_INTERRUPTED);
+                struct mx_level_stop st = {
+                        .ready = r->ready_mono != 0, .crashed = crashed, .cancelled = skip,
+                        .why = skip ? (r->why == MX_OUTCOME_CANCELLED ? "cancelled" : "interrupted by a daemon stop")
+                                    : r->failure,
+                        .n_leftovers = r->n_leftovers,
+                };
 
-                record_level(r, &r->l1, "L1", "skipped", m, NULL);
-                record_level(r, &r->l15, "L1.5", "skipped", m, NULL);
+                if (r->levels)
+                        mx_levels_end(r->levels, &st);
         }
-        if (r->l1.wanted && !r->l1.recorded)
-                record_level(r, &r->l1, "L1", "fail",
-                             r->failure ? r->failure : crashed ? "the server crashed" : "stopped before L1 ran",
-                             l1_metrics(r));
-        run_gate(r);
         if (r->n_leftovers > 0)
                 leftover = xasprintf("%zu processes of the run could not be killed", r->n_leftovers);
         if (r->cancelled)
@@ -253,10 +168,12 @@ static void finish(struct mx_runner *r)
         out.crash_class = cls;
         if (crashed && crash_scan_evidence(r->crash))
                 msg = xasprintf("%s%s%s", crash_scan_evidence(r->crash), leftover ? "; " : "", strempty(leftover));
-        else
-                msg = r->failure || leftover ? xasprintf("%s%s%s", strempty(r->failure),
-                                                        r->failure && leftover ? "; " : "", strempty(leftover))
-                                             : NULL;
+        else {
+                const char *f = r->failure ? r->failure : mx_levels_failure(r->levels);
+
+                msg = f || leftover ? xasprintf("%s%s%s", strempty(f), f && leftover ? "; " : "", strempty(leftover))
+                                    : NULL;
+        }
         out.message = msg;
         r->ev->finished(r->ud, &out);
 }
@@ -320,7 +237,7 @@ static bool start_after_stop(struct mx_runner *r)
         struct timeval tv;
         int q;
 
-        if (!json_is_array(cmd) || !r->l15.wanted || !r->gate || !r->ready_mono)
+        if (!json_is_array(cmd) || !mx_levels_pending(r->levels, "L1.5") || !r->ready_mono)
                 return false;
         q = spawn_tagged(r, cmd, after_exit_cb, &r->after_info);
         if (q < 0) {
@@ -396,7 +313,7 @@ static void target_stop(struct mx_runner *r, const char *why)
                 return;
         r->phase = PHASE_STOPPING;
         event_del(r->timer);
-        event_del(r->level_timer);
+        mx_levels_abort(r->levels);
         if (r->call) {
                 mx_http_cancel(r->call);
                 r->call = NULL;
@@ -415,7 +332,7 @@ static void target_stop(struct mx_runner *r, const char *why)
                               r, &r->stop, &err);
         }
         if (q < 0) {
-                fail_l1(r, "cannot stop the server: %s", strna(err));
+                fail_run(r, "cannot stop the server: %s", strna(err));
                 finish(r);
         }
 }
@@ -454,104 +371,15 @@ static void check_health(struct mx_runner *r)
                 target_stop(r, "levels done");
 }
 
-/* Is this a completion with text and at least one generated token? NULL if so, else why not. */
-static char *completion_problem(struct mx_http_response *res, json_t **ret_metrics)
-{
-        _cleanup_json_ json_t *j = NULL;
-        json_t *choice, *usage;
-        const char *text;
-
-        if (res->error < 0)
-                return xasprintf("the completion request failed: %s", strna(res->error_text));
-        if (res->status != 200)
-                return xasprintf("the completion request got HTTP %ld: %.200s", res->status, strempty(res->body));
-        j = json_loadb(res->body, res->body_len, 0, NULL);
-        choice = json_array_get(json_object_get(j, "choices"), 0);
-        text = json_string_value(json_object_get(choice, "text"));
-        usage = json_object_get(j, "usage");
-        if (!j)
-                return xstrdup("the completion reply is not JSON");
-        if (!text || !*text)
-                return xstrdup("the completion reply has no text");
-        if (json_integer_value(json_object_get(usage, "completion_tokens")) < 1)
-                return xstrdup("the completion reply reports no generated tokens");
-        *ret_metrics = json_pack("{s:I,s:f}", "completion_tokens",
-                                 json_integer_value(json_object_get(usage, "completion_tokens")), "completion_s",
-                                 res->total_s);
-        return NULL;
-}
-
-static void completion_done(struct mx_http_call *call, struct mx_http_response *res, void *ud)
-{
-        struct mx_runner *r = ud;
-        _cleanup_free_ char *problem = NULL;
-        json_t *m = NULL;
-
-        (void)call;
-        r->call = NULL;
-        event_del(r->level_timer);
-        problem = completion_problem(res, &m);
-        if (!problem && crash_scan_class(r->crash))
-                problem = xasprintf("the log shows %s: %s", crash_scan_class(r->crash), crash_scan_evidence(r->crash));
-        if (m)
-                json_object_update(r->l1_metrics, m);
-        json_decref(m);
-        if (problem)
-                fail_l1(r, "%s", problem);
-        record_level(r, &r->l1, "L1", r->failure ? "fail" : "pass", r->failure, l1_metrics(r));
-        check_health(r);
-}
-
-static void arm_level_timer(struct mx_runner *r)
-{
-        struct timeval tv = { .tv_sec = r->ctx.level_timeout_ms / 1000,
-                              .tv_usec = (r->ctx.level_timeout_ms % 1000) * 1000 };
-
-        evtimer_add(r->level_timer, &tv);
-}
-
-static void run_l1(struct mx_runner *r)
-{
-        json_t *c = profile_get(r, "completion", NULL);
-        const char *model = json_string_value(json_object_get(r->ctx.spec, "served_model_name"));
-        _cleanup_free_ char *url = NULL, *body = NULL, *err = NULL;
-        _cleanup_json_ json_t *b = NULL;
-        struct mx_http_request req = { .method = "POST", .content_type = "application/json", .max_body = 1 << 20 };
-
-        if (!model)
-                model = json_string_value(json_object_get(r->ctx.spec, "model"));
-        r->l1.started = mx_now_real_us();
-        r->ev->level_started(r->ud, "L1");
-        if (!json_is_object(c)) {
-                record_level(r, &r->l1, "L1", "pass", "ready (the profile has no completion to try)", l1_metrics(r));
-                check_health(r);
-                return;
-        }
-        b = json_pack("{s:s?,s:s,s:I,s:f}", "model", model, "prompt", json_string_value(json_object_get(c, "prompt")),
-                      "max_tokens", json_integer_value(json_object_get(c, "max_tokens")), "temperature", 0.0);
-        body = json_dumps(b, JSON_COMPACT);
-        url = xasprintf("%s%s", r->url, json_string_value(json_object_get(c, "path")));
-        req.url = url;
-        req.body = body;
-        /* The level timer enforces the level timeout; the request's own is only kept within curl's range. */
-        req.timeout_ms = MX_MIN(r->ctx.level_timeout_ms, MX_HTTP_TIMEOUT_MAX_MS);
-        arm_level_timer(r);
-        if (mx_http_start(r->ctx.http, &req, completion_done, r, &r->call, &err) < 0) {
-                fail_l1(r, "cannot send the completion request: %s", strna(err));
-                target_stop(r, "L1 failed");
-        }
-}
-
 static void became_ready(struct mx_runner *r)
 {
+        double ready_s;
+
         r->ready_mono = mx_now_mono_us();
         r->phase = PHASE_LEVELS;
-        json_object_set_new(r->l1_metrics, "ready_s", json_real((double)(r->ready_mono - r->started_mono) / 1e6));
-        logcap_note(r->log, "ready after %.1fs", (double)(r->ready_mono - r->started_mono) / 1e6);
-        if (r->l1.wanted)
-                run_l1(r);
-        else
-                check_health(r);
+        ready_s = (double)(r->ready_mono - r->started_mono) / 1e6;
+        logcap_note(r->log, "ready after %.1fs", ready_s);
+        mx_levels_run(r->levels, ready_s);
 }
 
 /* ---- readiness ---- */
@@ -575,7 +403,7 @@ static void ready_timed_out(struct mx_runner *r, const char *last)
 {
         _cleanup_free_ char *t = mx_format_duration(r->ready_deadline - r->started_mono);
 
-        fail_l1(r, "not ready within %s (last probe: %s)", t, last);
+        fail_run(r, "not ready within %s (last probe: %s)", t, last);
         r->cancelled = true;
         r->why = MX_OUTCOME_TIMEOUT;
         target_stop(r, "not ready in time");
@@ -620,17 +448,6 @@ static void probe_cb(evutil_socket_t fd, short what, void *ud)
                 probe_arm(r);
 }
 
-static void level_timeout_cb(evutil_socket_t fd, short what, void *ud)
-{
-        struct mx_runner *r = ud;
-
-        (void)fd, (void)what;
-        fail_l1(r, "the level exceeded its time limit");
-        r->cancelled = true;
-        r->why = MX_OUTCOME_TIMEOUT;
-        target_stop(r, "level time limit");
-}
-
 /* The server exited. On its own, before we stopped it: that is a crash, whatever the status. */
 static void server_exit_cb(pid_t pid, int status, void *ud)
 {
@@ -645,7 +462,7 @@ static void server_exit_cb(pid_t pid, int status, void *ud)
         r->exited_on_its_own = true;
         logcap_drain(r->log);
         logcap_note(r->log, "the server exited on its own (%s)", how);
-        fail_l1(r, "the server exited (%s)%s", how, r->ready_mono ? "" : " before it was ready");
+        fail_run(r, "the server exited (%s)%s", how, r->ready_mono ? "" : " before it was ready");
         /* Its engine or workers may live on (vLLM's EngineCore survives its parent): stop them too. */
         target_stop(r, "the server exited");
 }
@@ -713,21 +530,6 @@ static int check_profile_placeholders(struct mx_runner *r, char **reterr)
         if (!json_is_string(report))
                 return 0;
         return check_expands(r, "profiler.report", json_string_value(report), reterr);
-}
-
-static int setup_gate(struct mx_runner *r, char **reterr)
-{
-        struct mx_kgate_expect e = {};
-        int q = mx_expect_from_json(json_object_get(r->ctx.spec, "expect"), &e);
-
-        if (q < 0) {
-                *reterr = xstrdup("the run's snapshot has malformed kernel expectations");
-                return q;
-        }
-        if (!mx_kgate_expect_empty(&e))
-                q = mx_kgate_new(&e, &r->gate, reterr);
-        mx_kgate_expect_done(&e);
-        return q;
 }
 
 static void logs_exit_cb(pid_t pid, int status, void *ud)
@@ -818,15 +620,58 @@ static int target_spawn(struct mx_runner *r, char **reterr)
         return 0;
 }
 
-static bool level_wanted(const struct mx_run_ctx *ctx, const char *name)
-{
-        size_t i;
-        json_t *l;
+/* ---- what the levels tell the runner ---- */
 
-        json_array_foreach (ctx->levels, i, l)
-                if (streq_ptr(json_string_value(l), name))
-                        return true;
-        return false;
+static void levels_started(void *ud, const char *level)
+{
+        struct mx_runner *r = ud;
+
+        r->ev->level_started(r->ud, level);
+}
+
+static void levels_recorded(void *ud, const struct mx_level_result *lr)
+{
+        struct mx_runner *r = ud;
+
+        r->ev->level_finished(r->ud, lr);
+}
+
+static void levels_done(void *ud)
+{
+        struct mx_runner *r = ud;
+
+        check_health(r);
+}
+
+static void levels_timed_out(void *ud, const char *level)
+{
+        struct mx_runner *r = ud;
+
+        fail_run(r, "%s exceeded its time limit", level);
+        r->cancelled = true;
+        r->why = MX_OUTCOME_TIMEOUT;
+        target_stop(r, "level time limit");
+}
+
+static const struct mx_levels_hooks levels_hooks = {
+        .started = levels_started,
+        .recorded = levels_recorded,
+        .done = levels_done,
+        .timed_out = levels_timed_out,
+};
+
+/* The levels of the run, each with its context: the server's address, model, log and run directory. */
+static int setup_levels(struct mx_runner *r, char **reterr)
+{
+        const char *model = json_string_value(json_object_get(r->ctx.spec, "served_model_name"));
+        struct mx_level_ctx lc = {
+                .base = r->ctx.base, .http = r->ctx.http, .url = r->url,
+                .model = model ? model : json_string_value(json_object_get(r->ctx.spec, "model")),
+                .run_dir = r->ctx.run_dir, .tag = r->ctx.tag, .spec = r->ctx.spec, .profile = r->profile,
+                .crash = r->crash, .values = r->values, .mem_sample = mx_mem_sample_pss, .mem_ud = (void *)r->ctx.tag,
+        };
+
+        return mx_levels_new(&lc, r->ctx.levels, r->ctx.level_timeout_ms, &levels_hooks, r, &r->levels, reterr);
 }
 
 static struct mx_runner *target_free(struct mx_runner *r);
@@ -842,11 +687,7 @@ static int target_start(const struct mx_run_ctx *ctx, const struct mx_run_events
         r->ev = ev;
         r->ud = ud;
         r->profile = json_object_get(ctx->spec, "profile");
-        r->l1_metrics = json_object();
-        r->l1.wanted = level_wanted(ctx, "L1");
-        r->l15.wanted = level_wanted(ctx, "L1.5");
         r->timer = evtimer_new(ctx->base, probe_cb, r);
-        r->level_timer = evtimer_new(ctx->base, level_timeout_cb, r);
         r->after_timer = evtimer_new(ctx->base, after_timeout_cb, r);
         if (!json_is_object(r->profile) || !json_is_object(profile_get(r, "ready", NULL))) {
                 *reterr = xstrdup("the run's snapshot has no server profile");
@@ -855,11 +696,11 @@ static int target_start(const struct mx_run_ctx *ctx, const struct mx_run_events
         }
         q = crash_scan_new(json_object_get(r->profile, "crash_signatures"), &r->crash, reterr);
         if (q >= 0)
-                q = setup_gate(r, reterr);
-        if (q >= 0)
                 q = placeholder_values(r, reterr);
         if (q >= 0)
                 q = check_profile_placeholders(r, reterr);
+        if (q >= 0)
+                q = setup_levels(r, reterr);
         if (q >= 0)
                 q = target_spawn(r, reterr);
         if (q < 0) {
@@ -869,8 +710,9 @@ static int target_start(const struct mx_run_ctx *ctx, const struct mx_run_events
         r->started_mono = mx_now_mono_us();
         timeout = json_integer_value(profile_get(r, "ready", "timeout_ms"));
         r->ready_deadline = r->started_mono + (timeout > 0 ? timeout : 300000) * 1000;
-        r->ev->level_started(r->ud, r->l1.wanted ? "L1" : "L1.5");
-        r->l1.started = mx_now_real_us();
+        /* L1 includes the start: "ready within 5 minutes" (seed 001 Level 1). */
+        r->ev->level_started(r->ud, json_array_size(ctx->levels) ? json_string_value(json_array_get(ctx->levels, 0))
+                                                                  : "starting");
         probe_arm(r);
         *ret = r;
         return 0;
@@ -891,7 +733,7 @@ static const char *target_level(struct mx_runner *r)
         case PHASE_STARTING:
                 return "starting";
         case PHASE_LEVELS:
-                return "L1";
+                return mx_levels_current(r->levels) ? mx_levels_current(r->levels) : "health";
         case PHASE_STOPPING:
                 return "stopping";
         default:
@@ -913,18 +755,15 @@ static struct mx_runner *target_free(struct mx_runner *r)
                 (void)proc_reaper_unwatch(r->ctx.reaper, r->logs_pid);
         if (r->timer)
                 event_free(r->timer);
-        if (r->level_timer)
-                event_free(r->level_timer);
         if (r->after_timer)
                 event_free(r->after_timer);
         if (r->after_pid > 0)
                 (void)proc_reaper_unwatch(r->ctx.reaper, r->after_pid);
         logcap_free(r->log);
         crash_scan_free(r->crash);
-        mx_kgate_free(r->gate);
+        mx_levels_free(r->levels);
         for (size_t i = 0; i < _MX_PLACEHOLDER_MAX; i++)
                 free(r->values[i]);
-        json_decref(r->l1_metrics);
         strv_free(r->env);
         free(r->port_text);
         free(r->url);

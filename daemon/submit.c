@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "submit.h"
 #include "ident.h"
+#include "levelcat.h"
 #include "log.h"
 #include "matrix.h"
 #include "plan.h"
@@ -249,6 +250,17 @@ void submit_handle(struct mx_request *req)
         if (!levels || json_array_size(levels) == 0) {
                 json_decref(levels);
                 levels = json_pack("[s,s]", "L1", "L1.5");
+        } else {
+                /* Names and ranges ("L1-L3") into names in the seed's order (levelcat.h). */
+                json_t *sel = NULL;
+
+                r = mx_levels_select(levels, &sel, &err);
+                if (r < 0) {
+                        request_error(req, "bad-request", "levels: %s", strna(err));
+                        return;
+                }
+                json_decref(levels);
+                levels = sel;
         }
         if (submit_matrix(req, &owned, &m) < 0)
                 return;

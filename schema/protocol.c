@@ -352,6 +352,38 @@ static int cli_assignment(const struct mx_proto_method *m, const char *word, jso
                 json_object_set_new(params, param, json_string(eq + 1));
                 return 0;
         }
+        /* Words that set another parameter ("levels=L1-L3"), as its option would. */
+        if (json_is_string(json_object_get(json_object_get(as, "words"), k))) {
+                const char *wp = json_string_value(json_object_get(json_object_get(as, "words"), k));
+                json_t *opt = NULL, *o, *val = NULL;
+                size_t i;
+                int r;
+
+                json_array_foreach (json_object_get(m->cli, "options"), i, o)
+                        if (streq_ptr(json_string_value(json_object_get(o, "param")), wp))
+                                opt = o;
+                if (json_object_get(params, wp))
+                        return fail(reterr, m->name, "%s given twice", k);
+                r = cli_value(m, wp, eq + 1, json_object_get(opt, "split"), &val, reterr);
+                if (r < 0)
+                        return r;
+                json_object_set_new(params, wp, val);
+                return 0;
+        }
+        /* "L3.concurrency=4": a dotted name goes to its own object, as text for the daemon to type. */
+        if (strchr(k, '.') && json_is_string(json_object_get(as, "dotted"))) {
+                const char *dp = json_string_value(json_object_get(as, "dotted"));
+                json_t *o = json_object_get(params, dp);
+
+                if (!o) {
+                        o = json_object();
+                        json_object_set_new(params, dp, o);
+                }
+                if (json_object_get(o, k))
+                        return fail(reterr, m->name, "'%s' given twice", k);
+                json_object_set_new(o, k, json_string(eq + 1));
+                return 0;
+        }
         pins = json_object_get(params, rest);
         if (!pins) {
                 pins = json_object();
@@ -482,6 +514,10 @@ static void cli_help_words(const struct mx_proto_method *m, FILE *f)
                         "\n%s=X (or a bare X) names what to test; other axis=value words pin that "
                         "axis.\n",
                         json_string_value(json_object_get(as, "key")));
+        if (as && json_object_get(as, "dotted"))
+                fputs("levels=LIST is --levels LIST; LEVEL.setting=value (L3.concurrency=4) sets a level "
+                      "setting\nfor this submission.\n",
+                      f);
 }
 
 void mx_proto_cli_help(const struct mx_proto *p, const struct mx_proto_method *m, FILE *f)

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * L1 smoke (seed 001 Level 1): the server became ready in time (the runner's
+ * ready probe; a server that never does fails L1), one completion with the
+ * profile's prompt succeeds with text and at least one generated token, and
+ * the log so far shows no crash signature (import errors, CUDA errors,
+ * tracebacks: crash.h). Metrics: ready_s, completion_tokens, completion_s,
+ * and every crash signature the log has matched (forensics for `show rRUN`).
+ */
+#include "crash.h"
+#include "http.h"
+#include "levels.h"
+
+struct l1 {
+        struct mx_level base;
+        struct mx_http_call *call;
+        json_t *metrics;
+};
+
+static json_t *l1_metrics(struct mx_level *l)
+{
+        struct l1 *s = (struct l1 *)l;
+        json_t *m = json_deep_copy(s->metrics), *seen = crash_scan_json(l->ctx->crash);
+
+        if (l->ctx->ready_s > 0)
+                json_object_set_new(m, "ready_s", json_real(l->ctx->ready_s));
+        if (json_array_size(seen) > 0)
+                json_object_set_new(m, "crash_signatures", seen);
+        else
+                json_decref(seen);
+        return m;
+}
+
+static int l1_new(const struct mx_level_ctx *ctx, struct mx_level **ret, char **reterr)
+{
+        struct l1 *s = xcalloc(1, sizeof(*s));
+
+        (void)ctx, (void)reterr;
+        s->metrics = json_object();
+        *ret = &s->base;
+        return 0;
+}
+
+/* Is this a completion with text and at least one generated token? NULL if so, else why not. */
+static char *completion_problem(struct mx_http_response *res, json_t *metrics)
+{
+        _cleanup_json_ json_t *j = NULL;
+        json_t *choice, *usage;
+        const char *text;
+
+        if (res->error < 0)
+                return xasprintf("the completion request failed: %s", strna(res->error_text));
+        if (res->status != 200)
+                return xasprintf("the completion request got HTTP %ld: %.200s", res->status, strempty(res->body));
+        j = json_loadb(res->body, res->body_len, 0, NULL);
+        choice = json_array_get(json_object_get(j, "choices"), 0);
+        text = json_string_value(json_object_get(choice, "text"));
+        usage = json_object_get(j, "usage");
+        if (!j)
+                return xstrdup("the completion reply is not JSON");
+        if (!text || !*text)
+                return xstrdup("the completion reply has no text");
+        if (json_integer_value(json_object_get(usage, "completion_tokens")) < 1)
+                return xstrdup("the completion reply reports no generated tokens");
+        json_object_set_new(metrics, "completion_tokens",
+                            json_integer(json_integer_value(json_object_get(usage, "completion_tokens"))));
+        json_object_set_new(metrics, "completion_s", json_real(res->total_s));
+        return NULL;
+}
+
+static void completion_done(struct mx_http_call *call, struct mx_http_response *res, void *ud)
+{
+        struct l1 *s = ud;
+        struct mx_level *l = &s->base;
+        _cleanup_free_ char *problem = NULL;
+
+        (void)call;
+        s->call = NULL;
+        problem = completion_problem(res, s->metrics);
+        if (!problem && crash_scan_class(l->ctx->crash))
+                problem = xasprintf("the log shows %s: %s", crash_scan_class(l->ctx->crash),
+                                    crash_scan_evidence(l->ctx->crash));
+        if (problem)
+                mx_level_finish(l, MX_VERDICT_FAIL, l1_metrics(l), NULL, "%s", problem);
+        else
+                mx_level_finish(l, MX_VERDICT_PASS, l1_metrics(l), NULL, NULL);
+}
+
+static void l1_run(struct mx_level *l)
+{
+        struct l1 *s = (struct l1 *)l;
+        json_t *c = json_object_get(l->ctx->profile, "completion");
+        _cleanup_free_ char *url = NULL, *body = NULL, *err = NULL;
+        _cleanup_json_ json_t *b = NULL;
+        struct mx_http_request req = { .method = "POST", .content_type = "application/json", .max_body = 1 << 20 };
+
+        if (!json_is_object(c)) {
+                mx_level_finish(l, MX_VERDICT_PASS, l1_metrics(l), NULL, "ready (the profile has no completion to try)");
+                return;
+        }
+        b = json_pack("{s:s?,s:s,s:I,s:f}", "model", l->ctx->model, "prompt",
+                      json_string_value(json_object_get(c, "prompt")), "max_tokens",
+                      json_integer_value(json_object_get(c, "max_tokens")), "temperature", 0.0);
+        body = json_dumps(b, JSON_COMPACT);
+        url = xasprintf("%s%s", l->ctx->url, json_string_value(json_object_get(c, "path")));
+        req.url = url;
+        req.body = body;
+        /* The driver's timer enforces the level timeout; the request's own is only kept within curl's range. */
+        req.timeout_ms = MX_MIN(mx_level_timeout_ms(l), MX_HTTP_TIMEOUT_MAX_MS);
+        if (mx_http_start(l->ctx->http, &req, completion_done, s, &s->call, &err) < 0)
+                mx_level_finish(l, MX_VERDICT_FAIL, l1_metrics(l), NULL, "cannot send the completion request: %s",
+                                strna(err));
+}
+
+static void l1_cancel(struct mx_level *l)
+{
+        struct l1 *s = (struct l1 *)l;
+
+        mx_http_cancel(s->call);
+        s->call = NULL;
+}
+
+static void l1_free(struct mx_level *l)
+{
+        struct l1 *s = (struct l1 *)l;
+
+        mx_http_cancel(s->call);
+        json_decref(s->metrics);
+        free(s);
+}
+
+const struct mx_level_ops mx_level_l1_ops = {
+        .name = "L1",
+        .new = l1_new,
+        .run = l1_run,
+        .cancel = l1_cancel,
+        .metrics = l1_metrics,
+        .free = l1_free,
+};

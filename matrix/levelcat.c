@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+#include "levelcat.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <strings.h>
+
+const struct mx_level_setting mx_level_common_settings[] = {
+        { "timeout", MX_LSET_DURATION, "0", 0, 7 * 24 * 3600 * 1000.0, NULL,
+          "the longest the level may take; 0: the daemon's --level-timeout. Past it the level fails and the run "
+          "ends with outcome timeout" },
+        { "continue_on_fail", MX_LSET_BOOL, "false", 0, 0, NULL,
+          "run the levels after this one even when it fails (by default a failed level skips the rest)" },
+        {},
+};
+
+static const struct mx_level_setting no_settings[] = { {} };
+
+/* Keep in the seed's order (seed 001, Phase 6). */
+const struct mx_level_def mx_level_defs[] = {
+        { "L1", "smoke", "the server becomes ready in time and answers one completion; its log shows no crash",
+          .fail_unrun = true, .settings = no_settings },
+        { "L1.5", "kernel gate",
+          "the kernels the configuration must (not) run, from the log and the profiler report (decided after "
+          "the stop, when the report is written)",
+          .settings = no_settings },
+};
+const size_t mx_level_defs_count = ELEMENTSOF(mx_level_defs);
+
+const struct mx_level_def *mx_level_def_find(const char *name)
+{
+        int i = mx_level_index(name);
+
+        return i < 0 ? NULL : &mx_level_defs[i];
+}
+
+int mx_level_index(const char *name)
+{
+        for (size_t i = 0; name && i < mx_level_defs_count; i++)
+                if (strcasecmp(mx_level_defs[i].name, name) == 0)
+                        return (int)i;
+        return -1;
+}
+
+const struct mx_level_setting *mx_level_setting_find(const struct mx_level_def *d, const char *name)
+{
+        for (const struct mx_level_setting *s = mx_level_common_settings; s->name; s++)
+                if (streq(s->name, name))
+                        return s;
+        for (const struct mx_level_setting *s = d->settings; s && s->name; s++)
+                if (streq(s->name, name))
+                        return s;
+        return NULL;
+}
+
+static char *level_names(void)
+{
+        struct mx_buf b = MX_BUF_INIT;
+
+        for (size_t i = 0; i < mx_level_defs_count; i++)
+                mx_buf_printf(&b, "%s%s", i ? ", " : "", mx_level_defs[i].name);
+        return mx_buf_steal(&b);
+}
+
+/* One word of a selection ("L2" or "L1-L3") into the flags of the levels it names. */
+static int select_word(const char *w, bool *on, char **reterr)
+{
+        const char *dash = strchr(w, '-');
+        _cleanup_free_ char *names = NULL, *esc = NULL;
+        int a, b;
+
+        if (dash) {
+                _cleanup_free_ char *lo = xstrndup(w, dash - w);
+
+                a = mx_level_index(lo);
+                b = mx_level_index(dash + 1);
+                if (a >= 0 && b >= 0 && a <= b) {
+                        for (int i = a; i <= b; i++)
+                                on[i] = true;
+                        return 0;
+                }
+        } else if ((a = mx_level_index(w)) >= 0) {
+                on[a] = true;
+                return 0;
+        }
+        names = level_names();
+        esc = mx_escape(w, 64);
+        if (reterr)
+                *reterr = xasprintf("'%s' is not a level or a range of levels (levels: %s; a range: L1-L3)", esc,
+                                    names);
+        return -EINVAL;
+}
+
+static int select_string(const char *s, bool *on, size_t *n_words, char **reterr)
+{
+        _cleanup_free_ char *copy = xstrdup(s);
+        char *save = NULL;
+        int r;
+
+        for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+                if (++*n_words > MX_LEVELS_MAX) {
+                        if (reterr)
+                                *reterr = xasprintf("more than %d level names", MX_LEVELS_MAX);
+                        return -E2BIG;
+                }
+                r = select_word(t, on, reterr);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static json_t *selected(const bool *on)
+{
+        json_t *a = json_array();
+
+        for (size_t i = 0; i < mx_level_defs_count; i++)
+                if (on[i])
+                        json_array_append_new(a, json_string(mx_level_defs[i].name));
+        return a;
+}
+
+int mx_levels_select(json_t *words, json_t **ret, char **reterr)
+{
+        bool on[ELEMENTSOF(mx_level_defs)] = {};
+        size_t n = 0, i;
+        json_t *w;
+        int r;
+
+        if (json_is_string(words))
+                return mx_levels_select_string(json_string_value(words), ret, reterr);
+        if (!json_is_array(words)) {
+                if (reterr)
+                        *reterr = xstrdup("levels are a list of names or ranges");
+                return -EINVAL;
+        }
+        json_array_foreach (words, i, w) {
+                if (!json_is_string(w)) {
+                        if (reterr)
+                                *reterr = xasprintf("level %zu is not a string", i + 1);
+                        return -EINVAL;
+                }
+                r = select_string(json_string_value(w), on, &n, reterr);
+                if (r < 0)
+                        return r;
+        }
+        *ret = selected(on);
+        return 0;
+}
+
+int mx_levels_select_string(const char *s, json_t **ret, char **reterr)
+{
+        bool on[ELEMENTSOF(mx_level_defs)] = {};
+        size_t n = 0;
+        int r = select_string(s, on, &n, reterr);
+
+        if (r < 0)
+                return r;
+        *ret = selected(on);
+        return 0;
+}
+
+static json_t *fail_null(char **reterr, const char *fmt, ...) _printf_(2, 3);
+static json_t *fail_null(char **reterr, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (reterr) {
+                va_start(ap, fmt);
+                *reterr = xvasprintf(fmt, ap);
+                va_end(ap);
+        }
+        return NULL;
+}
+
+static bool is_choice(const struct mx_level_setting *s, const char *v)
+{
+        if (!s->choices)
+                return true;
+        for (size_t i = 0; s->choices[i]; i++)
+                if (streq(s->choices[i], v))
+                        return true;
+        return false;
+}
+
+static json_t *number_value(const struct mx_level_setting *s, json_t *v, char **reterr)
+{
+        double d;
+
+        if (json_is_string(v)) {
+                char *end = NULL;
+                const char *t = json_string_value(v);
+
+                errno = 0;
+                d = strtod(t, &end);
+                if (errno || end == t || *end)
+                        return fail_null(reterr, "'%s' is not a number", t);
+        } else if (json_is_number(v))
+                d = json_number_value(v);
+        else
+                return fail_null(reterr, "expected a number");
+        if (!isfinite(d) || d < s->min || d > s->max)
+                return fail_null(reterr, "%g is outside %g to %g", d, s->min, s->max);
+        if (s->type == MX_LSET_INT) {
+                if (d != floor(d))
+                        return fail_null(reterr, "%g is not a whole number", d);
+                return json_integer((json_int_t)d);
+        }
+        return json_real(d);
+}
+
+json_t *mx_level_setting_value(const struct mx_level_setting *s, json_t *v, char **reterr)
+{
+        const char *t = json_string_value(v);
+        size_t i;
+        json_t *e;
+
+        switch (s->type) {
+        case MX_LSET_BOOL:
+                if (json_is_boolean(v))
+                        return json_incref(v);
+                if (t && (streq(t, "true") || streq(t, "yes") || streq(t, "1")))
+                        return json_true();
+                if (t && (streq(t, "false") || streq(t, "no") || streq(t, "0")))
+                        return json_false();
+                return fail_null(reterr, "expected true or false");
+        case MX_LSET_INT:
+        case MX_LSET_NUMBER:
+                return number_value(s, v, reterr);
+        case MX_LSET_DURATION: {
+                int64_t ms;
+
+                if (json_is_integer(v))
+                        ms = json_integer_value(v);
+                else if (!t || mx_parse_duration_ms(t, &ms) < 0)
+                        return fail_null(reterr, "expected a duration (\"30s\", \"5m\") or milliseconds");
+                if (ms < s->min || ms > s->max)
+                        return fail_null(reterr, "%" PRId64 " ms is outside %.0f to %.0f ms", ms, s->min, s->max);
+                return json_integer(ms);
+        }
+        case MX_LSET_STRING:
+                if (!t)
+                        return fail_null(reterr, "expected a string");
+                if (json_string_length(v) > MX_LEVEL_STRING_MAX || strlen(t) != json_string_length(v))
+                        return fail_null(reterr, "a string of at most %d bytes without NUL", MX_LEVEL_STRING_MAX);
+                if (!is_choice(s, t))
+                        return fail_null(reterr, "'%s' is not one of the choices", t);
+                return json_incref(v);
+        case MX_LSET_STRINGS: {
+                json_t *a;
+
+                if (t) {
+                        /* From the command line: comma-separated. */
+                        _cleanup_free_ char *copy = xstrdup(t);
+                        char *save = NULL;
+
+                        a = json_array();
+                        for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save))
+                                json_array_append_new(a, json_string(w));
+                } else if (json_is_array(v))
+                        a = json_incref(v);
+                else
+                        return fail_null(reterr, "expected a list of strings");
+                if (json_array_size(a) > MX_LEVEL_SETTINGS_MAX) {
+                        json_decref(a);
+                        return fail_null(reterr, "more than %d strings", MX_LEVEL_SETTINGS_MAX);
+                }
+                json_array_foreach (a, i, e)
+                        if (!json_is_string(e) || json_string_length(e) > MX_LEVEL_STRING_MAX ||
+                            !is_choice(s, json_string_value(e))) {
+                                json_decref(a);
+                                return fail_null(reterr, "entry %zu is not one of the choices", i + 1);
+                        }
+                return a;
+        }
+        case MX_LSET_PROMPTS:
+                if (mx_level_prompts_check(v, reterr) < 0)
+                        return NULL;
+                return json_incref(v);
+        }
+        return fail_null(reterr, "unknown setting type");
+}
+
+json_t *mx_level_defaults(const struct mx_level_def *d)
+{
+        json_t *o = json_object();
+        const struct mx_level_setting *lists[] = { mx_level_common_settings, d->settings };
+
+        for (size_t k = 0; k < ELEMENTSOF(lists); k++)
+                for (const struct mx_level_setting *s = lists[k]; s && s->name; s++) {
+                        json_t *v = json_loads(s->def, JSON_DECODE_ANY, NULL);
+
+                        if (!v)
+                                mx_die("level %s: the default of %s is not JSON", d->name, s->name);
+                        json_object_set_new(o, s->name, v);
+                }
+        return o;
+}
+
+int mx_level_settings_apply(const struct mx_level_def *d, json_t *settings, json_t *overrides, const char *where,
+                            char **reterr)
+{
+        const char *k;
+        json_t *v;
+
+        if (!json_is_object(overrides)) {
+                if (reterr)
+                        *reterr = xasprintf("%s: expected an object of settings", where);
+                return -EINVAL;
+        }
+        json_object_foreach (overrides, k, v) {
+                const struct mx_level_setting *s = mx_level_setting_find(d, k);
+                _cleanup_free_ char *why = NULL, *esc = NULL;
+                json_t *nv;
+
+                if (!s) {
+                        esc = mx_escape(k, 64);
+                        if (reterr)
+                                *reterr = xasprintf("%s: %s has no setting '%s' (mxmatrix.json(5), LEVELS)", where,
+                                                    d->name, esc);
+                        return -EINVAL;
+                }
+                nv = mx_level_setting_value(s, v, &why);
+                if (!nv) {
+                        if (reterr)
+                                *reterr = xasprintf("%s.%s: %s", where, k, strna(why));
+                        return -EINVAL;
+                }
+                json_object_set_new(settings, k, nv);
+        }
+        return 0;
+}
+
+int mx_level_prompts_check(json_t *prompts, char **reterr)
+{
+        static const char *const keys[] = { "name", "prompt", "expect", NULL };
+        size_t i, j;
+        json_t *p, *e;
+
+        if (!json_is_array(prompts) || json_array_size(prompts) == 0 ||
+            json_array_size(prompts) > MX_LEVEL_PROMPTS_MAX) {
+                if (reterr)
+                        *reterr = xasprintf("expected a list of 1 to %d prompts", MX_LEVEL_PROMPTS_MAX);
+                return -EINVAL;
+        }
+        json_array_foreach (prompts, i, p) {
+                const char *k;
+                json_t *v;
+
+                if (!json_is_object(p) || !json_is_string(json_object_get(p, "name")) ||
+                    !json_is_string(json_object_get(p, "prompt"))) {
+                        if (reterr)
+                                *reterr = xasprintf("prompt %zu: expected {\"name\": ..., \"prompt\": ...}", i + 1);
+                        return -EINVAL;
+                }
+                json_object_foreach (p, k, v) {
+                        bool known = false;
+
+                        for (size_t n = 0; keys[n]; n++)
+                                known = known || streq(keys[n], k);
+                        if (!known) {
+                                _cleanup_free_ char *esc = mx_escape(k, 64);
+                                if (reterr)
+                                        *reterr = xasprintf("prompt %zu: unknown key '%s' (name, prompt, expect)",
+                                                            i + 1, esc);
+                                return -EINVAL;
+                        }
+                }
+                if (json_string_length(json_object_get(p, "prompt")) == 0 ||
+                    json_string_length(json_object_get(p, "prompt")) > MX_LEVEL_PROMPT_MAX ||
+                    json_string_length(json_object_get(p, "name")) > 128) {
+                        if (reterr)
+                                *reterr = xasprintf("prompt %zu: an empty or too long prompt or name", i + 1);
+                        return -EINVAL;
+                }
+                e = json_object_get(p, "expect");
+                if (e && (!json_is_array(e) || json_array_size(e) > 16)) {
+                        if (reterr)
+                                *reterr = xasprintf("prompt %zu: expect is a list of up to 16 substrings", i + 1);
+                        return -EINVAL;
+                }
+                json_array_foreach (e, j, v)
+                        if (!json_is_string(v) || json_string_length(v) == 0 ||
+                            json_string_length(v) > MX_LEVEL_STRING_MAX) {
+                                if (reterr)
+                                        *reterr = xasprintf("prompt %zu: expect %zu is not a non-empty string",
+                                                            i + 1, j + 1);
+                                return -EINVAL;
+                        }
+        }
+        return 0;
+}

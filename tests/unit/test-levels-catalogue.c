@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The level catalogue (matrix/levelcat.h) is the one list of levels: the
+ * daemon's implementations (daemon/levels/levels.c), the protocol's level
+ * type, the man pages and every level setting's documentation agree with it;
+ * selections expand ranges in the seed's order; settings are typed and
+ * bounded.
+ */
+#include "levelcat.h"
+#include "levels/levels.h"
+#include "protocol.h"
+#include "test.h"
+
+TEST(every_catalogue_level_has_an_implementation_in_order)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; mx_level_table[i]; i++, n++) {
+                ASSERT_TRUE(i < mx_level_defs_count);
+                ASSERT_STREQ(mx_level_table[i]->name, mx_level_defs[i].name);
+                ASSERT_NOT_NULL(mx_level_table[i]->new);
+                ASSERT_NOT_NULL(mx_level_table[i]->run);
+                ASSERT_NOT_NULL(mx_level_table[i]->free);
+        }
+        ASSERT_EQ(n, mx_level_defs_count);
+}
+
+TEST(protocol_level_names_are_the_catalogue)
+{
+        const struct mx_proto *p = mx_proto_get();
+        json_t *en = json_object_get(json_object_get(p->types, "level_name"), "enum");
+
+        ASSERT_EQ(json_array_size(en), mx_level_defs_count);
+        for (size_t i = 0; i < mx_level_defs_count; i++)
+                ASSERT_STREQ(json_string_value(json_array_get(en, i)), mx_level_defs[i].name);
+}
+
+/* The roff text mentions s (with roff's escaped hyphens and dots accepted). */
+static bool roff_mentions(const char *text, const char *s)
+{
+        _cleanup_free_ char *esc = NULL;
+        struct mx_buf b = MX_BUF_INIT;
+
+        if (strstr(text, s))
+                return true;
+        for (const char *c = s; *c; c++)
+                mx_buf_printf(&b, "%s", *c == '-' ? "\\-" : *c == '.' ? "\\&." : (char[2]){ *c, 0 });
+        esc = mx_buf_steal(&b);
+        return strstr(text, esc) != NULL;
+}
+
+TEST(man_pages_document_every_level_and_setting)
+{
+        _cleanup_free_ char *p5 = test_source_path("docs/mxmatrix.json.5");
+        _cleanup_free_ char *p8 = test_source_path("docs/mxmatrixd.8");
+        _cleanup_free_ char *t5 = test_read_file(p5, NULL), *t8 = test_read_file(p8, NULL);
+
+        for (size_t i = 0; i < mx_level_defs_count; i++) {
+                const struct mx_level_def *d = &mx_level_defs[i];
+
+                if (!roff_mentions(t8, d->name))
+                        test_fail(__FILE__, __LINE__, "mxmatrixd(8) does not mention %s", d->name);
+                for (const struct mx_level_setting *s = d->settings; s->name; s++) {
+                        _cleanup_free_ char *key = xasprintf("%s.%s", d->name, s->name);
+
+                        if (!roff_mentions(t5, key))
+                                test_fail(__FILE__, __LINE__, "mxmatrix.json(5) does not document %s", key);
+                }
+        }
+}
+
+static char *selection(const char *s)
+{
+        _cleanup_json_ json_t *a = NULL;
+        _cleanup_free_ char *err = NULL;
+        struct mx_buf b = MX_BUF_INIT;
+        size_t i;
+        json_t *w;
+
+        if (mx_levels_select_string(s, &a, &err) < 0)
+                return xasprintf("error: %s", strna(err));
+        json_array_foreach (a, i, w)
+                mx_buf_printf(&b, "%s%s", i ? "," : "", json_string_value(w));
+        return b.data ? mx_buf_steal(&b) : xstrdup("");
+}
+
+TEST(selections_expand_ranges_in_the_seed_order)
+{
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
+                { "L1", "L1" },
+                { "L1.5,L1", "L1,L1.5" },
+                { "l1.5", "L1.5" },
+                { "L1-L1.5", "L1,L1.5" },
+                { "L1,L1,L1.5", "L1,L1.5" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *got = selection(cases[i].in);
+                ASSERT_STREQ(got, cases[i].out);
+        }
+}
+
+TEST(selections_refuse_unknown_levels_and_backward_ranges)
+{
+        static const char *const bad[] = { "L7", "L1.5-L1", "L1-", "-L1", "L1-L9", "x" };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *got = selection(bad[i]);
+
+                ASSERT_TRUE(startswith(got, "error: "));
+                ASSERT_CONTAINS(got, "not a level");
+        }
+}
+
+TEST(common_settings_are_typed_and_bounded)
+{
+        const struct mx_level_def *d = mx_level_def_find("L1");
+        _cleanup_json_ json_t *s = mx_level_defaults(d);
+        _cleanup_json_ json_t *good = json_pack("{s:s,s:s}", "timeout", "90s", "continue_on_fail", "yes");
+        _cleanup_json_ json_t *unknown = json_pack("{s:i}", "concurrency", 4);
+        _cleanup_json_ json_t *bad = json_pack("{s:s}", "timeout", "soon");
+        _cleanup_free_ char *e1 = NULL, *e2 = NULL;
+
+        ASSERT_EQ(json_integer_value(json_object_get(s, "timeout")), 0);
+        ASSERT_OK(mx_level_settings_apply(d, s, good, "levels.L1", NULL));
+        ASSERT_EQ(json_integer_value(json_object_get(s, "timeout")), 90000);
+        ASSERT_TRUE(json_is_true(json_object_get(s, "continue_on_fail")));
+        ASSERT_ERR(mx_level_settings_apply(d, s, unknown, "levels.L1", &e1), EINVAL);
+        ASSERT_CONTAINS(e1, "no setting 'concurrency'");
+        ASSERT_ERR(mx_level_settings_apply(d, s, bad, "levels.L1", &e2), EINVAL);
+        ASSERT_CONTAINS(e2, "levels.L1.timeout");
+}
