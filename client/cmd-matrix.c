@@ -189,9 +189,11 @@ static json_t *constraints_to_json(const struct mx_matrix *m)
                 _cleanup_free_ char *at = mx_matrix_location(m, m->rules[i].node);
                 _cleanup_free_ char *c_if = mx_matrix_cond_describe(m, &m->rules[i].if_);
                 _cleanup_free_ char *c_then = mx_matrix_cond_describe(m, &m->rules[i].then);
+                _cleanup_free_ char *c_else =
+                        m->rules[i].has_else ? mx_matrix_cond_describe(m, &m->rules[i].else_) : NULL;
 
-                json_array_append_new(rules, json_pack("{s:s,s:s,s:s,s:s}", "at", at, "if", c_if, "then",
-                                                       c_then, "reason", m->rules[i].reason));
+                json_array_append_new(rules, json_pack("{s:s,s:s,s:s,s:s?,s:s}", "at", at, "if", c_if, "then",
+                                                       c_then, "else", c_else, "reason", m->rules[i].reason));
         }
         for (size_t i = 0; i < m->n_known_incompatible; i++) {
                 const struct mx_matrix_known_incompatible *k = &m->known_incompatible[i];
@@ -385,9 +387,11 @@ static void show_constraints(const struct mx_matrix *m)
                 _cleanup_free_ char *at = mx_matrix_location(m, m->rules[i].node);
                 _cleanup_free_ char *c_if = mx_matrix_cond_describe(m, &m->rules[i].if_);
                 _cleanup_free_ char *c_then = mx_matrix_cond_describe(m, &m->rules[i].then);
+                _cleanup_free_ char *c_else =
+                        m->rules[i].has_else ? mx_matrix_cond_describe(m, &m->rules[i].else_) : NULL;
 
-                printf("  rule     if %s then %s  (%s)\n           %s\n", *c_if ? c_if : "(always)", c_then,
-                       at, m->rules[i].reason);
+                printf("  rule     if %s then %s%s%s  (%s)\n           %s\n", *c_if ? c_if : "(always)", c_then,
+                       c_else ? " else " : "", strempty(c_else), at, m->rules[i].reason);
         }
         for (size_t i = 0; i < m->n_known_incompatible; i++) {
                 const struct mx_matrix_known_incompatible *k = &m->known_incompatible[i];

@@ -634,6 +634,9 @@ static int parse_axes(struct loader *l, json_t *root)
                 if (streq(m->axes[i].name, "feature"))
                         return err(l, a, "name",
                                    "'feature' is reserved (feature=X names the feature to plan)");
+                /* Conditions read "any" and "not" as operators, not as axes. */
+                if (streq(m->axes[i].name, "any") || streq(m->axes[i].name, "not"))
+                        return err(l, a, "name", "'%s' is reserved (an operator in conditions)", m->axes[i].name);
                 for (size_t j = 0; j < i; j++)
                         if (streq(m->axes[j].name, m->axes[i].name)) {
                                 _cleanup_free_ char *loc = mx_matrix_location(m, m->axes[j].node);
@@ -1060,9 +1063,49 @@ static int parse_value_set(struct loader *l, json_t *obj, const char *key, int a
         return 0;
 }
 
-/* A condition object: axis -> match, each a term of the conjunction. */
-static int parse_cond(struct loader *l, json_t *obj, enum cond_mode mode, bool allow_empty,
-                      struct mx_matrix_cond *ret)
+static int parse_cond_depth(struct loader *l, json_t *obj, enum cond_mode mode, bool allow_empty, unsigned depth,
+                            struct mx_matrix_cond *ret);
+
+/* cond["any"]: one or more conditions, at least one of which must hold. */
+static int parse_cond_any(struct loader *l, json_t *obj, unsigned depth, struct mx_matrix_cond *ret)
+{
+        json_t *list = json_object_get(obj, "any"), *e;
+        size_t i;
+        int r;
+
+        if (!json_is_array(list) || json_array_size(list) == 0 || json_array_size(list) > MX_MATRIX_MAX_CONSTRAINTS)
+                return err(l, obj, "any", "'any' takes an array of 1 to %d conditions, one of which must hold",
+                           MX_MATRIX_MAX_CONSTRAINTS);
+        ret->any = xcalloc(json_array_size(list), sizeof(struct mx_matrix_cond));
+        json_array_foreach (list, i, e) {
+                if (!json_is_object(e))
+                        return err_index(l, list, i, "expected a condition object, got %s", json_kind(e));
+                ret->n_any = i + 1;
+                r = parse_cond_depth(l, e, COND_RULE, false, depth + 1, &ret->any[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* cond["not"]: a condition that must not hold. */
+static int parse_cond_not(struct loader *l, json_t *obj, unsigned depth, struct mx_matrix_cond *ret)
+{
+        json_t *v = json_object_get(obj, "not");
+
+        if (!json_is_object(v))
+                return err(l, obj, "not", "'not' takes a condition object, which must not hold");
+        ret->not_ = xcalloc(1, sizeof(struct mx_matrix_cond));
+        return parse_cond_depth(l, v, COND_RULE, false, depth + 1, ret->not_);
+}
+
+/*
+ * A condition object: axis -> match pairs that must all hold and, in rules and
+ * known_incompatible entries, "any" (one of several conditions) and "not" (a
+ * condition that must not hold), nested up to MX_MATRIX_MAX_COND_DEPTH deep.
+ */
+static int parse_cond_depth(struct loader *l, json_t *obj, enum cond_mode mode, bool allow_empty, unsigned depth,
+                            struct mx_matrix_cond *ret)
 {
         const char *k;
         json_t *v;
@@ -1070,10 +1113,24 @@ static int parse_cond(struct loader *l, json_t *obj, enum cond_mode mode, bool a
 
         if (!allow_empty && json_object_size(obj) == 0)
                 return err(l, obj, NULL, "an empty condition would match every configuration");
+        if (depth > MX_MATRIX_MAX_COND_DEPTH)
+                return err(l, obj, NULL, "conditions nest 'any' and 'not' at most %d deep",
+                           MX_MATRIX_MAX_COND_DEPTH);
         ret->terms = xcalloc(MX_MAX(json_object_size(obj), 1), sizeof(struct mx_matrix_term));
         json_object_foreach (obj, k, v) {
                 int a = -1;
 
+                if (streq(k, "any") || streq(k, "not")) {
+                        if (mode == COND_EXCLUDE)
+                                return err(l, obj, k,
+                                           "an exclude entry takes axis: value pairs only; '%s' is for rules "
+                                           "and known_incompatible entries",
+                                           k);
+                        r = streq(k, "any") ? parse_cond_any(l, obj, depth, ret) : parse_cond_not(l, obj, depth, ret);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 r = resolve_axis(l, obj, k, &a);
                 if (r < 0)
                         return r;
@@ -1090,6 +1147,12 @@ static int parse_cond(struct loader *l, json_t *obj, enum cond_mode mode, bool a
                 ret->n_terms++;
         }
         return 0;
+}
+
+static int parse_cond(struct loader *l, json_t *obj, enum cond_mode mode, bool allow_empty,
+                      struct mx_matrix_cond *ret)
+{
+        return parse_cond_depth(l, obj, mode, allow_empty, 0, ret);
 }
 
 /* Fetch constraints[key] as an array of objects, bounded. */
@@ -1161,10 +1224,38 @@ static int parse_includes(struct loader *l, json_t *c)
         return 0;
 }
 
-/* constraints.rules: if/then conditions with a reason. */
+/*
+ * Covering arrays see rules as forbidden patterns (the disjunctive normal form
+ * of "if and not then"); any/not can multiply them, so bound each rule and the
+ * total the solver gets.
+ */
+static int check_rule_patterns(struct loader *l, json_t *list)
+{
+        struct mx_matrix *m = l->m;
+        size_t total = m->n_excludes;
+
+        for (size_t i = 0; i < m->n_rules; i++) {
+                size_t n = mx_matrix_rule_patterns(m, i);
+
+                if (n == SIZE_MAX)
+                        return err_index(l, list, i,
+                                         "this rule compiles into more than %d forbidden combinations (its "
+                                         "'any' lists multiply); split it into several rules",
+                                         MX_MATRIX_MAX_RULE_PATTERNS);
+                total += n;
+                if (total > MX_COVER_MAX_FORBIDDEN)
+                        return err_index(l, list, i,
+                                         "the rules up to this one compile into more than %d forbidden "
+                                         "combinations, the covering-array solver's limit",
+                                         MX_COVER_MAX_FORBIDDEN);
+        }
+        return 0;
+}
+
+/* constraints.rules: if/then[/else] conditions with a reason; each must compile into few enough patterns. */
 static int parse_rules(struct loader *l, json_t *c)
 {
-        static const char *const keys[] = { "if", "then", "reason", NULL };
+        static const char *const keys[] = { "if", "then", "else", "reason", NULL };
         struct mx_matrix *m = l->m;
         json_t *list, *e, *o;
         size_t i;
@@ -1194,11 +1285,20 @@ static int parse_rules(struct loader *l, json_t *c)
                 r = parse_cond(l, o, COND_RULE, false, &rule->then);
                 if (r < 0)
                         return r;
+                r = member(l, e, "else", KIND_OBJECT, false, &o);
+                if (r < 0)
+                        return r;
+                if (o) {
+                        rule->has_else = true;
+                        r = parse_cond(l, o, COND_RULE, false, &rule->else_);
+                        if (r < 0)
+                                return r;
+                }
                 r = member_string(l, e, "reason", true, MX_MATRIX_MAX_STRING, &rule->reason);
                 if (r < 0)
                         return r;
         }
-        return 0;
+        return check_rule_patterns(l, list);
 }
 
 /* constraints.known_incompatible: conditions whose runs are marked, not dropped. */
@@ -1344,15 +1444,6 @@ static bool include_matches_product(const struct mx_matrix *m, const struct mx_m
         return mx_cover_extendable(&excl->model, partial);
 }
 
-/* Does the condition have a term on axis? */
-static bool cond_mentions(const struct mx_matrix_cond *c, size_t axis)
-{
-        for (size_t t = 0; t < c->n_terms; t++)
-                if (c->terms[t].axis == axis)
-                        return true;
-        return false;
-}
-
 /*
  * Check includes against rules and that something is valid. Extended cells
  * only gain non-product axes, so unless a rule mentions a non-product axis
@@ -1377,8 +1468,9 @@ static int check_constraints(struct loader *l)
                         for (size_t a = 0; a < m->n_axes; a++)
                                 if (iv[a] >= 0 && !m->axes[a].product)
                                         for (size_t k = 0; k < m->n_rules; k++)
-                                                if (cond_mentions(&m->rules[k].if_, a) ||
-                                                    cond_mentions(&m->rules[k].then, a))
+                                                if (mx_matrix_cond_mentions(&m->rules[k].if_, a) ||
+                                                    mx_matrix_cond_mentions(&m->rules[k].then, a) ||
+                                                    mx_matrix_cond_mentions(&m->rules[k].else_, a))
                                                         stream = true;
                         continue;
                 }

@@ -94,9 +94,15 @@ const struct mx_metric_info *mx_metric_lookup(const char *name)
         return NULL;
 }
 
-static void cond_done(struct mx_matrix_cond *c)
+void mx_matrix_cond_done(struct mx_matrix_cond *c)
 {
         free(c->terms);
+        for (size_t i = 0; i < c->n_any; i++)
+                mx_matrix_cond_done(&c->any[i]);
+        free(c->any);
+        if (c->not_)
+                mx_matrix_cond_done(c->not_);
+        free(c->not_);
         *c = (struct mx_matrix_cond){};
 }
 
@@ -144,19 +150,20 @@ struct mx_matrix *mx_matrix_free(struct mx_matrix *m)
                 feature_done(&m->features[i]);
         free(m->features);
         for (size_t i = 0; i < m->n_excludes; i++)
-                cond_done(&m->excludes[i].cond);
+                mx_matrix_cond_done(&m->excludes[i].cond);
         free(m->excludes);
         for (size_t i = 0; i < m->n_includes; i++)
                 free(m->includes[i].values);
         free(m->includes);
         for (size_t i = 0; i < m->n_rules; i++) {
-                cond_done(&m->rules[i].if_);
-                cond_done(&m->rules[i].then);
+                mx_matrix_cond_done(&m->rules[i].if_);
+                mx_matrix_cond_done(&m->rules[i].then);
+                mx_matrix_cond_done(&m->rules[i].else_);
                 free(m->rules[i].reason);
         }
         free(m->rules);
         for (size_t i = 0; i < m->n_known_incompatible; i++) {
-                cond_done(&m->known_incompatible[i].when);
+                mx_matrix_cond_done(&m->known_incompatible[i].when);
                 free(m->known_incompatible[i].reason);
         }
         free(m->known_incompatible);
@@ -363,30 +370,50 @@ char *mx_config_describe(const struct mx_matrix *m, const int *config)
         return mx_buf_steal(&b);
 }
 
-char *mx_matrix_cond_describe(const struct mx_matrix *m, const struct mx_matrix_cond *c)
+static void cond_describe(const struct mx_matrix *m, const struct mx_matrix_cond *c, struct mx_buf *b)
 {
-        _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
+        size_t start = b->len;
 
-        mx_buf_puts(&b, "");
         for (size_t i = 0; i < c->n_terms; i++) {
                 const struct mx_matrix_axis *ax = &m->axes[c->terms[i].axis];
                 uint64_t all = ax->n_values >= 64 ? UINT64_MAX : (UINT64_C(1) << ax->n_values) - 1;
                 uint64_t set = c->terms[i].set, rest = ~set & all;
                 int n = __builtin_popcountll(set);
 
-                mx_buf_puts(&b, i > 0 ? ", " : "");
+                mx_buf_puts(b, b->len > start ? ", " : "");
                 if (n == 1)
-                        mx_buf_printf(&b, "%s=%s", ax->name, ax->values[__builtin_ctzll(set)].name);
+                        mx_buf_printf(b, "%s=%s", ax->name, ax->values[__builtin_ctzll(set)].name);
                 else if (__builtin_popcountll(rest) == 1)
-                        mx_buf_printf(&b, "%s!=%s", ax->name, ax->values[__builtin_ctzll(rest)].name);
+                        mx_buf_printf(b, "%s!=%s", ax->name, ax->values[__builtin_ctzll(rest)].name);
                 else {
-                        mx_buf_printf(&b, "%s in {", ax->name);
+                        mx_buf_printf(b, "%s in {", ax->name);
                         for (size_t v = 0, k = 0; v < ax->n_values; v++)
                                 if (set & (UINT64_C(1) << v))
-                                        mx_buf_printf(&b, "%s%s", k++ ? ", " : "", ax->values[v].name);
-                        mx_buf_putc(&b, '}');
+                                        mx_buf_printf(b, "%s%s", k++ ? ", " : "", ax->values[v].name);
+                        mx_buf_putc(b, '}');
                 }
         }
+        if (c->n_any > 0) {
+                mx_buf_puts(b, b->len > start ? ", any(" : "any(");
+                for (size_t i = 0; i < c->n_any; i++) {
+                        mx_buf_puts(b, i > 0 ? " | " : "");
+                        cond_describe(m, &c->any[i], b);
+                }
+                mx_buf_putc(b, ')');
+        }
+        if (c->not_) {
+                mx_buf_puts(b, b->len > start ? ", not(" : "not(");
+                cond_describe(m, c->not_, b);
+                mx_buf_putc(b, ')');
+        }
+}
+
+char *mx_matrix_cond_describe(const struct mx_matrix *m, const struct mx_matrix_cond *c)
+{
+        _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
+
+        mx_buf_puts(&b, "");
+        cond_describe(m, c, &b);
         return mx_buf_steal(&b);
 }
 
@@ -415,13 +442,37 @@ char *mx_criterion_describe(const struct mx_matrix_criterion *c)
 
 bool mx_matrix_cond_matches(const struct mx_matrix_cond *c, const int *config)
 {
+        bool any = c->n_any == 0;
+
         for (size_t i = 0; i < c->n_terms; i++) {
                 int v = config[c->terms[i].axis];
 
                 if (v < 0 || !(c->terms[i].set & (UINT64_C(1) << v)))
                         return false;
         }
-        return true;
+        for (size_t i = 0; i < c->n_any && !any; i++)
+                any = mx_matrix_cond_matches(&c->any[i], config);
+        return any && !(c->not_ && mx_matrix_cond_matches(c->not_, config));
+}
+
+bool mx_matrix_cond_mentions(const struct mx_matrix_cond *c, size_t axis)
+{
+        for (size_t t = 0; t < c->n_terms; t++)
+                if (c->terms[t].axis == axis)
+                        return true;
+        for (size_t i = 0; i < c->n_any; i++)
+                if (mx_matrix_cond_mentions(&c->any[i], axis))
+                        return true;
+        return c->not_ && mx_matrix_cond_mentions(c->not_, axis);
+}
+
+bool mx_matrix_rule_broken(const struct mx_matrix *m, size_t i, const int *config)
+{
+        const struct mx_matrix_rule *r = &m->rules[i];
+
+        if (mx_matrix_cond_matches(&r->if_, config))
+                return !mx_matrix_cond_matches(&r->then, config);
+        return r->has_else && !mx_matrix_cond_matches(&r->else_, config);
 }
 
 int mx_matrix_excluded(const struct mx_matrix *m, const int *config)
@@ -435,8 +486,7 @@ int mx_matrix_excluded(const struct mx_matrix *m, const int *config)
 int mx_matrix_broken_rule(const struct mx_matrix *m, const int *config)
 {
         for (size_t i = 0; i < m->n_rules; i++)
-                if (mx_matrix_cond_matches(&m->rules[i].if_, config) &&
-                    !mx_matrix_cond_matches(&m->rules[i].then, config))
+                if (mx_matrix_rule_broken(m, i, config))
                         return (int)i;
         return -1;
 }
@@ -535,82 +585,212 @@ static uint64_t param_all(const struct mx_matrix_cover *c, size_t p)
         return c->n_values[p] >= 64 ? UINT64_MAX : (UINT64_C(1) << c->n_values[p]) - 1;
 }
 
+/*
+ * Conditions with any/not compile into forbidden patterns through their
+ * disjunctive normal form: a list of conjunctions of parameter terms, each
+ * conjunction one pattern. Terms on axes that are not parameters are
+ * constants (an unassigned axis holds no term), and so are terms that hold
+ * for every value of their parameter or for none.
+ */
+struct conj {
+        struct mx_cover_term *t; /* at most one term per parameter */
+        size_t n;
+};
+
+struct dnf {
+        struct conj *c;
+        size_t n;
+        bool overflow; /* it would have more than MX_MATRIX_MAX_RULE_PATTERNS conjunctions */
+};
+
+static void dnf_done(struct dnf *d)
+{
+        for (size_t i = 0; i < d->n; i++)
+                free(d->c[i].t);
+        free(d->c);
+        *d = (struct dnf){};
+}
+
+static struct dnf dnf_true(void)
+{
+        return (struct dnf){ .c = xcalloc(1, sizeof(struct conj)), .n = 1 };
+}
+
+static struct dnf dnf_false(void)
+{
+        return (struct dnf){};
+}
+
+/* Append a conjunction (taking it), or mark the overflow. */
+static void dnf_push(struct dnf *d, struct conj c)
+{
+        if (d->n >= MX_MATRIX_MAX_RULE_PATTERNS) {
+                d->overflow = true;
+                free(c.t);
+                return;
+        }
+        d->c = xreallocarray(d->c, d->n + 1, sizeof(struct conj));
+        d->c[d->n++] = c;
+}
+
+/* a or b (consumes both). */
+static struct dnf dnf_or(struct dnf a, struct dnf b)
+{
+        for (size_t i = 0; i < b.n; i++)
+                dnf_push(&a, b.c[i]);
+        a.overflow = a.overflow || b.overflow;
+        free(b.c);
+        return a;
+}
+
+/* x and y into *ret; false when some parameter is left without a value. */
+static bool conj_and(const struct conj *x, const struct conj *y, struct conj *ret)
+{
+        struct conj r = { .t = xreallocarray(NULL, MX_MAX(x->n + y->n, 1), sizeof(struct mx_cover_term)) };
+
+        memcpy(r.t, x->t, x->n * sizeof(struct mx_cover_term));
+        r.n = x->n;
+        for (size_t j = 0; j < y->n; j++) {
+                size_t k = 0;
+
+                while (k < x->n && r.t[k].param != y->t[j].param)
+                        k++;
+                if (k == x->n) {
+                        r.t[r.n++] = y->t[j];
+                        continue;
+                }
+                r.t[k].set &= y->t[j].set;
+                if (r.t[k].set == 0) {
+                        free(r.t);
+                        return false;
+                }
+        }
+        *ret = r;
+        return true;
+}
+
+/* a and b (consumes both). */
+static struct dnf dnf_and(struct dnf a, struct dnf b)
+{
+        struct dnf r = { .overflow = a.overflow || b.overflow };
+
+        for (size_t i = 0; i < a.n && !r.overflow; i++)
+                for (size_t j = 0; j < b.n && !r.overflow; j++) {
+                        struct conj c;
+
+                        if (conj_and(&a.c[i], &b.c[j], &c))
+                                dnf_push(&r, c);
+                }
+        dnf_done(&a);
+        dnf_done(&b);
+        return r;
+}
+
+/* "axis takes a value in set" (negate: not in set) on the model's parameters. */
+static struct dnf dnf_term(const struct mx_matrix_cover *c, const int *axis_param, unsigned axis, uint64_t set,
+                           bool negate)
+{
+        int p = axis_param[axis];
+        uint64_t ps;
+        struct dnf d;
+
+        if (p < 0) /* an unassigned axis holds no term: "in set" is false, "not in set" true */
+                return negate ? dnf_true() : dnf_false();
+        ps = term_param_set(c, (size_t)p, set);
+        if (negate)
+                ps = ~ps & param_all(c, (size_t)p);
+        if (ps == 0)
+                return dnf_false();
+        if (ps == param_all(c, (size_t)p))
+                return dnf_true();
+        d = dnf_true();
+        d.c[0].t = xmalloc(sizeof(struct mx_cover_term));
+        d.c[0].t[0] = (struct mx_cover_term){ .param = (unsigned)p, .set = ps };
+        d.c[0].n = 1;
+        return d;
+}
+
+/* The condition (positive) or its negation as a DNF; negations are pushed down to the terms. */
+static struct dnf cond_dnf(const struct mx_matrix_cover *c, const int *axis_param, const struct mx_matrix_cond *cond,
+                           bool positive)
+{
+        struct dnf d = positive ? dnf_true() : dnf_false();
+
+        for (size_t i = 0; i < cond->n_terms; i++) {
+                struct dnf t = dnf_term(c, axis_param, cond->terms[i].axis, cond->terms[i].set, !positive);
+
+                d = positive ? dnf_and(d, t) : dnf_or(d, t);
+        }
+        if (cond->n_any > 0) {
+                /* any(A, B): A or B; its negation: not A and not B. */
+                struct dnf any = positive ? dnf_false() : dnf_true();
+
+                for (size_t i = 0; i < cond->n_any; i++) {
+                        struct dnf x = cond_dnf(c, axis_param, &cond->any[i], positive);
+
+                        any = positive ? dnf_or(any, x) : dnf_and(any, x);
+                }
+                d = positive ? dnf_and(d, any) : dnf_or(d, any);
+        }
+        if (cond->not_) {
+                struct dnf x = cond_dnf(c, axis_param, cond->not_, !positive);
+
+                d = positive ? dnf_and(d, x) : dnf_or(d, x);
+        }
+        return d;
+}
+
+/* What rule i forbids: if and not then; with else, also not if and not else. */
+static struct dnf rule_dnf(const struct mx_matrix *m, const struct mx_matrix_cover *c, const int *axis_param,
+                           size_t i)
+{
+        const struct mx_matrix_rule *r = &m->rules[i];
+        struct dnf d = dnf_and(cond_dnf(c, axis_param, &r->if_, true), cond_dnf(c, axis_param, &r->then, false));
+
+        if (r->has_else)
+                d = dnf_or(d, dnf_and(cond_dnf(c, axis_param, &r->if_, false),
+                                      cond_dnf(c, axis_param, &r->else_, false)));
+        return d;
+}
+
 struct pattern_builder {
-        struct mx_matrix_cover *c;
-        const int *axis_param; /* axis -> parameter or -1 */
         struct mx_cover_term *terms;
         size_t n_terms, terms_allocated;
         size_t *starts; /* per pattern: first term */
         size_t *counts;
         size_t n_patterns, patterns_allocated;
-        size_t cur_start;
-        bool cur_dead;
 };
 
-static void pattern_begin(struct pattern_builder *b)
+/* Each conjunction becomes a pattern; one that always holds forbids every row. */
+static void patterns_add(struct pattern_builder *b, const struct mx_matrix_cover *c, struct dnf *d)
 {
-        b->cur_start = b->n_terms;
-        b->cur_dead = false;
-}
+        for (size_t i = 0; i < d->n; i++) {
+                const struct conj *x = &d->c[i];
 
-/* Add "axis takes a value in set" (negate: not in set) to the current pattern. */
-static void pattern_term(struct pattern_builder *b, unsigned axis, uint64_t set, bool negate)
-{
-        int p = b->axis_param[axis];
-        uint64_t ps;
-
-        if (b->cur_dead)
-                return;
-        if (p < 0) {
-                /* An unassigned axis matches no term: "in set" is false, "not in set" is true. */
-                if (!negate)
-                        b->cur_dead = true;
-                return;
+                if (c->n_params == 0)
+                        break;
+                MX_GROW(b->terms, b->terms_allocated, b->n_terms + MX_MAX(x->n, 1));
+                MX_GROW(b->starts, b->patterns_allocated, b->n_patterns + 1);
+                b->counts = xreallocarray(b->counts, b->patterns_allocated, sizeof(size_t));
+                b->starts[b->n_patterns] = b->n_terms;
+                if (x->n == 0)
+                        b->terms[b->n_terms++] = (struct mx_cover_term){ .param = 0, .set = param_all(c, 0) };
+                else {
+                        memcpy(b->terms + b->n_terms, x->t, x->n * sizeof(struct mx_cover_term));
+                        b->n_terms += x->n;
+                }
+                b->counts[b->n_patterns] = b->n_terms - b->starts[b->n_patterns];
+                b->n_patterns++;
         }
-        ps = term_param_set(b->c, (size_t)p, set);
-        if (negate)
-                ps = ~ps & param_all(b->c, (size_t)p);
-        if (ps == 0) {
-                b->cur_dead = true;
-                return;
-        }
-        if (ps == param_all(b->c, (size_t)p))
-                return; /* always true: drop the term */
-        MX_GROW(b->terms, b->terms_allocated, b->n_terms + 1);
-        b->terms[b->n_terms++] = (struct mx_cover_term){ .param = (unsigned)p, .set = ps };
+        dnf_done(d);
 }
 
-/* Close the current pattern; a pattern with a constant-false term forbids nothing and is dropped. */
-static void pattern_end(struct pattern_builder *b)
+/* The parameters of a covering-array model: product axes and pinned axes, with their values. */
+static void cover_params(const struct mx_matrix *m, const int *pins, struct mx_matrix_cover *c, int *axis_param)
 {
-        if (b->cur_dead) {
-                b->n_terms = b->cur_start;
-                return;
-        }
-        MX_GROW(b->starts, b->patterns_allocated, b->n_patterns + 1);
-        b->counts = xreallocarray(b->counts, b->patterns_allocated, sizeof(size_t));
-        b->starts[b->n_patterns] = b->cur_start;
-        b->counts[b->n_patterns] = b->n_terms - b->cur_start;
-        b->n_patterns++;
-}
-
-/* Add every term of a condition (a conjunction) to the current pattern. */
-static void pattern_cond(struct pattern_builder *b, const struct mx_matrix_cond *cond)
-{
-        for (size_t i = 0; i < cond->n_terms; i++)
-                pattern_term(b, cond->terms[i].axis, cond->terms[i].set, false);
-}
-
-void mx_matrix_cover_build(const struct mx_matrix *m, const int *pins, bool with_rules,
-                           struct mx_matrix_cover *ret)
-{
-        struct mx_matrix_cover c = {};
-        _cleanup_free_ int *axis_param = xreallocarray(NULL, MX_MAX(m->n_axes, 1), sizeof(int));
-        struct pattern_builder b = { .c = &c, .axis_param = axis_param };
-
-        c.param_axis = xreallocarray(NULL, MX_MAX(m->n_axes, 1), sizeof(unsigned));
-        c.param_values = xcalloc(MX_MAX(m->n_axes, 1), sizeof(int *));
-        c.n_values = xcalloc(MX_MAX(m->n_axes, 1), sizeof(unsigned));
+        c->param_axis = xreallocarray(NULL, MX_MAX(m->n_axes, 1), sizeof(unsigned));
+        c->param_values = xcalloc(MX_MAX(m->n_axes, 1), sizeof(int *));
+        c->n_values = xcalloc(MX_MAX(m->n_axes, 1), sizeof(unsigned));
         for (size_t a = 0; a < m->n_axes; a++) {
                 const struct mx_matrix_axis *ax = &m->axes[a];
                 int pin = pins ? pins[a] : -1;
@@ -618,32 +798,56 @@ void mx_matrix_cover_build(const struct mx_matrix *m, const int *pins, bool with
                 axis_param[a] = -1;
                 if (pin < 0 && !ax->product)
                         continue;
-                axis_param[a] = (int)c.n_params;
-                c.param_axis[c.n_params] = (unsigned)a;
-                c.param_values[c.n_params] = xreallocarray(NULL, ax->n_values, sizeof(int));
+                axis_param[a] = (int)c->n_params;
+                c->param_axis[c->n_params] = (unsigned)a;
+                c->param_values[c->n_params] = xreallocarray(NULL, ax->n_values, sizeof(int));
                 if (pin >= 0)
-                        c.param_values[c.n_params][c.n_values[c.n_params]++] = pin;
+                        c->param_values[c->n_params][c->n_values[c->n_params]++] = pin;
                 else
                         for (size_t v = 0; v < ax->n_values; v++)
                                 if (ax->values[v].product)
-                                        c.param_values[c.n_params][c.n_values[c.n_params]++] = (int)v;
-                c.n_params++;
+                                        c->param_values[c->n_params][c->n_values[c->n_params]++] = (int)v;
+                c->n_params++;
         }
+}
 
+size_t mx_matrix_rule_patterns(const struct mx_matrix *m, size_t i)
+{
+        struct mx_matrix_cover c = {};
+        _cleanup_free_ int *axis_param = xreallocarray(NULL, MX_MAX(m->n_axes, 1), sizeof(int));
+        struct dnf d;
+        size_t n;
+
+        cover_params(m, NULL, &c, axis_param);
+        d = rule_dnf(m, &c, axis_param, i);
+        n = d.overflow ? SIZE_MAX : d.n;
+        dnf_done(&d);
+        mx_matrix_cover_done(&c);
+        return n;
+}
+
+void mx_matrix_cover_build(const struct mx_matrix *m, const int *pins, bool with_rules,
+                           struct mx_matrix_cover *ret)
+{
+        struct mx_matrix_cover c = {};
+        _cleanup_free_ int *axis_param = xreallocarray(NULL, MX_MAX(m->n_axes, 1), sizeof(int));
+        struct pattern_builder b = {};
+
+        cover_params(m, pins, &c, axis_param);
         for (size_t i = 0; i < m->n_excludes; i++) {
-                pattern_begin(&b);
-                pattern_cond(&b, &m->excludes[i].cond);
-                pattern_end(&b);
+                struct dnf d = cond_dnf(&c, axis_param, &m->excludes[i].cond, true);
+
+                patterns_add(&b, &c, &d);
         }
-        /* "if A then B" forbids A and (t not satisfied), for each term t of B. */
-        for (size_t i = 0; with_rules && i < m->n_rules; i++)
-                for (size_t t = 0; t < m->rules[i].then.n_terms; t++) {
-                        pattern_begin(&b);
-                        pattern_cond(&b, &m->rules[i].if_);
-                        pattern_term(&b, m->rules[i].then.terms[t].axis, m->rules[i].then.terms[t].set,
-                                     true);
-                        pattern_end(&b);
-                }
+        for (size_t i = 0; with_rules && i < m->n_rules; i++) {
+                struct dnf d = rule_dnf(m, &c, axis_param, i);
+
+                /* The loader refused rules that overflow unpinned; pins only turn terms into constants. */
+                if (d.overflow)
+                        mx_die("matrix.c: rule %zu compiles into more than %d patterns", i,
+                               MX_MATRIX_MAX_RULE_PATTERNS);
+                patterns_add(&b, &c, &d);
+        }
 
         c.terms = b.terms;
         c.forbidden = xcalloc(MX_MAX(b.n_patterns, 1), sizeof(struct mx_cover_forbid));

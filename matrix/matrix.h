@@ -31,7 +31,7 @@
 #define MX_MATRIX_MAX_FILE_SIZE (4u * 1024 * 1024)
 #define MX_MATRIX_MAX_NAME 64     /* axis, value, alias, feature names */
 #define MX_MATRIX_MAX_STRING 4096 /* any other string */
-#define MX_MATRIX_MAX_AXES 64
+#define MX_MATRIX_MAX_AXES MX_COVER_MAX_PARAMS /* 1024: every axis can be a covering-array parameter */
 #define MX_MATRIX_MAX_VALUES 64   /* per axis; = MX_COVER_MAX_VALUES, one uint64_t bit set */
 #define MX_MATRIX_MAX_ALIASES 16  /* per value */
 #define MX_MATRIX_MAX_ENV 64      /* entries per value, and in target.env */
@@ -41,6 +41,9 @@
 #define MX_MATRIX_MAX_FEATURES 256
 #define MX_MATRIX_MAX_CRITERIA 32      /* per feature */
 #define MX_MATRIX_MAX_CONSTRAINTS 1024 /* entries per constraint list */
+#define MX_MATRIX_MAX_COND_DEPTH 8     /* nesting of any/not in one condition */
+/* Forbidden patterns one rule may compile into (covering arrays), and all rules and excludes together. */
+#define MX_MATRIX_MAX_RULE_PATTERNS 4096
 /* A file whose includes interact with rules is validated by streaming its product; bound that. */
 #define MX_MATRIX_MAX_VALIDATE_CELLS (UINT64_C(1) << 24)
 
@@ -117,15 +120,25 @@ struct mx_matrix_term {
         uint64_t set;
 };
 
-/* A conjunction of terms. A term on an unassigned axis never matches. */
+/*
+ * A condition: every term holds (a term on an unassigned axis never holds),
+ * and, when n_any > 0, at least one of any[] holds, and, when not_ is set,
+ * not_ does not hold. Exclude entries have terms only.
+ */
 struct mx_matrix_cond {
         struct mx_matrix_term *terms;
         size_t n_terms;
+        struct mx_matrix_cond *any;
+        size_t n_any;
+        struct mx_matrix_cond *not_;
 };
 
+/* "if A then B [else C]": broken by A and not B, or (with else) by not A and not C. */
 struct mx_matrix_rule {
         struct mx_matrix_cond if_;
         struct mx_matrix_cond then;
+        struct mx_matrix_cond else_;
+        bool has_else;
         char *reason;
         json_t *node;
 };
@@ -249,12 +262,23 @@ bool mx_config_equal(const struct mx_matrix *m, const int *a, const int *b);
 /* "axis=value,axis=value" in file order, for messages ("" when nothing is assigned). */
 char *mx_config_describe(const struct mx_matrix *m, const int *config);
 
-/* "kernel!=cutlass, tile=auto, spec in {a, b}": a condition for people. */
+/* "kernel!=cutlass, tile=auto, spec in {a, b}, any(x=1 | y=2), not(z=3)": a condition for people. */
 char *mx_matrix_cond_describe(const struct mx_matrix *m, const struct mx_matrix_cond *c);
 /* "tg32_tps >= +10% vs baseline": a criterion for people. */
 char *mx_criterion_describe(const struct mx_matrix_criterion *c);
 
 bool mx_matrix_cond_matches(const struct mx_matrix_cond *c, const int *config);
+/* Does the condition (any/not included) mention axis? */
+bool mx_matrix_cond_mentions(const struct mx_matrix_cond *c, size_t axis);
+void mx_matrix_cond_done(struct mx_matrix_cond *c);
+/* Does the configuration break rule i? */
+bool mx_matrix_rule_broken(const struct mx_matrix *m, size_t i, const int *config);
+/*
+ * The number of forbidden patterns rule i compiles into over the unpinned
+ * product (pins only ever lower it), or SIZE_MAX when more than
+ * MX_MATRIX_MAX_RULE_PATTERNS.
+ */
+size_t mx_matrix_rule_patterns(const struct mx_matrix *m, size_t i);
 /* The index of the first exclude entry that matches, or -1. */
 int mx_matrix_excluded(const struct mx_matrix *m, const int *config);
 /* The index of the first rule the configuration breaks, or -1. */

@@ -227,7 +227,7 @@ TEST(every_profile_is_checked)
 TEST(axes)
 {
         ERROR_AT(HEAD "  \"axes\": [],\n" BASE TAIL, "\"axes\"",
-                 "key 'axes': a matrix needs 1 to 64 axes, got 0");
+                 "key 'axes': a matrix needs 1 to 1024 axes, got 0");
         ERROR_AT(HEAD "  \"axes\": [7],\n" BASE TAIL, "7",
                  "key 'axes[0]': expected an object, got an integer");
         ERROR_AT(HEAD "  \"axes\": [{\"name\": \"a\", \"valus\": []}],\n" BASE TAIL, "\"valus\"",
