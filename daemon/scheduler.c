@@ -339,7 +339,7 @@ static void storage_failed(struct mx_sched *s, const char *what, int64_t run, in
                 s->d->pause_reason = xasprintf("the database refused a write: %s", why);
                 s->d->paused = true;
                 ctx.level = NULL;
-                mx_log_full(LOG_ERR, r, MX_MSGID_QUEUE_WRITE_FAILED, &ctx, NULL,
+                mx_log_full(LOG_ERR, 0, MX_MSGID_QUEUE_WRITE_FAILED, &ctx, NULL,
                             "%s; the queue is paused, %sthe write is retried until the database takes it",
                             why, c && !c->ended ? "the run is stopped and ends as infra-error, " : "");
         }
