@@ -31,6 +31,7 @@ struct client_verb {
 /* Global options, parsed by main.c before the verb. */
 extern bool arg_json;
 extern const char *arg_socket;
+extern const char *arg_timeout; /* --timeout SECONDS, or NULL */
 
 int cmd_matrix(int argc, char **argv);
 int cmd_plan(int argc, char **argv);

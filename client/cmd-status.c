@@ -67,7 +67,13 @@ static int render(json_t *params, json_t *res)
                                 : ": NOT LOADED: ",
                        strempty(err));
         }
-        printf("queue:   %s\n", json_is_true(json_object_get(res, "paused")) ? "PAUSED (mxmatrix resume)" : "running");
+        {
+                const char *why = json_string_value(json_object_get(res, "pause_reason"));
+
+                printf("queue:   %s%s%s\n",
+                       json_is_true(json_object_get(res, "paused")) ? "PAUSED (mxmatrix resume)" : "running",
+                       why ? ": " : "", strempty(why));
+        }
         print_current(json_object_get(res, "current"));
         print_counts(json_object_get(res, "counts"));
         if (json_array_size(json_object_get(res, "queue")) > 0) {

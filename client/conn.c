@@ -2,17 +2,51 @@
 #include "conn.h"
 #include "protocol.h"
 
+#include <inttypes.h>
+
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #define MX_DEFAULT_SOCKET "/run/mxmatrix/control.sock"
 #define CLIENT_LINE_MAX (64 * 1024 * 1024) /* a reply line; log chunks are far smaller */
+#define CLIENT_TIMEOUT_DEFAULT_S 60
+#define CLIENT_TIMEOUT_MAX_S (24 * 3600)
 
 struct client_conn {
         int fd;
         struct mx_buf in; /* bytes read but not yet consumed */
         int64_t next_id;
+        int64_t timeout_ms; /* for each answer; 0: wait forever */
+        int64_t deadline;   /* monotonic µs; 0: none (a stream is flowing) */
 };
+
+int client_timeout_ms(int64_t *ret)
+{
+        const char *v = arg_timeout ? arg_timeout : getenv("MXMATRIX_TIMEOUT");
+        int64_t s;
+
+        if (!v || !*v) {
+                *ret = CLIENT_TIMEOUT_DEFAULT_S * 1000;
+                return 0;
+        }
+        if (mx_parse_int64(v, 0, CLIENT_TIMEOUT_MAX_S, &s) < 0) {
+                fprintf(stderr, "mxmatrix: %s '%s': expected whole seconds from 0 (no limit) to %d\n",
+                        arg_timeout ? "--timeout" : "MXMATRIX_TIMEOUT", v, CLIENT_TIMEOUT_MAX_S);
+                return -EINVAL;
+        }
+        *ret = s * 1000;
+        return 0;
+}
+
+static int timed_out(const struct client_conn *c)
+{
+        fprintf(stderr,
+                "mxmatrix: mxmatrixd did not answer within %" PRId64 " s (stopped or overloaded?); "
+                "--timeout or MXMATRIX_TIMEOUT sets the limit\n",
+                c->timeout_ms / 1000);
+        return MX_EXIT_UNAVAILABLE;
+}
 
 const char *client_socket_path(void)
 {
@@ -69,6 +103,21 @@ static int read_line(struct client_conn *c, char **ret)
                 }
                 if (c->in.len > CLIENT_LINE_MAX)
                         return -EMSGSIZE;
+                if (c->deadline > 0) {
+                        struct pollfd p = { .fd = c->fd, .events = POLLIN };
+                        int64_t left = c->deadline - mx_now_mono_us();
+                        int k;
+
+                        if (left <= 0)
+                                return -ETIMEDOUT;
+                        k = poll(&p, 1, (int)MX_MIN((left + 999) / 1000, INT32_MAX));
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k < 0)
+                                return -errno;
+                        if (k == 0)
+                                return -ETIMEDOUT;
+                }
                 n = recv(c->fd, chunk, sizeof(chunk), 0);
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -89,6 +138,8 @@ int client_exit_code_for(const char *code)
                 { "bad-request", MX_EXIT_USAGE },         { "protocol-mismatch", MX_EXIT_UNAVAILABLE },
                 { "unknown-method", MX_EXIT_UNAVAILABLE }, { "permission-denied", MX_EXIT_DENIED },
                 { "not-found", MX_EXIT_NOTFOUND },        { "matrix-error", MX_EXIT_INPUT },
+                { "limit-exceeded", MX_EXIT_FAILURE },    { "invalid-state", MX_EXIT_FAILURE },
+                { "internal", MX_EXIT_FAILURE },
         };
 
         for (size_t i = 0; code && i < ELEMENTSOF(map); i++)
@@ -108,10 +159,14 @@ int client_call(struct client_conn *c, const char *method, json_t *params, clien
 
         req = json_pack("{s:I,s:s,s:O?}", "id", (json_int_t)id, "method", method, "params", params);
         text = json_dumps(req, JSON_COMPACT);
+        c->deadline = c->timeout_ms > 0 ? mx_now_mono_us() + c->timeout_ms * 1000 : 0;
         r = send_all(c->fd, text, strlen(text));
         if (r >= 0)
                 r = send_all(c->fd, "\n", 1);
-        if (r < 0) {
+        /* Refused at once (too many clients): the daemon's reason may already be waiting to be read. */
+        if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
+                if (r == -EAGAIN || r == -EWOULDBLOCK)
+                        return timed_out(c);
                 fprintf(stderr, "mxmatrix: cannot send to mxmatrixd: %s\n", strerror(-r));
                 return MX_EXIT_UNAVAILABLE;
         }
@@ -122,6 +177,8 @@ int client_call(struct client_conn *c, const char *method, json_t *params, clien
                 json_error_t err;
 
                 r = read_line(c, &line);
+                if (r == -ETIMEDOUT)
+                        return timed_out(c);
                 if (r < 0) {
                         fprintf(stderr, "mxmatrix: lost the connection to mxmatrixd: %s\n",
                                 r == -EPIPE ? "closed by the daemon" : strerror(-r));
@@ -133,6 +190,8 @@ int client_call(struct client_conn *c, const char *method, json_t *params, clien
                         return MX_EXIT_UNAVAILABLE;
                 }
                 if ((v = json_object_get(msg, "stream"))) {
+                        /* The daemon answered; a stream (follow, logs -f) may then be quiet for hours. */
+                        c->deadline = 0;
                         if (stream && stream(v, ud) != 0)
                                 return MX_EXIT_OK;
                         continue;
@@ -154,9 +213,10 @@ int client_call(struct client_conn *c, const char *method, json_t *params, clien
         }
 }
 
-static int connect_path(const char *path, int *ret_fd)
+static int connect_path(const char *path, int64_t timeout_ms, int *ret_fd)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
         _cleanup_close_ int fd = -1;
 
         if (strlen(path) >= sizeof(sa.sun_path))
@@ -164,6 +224,9 @@ static int connect_path(const char *path, int *ret_fd)
         strcpy(sa.sun_path, path);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
+                return -errno;
+        /* Bounds connect() on a full backlog (a stopped daemon) and every send. */
+        if (timeout_ms > 0 && setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
                 return -errno;
         if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
                 return -errno;
@@ -179,7 +242,11 @@ int client_connect(struct client_conn **ret)
         int r;
 
         c->fd = -1;
-        r = connect_path(path, &c->fd);
+        if (client_timeout_ms(&c->timeout_ms) < 0)
+                return MX_EXIT_USAGE;
+        r = connect_path(path, c->timeout_ms, &c->fd);
+        if (r == -EAGAIN || r == -EWOULDBLOCK || r == -EINPROGRESS)
+                return timed_out(c);
         if (r == -ENOENT || r == -ECONNREFUSED) {
                 fprintf(stderr, "mxmatrix: mxmatrixd is not running (no daemon on %s; is mxmatrixd.socket enabled?)\n",
                         path);
@@ -194,9 +261,10 @@ int client_connect(struct client_conn **ret)
                 return MX_EXIT_UNAVAILABLE;
         }
         params = json_pack("{s:i,s:s}", "protocol", mx_proto_get()->version, "client", "mxmatrix " MX_VERSION);
+        /* Errors keep their own exit status: too many clients (limit-exceeded) is 1, as mxmatrix(1) says. */
         r = client_call(c, "hello", params, NULL, NULL, &result, NULL);
         if (r != MX_EXIT_OK)
-                return r == MX_EXIT_FAILURE ? MX_EXIT_UNAVAILABLE : r;
+                return r;
         *ret = TAKE_PTR(c);
         return MX_EXIT_OK;
 }

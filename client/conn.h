@@ -35,5 +35,8 @@ typedef int (*client_stream_fn)(json_t *item, void *ud);
 int client_call(struct client_conn *c, const char *method, json_t *params, client_stream_fn stream, void *ud,
                 json_t **ret_result, char **ret_error_code);
 
+/* How long to wait for each answer (--timeout, else $MXMATRIX_TIMEOUT, else 60 s; 0: no limit). */
+int client_timeout_ms(int64_t *ret);
+
 /* Exit code for a protocol error code. */
 int client_exit_code_for(const char *code);

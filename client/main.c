@@ -4,6 +4,7 @@
  * daemon verb (a protocol method, see conn.c).
  */
 #include "client.h"
+#include "conn.h"
 #include "output.h"
 #include "protocol.h"
 #include "remote.h"
@@ -12,6 +13,7 @@
 
 bool arg_json;
 const char *arg_socket;
+const char *arg_timeout;
 
 static const struct client_verb local_verbs[] = {
         { "matrix", "matrix check|show|cover FILE ...", "check a matrix file, show it, or print a covering array",
@@ -24,7 +26,7 @@ static const struct client_verb local_verbs[] = {
 
 static void help(FILE *f)
 {
-        fprintf(f, "Usage: mxmatrix [--json] [--socket PATH] VERB [ARGS...]\n\n"
+        fprintf(f, "Usage: mxmatrix [--json] [--socket PATH] [--timeout SECONDS] VERB [ARGS...]\n\n"
                    "Run and watch test matrices on LLM inference servers through mxmatrixd.\n\n"
                    "Verbs that work on files (no daemon needed):\n");
         for (size_t i = 0; i < ELEMENTSOF(local_verbs); i++)
@@ -34,11 +36,15 @@ static void help(FILE *f)
         fprintf(f, "\nOptions:\n"
                    "  --json           print one JSON document instead of tables\n"
                    "  --socket PATH    the daemon's socket (default $MXMATRIX_SOCKET, else /run/mxmatrix/control.sock)\n"
+                   "  --timeout SECONDS\n"
+                   "                   wait at most this long for each answer of the daemon (default\n"
+                   "                   $MXMATRIX_TIMEOUT, else 60; 0: no limit); follow and logs -f\n"
+                   "                   wait for the first answer only\n"
                    "  -h, --help       this help; VERB --help for a verb's own\n"
                    "  --version        print the version\n"
                    "\nJOB is a job number, rRUN a run number (r12). Exit status: 0 success, 1 the request\n"
                    "failed or a run did not pass, 2 usage, 3 bad matrix file, 4 permission denied,\n"
-                   "5 no such job or run, 69 mxmatrixd unavailable.\n"
+                   "5 no such job or run, 69 mxmatrixd unavailable (not running, or no answer in time).\n"
                    "\nSee mxmatrix(1).\n");
 }
 
@@ -47,6 +53,7 @@ int main(int argc, char **argv)
         static const struct option opts[] = {
                 { "json", no_argument, NULL, 'j' },
                 { "socket", required_argument, NULL, 's' },
+                { "timeout", required_argument, NULL, 't' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 {},
@@ -62,6 +69,14 @@ int main(int argc, char **argv)
                 case 's':
                         arg_socket = optarg;
                         break;
+                case 't': {
+                        int64_t ms;
+
+                        arg_timeout = optarg;
+                        if (client_timeout_ms(&ms) < 0)
+                                return MX_EXIT_USAGE;
+                        break;
+                }
                 case 'h':
                         help(stdout);
                         return MX_EXIT_OK;

@@ -14,6 +14,8 @@
 #define MX_DEFAULT_SOCKET "/run/mxmatrix/control.sock"
 #define MX_DEFAULT_STATE_DIR "/var/lib/mxmatrix"
 
+#define MX_MAX_REQUEUES_MAX 1000
+
 enum { EXIT_CONFIG = 78 }; /* EX_CONFIG: systemd's RestartPreventExitStatus= stops a restart loop */
 
 void config_defaults(struct mx_config *c)
@@ -21,6 +23,7 @@ void config_defaults(struct mx_config *c)
         *c = (struct mx_config){
                 .socket_mode = 0660,
                 .recovery = MX_RECOVERY_REQUEUE,
+                .max_requeues = 3,
                 .limits = {
                         .frame_bytes = 1024 * 1024,
                         .connections = 256,
@@ -29,6 +32,7 @@ void config_defaults(struct mx_config *c)
                         .plan_runs = 10000,
                         .output_bytes = 16 * 1024 * 1024,
                         .frame_timeout_ms = 30000,
+                        .idle_timeout_ms = 5 * 60 * 1000,
                         .log_bytes = 64 * 1024 * 1024,
                 },
                 .run_timeout_ms = 4 * 3600 * 1000LL,
@@ -69,6 +73,8 @@ static void help(void)
                "  --matrix FILE          the matrix file submissions refer to by default\n"
                "  --recovery requeue|pause\n"
                "                         what happens to runs a crash interrupted (default requeue)\n"
+               "  --max-requeues N       requeue an interrupted run at most N times, then end it\n"
+               "                         as infra-error (default 3; 0: never requeue)\n"
                "  --run-timeout DUR      longest a run may take (default 4h)\n"
                "  --level-timeout DUR    longest one level may take (default 30m)\n"
                "  --log-target auto|journal|stderr\n"
@@ -142,6 +148,7 @@ static int load_limits(struct mx_config *c, json_t *lim)
                 { "output_bytes", offsetof(struct mx_limits, output_bytes), 0 },
                 { "log_bytes", offsetof(struct mx_limits, log_bytes), 0 },
                 { "frame_timeout_ms", offsetof(struct mx_limits, frame_timeout_ms), 2 },
+                { "idle_timeout_ms", offsetof(struct mx_limits, idle_timeout_ms), 2 },
         };
         const char *k;
         json_t *v;
@@ -200,6 +207,11 @@ static int load_key(struct mx_config *c, const char *k, json_t *v)
                 return json_is_string(v) && parse_recovery(json_string_value(v), &c->recovery) >= 0
                                ? 0
                                : file_error(c->config_path, k, "expected \"requeue\" or \"pause\"");
+        if (streq(k, "max_requeues"))
+                return json_is_integer(v) && json_integer_value(v) >= 0 &&
+                                       json_integer_value(v) <= MX_MAX_REQUEUES_MAX
+                               ? (c->max_requeues = (int)json_integer_value(v), 0)
+                               : file_error(c->config_path, k, "expected an integer from 0 to 1000");
         if (streq(k, "run_timeout"))
                 return json_duration(v, &c->run_timeout_ms) >= 0
                                ? 0
@@ -249,6 +261,7 @@ enum {
         OPT_STATE_DIR,
         OPT_MATRIX,
         OPT_RECOVERY,
+        OPT_MAX_REQUEUES,
         OPT_RUN_TIMEOUT,
         OPT_LEVEL_TIMEOUT,
         OPT_LOG_TARGET,
@@ -266,6 +279,7 @@ static const struct option options[] = {
         { "state-dir", required_argument, NULL, OPT_STATE_DIR },
         { "matrix", required_argument, NULL, OPT_MATRIX },
         { "recovery", required_argument, NULL, OPT_RECOVERY },
+        { "max-requeues", required_argument, NULL, OPT_MAX_REQUEUES },
         { "run-timeout", required_argument, NULL, OPT_RUN_TIMEOUT },
         { "level-timeout", required_argument, NULL, OPT_LEVEL_TIMEOUT },
         { "log-target", required_argument, NULL, OPT_LOG_TARGET },
@@ -308,6 +322,14 @@ static int apply_option(struct mx_config *c, int opt, const char *arg)
         case OPT_RECOVERY:
                 return parse_recovery(arg, &c->recovery) < 0 ? usage_error("recovery", arg, "expected requeue or pause")
                                                               : 0;
+        case OPT_MAX_REQUEUES: {
+                int64_t n;
+
+                if (mx_parse_int64(arg, 0, MX_MAX_REQUEUES_MAX, &n) < 0)
+                        return usage_error("max-requeues", arg, "expected an integer from 0 to 1000");
+                c->max_requeues = (int)n;
+                return 0;
+        }
         case OPT_RUN_TIMEOUT:
                 return mx_parse_duration_ms(arg, &c->run_timeout_ms) < 0 || c->run_timeout_ms <= 0
                                ? usage_error("run-timeout", arg, "not a duration")

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #define MX_CONN_GROUPS_MAX 256
 
@@ -17,6 +18,7 @@ struct mx_conn {
         struct mx_control *control;
         struct bufferevent *bev;
         struct event *deadline; /* hello or a partial frame must complete before it fires */
+        struct event *idle;     /* after hello: no request and no stream open for limits.idle_timeout_ms */
         uid_t uid;
         gid_t gid;
         pid_t pid;
@@ -51,6 +53,7 @@ struct mx_control {
 
 static void conn_free(struct mx_conn *c);
 static void conn_arm_deadline(struct mx_conn *c);
+static void conn_idle_update(struct mx_conn *c);
 
 unsigned control_n_connections(struct mx_control *c)
 {
@@ -148,9 +151,14 @@ static void conn_forget_request(struct mx_conn *c, struct mx_request *req)
 
 static void request_done(struct mx_request *req)
 {
-        if (priv_of(req)->is_kept)
-                conn_forget_request(req->conn, req);
+        struct mx_conn *c = req->conn;
+        bool kept = priv_of(req)->is_kept;
+
+        if (kept)
+                conn_forget_request(c, req);
         request_free(req);
+        if (kept)
+                conn_idle_update(c); /* the last stream ended: the connection may now be idle */
 }
 
 void request_reply(struct mx_request *req, json_t *result)
@@ -187,6 +195,12 @@ void request_error_errno(struct mx_request *req, int r, const char *what)
         case EACCES:
                 request_error(req, "permission-denied", "%s: permission denied", what);
                 break;
+        case ENOSPC:
+        case EIO:
+                log_error_errno(r, "%s failed", what);
+                request_error(req, "internal", "%s failed: the daemon cannot write its database (%s); see its log",
+                              what, strerror(-r));
+                break;
         default:
                 log_error_errno(r, "%s failed", what);
                 request_error(req, "internal", "%s failed: %s", what, strerror(-r));
@@ -198,6 +212,49 @@ bool request_may_modify(const struct mx_request *req, uid_t owner)
         return req->admin || req->uid == owner;
 }
 
+/* May uid with these groups do want (4 read, 1 search) on st, by its mode bits? */
+static bool mode_allows(const struct stat *st, uid_t uid, const gid_t *groups, size_t n_groups, mode_t want)
+{
+        if (st->st_uid == uid)
+                return (st->st_mode >> 6) & want;
+        for (size_t i = 0; i < n_groups; i++)
+                if (groups[i] == st->st_gid)
+                        return (st->st_mode >> 3) & want;
+        return st->st_mode & want;
+}
+
+bool request_may_read(const struct mx_request *req, const char *path)
+{
+        gid_t groups[MX_CONN_GROUPS_MAX + 1];
+        socklen_t len = sizeof(groups) - sizeof(gid_t);
+        _cleanup_free_ char *real = NULL;
+        size_t n = 0;
+        struct stat st;
+
+        if (req->uid == 0)
+                return true;
+        real = realpath(path, NULL);
+        if (!real)
+                return false;
+        groups[n++] = req->gid;
+        if (getsockopt(bufferevent_getfd(req->conn->bev), SOL_SOCKET, SO_PEERGROUPS, groups + 1, &len) == 0)
+                n += len / sizeof(gid_t);
+        /* Every directory from / down must be searchable, then the file readable. */
+        for (char *p = real + 1;; p++) {
+                bool last = *p == '\0';
+
+                if (*p != '/' && !last)
+                        continue;
+                *p = '\0';
+                if (stat(real[0] ? real : "/", &st) < 0 ||
+                    !mode_allows(&st, req->uid, groups, n, last && !S_ISDIR(st.st_mode) ? 4 : 1))
+                        return false;
+                if (last)
+                        return true;
+                *p = '/';
+        }
+}
+
 void request_keep(struct mx_request *req, void (*on_close)(struct mx_request *, void *), void *ud)
 {
         struct mx_conn *c = req->conn;
@@ -207,6 +264,7 @@ void request_keep(struct mx_request *req, void (*on_close)(struct mx_request *, 
         priv_of(req)->kept.ud = ud;
         MX_GROW(c->requests, c->cap_requests, c->n_requests + 1);
         c->requests[c->n_requests++] = req;
+        conn_idle_update(c); /* a subscriber (follow, logs -f) may wait for hours */
 }
 
 void request_stream(struct mx_request *req, json_t *item)
@@ -230,7 +288,21 @@ void request_on_drain(struct mx_request *req, void (*cb)(struct mx_request *, vo
         priv_of(req)->kept.drain_ud = ud;
 }
 
-/* Validate the envelope {id, method, params}; NULL with *why on failure. */
+/* A request id as protocol.json's types.request_id describes it. */
+static bool request_id_valid(json_t *id)
+{
+        const struct mx_proto *p = mx_proto_get();
+        json_t *schema = json_object_get(p->types, "request_id");
+        _cleanup_free_ char *err = NULL;
+
+        if (!id)
+                return false;
+        if (!schema) /* an older description: what its text says, "id": N */
+                return json_is_integer(id) && json_integer_value(id) >= 1;
+        return mx_proto_check_value(p, schema, id, "id", &err) >= 0;
+}
+
+/* Validate the envelope {id, method, params}; NULL with *why on failure (*ret_id: NULL when invalid). */
 static const struct mx_proto_method *check_envelope(struct mx_conn *c, json_t *msg, json_t **ret_id,
                                                     const char **why)
 {
@@ -240,13 +312,12 @@ static const struct mx_proto_method *check_envelope(struct mx_conn *c, json_t *m
         const char *k;
         json_t *v;
 
-        *ret_id = id;
+        *ret_id = NULL;
         if (!json_is_object(msg))
                 return *why = "a request must be a JSON object", NULL;
-        if (!json_is_integer(id) && !json_is_string(id))
-                return *why = "'id' must be an integer or a string", NULL;
-        if (json_is_string(id) && json_string_length(id) > 128)
-                return *why = "'id' is longer than 128 bytes", NULL;
+        if (!request_id_valid(id))
+                return *why = "'id' must be an integer from 1 to 2^53-1 (protocol.json: types.request_id)", NULL;
+        *ret_id = id;
         if (!json_is_string(method))
                 return *why = "'method' must be a string", NULL;
         if (params && !json_is_object(params) && !json_is_null(params))
@@ -310,8 +381,37 @@ void control_hello_done(struct mx_conn *c, bool ok)
         if (ok) {
                 c->hello = true;
                 event_del(c->deadline);
+                conn_idle_update(c);
         } else
                 conn_close_soon(c);
+}
+
+/*
+ * After hello a connection may stay open between requests, but not forever:
+ * idle (no request, no stream open) for limits.idle_timeout_ms, it is closed.
+ * Subscribers (follow, logs -f) are not idle while their stream is open.
+ */
+static void conn_idle_update(struct mx_conn *c)
+{
+        int64_t ms = c->control->d->cfg.limits.idle_timeout_ms;
+        struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+        if (!c->hello || c->closing || c->n_requests > 0 || ms <= 0) {
+                event_del(c->idle);
+                return;
+        }
+        event_add(c->idle, &tv);
+}
+
+static void conn_idle_cb(evutil_socket_t fd, short what, void *ud)
+{
+        struct mx_conn *c = ud;
+
+        (void)fd, (void)what;
+        if (c->closing || c->n_requests > 0)
+                return;
+        conn_fatal(c, NULL, "limit-exceeded", "idle for more than %" PRId64 " ms (limits.idle_timeout_ms)",
+                   c->control->d->cfg.limits.idle_timeout_ms);
 }
 
 static void conn_arm_deadline(struct mx_conn *c)
@@ -364,6 +464,8 @@ static void conn_read_cb(struct bufferevent *bev, void *ud)
                         return conn_fatal(c, NULL, "bad-request", "malformed JSON at column %d: %s", jerr.column,
                                           jerr.text);
                 handle_request(c, msg);
+                if (!c->closing)
+                        conn_idle_update(c);
         }
 }
 
@@ -466,6 +568,7 @@ static void conn_free(struct mx_conn *c)
                 request_free(req);
         }
         free(c->requests);
+        event_free(c->idle);
         event_free(c->deadline);
         bufferevent_free(c->bev);
         free(c);
@@ -509,7 +612,8 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
         conn_credentials(ctl, fd, c);
         c->bev = bufferevent_socket_new(ctl->d->base, fd, BEV_OPT_CLOSE_ON_FREE);
         c->deadline = evtimer_new(ctl->d->base, conn_deadline_cb, c);
-        if (!c->bev || !c->deadline)
+        c->idle = evtimer_new(ctl->d->base, conn_idle_cb, c);
+        if (!c->bev || !c->deadline || !c->idle)
                 mx_die("out of memory setting up a connection");
         c->next = ctl->conns;
         ctl->conns = c;

@@ -43,6 +43,12 @@ void request_error(struct mx_request *req, const char *code, const char *fmt, ..
 void request_error_errno(struct mx_request *req, int r, const char *what);
 /* May the caller change a job owned by owner? (owner, root, admin group) */
 bool request_may_modify(const struct mx_request *req, uid_t owner);
+/*
+ * Could the client, with its own uid and groups, read path (every directory on
+ * the way searchable, the file readable, by mode bits)? The daemon may have
+ * more privilege: what it reads for a client that could not must not come back.
+ */
+bool request_may_read(const struct mx_request *req, const char *path);
 
 /*
  * Streaming: a handler that keeps the request open calls request_keep(); the

@@ -27,6 +27,7 @@ struct mx_limits {
         int64_t plan_runs;           /* runs one submission may create */
         size_t output_bytes;         /* unsent reply data per connection before it is dropped */
         int64_t frame_timeout_ms;    /* a partial request line, or a missing hello, is dropped after this */
+        int64_t idle_timeout_ms;     /* a connection with no request and no stream open is closed after this */
         size_t log_bytes;            /* captured server log per attempt */
 };
 
@@ -39,6 +40,7 @@ struct mx_config {
         char *state_dir;
         char *matrix_path;
         enum mx_recovery recovery;
+        int max_requeues;    /* an interrupted run goes back to the queue at most this often */
         struct mx_limits limits;
         int64_t run_timeout_ms;
         int64_t level_timeout_ms;
@@ -62,6 +64,7 @@ struct mx_daemon {
         gid_t admin_gid;
         bool has_admin_gid;
         bool paused;
+        char *pause_reason; /* why the daemon paused the queue itself (NULL: a user did, or none) */
         bool stopping;
         char *boot_id;
         int64_t started_at; /* wall clock, µs */

@@ -157,6 +157,8 @@ static int setup(struct mx_daemon *d, struct listen_socket *ls)
                 return EXIT_FAILURE;
         }
         r = queue_get_paused(d->db, &d->paused);
+        if (r >= 0)
+                r = queue_get_pause_reason(d->db, &d->pause_reason);
         if (r < 0)
                 return log_error_errno(r, "cannot read the queue state"), EXIT_FAILURE;
         if (d->cfg.admin_group) {
@@ -215,6 +217,7 @@ static void teardown(struct mx_daemon *d, struct listen_socket *ls)
         d->matrix = mx_matrix_free(d->matrix);
         d->notify = notify_free(d->notify);
         free(d->matrix_error);
+        free(d->pause_reason);
         free(d->boot_id);
         config_done(&d->cfg);
         if (d->base)

@@ -67,8 +67,8 @@ static void m_status(struct mx_request *req)
                 request_error_errno(req, r, "status");
                 return;
         }
-        request_reply(req, json_pack("{s:b,s:{s:s,s:i,s:I,s:s?,s:b,s:s?,s:i},s:o,s:O,s:O,s:b}", "paused", d->paused,
-                                     "daemon", "version", MX_VERSION, "pid", (int)getpid(), "started_at",
+        request_reply(req, json_pack("{s:b,s:s?,s:{s:s,s:i,s:I,s:s?,s:b,s:s?,s:i},s:o,s:O,s:O,s:b}", "paused",
+                                     d->paused, "pause_reason", d->paused ? d->pause_reason : NULL, "daemon", "version", MX_VERSION, "pid", (int)getpid(), "started_at",
                                      (json_int_t)d->started_at, "matrix", d->cfg.matrix_path, "matrix_loaded",
                                      d->matrix != NULL, "matrix_error", d->matrix_error, "clients",
                                      (int)control_n_connections(d->control),
@@ -166,8 +166,17 @@ static void m_cancel(struct mx_request *req)
         }
         log_info("uid %u cancelled %s %" PRId64 ": %" PRId64 " queued runs%s", (unsigned)req->uid,
                  job > 0 ? "job" : "run", job > 0 ? job : run, cancelled, running ? ", stopping the running one" : "");
-        if (running && !sched_cancel_run(req->d->sched, running))
+        if (running && !sched_cancel_run(req->d->sched, running)) {
+                /* Recorded as running but not running here: nothing is stopped, so never answer "ok". */
+                if (cancelled == 0) {
+                        request_error(req, "invalid-state",
+                                      "run %" PRId64 " is recorded as running but the daemon is not running it; "
+                                      "it ends at the daemon's next start",
+                                      running);
+                        return;
+                }
                 running = 0;
+        }
         sched_kick(req->d->sched); /* the queue shrank: STATUS= */
         /* A run's cancel can end its job too (its last queued run): followers must hear of it. */
         stream_job_changed(req->d, owner_job);
@@ -184,6 +193,8 @@ static void set_paused(struct mx_request *req, bool paused)
                 return;
         }
         req->d->paused = paused;
+        free(req->d->pause_reason); /* a user's pause or resume replaces the daemon's reason */
+        req->d->pause_reason = NULL;
         log_notice("queue %s by uid %u", paused ? "paused" : "resumed", (unsigned)req->uid);
         sched_kick(req->d->sched); /* resume starts the next run; pause shows in STATUS= */
         request_reply(req, json_pack("{s:b}", "paused", paused));

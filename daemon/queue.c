@@ -634,10 +634,29 @@ int queue_get_paused(struct mx_db *db, bool *ret)
         return 0;
 }
 
-static int set_paused_body(struct mx_db *db, bool paused, uid_t by)
+int queue_get_pause_reason(struct mx_db *db, char **ret)
+{
+        static const char sql[] = "SELECT value FROM settings WHERE key = 'paused_reason'";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        rc = sqlite3_step(s);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                return db_errno(db, rc);
+        *ret = rc == SQLITE_ROW ? db_column_strdup(s, 0) : NULL;
+        return 0;
+}
+
+static int set_paused_body(struct mx_db *db, bool paused, uid_t by, const char *reason)
 {
         static const char sql[] = "INSERT OR REPLACE INTO settings (key, value) VALUES ('paused', ?)";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        /* The reason goes with the pause and away with the resume, so status never shows a stale one. */
+        static const char set_reason[] = "INSERT OR REPLACE INTO settings (key, value) VALUES ('paused_reason', ?)";
+        static const char del_reason[] = "DELETE FROM settings WHERE key = 'paused_reason'";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL, *why = NULL;
+        _cleanup_(json_decrefp) json_t *d = NULL;
         int r = db_stmt(db, sql, &s);
 
         if (r < 0)
@@ -646,12 +665,43 @@ static int set_paused_body(struct mx_db *db, bool paused, uid_t by)
         r = db_step_done(db, s);
         if (r < 0)
                 return r;
-        return event_insert(db, 0, 0, paused ? "queue-paused" : "queue-resumed", by, NULL);
+        r = db_stmt(db, paused && reason ? set_reason : del_reason, &why);
+        if (r < 0)
+                return r;
+        if (paused && reason)
+                db_bind_text(why, 1, reason);
+        r = db_step_done(db, why);
+        if (r < 0)
+                return r;
+        if (paused && reason)
+                d = json_pack("{s:s}", "reason", reason);
+        return event_insert(db, 0, 0, paused ? "queue-paused" : "queue-resumed", by, d);
 }
 
 int queue_set_paused(struct mx_db *db, bool paused, uid_t by)
 {
-        return TXN(db, set_paused_body(db, paused, by));
+        return TXN(db, set_paused_body(db, paused, by, NULL));
+}
+
+int queue_set_paused_reason(struct mx_db *db, bool paused, uid_t by, const char *reason)
+{
+        return TXN(db, set_paused_body(db, paused, by, reason));
+}
+
+int queue_run_interruptions(struct mx_db *db, int64_t run, int *ret)
+{
+        static const char sql[] = "SELECT count(*) FROM attempts WHERE run_id = ? AND outcome = 'interrupted'";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, run);
+        rc = sqlite3_step(s);
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret = sqlite3_column_int(s, 0);
+        return 0;
 }
 
 int queue_events(struct mx_db *db, int64_t job, int64_t after, int limit, json_t **ret)

@@ -132,6 +132,12 @@ int queue_retry(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, 
 
 int queue_get_paused(struct mx_db *db, bool *ret);
 int queue_set_paused(struct mx_db *db, bool paused, uid_t by);
+/* Pause (or resume) with a reason that status shows until the next resume; NULL: none. */
+int queue_set_paused_reason(struct mx_db *db, bool paused, uid_t by, const char *reason);
+/* The reason stored with the pause, or NULL in *ret. */
+int queue_get_pause_reason(struct mx_db *db, char **ret);
+/* How many attempts of a run ended interrupted (the daemon stopped or died under them). */
+int queue_run_interruptions(struct mx_db *db, int64_t run, int *ret);
 
 /* Append an event (outside any transaction of the caller). */
 int queue_event(struct mx_db *db, int64_t job, int64_t run, const char *kind, int64_t uid, json_t *detail);

@@ -42,6 +42,22 @@ static bool recover_kill(struct mx_daemon *d, const struct queue_open_attempt *a
         return clean;
 }
 
+bool recover_requeue_allowed(struct mx_daemon *d, int64_t run, char **ret_why)
+{
+        int n = 0, r = queue_run_interruptions(d->db, run, &n);
+
+        if (r < 0) {
+                log_warning_errno(r, "cannot count the interruptions of run %" PRId64 "; requeueing it", run);
+                return true;
+        }
+        if (n < d->cfg.max_requeues)
+                return true;
+        *ret_why = xasprintf("interrupted %d times (the daemon stopped or died during each attempt); not requeued "
+                             "again (max_requeues %d): 'mxmatrix retry' runs it once more",
+                             n + 1, d->cfg.max_requeues);
+        return false;
+}
+
 int recover_interrupted(struct mx_daemon *d)
 {
         struct queue_open_attempt *open = NULL;
@@ -59,16 +75,24 @@ int recover_interrupted(struct mx_daemon *d)
                 };
                 struct mx_log_ctx ctx = { .job = open[i].job, .run = open[i].run, .attempt = open[i].n,
                                           .config = open[i].config_key };
-                _cleanup_free_ char *result = NULL;
+                _cleanup_free_ char *result = NULL, *bound = NULL;
 
                 if (!recover_kill(d, &open[i]))
                         f.message = "the daemon stopped during the run; some of its processes could not be killed";
+                if (!recover_requeue_allowed(d, open[i].run, &bound)) {
+                        f.outcome = MX_OUTCOME_INFRA_ERROR;
+                        f.message = bound;
+                        f.requeue = false;
+                }
                 r = queue_attempt_finish(d->db, open[i].attempt, &f, &result);
                 if (r < 0) {
                         log_error_errno(r, "cannot record the interrupted run %" PRId64, open[i].run);
                         continue;
                 }
-                if (streq(result, "cancelled"))
+                if (bound)
+                        log_ctx(LOG_ERR, MX_MSGID_RUN_FINISHED, &ctx, "run %" PRId64 " attempt %d: %s", open[i].run,
+                                open[i].n, bound);
+                else if (streq(result, "cancelled"))
                         log_ctx(LOG_WARNING, MX_MSGID_RUN_INTERRUPTED, &ctx,
                                 "run %" PRId64 " attempt %d was interrupted by a daemon restart "
                                 "while it was being cancelled; it stays cancelled",

@@ -6,3 +6,10 @@
 
 /* Returns the number of attempts recovered, or a negative errno. */
 int recover_interrupted(struct mx_daemon *d);
+
+/*
+ * May an interrupted run go back to the queue once more? No once it was
+ * interrupted max_requeues times already (a run that kills the daemon would
+ * otherwise loop forever); then *ret_why says so (caller frees).
+ */
+bool recover_requeue_allowed(struct mx_daemon *d, int64_t run, char **ret_why);

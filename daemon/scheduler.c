@@ -3,6 +3,7 @@
 #include "control.h"
 #include "log.h"
 #include "notify.h"
+#include "recover.h"
 
 #include <inttypes.h>
 #include <sys/random.h>
@@ -18,8 +19,40 @@ struct current {
         struct mx_runner *runner;
         char *level;     /* level being run, for status */
         bool stopping;   /* cancel() sent */
-        bool finished;   /* finished() came; free from the loop */
+        bool ended;      /* finished() came (or the start failed); the outcome may still wait for the database */
+        bool finished;   /* the outcome is recorded; free from the loop */
+        char *storage_error; /* a write of this attempt failed: it ends as infra-error with this reason */
 };
+
+/*
+ * A queue write for the running attempt. Every write the runner's callbacks
+ * cause goes through one list, in order: when the database refuses one (disk
+ * full), it and all later ones wait and are retried on a timer.
+ */
+enum write_kind {
+        W_PROCESS, /* the server's identity, for recovery */
+        W_LOG,     /* the captured log's path */
+        W_LEVEL,   /* a level's verdict and its event */
+        W_FINISH,  /* the attempt's outcome */
+};
+
+struct pending_write {
+        enum write_kind kind;
+        int64_t attempt_id, job, run;
+        pid_t pid, pgid;
+        uint64_t proc_start;
+        char *text;              /* W_LOG: the path; W_LEVEL: the level */
+        char *verdict, *message; /* W_LEVEL */
+        int64_t started_at, finished_at;
+        json_t *metrics, *artifacts, *detail;
+        struct queue_finish finish; /* W_FINISH; crash_class and message are owned */
+        bool quiet;                 /* W_FINISH of a failed start: already logged */
+        struct pending_write *next;
+};
+
+/* First retry of a refused write after this long, doubling up to the maximum. */
+#define SCHED_RETRY_FIRST_MS 500
+#define SCHED_RETRY_MAX_MS (30 * 1000)
 
 /* STATUS= shows the running run's elapsed time; refresh it this often while nothing else changes. */
 #define SCHED_STATUS_REFRESH_S 5
@@ -33,7 +66,26 @@ struct mx_sched {
         struct current *cur;
         void (*idle_cb)(void *);
         void *idle_ud;
+        struct pending_write *writes, **writes_tail; /* in order; the head is the one refused */
+        struct event *retry_ev;
+        int64_t retry_ms;
+        char *fault; /* the write the database refused and why; NULL while it takes writes */
 };
+
+static void pending_write_free(struct pending_write *w)
+{
+        if (!w)
+                return;
+        free(w->text);
+        free(w->verdict);
+        free(w->message);
+        json_decref(w->metrics);
+        json_decref(w->artifacts);
+        json_decref(w->detail);
+        free((char *)w->finish.crash_class);
+        free((char *)w->finish.message);
+        free(w);
+}
 
 static void current_free(struct current *c)
 {
@@ -45,6 +97,7 @@ static void current_free(struct current *c)
         free(c->config_key);
         free(c->run_dir);
         free(c->level);
+        free(c->storage_error);
         json_decref(c->spec);
         json_decref(c->levels);
         free(c);
@@ -64,13 +117,19 @@ char *sched_status_line(struct mx_sched *s)
 
         if (queue_counts_json(s->d->db, &counts) >= 0)
                 queued = json_integer_value(json_object_get(counts, "queued"));
+        _cleanup_free_ char *paused = !s->d->paused ? xstrdup("")
+                                      : s->d->pause_reason ? xasprintf("paused (%s)", s->d->pause_reason)
+                                                           : xstrdup("paused");
+
         if (!s->cur)
-                return xasprintf("%s, %" PRId64 " queued", s->d->paused ? "paused" : "idle", queued);
+                return xasprintf("%s, %" PRId64 " queued", s->d->paused ? paused : "idle", queued);
         {
                 _cleanup_free_ char *el = mx_format_duration(mx_now_mono_us() - s->cur->started_mono);
-                return xasprintf("running r%" PRId64 " (%s, %s), %" PRId64 " queued%s", s->cur->run,
-                                 s->cur->level ? s->cur->level : "starting", el, queued,
-                                 s->d->paused ? ", paused" : "");
+                return xasprintf("running r%" PRId64 " (%s, %s), %" PRId64 " queued%s%s", s->cur->run,
+                                 s->cur->ended    ? "recording its outcome"
+                                 : s->cur->level ? s->cur->level
+                                                 : "starting",
+                                 el, queued, s->d->paused ? ", " : "", paused);
         }
 }
 
@@ -81,24 +140,255 @@ static void sched_update_status(struct mx_sched *s)
         notify_status(s->d->notify, line);
 }
 
+/* ---- queue writes from the runner's callbacks: one path, retried while the database refuses ---- */
+
+static void sched_flush(struct mx_sched *s);
+
+static const char *write_what(const struct pending_write *w)
+{
+        switch (w->kind) {
+        case W_PROCESS:
+                return "the server's process identity";
+        case W_LOG:
+                return "the log's path";
+        case W_LEVEL:
+                return "a level's verdict";
+        case W_FINISH:
+                return "the outcome";
+        }
+        return "a write";
+}
+
+static struct pending_write *write_new(struct mx_sched *s, enum write_kind kind)
+{
+        struct pending_write *w = xcalloc(1, sizeof(*w));
+
+        w->kind = kind;
+        w->attempt_id = s->cur->attempt_id;
+        w->job = s->cur->job;
+        w->run = s->cur->run;
+        return w;
+}
+
+/* Queue a write behind any that wait, and try them now unless the database is known to refuse. */
+static void sched_write(struct mx_sched *s, struct pending_write *w)
+{
+        *s->writes_tail = w;
+        s->writes_tail = &w->next;
+        if (!s->fault || s->d->stopping)
+                sched_flush(s);
+}
+
+static int write_apply(struct mx_sched *s, struct pending_write *w, char **ret_result)
+{
+        struct mx_db *db = s->d->db;
+        int r;
+
+        switch (w->kind) {
+        case W_PROCESS:
+                return queue_attempt_process(db, w->attempt_id, w->pid, w->pgid, w->proc_start);
+        case W_LOG:
+                return queue_attempt_log(db, w->attempt_id, w->text);
+        case W_LEVEL: {
+                struct queue_level l = {
+                        .level = w->text, .verdict = w->verdict, .started_at = w->started_at,
+                        .finished_at = w->finished_at, .metrics = w->metrics, .artifacts = w->artifacts,
+                        .message = w->message,
+                };
+
+                /* Both are idempotent to repeat: the level row is replaced, the event only follows it. */
+                r = queue_level_record(db, w->attempt_id, &l);
+                if (r >= 0)
+                        r = queue_event(db, w->job, w->run, "level-finished", -1, w->detail);
+                return r;
+        }
+        case W_FINISH:
+                return queue_attempt_finish(db, w->attempt_id, &w->finish, ret_result);
+        }
+        return -EINVAL;
+}
+
+/* Persist a pause the daemon decided; a refused write is retried with the others. */
+static void sched_pause(struct mx_sched *s, const char *reason);
+static void storage_failed(struct mx_sched *s, const char *what, int64_t run, int r);
+
+static void finish_recorded(struct mx_sched *s, const struct pending_write *w, const char *result)
+{
+        struct current *c = s->cur;
+        const struct queue_finish *f = &w->finish;
+        _cleanup_free_ char *el = mx_format_duration(mx_now_mono_us() - c->started_mono);
+        _cleanup_free_ char *f_outcome = xasprintf("MXMATRIX_OUTCOME=%s", mx_outcome_to_string(f->outcome));
+        _cleanup_free_ char *f_crash = f->crash_class ? xasprintf("MXMATRIX_CRASH_CLASS=%s", f->crash_class)
+                                                       : NULL;
+        const char *extra[] = { f_outcome, f_crash, NULL };
+        struct mx_log_ctx ctx = current_ctx(c);
+
+        ctx.level = NULL;
+        if (w->quiet)
+                ;
+        else if (f->outcome == MX_OUTCOME_CRASHED)
+                mx_log_full(LOG_WARNING, 0, MX_MSGID_RUN_CRASHED, &ctx, extra,
+                            "run %" PRId64 " crashed (%s) after %s%s%s", c->run, strna(f->crash_class), el,
+                            f->message ? ": " : "", strempty(f->message));
+        else
+                mx_log_full(f->outcome == MX_OUTCOME_COMPLETED ? LOG_INFO : LOG_WARNING, 0,
+                            f->outcome == MX_OUTCOME_INTERRUPTED ? MX_MSGID_RUN_INTERRUPTED
+                                                                 : MX_MSGID_RUN_FINISHED,
+                            &ctx, extra, "run %" PRId64 " finished: %s, result %s, after %s%s%s", c->run,
+                            mx_outcome_to_string(f->outcome),
+                            f->requeue && !streq_ptr(result, "cancelled") ? "requeued" : strna(result), el,
+                            f->message ? ": " : "", strempty(f->message));
+        c->finished = true;
+        stream_run_finished(s->d, c->run);
+        stream_job_changed(s->d, c->job);
+        event_active(s->reap_ev, EV_TIMEOUT, 1);
+}
+
+/* The database takes writes again: the pause the fault caused is stored (unless a user resumed since). */
+static void storage_recovered(struct mx_sched *s)
+{
+        int r;
+
+        if (s->d->paused) {
+                r = queue_set_paused_reason(s->d->db, true, 0, s->d->pause_reason);
+                if (r < 0)
+                        return storage_failed(s, "the queue's pause", 0, r);
+        }
+        log_notice("the database takes writes again; every delayed write is recorded%s",
+                   s->d->paused ? "; the queue stays paused until 'mxmatrix resume'" : "");
+        free(s->fault);
+        s->fault = NULL;
+        s->retry_ms = 0;
+        event_del(s->retry_ev);
+        sched_update_status(s);
+}
+
+/* Write what waits, in order; stop at the first refusal. */
+static void sched_flush(struct mx_sched *s)
+{
+        while (s->writes) {
+                struct pending_write *w = s->writes;
+                _cleanup_free_ char *result = NULL;
+                int r = write_apply(s, w, &result);
+
+                if (r < 0)
+                        return storage_failed(s, write_what(w), w->run, r);
+                s->writes = w->next;
+                if (!s->writes)
+                        s->writes_tail = &s->writes;
+                if (w->kind == W_FINISH && s->cur && s->cur->attempt_id == w->attempt_id)
+                        finish_recorded(s, w, result);
+                pending_write_free(w);
+        }
+        if (s->fault)
+                storage_recovered(s);
+}
+
+static void retry_cb(evutil_socket_t fd, short what, void *ud)
+{
+        struct mx_sched *s = ud;
+
+        (void)fd, (void)what;
+        sched_flush(s);
+}
+
+/* Shutting down with writes the database refuses: leave the attempt open for the next start's recovery. */
+static void storage_abandon(struct mx_sched *s)
+{
+        struct current *c = s->cur;
+
+        log_error("stopping with %s unrecorded; the next start ends the attempt as interrupted",
+                  s->writes ? write_what(s->writes) : "nothing");
+        while (s->writes) {
+                struct pending_write *w = s->writes;
+
+                s->writes = w->next;
+                pending_write_free(w);
+        }
+        s->writes_tail = &s->writes;
+        if (c && c->ended && !c->finished) {
+                c->finished = true;
+                event_active(s->reap_ev, EV_TIMEOUT, 1);
+        }
+}
+
+/*
+ * The one path for a queue write the database refused (disk full, I/O error):
+ * the running attempt is stopped and will end as infra-error, the queue is
+ * paused with the reason (status, STATUS=, the journal), and the write is
+ * retried with backoff until it succeeds, so no run is left without an outcome.
+ */
+static void storage_failed(struct mx_sched *s, const char *what, int64_t run, int r)
+{
+        struct current *c = s->cur;
+        struct mx_log_ctx ctx = c ? current_ctx(c) : (struct mx_log_ctx){ .run = run };
+        _cleanup_free_ char *why = run > 0 ? xasprintf("cannot record %s of run %" PRId64 ": %s", what, run,
+                                                       strerror(-r))
+                                           : xasprintf("cannot record %s: %s", what, strerror(-r));
+        bool first = !s->fault;
+        struct timeval tv;
+
+        free(s->fault);
+        s->fault = xstrdup(why);
+        if (c && !c->storage_error)
+                c->storage_error = xasprintf("the database refused a write (%s)", why);
+        if (s->d->stopping)
+                return storage_abandon(s);
+        if (first) {
+                free(s->d->pause_reason);
+                s->d->pause_reason = xasprintf("the database refused a write: %s", why);
+                s->d->paused = true;
+                ctx.level = NULL;
+                mx_log_full(LOG_ERR, 0, MX_MSGID_QUEUE_WRITE_FAILED, &ctx, NULL,
+                            "%s; the queue is paused, %sthe write is retried until the database takes it",
+                            why, c && !c->ended ? "the run is stopped and ends as infra-error, " : "");
+        }
+        if (c && !c->ended && !c->stopping) {
+                c->stopping = true;
+                c->ops->cancel(c->runner, MX_OUTCOME_INFRA_ERROR);
+        }
+        if (!evtimer_pending(s->retry_ev, NULL)) {
+                s->retry_ms = s->retry_ms <= 0 ? SCHED_RETRY_FIRST_MS : MX_MIN(s->retry_ms * 2, SCHED_RETRY_MAX_MS);
+                tv = (struct timeval){ .tv_sec = s->retry_ms / 1000, .tv_usec = (s->retry_ms % 1000) * 1000 };
+                evtimer_add(s->retry_ev, &tv);
+        }
+        sched_update_status(s);
+}
+
+static void sched_pause(struct mx_sched *s, const char *reason)
+{
+        int r;
+
+        free(s->d->pause_reason);
+        s->d->pause_reason = xstrdup(reason);
+        s->d->paused = true;
+        if (s->fault)
+                return; /* stored once the database takes writes again (storage_recovered) */
+        r = queue_set_paused_reason(s->d->db, true, 0, reason);
+        if (r < 0)
+                storage_failed(s, "the queue's pause", 0, r);
+}
+
 /* ---- runner callbacks ---- */
 
 static void ev_process(void *ud, pid_t pid, pid_t pgid, uint64_t proc_start)
 {
         struct mx_sched *s = ud;
-        int r = queue_attempt_process(s->d->db, s->cur->attempt_id, pid, pgid, proc_start);
+        struct pending_write *w = write_new(s, W_PROCESS);
 
-        if (r < 0)
-                log_error_errno(r, "cannot record pid %d of run %" PRId64, (int)pid, s->cur->run);
+        w->pid = pid;
+        w->pgid = pgid;
+        w->proc_start = proc_start;
+        sched_write(s, w);
 }
 
 static void ev_log_opened(void *ud, const char *path)
 {
         struct mx_sched *s = ud;
-        int r = queue_attempt_log(s->d->db, s->cur->attempt_id, path);
+        struct pending_write *w = write_new(s, W_LOG);
 
-        if (r < 0)
-                log_error_errno(r, "cannot record the log path of run %" PRId64, s->cur->run);
+        w->text = xstrdup(path);
+        sched_write(s, w);
 }
 
 static void ev_log_appended(void *ud)
@@ -123,26 +413,24 @@ static void ev_level_started(void *ud, const char *level)
 static void ev_level_finished(void *ud, const struct mx_level_result *lr)
 {
         struct mx_sched *s = ud;
-        struct queue_level l = {
-                .level = lr->level, .verdict = lr->verdict, .started_at = lr->started_at,
-                .finished_at = lr->finished_at, .metrics = lr->metrics, .artifacts = lr->artifacts,
-                .message = lr->message,
-        };
-        _cleanup_json_ json_t *detail = json_pack("{s:s,s:s,s:s?}", "level", lr->level, "verdict", lr->verdict,
-                                                  "message", lr->message);
+        struct pending_write *w = write_new(s, W_LEVEL);
         _cleanup_free_ char *verdict_field = xasprintf("MXMATRIX_VERDICT=%s", lr->verdict);
         const char *extra[] = { verdict_field, NULL };
         struct mx_log_ctx ctx = current_ctx(s->cur);
-        int r;
 
+        w->text = xstrdup(lr->level);
+        w->verdict = xstrdup(lr->verdict);
+        w->message = lr->message ? xstrdup(lr->message) : NULL;
+        w->started_at = lr->started_at;
+        w->finished_at = lr->finished_at;
+        w->metrics = json_incref(lr->metrics);
+        w->artifacts = json_incref(lr->artifacts);
+        w->detail = json_pack("{s:s,s:s,s:s?}", "level", lr->level, "verdict", lr->verdict, "message",
+                              lr->message);
         ctx.level = lr->level;
-        r = queue_level_record(s->d->db, s->cur->attempt_id, &l);
-        if (r >= 0)
-                r = queue_event(s->d->db, s->cur->job, s->cur->run, "level-finished", -1, detail);
-        if (r < 0)
-                log_error_errno(r, "cannot record level %s of run %" PRId64, lr->level, s->cur->run);
         mx_log_full(LOG_INFO, 0, MX_MSGID_LEVEL_FINISHED, &ctx, extra, "run %" PRId64 ": %s %s%s%s",
                     s->cur->run, lr->level, lr->verdict, lr->message ? ": " : "", strempty(lr->message));
+        sched_write(s, w);
         stream_job_changed(s->d, s->cur->job);
 }
 
@@ -165,71 +453,65 @@ static void sched_reap_cb(evutil_socket_t fd, short what, void *ud)
         sched_kick(s);
 }
 
-/* Under the pause policy an interrupted run waits in a paused queue; otherwise it is simply requeued. */
-static bool finish_requeues(struct mx_sched *s, enum mx_outcome o)
+/*
+ * An interrupted run goes back to the queue, at most max_requeues times
+ * (recover_requeue_allowed); under the pause policy it waits in a paused queue.
+ * Sets f->requeue, or turns f into an infra-error with the reason.
+ */
+static void finish_requeues(struct mx_sched *s, struct pending_write *w)
 {
-        if (o != MX_OUTCOME_INTERRUPTED)
-                return false;
-        if (s->d->cfg.recovery == MX_RECOVERY_PAUSE && !s->d->paused) {
-                int r = queue_set_paused(s->d->db, true, 0);
-                if (r < 0)
-                        log_error_errno(r, "cannot pause the queue");
-                else
-                        s->d->paused = true;
+        struct queue_finish *f = &w->finish;
+        _cleanup_free_ char *why = NULL;
+
+        if (f->outcome != MX_OUTCOME_INTERRUPTED)
+                return;
+        if (!recover_requeue_allowed(s->d, w->run, &why)) {
+                f->outcome = MX_OUTCOME_INFRA_ERROR;
+                free((char *)f->message);
+                f->message = TAKE_PTR(why);
+                return;
         }
-        return true;
+        f->requeue = true;
+        if (s->d->cfg.recovery == MX_RECOVERY_PAUSE && !s->d->paused)
+                sched_pause(s, "a run was interrupted and the recovery policy is 'pause'");
 }
 
 static void ev_finished(void *ud, const struct mx_run_result *res)
 {
         struct mx_sched *s = ud;
         struct current *c = s->cur;
-        struct queue_finish f = {
-                .outcome = res->outcome, .crash_class = res->crash_class, .message = res->message,
+        struct pending_write *w = write_new(s, W_FINISH);
+        bool storage = c->storage_error != NULL;
+
+        w->finish = (struct queue_finish){
+                .outcome = storage ? MX_OUTCOME_INFRA_ERROR : res->outcome,
+                .crash_class = !storage && res->crash_class ? xstrdup(res->crash_class) : NULL,
+                .message = storage ? xstrdup(c->storage_error) : res->message ? xstrdup(res->message) : NULL,
                 .exit_status = res->exit_status, .exit_signal = res->exit_signal,
         };
-        _cleanup_free_ char *result = NULL, *el = mx_format_duration(mx_now_mono_us() - c->started_mono);
-        _cleanup_free_ char *f_outcome = xasprintf("MXMATRIX_OUTCOME=%s", mx_outcome_to_string(res->outcome));
-        _cleanup_free_ char *f_crash = res->crash_class ? xasprintf("MXMATRIX_CRASH_CLASS=%s", res->crash_class)
-                                                         : NULL;
-        const char *extra[] = { f_outcome, f_crash, NULL };
-        struct mx_log_ctx ctx = current_ctx(c);
-        int r;
-
-        f.requeue = finish_requeues(s, res->outcome);
+        c->ended = true;
+        event_del(s->timeout_ev);
+        finish_requeues(s, w);
         if (res->leftovers && !s->d->paused) {
-                /* Like a node drained after a failed epilog: no run starts next to what is left. */
-                r = queue_set_paused(s->d->db, true, 0);
-                if (r >= 0)
-                        s->d->paused = true;
+                struct mx_log_ctx ctx = current_ctx(c);
+
+                ctx.level = NULL;
                 mx_log_full(LOG_ERR, 0, MX_MSGID_ORPHAN_KILLED, &ctx, NULL,
                             "run %" PRId64 " left processes that could not be killed; the queue is paused until "
                             "someone checks the machine and runs 'mxmatrix resume'",
                             c->run);
+                /* Like a node drained after a failed epilog: no run starts next to what is left. */
+                {
+                        _cleanup_free_ char *why = xasprintf("run %" PRId64 " left processes that could not be "
+                                                             "killed; check the machine, then resume", c->run);
+                        sched_pause(s, why);
+                }
         }
-        r = queue_attempt_finish(s->d->db, c->attempt_id, &f, &result);
-        if (r < 0)
-                log_error_errno(r, "cannot record the end of run %" PRId64, c->run);
-        ctx.level = NULL;
-        if (res->outcome == MX_OUTCOME_CRASHED)
-                mx_log_full(LOG_WARNING, 0, MX_MSGID_RUN_CRASHED, &ctx, extra,
-                            "run %" PRId64 " crashed (%s) after %s%s%s", c->run, strna(res->crash_class), el,
-                            res->message ? ": " : "", strempty(res->message));
-        else
-                mx_log_full(res->outcome == MX_OUTCOME_COMPLETED ? LOG_INFO : LOG_WARNING, 0,
-                            res->outcome == MX_OUTCOME_INTERRUPTED ? MX_MSGID_RUN_INTERRUPTED
-                                                                   : MX_MSGID_RUN_FINISHED,
-                            &ctx, extra, "run %" PRId64 " finished: %s, result %s, after %s%s%s", c->run,
-                            mx_outcome_to_string(res->outcome), f.requeue ? "requeued" : strna(result), el,
-                            res->message ? ": " : "", strempty(res->message));
-        event_del(s->timeout_ev);
-        c->finished = true;
-        stream_run_finished(s->d, c->run);
-        stream_job_changed(s->d, c->job);
-        event_active(s->reap_ev, EV_TIMEOUT, 1);
+        sched_write(s, w);
 }
 
 static const struct mx_run_events run_events = {
+
         .process = ev_process,
         .log_opened = ev_log_opened,
         .log_appended = ev_log_appended,
@@ -280,16 +562,16 @@ static void start_timeout(struct mx_sched *s, struct current *c)
 /* A run that could not start at all ends at once as an infrastructure error. */
 static void fail_start(struct mx_sched *s, struct current *c, int r, const char *why)
 {
-        struct queue_finish f = { .outcome = MX_OUTCOME_INFRA_ERROR, .message = why, .exit_status = -1 };
+        struct pending_write *w = write_new(s, W_FINISH);
         struct mx_log_ctx ctx = current_ctx(c);
 
         mx_log_full(LOG_ERR, r, MX_MSGID_RUN_FINISHED, &ctx, NULL, "run %" PRId64 " could not start: %s", c->run,
                     why);
-        r = queue_attempt_finish(s->d->db, c->attempt_id, &f, NULL);
-        if (r < 0)
-                log_error_errno(r, "cannot record the failed start of run %" PRId64, c->run);
-        stream_job_changed(s->d, c->job);
-        stream_run_finished(s->d, c->run);
+        w->finish = (struct queue_finish){ .outcome = MX_OUTCOME_INFRA_ERROR, .message = xstrdup(why),
+                                           .exit_status = -1 };
+        w->quiet = true;
+        c->ended = true;
+        sched_write(s, w);
 }
 
 static int start_next(struct mx_sched *s)
@@ -314,8 +596,12 @@ static int start_next(struct mx_sched *s)
         queue_next_done(&next);
         r = queue_attempt_start(s->d->db, c->run, c->tag, s->d->boot_id, &c->attempt_id, &c->attempt);
         if (r < 0) {
+                int64_t run = c->run;
+
                 current_free(c);
-                return log_error_errno(r, "cannot start an attempt");
+                /* Nothing changed (one transaction); the queue pauses until the database takes writes. */
+                storage_failed(s, "the start", run, r);
+                return r;
         }
         c->started_mono = mx_now_mono_us();
         c->started_real = mx_now_real_us();
@@ -324,8 +610,6 @@ static int start_next(struct mx_sched *s)
         r = make_run_dir(s, c);
         if (r < 0) {
                 fail_start(s, c, r, "cannot create the run directory");
-                c->finished = true;
-                event_active(s->reap_ev, EV_TIMEOUT, 1);
                 return 0;
         }
         c->ops = runner_for_spec(c->spec);
@@ -341,8 +625,6 @@ static int start_next(struct mx_sched *s)
         r = c->ops->start(&ctx, &run_events, s, &c->runner, &err);
         if (r < 0) {
                 fail_start(s, c, r, err ? err : strerror(-r));
-                c->finished = true;
-                event_active(s->reap_ev, EV_TIMEOUT, 1);
                 return 0;
         }
         start_timeout(s, c);
@@ -368,6 +650,8 @@ static void kick_cb(evutil_socket_t fd, short what, void *ud)
         (void)fd, (void)what;
         if (s->d->stopping)
                 return;
+        if (s->fault)
+                sched_flush(s); /* someone acted (cancel, resume): maybe there is space again */
         if (s->cur || s->d->paused) {
                 /* The queue changed (submit, cancel, pause, retry) but nothing starts: keep STATUS= true. */
                 sched_update_status(s);
@@ -389,7 +673,7 @@ static void timeout_cb(evutil_socket_t fd, short what, void *ud)
         struct mx_log_ctx ctx;
 
         (void)fd, (void)what;
-        if (!s->cur || s->cur->finished)
+        if (!s->cur || s->cur->ended)
                 return;
         ctx = current_ctx(s->cur);
         log_ctx(LOG_WARNING, NULL, &ctx, "run %" PRId64 " exceeded its time limit; stopping it", s->cur->run);
@@ -401,7 +685,8 @@ bool sched_cancel_run(struct mx_sched *s, int64_t run)
 {
         if (!s->cur || s->cur->run != run || s->cur->finished)
                 return false;
-        if (!s->cur->stopping) {
+        /* Ended, its outcome waiting for the database: it stops by itself (kick_cb retries the write). */
+        if (!s->cur->stopping && !s->cur->ended) {
                 s->cur->stopping = true;
                 s->cur->ops->cancel(s->cur->runner, MX_OUTCOME_CANCELLED);
         }
@@ -425,18 +710,20 @@ json_t *sched_current_json(struct mx_sched *s)
                          (json_int_t)c->run, "attempt", c->attempt, "attempt_id", (json_int_t)c->attempt_id,
                          "config_key", c->config_key, "level", level, "started_at", (json_int_t)c->started_real,
                          "elapsed_ms", (json_int_t)((mx_now_mono_us() - c->started_mono) / 1000), "stopping",
-                         c->stopping);
+                         c->stopping || c->ended);
 }
 
 void sched_shutdown(struct mx_sched *s, void (*done)(void *), void *ud)
 {
         s->idle_cb = done;
         s->idle_ud = ud;
+        if (s->fault)
+                sched_flush(s); /* one last try; what is still refused is left to the next start's recovery */
         if (!s->cur) {
                 done(ud);
                 return;
         }
-        if (!s->cur->finished && !s->cur->stopping) {
+        if (!s->cur->ended && !s->cur->stopping) {
                 s->cur->stopping = true;
                 s->cur->ops->cancel(s->cur->runner, MX_OUTCOME_INTERRUPTED);
         }
@@ -451,7 +738,9 @@ struct mx_sched *sched_new(struct mx_daemon *d)
         s->reap_ev = event_new(d->base, -1, 0, sched_reap_cb, s);
         s->timeout_ev = evtimer_new(d->base, timeout_cb, s);
         s->status_ev = event_new(d->base, -1, EV_PERSIST, status_refresh_cb, s);
-        if (!s->kick_ev || !s->reap_ev || !s->timeout_ev || !s->status_ev)
+        s->retry_ev = evtimer_new(d->base, retry_cb, s);
+        s->writes_tail = &s->writes;
+        if (!s->kick_ev || !s->reap_ev || !s->timeout_ev || !s->status_ev || !s->retry_ev)
                 mx_die("out of memory creating the scheduler");
         return s;
 }
@@ -461,6 +750,14 @@ struct mx_sched *sched_free(struct mx_sched *s)
         if (!s)
                 return NULL;
         current_free(s->cur);
+        while (s->writes) {
+                struct pending_write *w = s->writes;
+
+                s->writes = w->next;
+                pending_write_free(w);
+        }
+        free(s->fault);
+        event_free(s->retry_ev);
         event_free(s->kick_ev);
         event_free(s->reap_ev);
         event_free(s->timeout_ev);

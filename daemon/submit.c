@@ -33,6 +33,16 @@ static int submit_matrix(struct mx_request *req, struct mx_matrix **ret_owned, c
                 request_error(req, "permission-denied", "only root or the admin group may name a matrix file");
                 return -EPERM;
         }
+        /*
+         * The daemon may read what the client may not (it runs as another user): a parse error
+         * would echo lines of the file, a plan its names. Read only what the client could.
+         */
+        if (!request_may_read(req, path)) {
+                request_error(req, "permission-denied",
+                              "%s: uid %u cannot read this file, so the daemon does not read it on its behalf",
+                              path, (unsigned)req->uid);
+                return -EACCES;
+        }
         r = mx_matrix_load_file(path, ret_owned, &err);
         if (r < 0) {
                 request_error(req, "matrix-error", "%s", err ? err : strerror(-r));

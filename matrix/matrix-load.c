@@ -1623,7 +1623,28 @@ int mx_matrix_load_file(const char *path, struct mx_matrix **ret, char **reterr)
         size_t len = 0;
         struct stat st;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        struct stat pre;
+
+        /*
+         * Only a regular file: opening a FIFO would block until a writer comes
+         * (in the daemon: the whole event loop), a device may act on open. So
+         * stat first and refuse without opening; open without blocking; and
+         * check that what was opened is what was looked at.
+         */
+        if (stat(path, &pre) < 0) {
+                int e = errno;
+
+                if (reterr)
+                        *reterr = xasprintf("%s: %s", path, strerror(e));
+                return -e;
+        }
+        if (!S_ISREG(pre.st_mode)) {
+                if (reterr)
+                        *reterr = xasprintf("%s: %s", path,
+                                            S_ISDIR(pre.st_mode) ? "is a directory" : "not a regular file");
+                return S_ISDIR(pre.st_mode) ? -EISDIR : -EINVAL;
+        }
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0 || fstat(fd, &st) < 0) {
                 int e = errno;
 
@@ -1631,10 +1652,10 @@ int mx_matrix_load_file(const char *path, struct mx_matrix **ret, char **reterr)
                         *reterr = xasprintf("%s: %s", path, strerror(e));
                 return -e;
         }
-        if (S_ISDIR(st.st_mode)) {
+        if (!S_ISREG(st.st_mode) || st.st_dev != pre.st_dev || st.st_ino != pre.st_ino) {
                 if (reterr)
-                        *reterr = xasprintf("%s: is a directory", path);
-                return -EISDIR;
+                        *reterr = xasprintf("%s: not a regular file (it changed while being opened)", path);
+                return -EINVAL;
         }
         /* Read up to the limit plus one byte: st_size is not trusted (pipes, /proc). */
         buf = xmalloc(MX_MATRIX_MAX_FILE_SIZE + 1);

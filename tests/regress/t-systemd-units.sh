@@ -84,4 +84,7 @@ read -r -a exec_start <<<"$(sed -n 's/^ExecStart=//p' "$units/mxmatrixd.service"
 "${exec_start[@]}" --help >"$T/out" 2>"$T/err" || fail "ExecStart's options: $(cat "$T/err")"
 [ "$(sed -n 's/^Type=//p' "$units/mxmatrixd.service")" = notify ] || fail "Type= is not notify"
 grep -q '^WatchdogSec=' "$units/mxmatrixd.service" || fail "no WatchdogSec="
+# A bound on memory (daemon and servers together), and an OOM kill of a server does not stop the unit.
+grep -qE '^MemoryMax=[0-9]+(%|[KMGT])?$' "$units/mxmatrixd.service" || fail "no MemoryMax= bound"
+grep -qx 'OOMPolicy=continue' "$units/mxmatrixd.service" || fail "no OOMPolicy=continue"
 ok "socket $listen, descriptor name control, ExecStart options accepted"
