@@ -57,7 +57,8 @@ struct mx_sampler;
 #define MX_SAMPLER_NVML_DEFAULT "libnvidia-ml.so.1"
 
 enum mx_sample_source {
-        MX_SAMPLE_SOURCE_AUTO, /* NVML, else nvidia-smi, else /proc (the choice is made at the first sample) */
+        MX_SAMPLE_SOURCE_AUTO, /* NVML, else nvidia-smi, else /proc (the choice is made at the first sample)
+                                */
         MX_SAMPLE_SOURCE_NVML,
         MX_SAMPLE_SOURCE_SMI,
         MX_SAMPLE_SOURCE_PROC, /* /proc only: no GPU figures */
@@ -102,13 +103,13 @@ struct mx_sample {
         int64_t tree_gpu_bytes;              /* GPU memory of the tree's compute processes */
         unsigned tree_procs;                 /* processes found in the tree */
         int64_t procs_gpu_bytes;             /* GPU memory of every compute process */
-        size_t n_procs;                      /* compute processes on the GPU (at most MX_SAMPLER_PROCS_MAX) */
+        size_t n_procs; /* compute processes on the GPU (at most MX_SAMPLER_PROCS_MAX) */
         struct mx_sample_proc procs[MX_SAMPLER_PROCS_MAX];
         int64_t sm_clock_mhz, mem_clock_mhz;
         int64_t power_mw;
         int64_t temp_c;
         int64_t util_pct;
-        int64_t throttle; /* MX_THROTTLE_* bits */
+        int64_t throttle;                 /* MX_THROTTLE_* bits */
         char error[MX_SAMPLE_ERROR_SIZE]; /* why the GPU source failed, "" when gpu_ok */
 };
 
@@ -128,8 +129,8 @@ struct mx_sample_point {
 struct mx_sample_summary {
         enum mx_sample_source source; /* of the latest sample */
         bool unified;
-        uint64_t n;                   /* samples added */
-        uint64_t gpu_failures;        /* samples whose GPU source failed */
+        uint64_t n;            /* samples added */
+        uint64_t gpu_failures; /* samples whose GPU source failed */
         int64_t first_at_us, last_at_us;
         int64_t mem_total;
         int64_t mem_start, mem_end, mem_peak, mem_min; /* mem_used; -1 until one is seen */
@@ -152,8 +153,9 @@ void mx_sample_summary_add(struct mx_sample_summary *sum, const struct mx_sample
 int64_t mx_sample_summary_drift(const struct mx_sample_summary *sum, double *ret_pct);
 /*
  * The summary as JSON: {"source", "unified", "samples", "first_at", "last_at", "memory": {"total", "start",
- * "end", "peak", "min", "drift", "drift_pct"}, "tree": {...}, "power_peak_mw", "temp_peak_c", "sm_clock_mhz":
- * [min, max], "mem_clock_mhz": [min, max], "throttle": [names], "gpu_failures", "error", "series":
+ * "end", "peak", "min", "drift", "drift_pct"}, "tree": {...}, "power_peak_mw", "temp_peak_c",
+ * "sm_clock_mhz": [min, max], "mem_clock_mhz": [min, max], "throttle": [names], "gpu_failures", "error",
+ * "series":
  * {"stride", "t": [s since first], "mem": [bytes], "pss": [bytes]}}. Figures never seen are left out.
  */
 json_t *mx_sample_summary_to_json(const struct mx_sample_summary *sum);
@@ -210,7 +212,8 @@ DEFINE_POINTER_CLEANUP(struct mx_sampler, mx_sampler_free)
  */
 void mx_sampler_set_tree(struct mx_sampler *s, const struct proc_match *m, pid_t root);
 
-/* Sample every interval, the first one at once. A tick while an nvidia-smi sample is in flight is skipped. */
+/* Sample every interval, the first one at once. A tick while an nvidia-smi sample is in flight is skipped.
+ */
 int mx_sampler_start(struct mx_sampler *s);
 /* Stop the periodic samples (one in flight is still delivered). */
 void mx_sampler_stop(struct mx_sampler *s);
@@ -234,5 +237,6 @@ uint64_t mx_sampler_skipped(const struct mx_sampler *s);
  * NULL when none, for show.
  */
 #define MX_SAMPLER_SCOPE_MAX 32
-int mx_sampler_store(struct mx_db *db, int64_t attempt_id, const char *scope, const struct mx_sample_summary *sum);
+int mx_sampler_store(struct mx_db *db, int64_t attempt_id, const char *scope,
+                     const struct mx_sample_summary *sum);
 int mx_sampler_attempt_json(struct mx_db *db, int64_t attempt_id, json_t **ret);
