@@ -43,11 +43,60 @@ static void show_env_argv(json_t *spec)
         }
 }
 
+/* Bytes as GiB, signed when asked (drift). */
+static void print_gib(const char *label, json_t *v, bool sign)
+{
+        if (json_is_integer(v))
+                printf(sign ? "%s %+.2f GiB" : "%s %.2f GiB", label, (double)json_integer_value(v) / (1 << 30));
+}
+
+/* The GPU and memory summary of one scope (daemon/sampler.h: mx_sample_summary_to_json). */
+static void show_samples(const char *scope, json_t *sum)
+{
+        json_t *mem = json_object_get(sum, "memory"), *tree = json_object_get(sum, "tree"), *v;
+        size_t i;
+
+        printf("  %s memory (%s%s, %" JSON_INTEGER_FORMAT " samples):", scope,
+               strna(json_string_value(json_object_get(sum, "source"))),
+               json_is_true(json_object_get(sum, "unified")) ? ", unified: system memory" : "",
+               json_integer_value(json_object_get(sum, "samples")));
+        print_gib(" start", json_object_get(mem, "start"), false);
+        print_gib(", end", json_object_get(mem, "end"), false);
+        print_gib(", peak", json_object_get(mem, "peak"), false);
+        print_gib(", drift", json_object_get(mem, "drift"), true);
+        if (json_is_number(json_object_get(mem, "drift_pct")))
+                printf(" (%+.1f%%)", json_number_value(json_object_get(mem, "drift_pct")));
+        print_gib(", server PSS peak", json_object_get(tree, "pss_peak"), false);
+        putchar('\n');
+        if (json_is_integer(json_object_get(sum, "power_peak_mw")) || json_object_get(sum, "sm_clock_mhz")) {
+                printf("  %s gpu:", scope);
+                if (json_is_integer(json_object_get(sum, "power_peak_mw")))
+                        printf(" power peak %.0f W,",
+                               (double)json_integer_value(json_object_get(sum, "power_peak_mw")) / 1e3);
+                if (json_is_integer(json_object_get(sum, "temp_peak_c")))
+                        printf(" temperature peak %" JSON_INTEGER_FORMAT " C,",
+                               json_integer_value(json_object_get(sum, "temp_peak_c")));
+                v = json_object_get(sum, "sm_clock_mhz");
+                if (json_array_size(v) == 2)
+                        printf(" SM clock %" JSON_INTEGER_FORMAT "-%" JSON_INTEGER_FORMAT " MHz,",
+                               json_integer_value(json_array_get(v, 0)), json_integer_value(json_array_get(v, 1)));
+                printf(" throttle:");
+                json_array_foreach (json_object_get(sum, "throttle"), i, v)
+                        printf(" %s", strna(json_string_value(v)));
+                printf(json_array_size(json_object_get(sum, "throttle")) ? "\n" : " none seen\n");
+        }
+        if (json_is_string(json_object_get(sum, "error")))
+                printf("  %s gpu unreadable %" JSON_INTEGER_FORMAT " time(s): %s\n", scope,
+                       json_integer_value(json_object_get(sum, "gpu_failures")),
+                       json_string_value(json_object_get(sum, "error")));
+}
+
 static void show_attempt(json_t *a)
 {
         _cleanup_free_ char *start = output_time(json_object_get(a, "started_at"));
         _cleanup_free_ char *el = output_elapsed(json_object_get(a, "started_at"), json_object_get(a, "finished_at"));
-        json_t *levels = json_object_get(a, "levels"), *l;
+        json_t *levels = json_object_get(a, "levels"), *l, *sum;
+        const char *scope;
         size_t i;
 
         printf("attempt %" JSON_INTEGER_FORMAT ": %s at %s, %s", json_integer_value(json_object_get(a, "n")),
@@ -65,6 +114,8 @@ static void show_attempt(json_t *a)
                 printf("  %-5s %-8s %s\n", strna(json_string_value(json_object_get(l, "level"))),
                        strna(json_string_value(json_object_get(l, "verdict"))),
                        strempty(json_string_value(json_object_get(l, "message"))));
+        json_object_foreach (json_object_get(a, "samples"), scope, sum)
+                show_samples(scope, sum);
         if (json_is_string(json_object_get(a, "log")))
                 printf("  log: %s\n", json_string_value(json_object_get(a, "log")));
 }

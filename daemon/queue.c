@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "queue.h"
+#include "sampler.h"
 
 #include <inttypes.h>
 
@@ -863,13 +864,19 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
                 static const char *const keys[] = { "id",          "n",    "started_at", "finished_at", "outcome",
                                                     "crash_class", "message", "pid",     "pgid",        "exit_status",
                                                     "exit_signal", "log",  "tag",        NULL };
-                json_t *t = db_row_json(s, keys), *levels = NULL;
+                json_t *t = db_row_json(s, keys), *levels = NULL, *samples = NULL;
 
                 json_array_append_new(a, t);
                 r = attempt_levels(db, sqlite3_column_int64(s, 0), &levels);
                 if (r < 0)
                         return r;
                 json_object_set_new(t, "levels", levels);
+                /* GPU and memory summaries (sampler.h), by scope */
+                r = mx_sampler_attempt_json(db, sqlite3_column_int64(s, 0), &samples);
+                if (r < 0)
+                        return r;
+                if (samples)
+                        json_object_set_new(t, "samples", samples);
         }
         if (rc != SQLITE_DONE)
                 return db_errno(db, rc);

@@ -24,10 +24,12 @@ static void check_all(const struct mx_proto *p, json_t *params)
 
 static void cli(const struct mx_proto *p, const uint8_t *data, size_t size)
 {
-        char *copy = strndup((const char *)data, size), *save = NULL;
+        char *copy = xmalloc(size + 1), *save = NULL; /* not strndup(): the input has no NUL to stop at */
         char *argv[64];
         int argc = 1;
 
+        memcpy(copy, data, size);
+        copy[size] = '\0';
         argv[0] = "verb";
         for (char *w = strtok_r(copy, " \n", &save); w && argc < 63; w = strtok_r(NULL, " \n", &save))
                 argv[argc++] = w;
