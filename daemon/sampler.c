@@ -1080,6 +1080,16 @@ static void sample_finish(struct mx_sampler *s)
                 s->cb(s, &done, s->userdata);
 }
 
+/*
+ * Kill the nvidia-smi child and whatever it started: proc_spawn() made it the leader of its own
+ * process group, and an unreaped leader keeps the group's id from being reused.
+ */
+static void smi_kill(pid_t pid)
+{
+        if (pid > 0 && kill(-pid, SIGKILL) < 0)
+                (void)kill(pid, SIGKILL);
+}
+
 static void smi_cleanup(struct mx_sampler *s)
 {
         if (s->smi.read) {
@@ -1096,7 +1106,7 @@ static void smi_cleanup(struct mx_sampler *s)
         }
         if (s->smi.pid > 0) {
                 /* not reaped yet, so the pid is still ours: the signal cannot reach another process */
-                kill(s->smi.pid, SIGKILL);
+                smi_kill(s->smi.pid);
                 proc_reaper_unwatch(s->reaper, s->smi.pid);
                 s->smi.pid = 0;
         }
@@ -1187,27 +1197,33 @@ static void smi_maybe_done(struct mx_sampler *s)
                 smi_done(s);
 }
 
-static void smi_read_cb(evutil_socket_t fd, short what, void *userdata)
+/* Read what the pipe holds; true at end of file (or an error: the same to us). */
+static bool smi_drain(struct mx_sampler *s)
 {
-        struct mx_sampler *s = userdata;
         char buf[4096];
 
         for (;;) {
-                ssize_t k = read(fd, buf, sizeof(buf));
+                ssize_t k = read(s->smi.fd, buf, sizeof(buf));
                 if (k > 0) {
                         if (s->smi.out.len + (size_t)k > MX_SAMPLER_SMI_OUTPUT_MAX) {
                                 s->smi.too_long = true;
-                                kill(s->smi.pid, SIGKILL);
+                                smi_kill(s->smi.pid);
                         } else
                                 mx_buf_add(&s->smi.out, buf, (size_t)k);
                         continue;
                 }
                 if (k < 0 && errno == EINTR)
                         continue;
-                if (k < 0 && errno == EAGAIN)
-                        return;
-                break; /* end of file, or an error: the same to us */
+                return !(k < 0 && errno == EAGAIN);
         }
+}
+
+static void smi_read_cb(evutil_socket_t fd, short what, void *userdata)
+{
+        struct mx_sampler *s = userdata;
+
+        if (!smi_drain(s))
+                return;
         event_del(s->smi.read);
         s->smi.eof = true;
         smi_maybe_done(s);
@@ -1220,11 +1236,18 @@ static void smi_exit_cb(pid_t pid, int status, void *userdata)
         s->smi.exited = true;
         s->smi.status = status;
         s->smi.pid = 0;
-        /* whatever is still in the pipe is read now: the child is gone, so nothing more comes */
-        if (!s->smi.eof)
-                smi_read_cb(s->smi.fd, EV_READ, s);
-        else
-                smi_maybe_done(s);
+        /*
+         * What it wrote is in the pipe now. A descendant of its own may still hold the pipe open
+         * (a shell's child): its output is not nvidia-smi's, so the end is now, not at end of file.
+         */
+        if (!s->smi.eof) {
+                /* reaped this very moment, so its group (if any member is left) is still its own */
+                (void)kill(-pid, SIGKILL);
+                (void)smi_drain(s);
+                event_del(s->smi.read);
+                s->smi.eof = true;
+        }
+        smi_maybe_done(s);
 }
 
 static void smi_timeout_cb(evutil_socket_t fd, short what, void *userdata)
@@ -1233,7 +1256,7 @@ static void smi_timeout_cb(evutil_socket_t fd, short what, void *userdata)
 
         s->smi.timed_out = true;
         if (s->smi.pid > 0)
-                kill(s->smi.pid, SIGKILL); /* the exit status follows through the reaper */
+                smi_kill(s->smi.pid); /* the exit status follows through the reaper */
 }
 
 static int smi_spawn(struct mx_sampler *s, enum smi_query q, char **reterr)
