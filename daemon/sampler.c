@@ -646,6 +646,12 @@ typedef struct nvml_device *nvml_device;
 struct nvml_memory {
         unsigned long long total, free, used;
 };
+/* nvmlMemory_v2_t: used excludes the driver's reserved memory, as nvidia-smi's memory.used does */
+struct nvml_memory_v2 {
+        unsigned version;
+        unsigned long long total, reserved, free, used;
+};
+#define NVML_MEMORY_V2_VERSION ((unsigned)(sizeof(struct nvml_memory_v2) | (2u << 24)))
 struct nvml_process {
         unsigned pid;
         unsigned long long used;
@@ -670,6 +676,7 @@ struct nvml {
         const char *(*error_string)(nvml_ret);
         nvml_ret (*handle_by_index)(unsigned, nvml_device *);
         nvml_ret (*memory_info)(nvml_device, struct nvml_memory *);
+        nvml_ret (*memory_info_v2)(nvml_device, struct nvml_memory_v2 *);
         nvml_ret (*processes)(nvml_device, unsigned *, struct nvml_process *);
         nvml_ret (*clock_info)(nvml_device, int, unsigned *);
         nvml_ret (*power_usage)(nvml_device, unsigned *);
@@ -717,6 +724,7 @@ static int nvml_open(struct nvml *n, const char *path, unsigned gpu, char **rete
         n->error_string = nvml_sym(n->dl, "nvmlErrorString", NULL);
         n->handle_by_index = nvml_sym(n->dl, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
         n->memory_info = nvml_sym(n->dl, "nvmlDeviceGetMemoryInfo", NULL);
+        n->memory_info_v2 = nvml_sym(n->dl, "nvmlDeviceGetMemoryInfo_v2", NULL);
         /* _v3 and _v2 take the same nvmlProcessInfo_t {pid, usedGpuMemory, gpuInstanceId, computeInstanceId}
          */
         n->processes = nvml_sym(n->dl, "nvmlDeviceGetComputeRunningProcesses_v3",
@@ -771,7 +779,18 @@ static void nvml_read(struct nvml *n, struct mx_sample *s)
         nvml_ret r;
 
         s->source = MX_SAMPLE_SOURCE_NVML;
+        if (n->memory_info_v2) {
+                struct nvml_memory_v2 m2 = {.version = NVML_MEMORY_V2_VERSION};
+
+                r = n->memory_info_v2(n->dev, &m2);
+                if (r == NVML_SUCCESS) {
+                        mem = (struct nvml_memory){.total = m2.total, .free = m2.free, .used = m2.used};
+                        goto have_memory;
+                }
+                /* older drivers: v1 below, whose used includes the reserved memory */
+        }
         r = n->memory_info(n->dev, &mem);
+have_memory:
         if (r == NVML_SUCCESS) {
                 s->gpu_mem_total = (int64_t)mem.total;
                 s->gpu_mem_used = (int64_t)mem.used;

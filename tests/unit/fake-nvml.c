@@ -20,6 +20,10 @@ typedef struct {
         unsigned long long total, free, used;
 } nvmlMemory_t;
 typedef struct {
+        unsigned version;
+        unsigned long long total, reserved, free, used;
+} nvmlMemory_v2_t;
+typedef struct {
         unsigned pid;
         unsigned long long usedGpuMemory;
         unsigned gpuInstanceId, computeInstanceId;
@@ -33,6 +37,7 @@ nvmlReturn_t nvmlShutdown(void);
 const char *nvmlErrorString(nvmlReturn_t r);
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned index, nvmlDevice_t *dev);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *m);
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t *m);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev, unsigned *count,
                                                      nvmlProcessInfo_t *p);
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t dev, int type, unsigned *mhz);
@@ -43,7 +48,7 @@ nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t dev, unsigned l
 
 static struct {
         int refs;
-        unsigned long long total, used, free, grown;
+        unsigned long long total, used, free, reserved, grown;
         unsigned pid;
         unsigned long long proc_used;
         unsigned sm, mem, power, temp;
@@ -68,6 +73,7 @@ nvmlReturn_t nvmlInit_v2(void)
                 return 9; /* NVML_ERROR_DRIVER_NOT_LOADED */
         while (fgets(line, sizeof(line), f)) {
                 sscanf(line, "mem total/used/free %llu %llu %llu", &dump.total, &dump.used, &dump.free);
+                sscanf(line, "mem_v2 reserved %llu", &dump.reserved);
                 sscanf(line, "proc %u %llu", &dump.pid, &dump.proc_used);
                 sscanf(line, "clocks sm/mem %u %u", &dump.sm, &dump.mem);
                 sscanf(line, "power mW %u temp %u", &dump.power, &dump.temp);
@@ -108,6 +114,26 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *m)
         m->used = dump.used + dump.grown;
         m->free = dump.total - m->used;
         dump.grown += env_ull("FAKE_NVML_GROW");
+        return 0;
+}
+
+/* v2 leaves the reserved memory out of used (FAKE_NVML_NO_V2=1: a driver without it) */
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t *m)
+{
+        nvmlMemory_t v1;
+        nvmlReturn_t r;
+
+        if (env_ull("FAKE_NVML_NO_V2"))
+                return 13; /* NVML_ERROR_FUNCTION_NOT_FOUND */
+        if (m->version != (unsigned)(sizeof(nvmlMemory_v2_t) | (2u << 24)))
+                return 25; /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
+        r = nvmlDeviceGetMemoryInfo(dev, &v1);
+        if (r != 0)
+                return r;
+        m->total = v1.total;
+        m->reserved = dump.reserved;
+        m->used = v1.used - dump.reserved;
+        m->free = v1.free;
         return 0;
 }
 

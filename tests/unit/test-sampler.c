@@ -396,8 +396,9 @@ TEST(nvml_h200_dump)
         ASSERT_TRUE(s->gpu_ok);
         ASSERT_FALSE(s->unified);
         ASSERT_EQ(s->gpu_mem_total, 150754820096LL);
-        ASSERT_EQ(s->gpu_mem_used, 1832779776LL);
-        ASSERT_EQ(s->mem_used, 1832779776LL); /* the judged figure is the device's */
+        /* nvmlDeviceGetMemoryInfo_v2: used without the 644939776 bytes reserved, as nvidia-smi counts */
+        ASSERT_EQ(s->gpu_mem_used, 1832779776LL - 644939776LL);
+        ASSERT_EQ(s->mem_used, s->gpu_mem_used); /* the judged figure is the device's */
         ASSERT_EQ(s->n_procs, 1u);
         ASSERT_EQ(s->procs[0].pid, 409);
         ASSERT_EQ(s->procs[0].gpu_bytes, 1178599424LL);
@@ -414,6 +415,15 @@ TEST(nvml_h200_dump)
         ASSERT_EQ(json_integer_value(json_object_get(j, "power_mw")), 119177);
         ASSERT_STREQ(json_string_value(json_array_get(json_object_get(j, "throttle"), 1)),
                      "hw_thermal_slowdown");
+        rig_done(&g);
+
+        /* a driver without the v2 call: v1, reserved memory included */
+        setenv("FAKE_NVML_NO_V2", "1", 1);
+        rig_init(&g);
+        rig_sampler(&g, &o);
+        s = one(&g);
+        ASSERT_EQ(s->gpu_mem_used, 1832779776LL);
+        unsetenv("FAKE_NVML_NO_V2");
         rig_done(&g);
 }
 
