@@ -646,6 +646,12 @@ typedef struct nvml_device *nvml_device;
 struct nvml_memory {
         unsigned long long total, free, used;
 };
+/* nvmlMemory_v2_t: used excludes the driver's reserved memory, as nvidia-smi's memory.used does */
+struct nvml_memory_v2 {
+        unsigned version;
+        unsigned long long total, reserved, free, used;
+};
+#define NVML_MEMORY_V2_VERSION ((unsigned)(sizeof(struct nvml_memory_v2) | (2u << 24)))
 struct nvml_process {
         unsigned pid;
         unsigned long long used;
@@ -670,6 +676,7 @@ struct nvml {
         const char *(*error_string)(nvml_ret);
         nvml_ret (*handle_by_index)(unsigned, nvml_device *);
         nvml_ret (*memory_info)(nvml_device, struct nvml_memory *);
+        nvml_ret (*memory_info_v2)(nvml_device, struct nvml_memory_v2 *);
         nvml_ret (*processes)(nvml_device, unsigned *, struct nvml_process *);
         nvml_ret (*clock_info)(nvml_device, int, unsigned *);
         nvml_ret (*power_usage)(nvml_device, unsigned *);
@@ -717,6 +724,7 @@ static int nvml_open(struct nvml *n, const char *path, unsigned gpu, char **rete
         n->error_string = nvml_sym(n->dl, "nvmlErrorString", NULL);
         n->handle_by_index = nvml_sym(n->dl, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
         n->memory_info = nvml_sym(n->dl, "nvmlDeviceGetMemoryInfo", NULL);
+        n->memory_info_v2 = nvml_sym(n->dl, "nvmlDeviceGetMemoryInfo_v2", NULL);
         /* _v3 and _v2 take the same nvmlProcessInfo_t {pid, usedGpuMemory, gpuInstanceId, computeInstanceId}
          */
         n->processes = nvml_sym(n->dl, "nvmlDeviceGetComputeRunningProcesses_v3",
@@ -771,7 +779,18 @@ static void nvml_read(struct nvml *n, struct mx_sample *s)
         nvml_ret r;
 
         s->source = MX_SAMPLE_SOURCE_NVML;
+        if (n->memory_info_v2) {
+                struct nvml_memory_v2 m2 = {.version = NVML_MEMORY_V2_VERSION};
+
+                r = n->memory_info_v2(n->dev, &m2);
+                if (r == NVML_SUCCESS) {
+                        mem = (struct nvml_memory){.total = m2.total, .free = m2.free, .used = m2.used};
+                        goto have_memory;
+                }
+                /* older drivers: v1 below, whose used includes the reserved memory */
+        }
         r = n->memory_info(n->dev, &mem);
+have_memory:
         if (r == NVML_SUCCESS) {
                 s->gpu_mem_total = (int64_t)mem.total;
                 s->gpu_mem_used = (int64_t)mem.used;
@@ -1080,6 +1099,16 @@ static void sample_finish(struct mx_sampler *s)
                 s->cb(s, &done, s->userdata);
 }
 
+/*
+ * Kill the nvidia-smi child and whatever it started: proc_spawn() made it the leader of its own
+ * process group, and an unreaped leader keeps the group's id from being reused.
+ */
+static void smi_kill(pid_t pid)
+{
+        if (pid > 0 && kill(-pid, SIGKILL) < 0)
+                (void)kill(pid, SIGKILL);
+}
+
 static void smi_cleanup(struct mx_sampler *s)
 {
         if (s->smi.read) {
@@ -1096,7 +1125,7 @@ static void smi_cleanup(struct mx_sampler *s)
         }
         if (s->smi.pid > 0) {
                 /* not reaped yet, so the pid is still ours: the signal cannot reach another process */
-                kill(s->smi.pid, SIGKILL);
+                smi_kill(s->smi.pid);
                 proc_reaper_unwatch(s->reaper, s->smi.pid);
                 s->smi.pid = 0;
         }
@@ -1187,27 +1216,33 @@ static void smi_maybe_done(struct mx_sampler *s)
                 smi_done(s);
 }
 
-static void smi_read_cb(evutil_socket_t fd, short what, void *userdata)
+/* Read what the pipe holds; true at end of file (or an error: the same to us). */
+static bool smi_drain(struct mx_sampler *s)
 {
-        struct mx_sampler *s = userdata;
         char buf[4096];
 
         for (;;) {
-                ssize_t k = read(fd, buf, sizeof(buf));
+                ssize_t k = read(s->smi.fd, buf, sizeof(buf));
                 if (k > 0) {
                         if (s->smi.out.len + (size_t)k > MX_SAMPLER_SMI_OUTPUT_MAX) {
                                 s->smi.too_long = true;
-                                kill(s->smi.pid, SIGKILL);
+                                smi_kill(s->smi.pid);
                         } else
                                 mx_buf_add(&s->smi.out, buf, (size_t)k);
                         continue;
                 }
                 if (k < 0 && errno == EINTR)
                         continue;
-                if (k < 0 && errno == EAGAIN)
-                        return;
-                break; /* end of file, or an error: the same to us */
+                return !(k < 0 && errno == EAGAIN);
         }
+}
+
+static void smi_read_cb(evutil_socket_t fd, short what, void *userdata)
+{
+        struct mx_sampler *s = userdata;
+
+        if (!smi_drain(s))
+                return;
         event_del(s->smi.read);
         s->smi.eof = true;
         smi_maybe_done(s);
@@ -1220,11 +1255,18 @@ static void smi_exit_cb(pid_t pid, int status, void *userdata)
         s->smi.exited = true;
         s->smi.status = status;
         s->smi.pid = 0;
-        /* whatever is still in the pipe is read now: the child is gone, so nothing more comes */
-        if (!s->smi.eof)
-                smi_read_cb(s->smi.fd, EV_READ, s);
-        else
-                smi_maybe_done(s);
+        /*
+         * What it wrote is in the pipe now. A descendant of its own may still hold the pipe open
+         * (a shell's child): its output is not nvidia-smi's, so the end is now, not at end of file.
+         */
+        if (!s->smi.eof) {
+                /* reaped this very moment, so its group (if any member is left) is still its own */
+                (void)kill(-pid, SIGKILL);
+                (void)smi_drain(s);
+                event_del(s->smi.read);
+                s->smi.eof = true;
+        }
+        smi_maybe_done(s);
 }
 
 static void smi_timeout_cb(evutil_socket_t fd, short what, void *userdata)
@@ -1233,7 +1275,7 @@ static void smi_timeout_cb(evutil_socket_t fd, short what, void *userdata)
 
         s->smi.timed_out = true;
         if (s->smi.pid > 0)
-                kill(s->smi.pid, SIGKILL); /* the exit status follows through the reaper */
+                smi_kill(s->smi.pid); /* the exit status follows through the reaper */
 }
 
 static int smi_spawn(struct mx_sampler *s, enum smi_query q, char **reterr)

@@ -44,7 +44,7 @@ status=0
 for t in "${targets[@]}"; do
         name=${t#fuzz-}
         work=$build/corpus/$name
-        rm -rf "$work"
+        rm -rf "$work" "$build/crashes/$t-"*
         mkdir -p "$work"
         cp tests/fuzz/corpus-"$name"/* "$work"/
         echo "=== $t: ${secs}s on $(ls "$work" | wc -l) seeds"
