@@ -68,6 +68,8 @@ static int render(json_t *params, json_t *res)
                        strempty(err));
         }
         printf("queue:   %s\n", json_is_true(json_object_get(res, "paused")) ? "PAUSED (mxmatrix resume)" : "running");
+        if (json_is_string(json_object_get(res, "paused_reason")))
+                printf("paused:  %s\n", json_string_value(json_object_get(res, "paused_reason")));
         print_current(json_object_get(res, "current"));
         print_counts(json_object_get(res, "counts"));
         if (json_array_size(json_object_get(res, "queue")) > 0) {

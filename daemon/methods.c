@@ -67,7 +67,8 @@ static void m_status(struct mx_request *req)
                 request_error_errno(req, r, "status");
                 return;
         }
-        request_reply(req, json_pack("{s:b,s:{s:s,s:i,s:I,s:s?,s:b,s:s?,s:i},s:o,s:O,s:O,s:b}", "paused", d->paused,
+        request_reply(req, json_pack("{s:b,s:s?,s:{s:s,s:i,s:I,s:s?,s:b,s:s?,s:i},s:o,s:O,s:O,s:b}", "paused",
+                                     d->paused, "paused_reason", d->paused ? d->paused_reason : NULL,
                                      "daemon", "version", MX_VERSION, "pid", (int)getpid(), "started_at",
                                      (json_int_t)d->started_at, "matrix", d->cfg.matrix_path, "matrix_loaded",
                                      d->matrix != NULL, "matrix_error", d->matrix_error, "clients",
@@ -184,6 +185,8 @@ static void set_paused(struct mx_request *req, bool paused)
                 return;
         }
         req->d->paused = paused;
+        free(req->d->paused_reason); /* a user's pause or resume replaces the daemon's reason */
+        req->d->paused_reason = NULL;
         log_notice("queue %s by uid %u", paused ? "paused" : "resumed", (unsigned)req->uid);
         sched_kick(req->d->sched); /* resume starts the next run; pause shows in STATUS= */
         request_reply(req, json_pack("{s:b}", "paused", paused));

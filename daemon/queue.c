@@ -246,6 +246,19 @@ int queue_attempt_process(struct mx_db *db, int64_t attempt, pid_t pid, pid_t pg
         return db_step_done(db, s);
 }
 
+int queue_attempt_cgroup(struct mx_db *db, int64_t attempt, const char *path)
+{
+        static const char sql[] = "UPDATE attempts SET cgroup = ? WHERE id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s);
+
+        if (r < 0)
+                return r;
+        db_bind_text(s, 1, path);
+        db_bind_int64(s, 2, attempt);
+        return db_step_done(db, s);
+}
+
 int queue_attempt_log(struct mx_db *db, int64_t attempt, const char *path)
 {
         static const char sql[] = "UPDATE attempts SET log_path = ? WHERE id = ?";
@@ -390,7 +403,7 @@ int queue_attempt_finish(struct mx_db *db, int64_t attempt, const struct queue_f
 int queue_open_attempts(struct mx_db *db, struct queue_open_attempt **ret, size_t *ret_n)
 {
         static const char sql[] = "SELECT a.id, a.run_id, r.job_id, a.n, a.tag, a.boot_id, r.config_key, "
-                                  "a.pid, a.pgid, a.proc_start FROM attempts a JOIN runs r ON r.id = a.run_id "
+                                  "a.pid, a.pgid, a.proc_start, a.cgroup FROM attempts a JOIN runs r ON r.id = a.run_id "
                                   "WHERE a.finished_at IS NULL ORDER BY a.id";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         struct queue_open_attempt *v = NULL;
@@ -413,6 +426,7 @@ int queue_open_attempts(struct mx_db *db, struct queue_open_attempt **ret, size_
                         .pgid = (pid_t)sqlite3_column_int64(s, 8),
                         .proc_start = (uint64_t)sqlite3_column_int64(s, 9),
                         .has_process = sqlite3_column_type(s, 7) != SQLITE_NULL,
+                        .cgroup = db_column_strdup(s, 10),
                 };
                 n++;
         }
@@ -431,6 +445,7 @@ void queue_open_attempts_free(struct queue_open_attempt *a, size_t n)
                 free(a[i].tag);
                 free(a[i].boot_id);
                 free(a[i].config_key);
+                free(a[i].cgroup);
         }
         free(a);
 }
@@ -634,10 +649,28 @@ int queue_get_paused(struct mx_db *db, bool *ret)
         return 0;
 }
 
-static int set_paused_body(struct mx_db *db, bool paused, uid_t by)
+int queue_get_paused_reason(struct mx_db *db, char **ret)
+{
+        static const char sql[] = "SELECT value FROM settings WHERE key = 'paused_reason'";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        rc = sqlite3_step(s);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                return db_errno(db, rc);
+        *ret = rc == SQLITE_ROW ? db_column_strdup(s, 0) : NULL;
+        return 0;
+}
+
+static int set_paused_body(struct mx_db *db, bool paused, uid_t by, const char *reason)
 {
         static const char sql[] = "INSERT OR REPLACE INTO settings (key, value) VALUES ('paused', ?)";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        static const char sql_reason[] = "INSERT OR REPLACE INTO settings (key, value) VALUES ('paused_reason', ?)";
+        static const char sql_clear[] = "DELETE FROM settings WHERE key = 'paused_reason'";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL, *s2 = NULL;
+        _cleanup_json_ json_t *detail = reason ? json_pack("{s:s}", "reason", reason) : NULL;
         int r = db_stmt(db, sql, &s);
 
         if (r < 0)
@@ -646,12 +679,25 @@ static int set_paused_body(struct mx_db *db, bool paused, uid_t by)
         r = db_step_done(db, s);
         if (r < 0)
                 return r;
-        return event_insert(db, 0, 0, paused ? "queue-paused" : "queue-resumed", by, NULL);
+        r = db_stmt(db, paused && reason ? sql_reason : sql_clear, &s2);
+        if (r < 0)
+                return r;
+        if (paused && reason)
+                db_bind_text(s2, 1, reason);
+        r = db_step_done(db, s2);
+        if (r < 0)
+                return r;
+        return event_insert(db, 0, 0, paused ? "queue-paused" : "queue-resumed", by, detail);
 }
 
 int queue_set_paused(struct mx_db *db, bool paused, uid_t by)
 {
-        return TXN(db, set_paused_body(db, paused, by));
+        return TXN(db, set_paused_body(db, paused, by, NULL));
+}
+
+int queue_pause_because(struct mx_db *db, const char *reason)
+{
+        return TXN(db, set_paused_body(db, true, 0, reason));
 }
 
 int queue_events(struct mx_db *db, int64_t job, int64_t after, int limit, json_t **ret)
