@@ -28,10 +28,10 @@ static int read_text(const char *path, size_t max, char **ret)
         for (;;) {
                 ssize_t k;
 
-                if (len + 4096 + 1 > alloc) {
-                        if (alloc >= max)
+                if (len + 1 >= alloc) {
+                        if (alloc >= max + 1)
                                 return -EFBIG;
-                        alloc = MX_MIN(MX_MAX(alloc * 2, (size_t)8192), max + 1);
+                        alloc = MX_MIN(MX_MAX(alloc * 2, (size_t)4096), max + 1);
                         buf = xreallocarray(buf, alloc, 1);
                 }
                 k = read(fd, buf + len, alloc - len - 1);
