@@ -18,6 +18,7 @@ struct proc_reaper;
 struct mx_http;
 struct mx_matrix;
 struct mx_streams;
+struct mx_cgroup;
 
 struct mx_limits {
         size_t frame_bytes;          /* one request line */
@@ -64,7 +65,9 @@ struct mx_daemon {
         gid_t admin_gid;
         bool has_admin_gid;
         bool paused;
-        char *pause_reason; /* why the daemon paused the queue itself (NULL: a user did, or none) */
+        char *pause_reason;       /* why the daemon paused the queue itself (health gate, leftovers, disk); NULL */
+        struct mx_cgroup *cgroup; /* where runs' cgroups go (cgroup.h); NULL: runs have none */
+        int lock_fd;              /* the state directory's lock, held for the daemon's life */
         bool stopping;
         char *boot_id;
         int64_t started_at; /* wall clock, µs */

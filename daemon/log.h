@@ -35,6 +35,8 @@ enum mx_log_sink {
 #define MX_MSGID_LEVEL_FINISHED "01f15e875f8642bd83446fc2822f8b6b"
 #define MX_MSGID_ORPHAN_KILLED "160cd8ba6dec483ba57b0c53fcdb2bb4"
 #define MX_MSGID_QUEUE_WRITE_FAILED "b89d37554dfb42b9913b03ada1a2dbc7"
+#define MX_MSGID_HEALTH_GATE "a900779636374c1cb93cf3f7de9b1cfa"
+#define MX_MSGID_STATE_LOCKED "8a6eec7b3d0e409baae89fb3789bb57c"
 
 /* Structured context: which job, run, configuration and level an entry is about. */
 struct mx_log_ctx {

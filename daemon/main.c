@@ -5,6 +5,7 @@
  * forks, logs to the journal (or stderr), and tells systemd when it is ready
  * (only once the database is open and the socket is served) and when it stops.
  */
+#include "cgroup.h"
 #include "control.h"
 #include "daemon.h"
 #include "http.h"
@@ -18,13 +19,19 @@
 #include "scheduler.h"
 #include "stream.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-enum { EXIT_CONFIG = 78 };
+/* 75 (EX_TEMPFAIL): another daemon holds the state directory; 78 (EX_CONFIG): a bad configuration. */
+enum { EXIT_LOCKED = 75, EXIT_CONFIG = 78 };
+
+/* The lock file in the state directory; it holds the holder's pid, for the message of the one refused. */
+#define STATE_LOCK_FILE "lock"
 
 int daemon_reload_matrix(struct mx_daemon *d, char **reterr)
 {
@@ -135,6 +142,68 @@ static int read_boot_id(struct mx_daemon *d)
         return 0;
 }
 
+/*
+ * One daemon per state directory: a second one would recover the first one's
+ * running attempt as interrupted, kill its server, record a false crash, and
+ * then both would run servers on the one GPU. An exclusive flock() on a file in
+ * the state directory, held (by the open descriptor) for the daemon's life and
+ * released by the kernel however it ends, is taken before anything touches the
+ * database or a process. Returns 0, or an exit code.
+ */
+static int lock_state_dir(struct mx_daemon *d)
+{
+        _cleanup_free_ char *path = xasprintf("%s/" STATE_LOCK_FILE, d->cfg.state_dir);
+        _cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0640);
+        char buf[32];
+
+        if (fd < 0)
+                return log_error_errno(-errno, "cannot open the lock file %s", path), EXIT_FAILURE;
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                ssize_t k = errno == EWOULDBLOCK ? pread(fd, buf, sizeof(buf) - 1, 0) : -1;
+                int64_t holder = 0;
+
+                if (errno != EWOULDBLOCK && k < 0)
+                        return log_error_errno(-errno, "cannot lock %s", path), EXIT_FAILURE;
+                buf[MX_MAX(k, (ssize_t)0)] = '\0';
+                buf[strcspn(buf, "\n")] = '\0';
+                (void)mx_parse_int64(buf, 1, INT32_MAX, &holder);
+                notify_failure(d->notify, -EBUSY, "The state directory is in use by another mxmatrixd");
+                log_ctx(LOG_ERR, MX_MSGID_STATE_LOCKED, NULL,
+                        "another mxmatrixd (pid %s) is using the state directory %s; stop it or choose another "
+                        "--state-dir (the lock is %s)",
+                        holder > 0 ? buf : "unknown", d->cfg.state_dir, path);
+                return EXIT_LOCKED;
+        }
+        /* Ours now: say who holds it. A failure here costs only the pid in the other one's message. */
+        if (ftruncate(fd, 0) == 0) {
+                int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+                ssize_t k _unused_ = pwrite(fd, buf, (size_t)n, 0);
+        }
+        d->lock_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/*
+ * Runs' cgroups (cgroup.h). Without one the daemon still works: stops go by
+ * the adopted children and the run tag, as the log says.
+ */
+static void setup_cgroups(struct mx_daemon *d)
+{
+        _cleanup_free_ char *err = NULL;
+        int r = cgroup_setup(d->cfg.state_dir, &d->cgroup, &err);
+
+        if (r == -ECANCELED)
+                log_notice("%s; runs are contained by adopted children and their run tag only", err);
+        else if (r < 0)
+                log_warning("runs get no cgroup: %s; they are contained by adopted children and their run tag "
+                            "only",
+                            err);
+        else
+                log_info("runs' cgroups go below %s%s", d->cgroup->base,
+                         d->cgroup->delegated ? " (delegated by systemd; the daemon moved into its leaf 'daemon')"
+                                              : "");
+}
+
 /* Everything up to the event loop; returns an exit code, 0 to run. */
 static int setup(struct mx_daemon *d, struct listen_socket *ls)
 {
@@ -149,6 +218,9 @@ static int setup(struct mx_daemon *d, struct listen_socket *ls)
                 log_error_errno(r, "cannot create %s", d->cfg.state_dir);
                 return EXIT_FAILURE;
         }
+        r = lock_state_dir(d);
+        if (r != 0)
+                return r;
         dbpath = xasprintf("%s/queue.db", d->cfg.state_dir);
         r = db_open(dbpath, &d->db, &err);
         if (r < 0) {
@@ -177,6 +249,7 @@ static int setup(struct mx_daemon *d, struct listen_socket *ls)
         r = read_boot_id(d);
         if (r < 0)
                 return log_error_errno(r, "cannot read the boot id"), EXIT_FAILURE;
+        setup_cgroups(d);
         notify_status(d->notify, "Recovering interrupted runs");
         r = recover_interrupted(d);
         if (r < 0)
@@ -213,6 +286,7 @@ static void teardown(struct mx_daemon *d, struct listen_socket *ls)
         listen_close(ls);
         d->http = mx_http_free(d->http);
         d->reaper = proc_reaper_free(d->reaper);
+        d->cgroup = cgroup_free(d->cgroup);
         d->db = db_close(d->db);
         d->matrix = mx_matrix_free(d->matrix);
         d->notify = notify_free(d->notify);
@@ -220,6 +294,8 @@ static void teardown(struct mx_daemon *d, struct listen_socket *ls)
         free(d->pause_reason);
         free(d->boot_id);
         config_done(&d->cfg);
+        if (d->lock_fd >= 0)
+                close(d->lock_fd); /* last: the next daemon may start only once this one is done */
         if (d->base)
                 event_base_free(d->base);
 }
@@ -240,7 +316,7 @@ static void setup_logging(struct mx_config *c)
 
 int main(int argc, char **argv)
 {
-        struct mx_daemon d = {};
+        struct mx_daemon d = { .lock_fd = -1 };
         struct listen_socket ls = { .fd = -1 };
         struct event *sigs[4] = {};
         int r;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Stopping a run: signal escalation, /proc sweeps, verification (see proc-stop.h). */
 #include "proc-stop.h"
+#include "cgroup.h"
 
 #include <event2/event.h>
 #include <fcntl.h>
@@ -34,6 +35,7 @@ struct sweep_member {
 
 struct sweep {
         char *tag;
+        char *cgroup; /* the run's cgroup (proc_run_begin()), or NULL */
         struct proc_match match; /* .group is cleared once a scan finds the group and session empty */
         bool group_has_members;  /* the latest scan saw a live process in the process group itself */
         struct sweep_member *m;  /* the members believed alive */
@@ -41,10 +43,20 @@ struct sweep {
         size_t alloc;
 };
 
+/*
+ * While a run is in flight, its cgroup's processes and the daemon's children
+ * (what the runner started, and orphans of the run the daemon adopted as
+ * subreaper) are members too (proc.h).
+ */
 static void sweep_init(struct sweep *sw, const char *tag, pid_t group, uint64_t since)
 {
         *sw = (struct sweep){ .tag = xstrdup(tag) };
         sw->match = (struct proc_match){ .tag = sw->tag, .group = group, .group_since = since };
+        if (proc_run_active()) {
+                sw->cgroup = proc_run_cgroup() ? xstrdup(proc_run_cgroup()) : NULL;
+                sw->match.cgroup = sw->cgroup;
+                sw->match.parent = getpid();
+        }
 }
 
 static void member_release(struct sweep_member *m)
@@ -70,6 +82,7 @@ static void sweep_done(struct sweep *sw)
         sw->m = free_null(sw->m);
         sw->n = sw->alloc = 0;
         sw->tag = free_null(sw->tag);
+        sw->cgroup = free_null(sw->cgroup);
 }
 
 static size_t sweep_waitable(const struct sweep *sw)
@@ -197,6 +210,9 @@ static void sweep_signal(struct sweep *sw, int sig, bool only_fresh)
         int sigs[2] = { sig, SIGCONT };
         int n = sig == SIGKILL || sig == SIGCONT ? 1 : 2;
 
+        /* One write kills the whole cgroup, processes forked a moment ago included. */
+        if (sig == SIGKILL && sw->cgroup)
+                (void)cgroup_kill(sw->cgroup);
         for (int k = 0; k < n; k++) {
                 if (!only_fresh && sw->group_has_members)
                         (void)killpg(sw->match.group, sigs[k]);

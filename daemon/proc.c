@@ -9,8 +9,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+
+#include "cgroup.h"
 
 /* The default search path when neither the spec nor the daemon has PATH (execvp's choice, less ".") */
 #define PROC_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
@@ -21,6 +24,56 @@ int proc_subreaper_enable(void)
         if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
                 return -errno;
         return 0;
+}
+
+/* The run in flight (proc.h): its cgroup, as a path and as a directory descriptor for clone3(). */
+static struct {
+        bool active;
+        char *cgroup;
+        int cgroup_fd;
+} run = { .cgroup_fd = -1 };
+static bool use_clone3 = true;
+
+int proc_run_begin(const char *cgroup_path, char **reterr)
+{
+        int fd = -1;
+
+        if (run.active)
+                return mx_reterr(reterr, -EBUSY, "%s", "a run is in flight already");
+        if (cgroup_path) {
+                fd = open(cgroup_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0)
+                        return mx_reterr(reterr, -errno, "cannot open the cgroup %s: %m", cgroup_path);
+        }
+        run.active = true;
+        run.cgroup = cgroup_path ? xstrdup(cgroup_path) : NULL;
+        run.cgroup_fd = fd;
+        return 0;
+}
+
+void proc_run_end(void)
+{
+        if (run.cgroup_fd >= 0)
+                close(run.cgroup_fd);
+        free(run.cgroup);
+        run.cgroup = NULL;
+        run.cgroup_fd = -1;
+        run.active = false;
+}
+
+bool proc_run_active(void)
+{
+        return run.active;
+}
+
+const char *proc_run_cgroup(void)
+{
+        return run.cgroup;
+}
+
+void proc_spawn_set_clone3(bool use)
+{
+        use_clone3 = use;
 }
 
 bool proc_tag_is_valid(const char *tag)
@@ -282,6 +335,23 @@ static bool scan_in_group(const struct proc_match *m, const struct proc_entry *e
         return m->group > 0 && (e->pgid == m->group || e->sid == m->group) && e->starttime >= m->group_since;
 }
 
+static bool pid_listed(const pid_t *pids, size_t n, pid_t pid)
+{
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (pids[mid] == pid)
+                        return true;
+                if (pids[mid] < pid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return false;
+}
+
 static int cmp_item(const void *a, const void *b)
 {
         const struct scan_item *x = a, *y = b;
@@ -353,19 +423,31 @@ int proc_scan(const struct proc_match *m, struct proc_entry **ret, size_t *ret_n
         _cleanup_free_ struct scan_item *items = NULL;
         _cleanup_free_ struct proc_entry *list = NULL;
         _cleanup_free_ char *needle = NULL;
-        size_t n = 0, k = 0, nlen = 0;
+        _cleanup_free_ pid_t *cg = NULL;
+        size_t n = 0, k = 0, nlen = 0, n_cg = 0;
         int r;
 
-        if (!m || (m->tag && !proc_tag_is_valid(m->tag)) || (!m->tag && m->group <= 0))
+        if (!m || (m->tag && !proc_tag_is_valid(m->tag)) ||
+            (!m->tag && m->group <= 0 && !m->cgroup && m->parent <= 0))
                 return -EINVAL;
         if (m->tag)
                 needle = tag_needle(m->tag, &nlen);
         r = scan_read_all(&items, &n);
         if (r < 0)
                 return r;
+        /* Read after /proc: a process that moved in meanwhile is a fork of a member, found as its child. */
+        if (m->cgroup) {
+                r = cgroup_read_pids(m->cgroup, &cg, &n_cg);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+        }
         for (size_t i = 0; i < n; i++) {
-                items[i].e.tagged = needle && scan_tagged(&items[i], needle, nlen);
-                items[i].matched = items[i].e.tagged || scan_in_group(m, &items[i].e);
+                struct proc_entry *e = &items[i].e;
+
+                e->tagged = needle && scan_tagged(&items[i], needle, nlen);
+                e->in_cgroup = pid_listed(cg, n_cg, e->pid);
+                e->adopted = m->parent > 0 && e->ppid == m->parent;
+                items[i].matched = e->tagged || e->in_cgroup || e->adopted || scan_in_group(m, e);
                 k += items[i].matched;
         }
         if (k > 0)
@@ -409,6 +491,7 @@ int proc_find_tagged(const char *tag, pid_t **ret, size_t *ret_n)
 /* ---- spawning ---- */
 
 enum spawn_step {
+        SPAWN_CGROUP,
         SPAWN_SETSID,
         SPAWN_FDS,
         SPAWN_CHDIR,
@@ -431,6 +514,8 @@ struct spawn_prep {
         int out_fd;
         int err_fd;
         int report_fd;
+        int cgroup_fd;   /* the run's cgroup directory, or -1 */
+        int cg_procs_fd; /* its cgroup.procs, for a child that must move itself (no clone3), or -1 */
 };
 
 static void spawn_prep_done(struct spawn_prep *p)
@@ -440,6 +525,9 @@ static void spawn_prep_done(struct spawn_prep *p)
         if (p->null_fd >= 0)
                 close(p->null_fd);
         p->null_fd = -1;
+        if (p->cg_procs_fd >= 0)
+                close(p->cg_procs_fd);
+        p->cg_procs_fd = -1;
 }
 
 /* Variables that address the daemon itself (sd_notify, socket activation, watchdog) and the tag. */
@@ -549,6 +637,12 @@ static int spawn_prepare(const struct proc_spec *spec, struct spawn_prep *p, cha
         p->null_fd = open("/dev/null", O_RDWR | O_CLOEXEC | O_NOCTTY);
         if (p->null_fd < 0)
                 return mx_reterr(reterr, -errno, "open /dev/null: %m");
+        p->cgroup_fd = run.cgroup_fd;
+        if (run.cgroup_fd >= 0) {
+                p->cg_procs_fd = openat(run.cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC | O_NOCTTY);
+                if (p->cg_procs_fd < 0)
+                        return mx_reterr(reterr, -errno, "opening %s/cgroup.procs: %m", run.cgroup);
+        }
         p->argv = spec->argv;
         p->cwd = spec->cwd;
         p->out_fd = spec->stdout_fd >= 0 ? spec->stdout_fd : p->null_fd;
@@ -605,11 +699,14 @@ static int child_setup_fds(const struct spawn_prep *p)
         return 0;
 }
 
-_noreturn_ static void spawn_child(const struct spawn_prep *p)
+_noreturn_ static void spawn_child(const struct spawn_prep *p, bool in_cgroup)
 {
         int r, error = ENOENT;
         bool eacces = false;
 
+        /* Without clone3(): into the run's cgroup before anything else, so nothing of it can start outside. */
+        if (!in_cgroup && p->cg_procs_fd >= 0 && write(p->cg_procs_fd, "0", 1) != 1)
+                child_fail(p->report_fd, SPAWN_CGROUP, errno);
         child_reset_signals();
         if (setsid() < 0)
                 child_fail(p->report_fd, SPAWN_SETSID, errno);
@@ -639,6 +736,9 @@ static int spawn_report(const struct spawn_error *m, const struct proc_spec *spe
         int r = -m->error;
 
         switch (m->step) {
+        case SPAWN_CGROUP:
+                return mx_reterr(reterr, r, "moving '%s' into the run's cgroup %s: %s", spec->argv[0],
+                                 strna(run.cgroup), strerror(m->error));
         case SPAWN_SETSID:
                 return mx_reterr(reterr, r, "setsid for '%s': %s", spec->argv[0], strerror(m->error));
         case SPAWN_FDS:
@@ -666,17 +766,54 @@ static int spawn_wait_exec(int fd, struct spawn_error *ret)
         }
 }
 
+/* The kernel's struct clone_args up to the cgroup field (CLONE_ARGS_SIZE_VER2), and its flag. */
+struct spawn_clone_args {
+        uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
+                set_tid_size, cgroup;
+};
+#define SPAWN_CLONE_INTO_CGROUP 0x200000000ULL
+
+/*
+ * fork() straight into the cgroup (Linux 5.7): the child never exists outside
+ * it. The child runs only system calls before exec, as after fork(). -ENOSYS
+ * (or -E2BIG, -EINVAL on kernels without CLONE_INTO_CGROUP) means "use fork()".
+ */
+static pid_t spawn_clone3(int cgroup_fd)
+{
+#ifdef SYS_clone3
+        struct spawn_clone_args a = { .flags = SPAWN_CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
+                                      .cgroup = (uint64_t)cgroup_fd };
+
+        return (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+#else
+        (void)cgroup_fd;
+        errno = ENOSYS;
+        return -1;
+#endif
+}
+
 static int spawn_fork(struct spawn_prep *p, pid_t *ret_pid)
 {
         sigset_t all, old;
-        pid_t pid;
+        bool cloned = false;
+        pid_t pid = -1;
 
         /* No signal handler of ours may run in the child before it has reset them all. */
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        pid = fork();
-        if (pid == 0)
-                spawn_child(p);
+        if (p->cgroup_fd >= 0 && use_clone3) {
+                pid = spawn_clone3(p->cgroup_fd);
+                if (pid == 0)
+                        spawn_child(p, true);
+                cloned = pid > 0;
+                if (pid < 0 && errno != ENOSYS && errno != E2BIG && errno != EINVAL && errno != EPERM)
+                        cloned = true; /* a real failure (EAGAIN, ENOMEM, a cgroup refusing): report it */
+        }
+        if (!cloned) {
+                pid = fork();
+                if (pid == 0)
+                        spawn_child(p, false);
+        }
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (pid < 0)
                 return -errno;
@@ -711,7 +848,7 @@ static int spawn_finish(int rd, pid_t pid, const struct proc_spec *spec, struct 
 
 int proc_spawn(const struct proc_spec *spec, struct proc_info *ret, char **reterr)
 {
-        struct spawn_prep p = { .null_fd = -1 };
+        struct spawn_prep p = { .null_fd = -1, .cgroup_fd = -1, .cg_procs_fd = -1 };
         _cleanup_close_ int rd = -1;
         struct proc_info info = { 0 };
         int fds[2], r;

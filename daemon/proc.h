@@ -8,9 +8,13 @@
  * session and process group, carries MXMATRIX_RUN_TAG=<tag> in its environment
  * (inherited by every descendant that does not clear its environment), and the
  * daemon is a child subreaper, so descendants that escape with setsid() are
- * reparented to it rather than to PID 1. A stop signals the process group, the
- * session and everything carrying the tag, escalates along a plan, and ends with a
- * /proc sweep that proves nothing is left.
+ * reparented to it rather than to PID 1. While a run is in flight
+ * (proc_run_begin() .. proc_run_end()) every process the daemon starts goes into
+ * the run's cgroup when it has one (cgroup.h), and every process the daemon
+ * adopts counts as the run's: a descendant that cleared its environment and
+ * left the session is found by either. A stop signals the process group, the
+ * session, the cgroup, the adopted children and everything carrying the tag,
+ * escalates along a plan, and ends with a /proc sweep that proves nothing is left.
  *
  * Identity: a pid alone is not an identity, because pids are reused (pid_max is
  * 32768 on many hosts). A process is named by (boot id, pid, start time), the
@@ -64,15 +68,33 @@ struct proc_info {
 /* Become a child subreaper, so orphaned descendants of our servers are reparented to us. */
 int proc_subreaper_enable(void);
 
+/*
+ * The run in flight. From proc_run_begin() to proc_run_end(), every process
+ * proc_spawn() starts begins its life in cgroup_path (a cgroup2 directory; NULL:
+ * none), placed there before it executes anything, and every stop (proc-stop.h)
+ * counts the cgroup's processes and the daemon's children (which, besides what
+ * the run's runner started, are only orphans of the run it adopted as
+ * subreaper) as members of the run. -EBUSY if a run is in flight already.
+ */
+int proc_run_begin(const char *cgroup_path, char **reterr);
+void proc_run_end(void);
+bool proc_run_active(void);
+/* The run's cgroup, or NULL (no run, or a run without one). */
+const char *proc_run_cgroup(void);
+/* Tests only: false makes proc_spawn() use fork() and a write to cgroup.procs instead of clone3(). */
+void proc_spawn_set_clone3(bool use);
+
 /* This boot's id (cached after the first read). */
 int proc_boot_id(char ret[static PROC_BOOT_ID_SIZE]);
 
 /*
- * Start spec->argv in a new session with a clean signal state, stdin on
- * /dev/null, stdout and stderr on the given descriptors, no other descriptor
- * inherited, and an environment of spec->env minus NOTIFY_SOCKET, LISTEN_* and
- * WATCHDOG_* (they address the daemon, not the server) plus the tag. Failures up
- * to and including execve() (chdir, PATH search, exec) come back here as a
+ * Start spec->argv in a new session with a clean signal state, in the run's
+ * cgroup if one is in flight (clone3(CLONE_INTO_CGROUP), else the child
+ * moves itself there before exec), stdin on /dev/null, stdout and stderr on the
+ * given descriptors, no other descriptor inherited, and an environment of
+ * spec->env minus NOTIFY_SOCKET, LISTEN_* and WATCHDOG_* (they address the
+ * daemon, not the server) plus the tag. Failures up to and including execve()
+ * (cgroup, chdir, PATH search, exec) come back here as a
  * negative errno with a reason naming the step; the child is then already reaped.
  * On success the caller owns a child that the reaper must watch before control
  * returns to the event loop.
@@ -117,6 +139,8 @@ struct proc_entry {
         char state; /* /proc/PID/stat field 3 ('R', 'S', 'Z', ...); a zombie leader of live threads: 'R' */
         uint64_t starttime;
         bool tagged; /* its environment carries the tag */
+        bool in_cgroup; /* listed in the match's cgroup */
+        bool adopted;   /* a child of the match's parent */
 };
 
 /*
@@ -133,6 +157,10 @@ struct proc_match {
          */
         pid_t group;
         uint64_t group_since;
+        /* The processes listed in this cgroup's cgroup.procs count; NULL = none. */
+        const char *cgroup;
+        /* > 0: the children of this process count (the daemon: what it adopted). */
+        pid_t parent;
 };
 
 /*

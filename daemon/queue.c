@@ -247,6 +247,19 @@ int queue_attempt_process(struct mx_db *db, int64_t attempt, pid_t pid, pid_t pg
         return db_step_done(db, s);
 }
 
+int queue_attempt_cgroup(struct mx_db *db, int64_t attempt, const char *path)
+{
+        static const char sql[] = "UPDATE attempts SET cgroup = ? WHERE id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s);
+
+        if (r < 0)
+                return r;
+        db_bind_text(s, 1, path);
+        db_bind_int64(s, 2, attempt);
+        return db_step_done(db, s);
+}
+
 int queue_attempt_log(struct mx_db *db, int64_t attempt, const char *path)
 {
         static const char sql[] = "UPDATE attempts SET log_path = ? WHERE id = ?";
@@ -391,7 +404,7 @@ int queue_attempt_finish(struct mx_db *db, int64_t attempt, const struct queue_f
 int queue_open_attempts(struct mx_db *db, struct queue_open_attempt **ret, size_t *ret_n)
 {
         static const char sql[] = "SELECT a.id, a.run_id, r.job_id, a.n, a.tag, a.boot_id, r.config_key, "
-                                  "a.pid, a.pgid, a.proc_start FROM attempts a JOIN runs r ON r.id = a.run_id "
+                                  "a.pid, a.pgid, a.proc_start, a.cgroup FROM attempts a JOIN runs r ON r.id = a.run_id "
                                   "WHERE a.finished_at IS NULL ORDER BY a.id";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         struct queue_open_attempt *v = NULL;
@@ -414,6 +427,7 @@ int queue_open_attempts(struct mx_db *db, struct queue_open_attempt **ret, size_
                         .pgid = (pid_t)sqlite3_column_int64(s, 8),
                         .proc_start = (uint64_t)sqlite3_column_int64(s, 9),
                         .has_process = sqlite3_column_type(s, 7) != SQLITE_NULL,
+                        .cgroup = db_column_strdup(s, 10),
                 };
                 n++;
         }
@@ -432,6 +446,7 @@ void queue_open_attempts_free(struct queue_open_attempt *a, size_t n)
                 free(a[i].tag);
                 free(a[i].boot_id);
                 free(a[i].config_key);
+                free(a[i].cgroup);
         }
         free(a);
 }

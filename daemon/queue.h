@@ -75,6 +75,8 @@ int queue_attempt_start(struct mx_db *db, int64_t run, const char *tag, const ch
 /* Record the process the runner started (for recovery after a crash). */
 int queue_attempt_process(struct mx_db *db, int64_t attempt, pid_t pid, pid_t pgid, uint64_t proc_start);
 int queue_attempt_log(struct mx_db *db, int64_t attempt, const char *path);
+/* The attempt's cgroup (cgroup.h), recorded before its first process starts, for start-up recovery. */
+int queue_attempt_cgroup(struct mx_db *db, int64_t attempt, const char *path);
 
 struct queue_level {
         const char *level;
@@ -105,6 +107,7 @@ struct queue_open_attempt {
         pid_t pid, pgid;
         uint64_t proc_start;
         bool has_process;
+        char *cgroup; /* NULL: none recorded */
 };
 int queue_open_attempts(struct mx_db *db, struct queue_open_attempt **ret, size_t *ret_n);
 void queue_open_attempts_free(struct queue_open_attempt *a, size_t n);
@@ -131,6 +134,7 @@ int queue_retry(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, 
                 int64_t *ret_requeued);
 
 int queue_get_paused(struct mx_db *db, bool *ret);
+/* Pausing by a user (or resuming) clears the reason a pause by the daemon gave. */
 int queue_set_paused(struct mx_db *db, bool paused, uid_t by);
 /* Pause (or resume) with a reason that status shows until the next resume; NULL: none. */
 int queue_set_paused_reason(struct mx_db *db, bool paused, uid_t by, const char *reason);

@@ -9,10 +9,42 @@
  * pause the queue. Runs before the event loop and the socket exist.
  */
 #include "recover.h"
+#include "cgroup.h"
 #include "log.h"
 #include "proc-stop.h"
 
 #include <inttypes.h>
+
+/*
+ * The attempt's cgroup, recorded when it started: whatever is still in it is
+ * killed (a descendant that cleared its environment and left the session is
+ * found nowhere else), and the cgroup removed. Only a path that can be a run
+ * cgroup of this attempt is touched. Returns true when nothing is left.
+ */
+static bool recover_cgroup(const struct queue_open_attempt *a, const struct mx_log_ctx *ctx)
+{
+        int populated, r;
+
+        if (!a->cgroup)
+                return true;
+        if (!cgroup_path_is_run(a->cgroup, a->tag)) {
+                log_ctx(LOG_WARNING, NULL, ctx, "run %" PRId64 ": the recorded cgroup '%s' is not a run cgroup; "
+                        "left alone", a->run, a->cgroup);
+                return true;
+        }
+        populated = cgroup_is_populated(a->cgroup);
+        r = cgroup_kill_wait_remove(a->cgroup, CGROUP_KILL_WAIT_MS);
+        if (r < 0) {
+                log_ctx(LOG_ERR, MX_MSGID_ORPHAN_KILLED, ctx, "run %" PRId64 " attempt %d: cannot empty its cgroup %s: %s",
+                        a->run, a->n, a->cgroup, strerror(-r));
+                return false;
+        }
+        if (populated > 0)
+                log_ctx(LOG_WARNING, MX_MSGID_ORPHAN_KILLED, ctx,
+                        "run %" PRId64 " attempt %d: killed the processes the previous daemon left in its cgroup %s",
+                        a->run, a->n, a->cgroup);
+        return true;
+}
 
 /* Kill whatever of the attempt still lives; returns true when nothing is left. */
 static bool recover_kill(struct mx_daemon *d, const struct queue_open_attempt *a)
@@ -39,7 +71,7 @@ static bool recover_kill(struct mx_daemon *d, const struct queue_open_attempt *a
                         "run %" PRId64 " attempt %d: %s processes the previous daemon left behind%s", a->run, a->n,
                         clean ? "killed the" : "could not kill all", clean ? "" : " (the next run may fail)");
         proc_stop_result_done(&res);
-        return clean;
+        return recover_cgroup(a, &ctx) && clean;
 }
 
 bool recover_requeue_allowed(struct mx_daemon *d, int64_t run, char **ret_why)

@@ -1,18 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 #include "scheduler.h"
+#include "cgroup.h"
 #include "control.h"
 #include "log.h"
+#include "matrix.h"
 #include "notify.h"
 #include "recover.h"
+#include "proc-reaper.h"
+#include "proc.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <sys/pidfd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 struct current {
         int64_t job, run, attempt_id;
         int attempt;
         char *tag, *config_key, *run_dir;
+        char *cgroup; /* the run's cgroup (cgroup.h), or NULL */
         json_t *spec, *levels;
         int64_t started_mono, started_real;
         const struct mx_runner_ops *ops;
@@ -56,6 +65,10 @@ struct pending_write {
 
 /* STATUS= shows the running run's elapsed time; refresh it this often while nothing else changes. */
 #define SCHED_STATUS_REFRESH_S 5
+/* How often the health gate looks again while an earlier run's processes or memory settle. */
+#define SCHED_GATE_RETRY_MS 200
+/* The health command's output, in the state directory (the latest check's only). */
+#define SCHED_HEALTH_LOG "health.log"
 
 struct mx_sched {
         struct mx_daemon *d;
@@ -70,6 +83,18 @@ struct mx_sched {
         struct event *retry_ev;
         int64_t retry_ms;
         char *fault; /* the write the database refused and why; NULL while it takes writes */
+
+        /* The health gate (sched_gate()): what the last run may have left, until verified gone. */
+        char *prev_tag, *prev_cgroup;
+        int64_t prev_run;
+        struct event *gate_ev;  /* looks again while things settle */
+        int64_t gate_deadline;  /* CLOCK_MONOTONIC µs when a failing check pauses the queue; 0: none failing */
+        sched_health_fn health_fn;
+        void *health_ud;
+        pid_t hc_pid;           /* the matrix's health command while it runs */
+        struct event *hc_timer; /* its time limit */
+        bool hc_timed_out;
+        bool hc_passed;         /* it passed: the next kick starts a run without running it again */
 };
 
 static void pending_write_free(struct pending_write *w)
@@ -87,6 +112,12 @@ static void pending_write_free(struct pending_write *w)
         free(w);
 }
 
+static void *mfree(void *p)
+{
+        free(p);
+        return NULL;
+}
+
 static void current_free(struct current *c)
 {
         if (!c)
@@ -96,6 +127,7 @@ static void current_free(struct current *c)
         free(c->tag);
         free(c->config_key);
         free(c->run_dir);
+        free(c->cgroup);
         free(c->level);
         free(c->storage_error);
         json_decref(c->spec);
@@ -369,6 +401,23 @@ static void sched_pause(struct mx_sched *s, const char *reason)
                 storage_failed(s, "the queue's pause", 0, r);
 }
 
+/*
+ * The daemon pauses the queue itself: nothing more starts until someone has
+ * looked at the machine and run 'mxmatrix resume'. The reason goes to the
+ * database (status shows it, after a restart too) and to the journal.
+ */
+static void sched_pause_because(struct mx_sched *s, const char *msgid, const struct mx_log_ctx *ctx,
+                                const char *reason)
+{
+        _cleanup_free_ char *field = xasprintf("MXMATRIX_REASON=%s", reason);
+        const char *extra[] = { field, NULL };
+
+        sched_pause(s, reason);
+        mx_log_full(LOG_ERR, 0, msgid, ctx, extra,
+                    "the queue is paused until someone checks the machine and runs 'mxmatrix resume': %s", reason);
+        sched_update_status(s);
+}
+
 /* ---- runner callbacks ---- */
 
 static void ev_process(void *ud, pid_t pid, pid_t pgid, uint64_t proc_start)
@@ -434,6 +483,33 @@ static void ev_level_finished(void *ud, const struct mx_level_result *lr)
         stream_job_changed(s->d, s->cur->job);
 }
 
+/*
+ * The run is over: from now on nothing the daemon adopts is the run's, and
+ * whatever of it is left is the health gate's to find. Its cgroup is killed
+ * once more if anything is in it (the runner's stop already waited for
+ * everything it found) and removed once empty.
+ */
+static void run_end(struct mx_sched *s, struct current *c)
+{
+        int r;
+
+        proc_run_end();
+        free(s->prev_tag);
+        free(s->prev_cgroup);
+        s->prev_tag = xstrdup(c->tag);
+        s->prev_cgroup = TAKE_PTR(c->cgroup);
+        s->prev_run = c->run;
+        s->gate_deadline = 0;
+        s->hc_passed = false;
+        if (!s->prev_cgroup)
+                return;
+        r = cgroup_is_populated(s->prev_cgroup);
+        if (r > 0)
+                (void)cgroup_kill(s->prev_cgroup);
+        else if (cgroup_remove(s->prev_cgroup) >= 0)
+                s->prev_cgroup = mfree(s->prev_cgroup);
+}
+
 static void sched_reap_cb(evutil_socket_t fd, short what, void *ud)
 {
         struct mx_sched *s = ud;
@@ -441,6 +517,7 @@ static void sched_reap_cb(evutil_socket_t fd, short what, void *ud)
         (void)fd, (void)what;
         if (!s->cur || !s->cur->finished)
                 return;
+        run_end(s, s->cur);
         current_free(s->cur);
         s->cur = NULL;
         event_del(s->status_ev);
@@ -492,20 +569,14 @@ static void ev_finished(void *ud, const struct mx_run_result *res)
         c->ended = true;
         event_del(s->timeout_ev);
         finish_requeues(s, w);
-        if (res->leftovers && !s->d->paused) {
+        if (res->leftovers) {
+                /* Like a node drained after a failed epilog: no run starts next to what is left. */
                 struct mx_log_ctx ctx = current_ctx(c);
+                _cleanup_free_ char *why =
+                        xasprintf("run %" PRId64 " left processes that could not be killed", c->run);
 
                 ctx.level = NULL;
-                mx_log_full(LOG_ERR, 0, MX_MSGID_ORPHAN_KILLED, &ctx, NULL,
-                            "run %" PRId64 " left processes that could not be killed; the queue is paused until "
-                            "someone checks the machine and runs 'mxmatrix resume'",
-                            c->run);
-                /* Like a node drained after a failed epilog: no run starts next to what is left. */
-                {
-                        _cleanup_free_ char *why = xasprintf("run %" PRId64 " left processes that could not be "
-                                                             "killed; check the machine, then resume", c->run);
-                        sched_pause(s, why);
-                }
+                sched_pause_because(s, MX_MSGID_ORPHAN_KILLED, &ctx, why);
         }
         sched_write(s, w);
 }
@@ -574,6 +645,38 @@ static void fail_start(struct mx_sched *s, struct current *c, int r, const char 
         sched_write(s, w);
 }
 
+/*
+ * The run's containment, before anything of it starts: its own cgroup (named
+ * by its tag, recorded in the attempt for recovery) where the daemon has
+ * cgroups, and in any case every process the daemon adopts from now on is the
+ * run's (proc.h). Without a cgroup the run still starts: the adopted children
+ * and the tag sweep contain it, as before cgroups.
+ */
+static void run_begin(struct mx_sched *s, struct current *c, const struct mx_log_ctx *ctx)
+{
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        if (s->d->cgroup) {
+                r = cgroup_create(s->d->cgroup, c->tag, &c->cgroup, &err);
+                if (r < 0)
+                        log_ctx(LOG_WARNING, NULL, ctx, "run %" PRId64 " gets no cgroup: %s", c->run, err);
+                else if ((r = queue_attempt_cgroup(s->d->db, c->attempt_id, c->cgroup)) < 0)
+                        log_error_errno(r, "cannot record the cgroup of run %" PRId64, c->run);
+        }
+        free(err);
+        err = NULL;
+        r = proc_run_begin(c->cgroup, &err);
+        if (r < 0) {
+                log_ctx(LOG_WARNING, NULL, ctx, "run %" PRId64 ": %s; it runs without a cgroup", c->run, err);
+                if (c->cgroup)
+                        (void)cgroup_remove(c->cgroup);
+                c->cgroup = mfree(c->cgroup);
+                proc_run_end();
+                (void)proc_run_begin(NULL, NULL);
+        }
+}
+
 static int start_next(struct mx_sched *s)
 {
         struct queue_next next = {};
@@ -607,6 +710,7 @@ static int start_next(struct mx_sched *s)
         c->started_real = mx_now_real_us();
         s->cur = c;
         lctx = current_ctx(c);
+        run_begin(s, c, &lctx);
         r = make_run_dir(s, c);
         if (r < 0) {
                 fail_start(s, c, r, "cannot create the run directory");
@@ -642,6 +746,242 @@ static void status_refresh_cb(evutil_socket_t fd, short what, void *ud)
                 sched_update_status(s);
 }
 
+/* ---- the health gate between runs (LAVA's device health check) ---- */
+
+static void gate_retry_cb(evutil_socket_t fd, short what, void *ud)
+{
+        (void)fd, (void)what;
+        sched_kick(ud);
+}
+
+/* SIGKILL a process found carrying tag, through a pidfd opened after the tag was seen (no pid reuse). */
+static void kill_tagged(pid_t pid, const char *tag)
+{
+        _cleanup_close_ int fd = pidfd_open(pid, 0);
+
+        if (fd >= 0 && proc_has_tag(pid, tag) > 0)
+                (void)pidfd_send_signal(fd, SIGKILL, NULL, 0);
+}
+
+/*
+ * Nothing of an earlier run may be alive when the next one starts: its cgroup
+ * is empty, no process the daemon adopted lives, nothing carries its tag. What
+ * is found is killed (SIGKILL: its run is over) and reported; the gate looks
+ * again until the settle time is up. Returns 0 when nothing is left, else
+ * -EBUSY with *reason.
+ */
+static int gate_processes(struct mx_sched *s, char **reason)
+{
+        _cleanup_free_ struct proc_entry *list = NULL;
+        _cleanup_free_ pid_t *tagged = NULL;
+        struct proc_match m = { .parent = getpid() };
+        size_t n = 0, n_tagged = 0, alive = 0;
+        pid_t first = 0;
+        int r;
+
+        if (s->d->reaper)
+                proc_reaper_reap(s->d->reaper); /* adopted orphans that ended are no one's problem */
+        if (s->prev_cgroup) {
+                r = cgroup_is_populated(s->prev_cgroup);
+                if (r > 0) {
+                        (void)cgroup_kill(s->prev_cgroup);
+                        return mx_reterr(reason, -EBUSY, "the cgroup of run %" PRId64 " (%s) still has processes",
+                                         s->prev_run, s->prev_cgroup);
+                }
+                r = cgroup_remove(s->prev_cgroup);
+                if (r < 0)
+                        return mx_reterr(reason, r, "cannot remove the cgroup of run %" PRId64 " (%s): %s",
+                                         s->prev_run, s->prev_cgroup, strerror(-r));
+                s->prev_cgroup = mfree(s->prev_cgroup);
+        }
+        r = proc_scan(&m, &list, &n);
+        if (r < 0)
+                return mx_reterr(reason, r, "cannot read /proc: %s", strerror(-r));
+        for (size_t i = 0; i < n; i++)
+                if (list[i].adopted && list[i].state != 'Z') {
+                        /* Our unreaped child: its pid cannot have been reused. */
+                        (void)kill(list[i].pid, SIGKILL);
+                        first = first ?: list[i].pid;
+                        alive++;
+                }
+        if (alive > 0)
+                return mx_reterr(reason, -EBUSY,
+                                 "%zu process(es) the daemon adopted from an earlier run are alive (pid %d first)",
+                                 alive, (int)first);
+        if (!s->prev_tag)
+                return 0;
+        r = proc_find_tagged(s->prev_tag, &tagged, &n_tagged);
+        if (r < 0)
+                return mx_reterr(reason, r, "cannot read /proc: %s", strerror(-r));
+        for (size_t i = 0; i < n_tagged; i++)
+                kill_tagged(tagged[i], s->prev_tag);
+        if (n_tagged > 0)
+                return mx_reterr(reason, -EBUSY, "%zu process(es) of run %" PRId64 " are alive (pid %d first)",
+                                 n_tagged, s->prev_run, (int)tagged[0]);
+        return 0;
+}
+
+/* The settle time: how long the checks may fail before the queue is paused. */
+static int64_t gate_settle_ms(struct mx_sched *s)
+{
+        return s->d->matrix ? s->d->matrix->health_settle_ms : MX_MATRIX_HEALTH_SETTLE_MS;
+}
+
+/*
+ * The synchronous checks: processes, then the machine (sched_set_health_check()).
+ * 1: pass. 0: failing, looked at again in SCHED_GATE_RETRY_MS. -1: failed past
+ * the settle time, the queue is paused.
+ */
+static int gate_check(struct mx_sched *s)
+{
+        _cleanup_free_ char *reason = NULL;
+        int64_t now = mx_now_mono_us();
+        int r;
+
+        r = gate_processes(s, &reason);
+        if (r >= 0 && s->health_fn) {
+                r = s->health_fn(s->health_ud, &reason);
+                if (r < 0 && !reason)
+                        reason = xasprintf("the machine's health check failed: %s", strerror(-r));
+        }
+        if (r >= 0) {
+                s->gate_deadline = 0;
+                return 1;
+        }
+        if (s->gate_deadline == 0) {
+                _cleanup_free_ char *settle = mx_format_duration(gate_settle_ms(s) * 1000);
+
+                s->gate_deadline = now + gate_settle_ms(s) * 1000;
+                log_notice("health gate: %s; waiting up to %s for it to settle", reason, settle);
+        }
+        if ((r == -EBUSY || r == -EAGAIN) && now < s->gate_deadline) {
+                struct timeval tv = { .tv_usec = SCHED_GATE_RETRY_MS * 1000 };
+
+                evtimer_add(s->gate_ev, &tv);
+                return 0;
+        }
+        s->gate_deadline = 0;
+        {
+                _cleanup_free_ char *why = xasprintf("health gate before the next run: %s", reason);
+
+                sched_pause_because(s, MX_MSGID_HEALTH_GATE, NULL, why);
+        }
+        return -1;
+}
+
+static void health_exit_cb(pid_t pid, int status, void *ud)
+{
+        struct mx_sched *s = ud;
+        _cleanup_free_ char *why = NULL;
+
+        (void)pid;
+        s->hc_pid = 0;
+        evtimer_del(s->hc_timer);
+        if (s->d->stopping)
+                return;
+        if (!s->hc_timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+                s->hc_passed = true;
+                sched_kick(s);
+                return;
+        }
+        if (s->hc_timed_out)
+                why = xasprintf("health gate before the next run: the health command did not finish within "
+                                "%" PRId64 " ms (its output: %s/" SCHED_HEALTH_LOG ")",
+                                s->d->matrix ? s->d->matrix->health_timeout_ms : MX_MATRIX_HEALTH_TIMEOUT_MS,
+                                s->d->cfg.state_dir);
+        else if (WIFEXITED(status))
+                why = xasprintf("health gate before the next run: the health command exited with status %d "
+                                "(its output: %s/" SCHED_HEALTH_LOG ")",
+                                WEXITSTATUS(status), s->d->cfg.state_dir);
+        else
+                why = xasprintf("health gate before the next run: the health command was killed by signal %s "
+                                "(its output: %s/" SCHED_HEALTH_LOG ")",
+                                sigabbrev_np(WTERMSIG(status)) ?: "?", s->d->cfg.state_dir);
+        sched_pause_because(s, MX_MSGID_HEALTH_GATE, NULL, why);
+}
+
+static void health_timeout_cb(evutil_socket_t fd, short what, void *ud)
+{
+        struct mx_sched *s = ud;
+
+        (void)fd, (void)what;
+        if (s->hc_pid <= 0)
+                return;
+        s->hc_timed_out = true;
+        /* It leads its own group and is not reaped yet, so the number is still its own. */
+        (void)kill(-s->hc_pid, SIGKILL);
+}
+
+/* Start the matrix's health command (its own session, output in the state directory). 0 or -errno. */
+static int health_start(struct mx_sched *s, char **reterr)
+{
+        extern char **environ;
+        _cleanup_free_ char *log = xasprintf("%s/" SCHED_HEALTH_LOG, s->d->cfg.state_dir), *tag = NULL;
+        _cleanup_close_ int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0640);
+        struct mx_matrix *m = s->d->matrix;
+        struct proc_info info;
+        uint8_t b[8];
+        int64_t ms = m->health_timeout_ms;
+        int r;
+
+        if (fd < 0)
+                return mx_reterr(reterr, -errno, "cannot create %s: %m", log);
+        if (getrandom(b, sizeof(b), 0) != sizeof(b))
+                return mx_reterr(reterr, -EIO, "%s", "getrandom failed");
+        tag = xasprintf("mxh-%02x%02x%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
+        r = proc_spawn(&(struct proc_spec){ .argv = m->health_command, .env = environ, .cwd = s->d->cfg.state_dir,
+                                            .tag = tag, .stdout_fd = fd, .stderr_fd = fd },
+                       &info, reterr);
+        if (r < 0)
+                return r;
+        r = proc_reaper_watch(s->d->reaper, info.pid, health_exit_cb, s);
+        if (r < 0)
+                mx_die("cannot watch a child we just started: %s", strerror(-r));
+        s->hc_pid = info.pid;
+        s->hc_timed_out = false;
+        {
+                struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+                evtimer_add(s->hc_timer, &tv);
+        }
+        log_debug("health gate: running the health command (pid %d)", (int)info.pid);
+        return 0;
+}
+
+/*
+ * Whether the next run may start now. The gate runs only when a run is waiting:
+ * an idle daemon does not poke the machine. When the matrix has a health
+ * command, it runs last; its end kicks the scheduler again.
+ */
+static bool gate_open(struct mx_sched *s)
+{
+        _cleanup_free_ char *err = NULL;
+        struct queue_next peek = {};
+        int r;
+
+        r = queue_pick_next(s->d->db, &peek);
+        queue_next_done(&peek);
+        if (r < 0) {
+                /* Nothing waits: still tidy up the last run's empty cgroup. */
+                if (s->prev_cgroup && cgroup_is_populated(s->prev_cgroup) == 0 &&
+                    cgroup_remove(s->prev_cgroup) >= 0)
+                        s->prev_cgroup = mfree(s->prev_cgroup);
+                return r != -ENOENT; /* a database error: let start_next() report it */
+        }
+        if (gate_check(s) <= 0)
+                return false;
+        if (s->hc_passed || !s->d->matrix || !s->d->matrix->health_command)
+                return true;
+        r = health_start(s, &err);
+        if (r < 0) {
+                _cleanup_free_ char *why = xasprintf("health gate before the next run: cannot start the health "
+                                                     "command: %s", strna(err));
+
+                sched_pause_because(s, MX_MSGID_HEALTH_GATE, NULL, why);
+        }
+        return false;
+}
+
 static void kick_cb(evutil_socket_t fd, short what, void *ud)
 {
         struct mx_sched *s = ud;
@@ -652,14 +992,27 @@ static void kick_cb(evutil_socket_t fd, short what, void *ud)
                 return;
         if (s->fault)
                 sched_flush(s); /* someone acted (cancel, resume): maybe there is space again */
-        if (s->cur || s->d->paused) {
+        if (s->cur || s->d->paused || s->hc_pid > 0) {
                 /* The queue changed (submit, cancel, pause, retry) but nothing starts: keep STATUS= true. */
+                if (s->d->paused)
+                        s->gate_deadline = 0; /* a resume starts the settle time afresh */
                 sched_update_status(s);
                 return;
         }
+        if (!gate_open(s)) {
+                sched_update_status(s);
+                return;
+        }
+        s->hc_passed = false;
         r = start_next(s);
         if (r == -ENOENT)
                 sched_update_status(s);
+}
+
+void sched_set_health_check(struct mx_sched *s, sched_health_fn fn, void *ud)
+{
+        s->health_fn = fn;
+        s->health_ud = ud;
 }
 
 void sched_kick(struct mx_sched *s)
@@ -719,6 +1072,15 @@ void sched_shutdown(struct mx_sched *s, void (*done)(void *), void *ud)
         s->idle_ud = ud;
         if (s->fault)
                 sched_flush(s); /* one last try; what is still refused is left to the next start's recovery */
+        evtimer_del(s->gate_ev);
+        if (s->hc_pid > 0) {
+                /* The health command is ours: killed with its group, reaped here (it dies at once). */
+                (void)kill(-s->hc_pid, SIGKILL);
+                (void)proc_reaper_unwatch(s->d->reaper, s->hc_pid);
+                (void)waitpid(s->hc_pid, NULL, 0);
+                s->hc_pid = 0;
+                evtimer_del(s->hc_timer);
+        }
         if (!s->cur) {
                 done(ud);
                 return;
@@ -740,15 +1102,54 @@ struct mx_sched *sched_new(struct mx_daemon *d)
         s->status_ev = event_new(d->base, -1, EV_PERSIST, status_refresh_cb, s);
         s->retry_ev = evtimer_new(d->base, retry_cb, s);
         s->writes_tail = &s->writes;
-        if (!s->kick_ev || !s->reap_ev || !s->timeout_ev || !s->status_ev || !s->retry_ev)
+        s->gate_ev = evtimer_new(d->base, gate_retry_cb, s);
+        s->hc_timer = evtimer_new(d->base, health_timeout_cb, s);
+        if (!s->kick_ev || !s->reap_ev || !s->timeout_ev || !s->status_ev || !s->retry_ev || !s->gate_ev ||
+            !s->hc_timer)
                 mx_die("out of memory creating the scheduler");
         return s;
+}
+
+/*
+ * The daemon is exiting: nothing it started may stay. The last run's cgroup is
+ * killed and waited for (bounded), adopted children are killed and reaped, and
+ * what carries the last run's tag is killed.
+ */
+static void sched_final_sweep(struct mx_sched *s)
+{
+        _cleanup_free_ struct proc_entry *list = NULL;
+        _cleanup_free_ pid_t *tagged = NULL;
+        struct proc_match m = { .parent = getpid() };
+        size_t n = 0, n_tagged = 0;
+        int r;
+
+        if (s->cur && s->cur->cgroup) {
+                s->prev_cgroup = mfree(s->prev_cgroup);
+                s->prev_cgroup = TAKE_PTR(s->cur->cgroup);
+        }
+        if (proc_run_active())
+                proc_run_end();
+        if (s->prev_cgroup) {
+                r = cgroup_kill_wait_remove(s->prev_cgroup, CGROUP_KILL_WAIT_MS);
+                if (r < 0)
+                        log_error_errno(r, "cannot empty and remove the cgroup %s", s->prev_cgroup);
+        }
+        if (proc_scan(&m, &list, &n) >= 0)
+                for (size_t i = 0; i < n; i++) {
+                        if (list[i].state != 'Z')
+                                (void)kill(list[i].pid, SIGKILL);
+                        (void)waitpid(list[i].pid, NULL, 0);
+                }
+        if (s->prev_tag && proc_find_tagged(s->prev_tag, &tagged, &n_tagged) >= 0)
+                for (size_t i = 0; i < n_tagged; i++)
+                        kill_tagged(tagged[i], s->prev_tag);
 }
 
 struct mx_sched *sched_free(struct mx_sched *s)
 {
         if (!s)
                 return NULL;
+        sched_final_sweep(s);
         current_free(s->cur);
         while (s->writes) {
                 struct pending_write *w = s->writes;
@@ -762,6 +1163,10 @@ struct mx_sched *sched_free(struct mx_sched *s)
         event_free(s->reap_ev);
         event_free(s->timeout_ev);
         event_free(s->status_ev);
+        event_free(s->gate_ev);
+        event_free(s->hc_timer);
+        free(s->prev_tag);
+        free(s->prev_cgroup);
         free(s);
         return NULL;
 }

@@ -27,6 +27,16 @@ bool sched_busy(struct mx_sched *s);
  * once when idle.
  */
 void sched_shutdown(struct mx_sched *s, void (*done)(void *ud), void *ud);
+/*
+ * A check of the machine that the health gate runs before each run, after its
+ * process check (no process of an earlier run alive): the GPU is readable and
+ * its memory is back to the idle level within a tolerance (the sampler's).
+ * Returns 0 when healthy; -EAGAIN when not yet (the gate looks again until
+ * the matrix's health.settle_ms is up, then pauses the queue); another
+ * negative errno when broken (the queue is paused at once). *reason says what.
+ */
+typedef int (*sched_health_fn)(void *ud, char **reason);
+void sched_set_health_check(struct mx_sched *s, sched_health_fn fn, void *ud);
 /* The line for STATUS= and the log: "idle, 3 queued" / "running r12 (L1.5, 2m03s), 3 queued". */
 char *sched_status_line(struct mx_sched *s);
 

@@ -1523,12 +1523,58 @@ static int check_constraints(struct loader *l)
         return 0;
 }
 
+/* A duration in milliseconds, 1..MX_MATRIX_MAX_HEALTH_MS; def when absent. */
+static int member_ms(struct loader *l, json_t *obj, const char *key, int64_t def, int64_t *ret)
+{
+        json_t *v;
+        int r = member(l, obj, key, KIND_INTEGER, false, &v);
+
+        if (r < 0)
+                return r;
+        if (!v) {
+                *ret = def;
+                return 0;
+        }
+        if (json_integer_value(v) < 1 || json_integer_value(v) > MX_MATRIX_MAX_HEALTH_MS)
+                return err(l, obj, key, "%" JSON_INTEGER_FORMAT " ms is outside 1..%lld", json_integer_value(v),
+                           (long long)MX_MATRIX_MAX_HEALTH_MS);
+        *ret = json_integer_value(v);
+        return 0;
+}
+
+/* "health": the daemon's check of the machine between runs (mxmatrix.json(5) HEALTH). */
+static int parse_health(struct loader *l, json_t *root)
+{
+        static const char *const keys[] = { "command", "timeout_ms", "settle_ms", NULL };
+        struct mx_matrix *m = l->m;
+        json_t *h;
+        int r;
+
+        m->health_timeout_ms = MX_MATRIX_HEALTH_TIMEOUT_MS;
+        m->health_settle_ms = MX_MATRIX_HEALTH_SETTLE_MS;
+        r = member(l, root, "health", KIND_OBJECT, false, &h);
+        if (r < 0 || !h)
+                return r;
+        r = check_keys(l, h, keys, "the health section");
+        if (r < 0)
+                return r;
+        r = member_strings(l, h, "command", MX_MATRIX_MAX_COMMAND, false, &m->health_command);
+        if (r < 0)
+                return r;
+        if (m->health_command && !m->health_command[0])
+                return err(l, h, "command", "the command must have at least one word");
+        r = member_ms(l, h, "timeout_ms", MX_MATRIX_HEALTH_TIMEOUT_MS, &m->health_timeout_ms);
+        if (r < 0)
+                return r;
+        return member_ms(l, h, "settle_ms", MX_MATRIX_HEALTH_SETTLE_MS, &m->health_settle_ms);
+}
+
 /* ---- entry points ---- */
 
 static int parse_root(struct loader *l)
 {
-        static const char *const keys[] = { "matrix", "name",     "description", "target",      "profiles",
-                                            "axes",   "baseline", "features",    "constraints", NULL };
+        static const char *const keys[] = { "matrix",   "name",     "description", "target", "profiles", "axes",
+                                            "baseline", "features", "constraints", "health", NULL };
         struct mx_matrix *m = l->m;
         json_t *root = m->root, *version;
         int r;
@@ -1568,6 +1614,9 @@ static int parse_root(struct loader *l)
         if (r < 0)
                 return r;
         r = parse_constraints(l, root);
+        if (r < 0)
+                return r;
+        r = parse_health(l, root);
         if (r < 0)
                 return r;
         r = check_baseline_and_features(l);

@@ -37,6 +37,10 @@
 #define MX_MATRIX_MAX_ENV 64      /* entries per value, and in target.env */
 #define MX_MATRIX_MAX_ARGV 64     /* flags per value */
 #define MX_MATRIX_MAX_COMMAND 256 /* target.command words */
+/* health (the gate between runs): the command's time limit, and how long processes and memory may take to go. */
+#define MX_MATRIX_HEALTH_TIMEOUT_MS 60000
+#define MX_MATRIX_HEALTH_SETTLE_MS 30000
+#define MX_MATRIX_MAX_HEALTH_MS (24LL * 3600 * 1000)
 #define MX_MATRIX_MAX_PATTERNS 64 /* per must_see / must_not_see list, and alternatives per entry */
 #define MX_MATRIX_MAX_FEATURES 256
 #define MX_MATRIX_MAX_CRITERIA 32      /* per feature */
@@ -219,6 +223,11 @@ struct mx_matrix {
         size_t n_rules;
         struct mx_matrix_known_incompatible *known_incompatible;
         size_t n_known_incompatible;
+
+        /* health: checked by the daemon before each run (NULL command: none) */
+        char **health_command;
+        int64_t health_timeout_ms;
+        int64_t health_settle_ms;
 };
 
 /*
