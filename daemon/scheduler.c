@@ -81,6 +81,7 @@ struct mx_sched {
         void *idle_ud;
         struct pending_write *writes, **writes_tail; /* in order; the head is the one refused */
         struct event *retry_ev;
+        struct event *stop_ev; /* stops the run after a refused write, from the loop, not inside a callback */
         int64_t retry_ms;
         char *fault; /* the write the database refused and why; NULL while it takes writes */
 
@@ -375,16 +376,26 @@ static void storage_failed(struct mx_sched *s, const char *what, int64_t run, in
                             "%s; the queue is paused, %sthe write is retried until the database takes it",
                             why, c && !c->ended ? "the run is stopped and ends as infra-error, " : "");
         }
-        if (c && !c->ended && !c->stopping) {
-                c->stopping = true;
-                c->ops->cancel(c->runner, MX_OUTCOME_INFRA_ERROR);
-        }
+        if (c && !c->ended && !c->stopping)
+                event_active(s->stop_ev, EV_TIMEOUT, 1);
         if (!evtimer_pending(s->retry_ev, NULL)) {
                 s->retry_ms = s->retry_ms <= 0 ? SCHED_RETRY_FIRST_MS : MX_MIN(s->retry_ms * 2, SCHED_RETRY_MAX_MS);
                 tv = (struct timeval){ .tv_sec = s->retry_ms / 1000, .tv_usec = (s->retry_ms % 1000) * 1000 };
                 evtimer_add(s->retry_ev, &tv);
         }
         sched_update_status(s);
+}
+
+static void storage_stop_cb(evutil_socket_t fd, short what, void *ud)
+{
+        struct mx_sched *s = ud;
+        struct current *c = s->cur;
+
+        (void)fd, (void)what;
+        if (!c || c->ended || c->stopping || !c->storage_error)
+                return;
+        c->stopping = true;
+        c->ops->cancel(c->runner, MX_OUTCOME_INFRA_ERROR);
 }
 
 static void sched_pause(struct mx_sched *s, const char *reason)
@@ -1101,11 +1112,12 @@ struct mx_sched *sched_new(struct mx_daemon *d)
         s->timeout_ev = evtimer_new(d->base, timeout_cb, s);
         s->status_ev = event_new(d->base, -1, EV_PERSIST, status_refresh_cb, s);
         s->retry_ev = evtimer_new(d->base, retry_cb, s);
+        s->stop_ev = event_new(d->base, -1, 0, storage_stop_cb, s);
         s->writes_tail = &s->writes;
         s->gate_ev = evtimer_new(d->base, gate_retry_cb, s);
         s->hc_timer = evtimer_new(d->base, health_timeout_cb, s);
-        if (!s->kick_ev || !s->reap_ev || !s->timeout_ev || !s->status_ev || !s->retry_ev || !s->gate_ev ||
-            !s->hc_timer)
+        if (!s->kick_ev || !s->reap_ev || !s->timeout_ev || !s->status_ev || !s->retry_ev || !s->stop_ev ||
+            !s->gate_ev || !s->hc_timer)
                 mx_die("out of memory creating the scheduler");
         return s;
 }
@@ -1159,6 +1171,7 @@ struct mx_sched *sched_free(struct mx_sched *s)
         }
         free(s->fault);
         event_free(s->retry_ev);
+        event_free(s->stop_ev);
         event_free(s->kick_ev);
         event_free(s->reap_ev);
         event_free(s->timeout_ev);
