@@ -2,6 +2,7 @@
 #include "scheduler.h"
 #include "control.h"
 #include "log.h"
+#include "meta.h"
 #include "notify.h"
 
 #include <inttypes.h>
@@ -229,6 +230,15 @@ static void ev_finished(void *ud, const struct mx_run_result *res)
         event_active(s->reap_ev, EV_TIMEOUT, 1);
 }
 
+static void ev_metadata(void *ud, json_t *record, json_t *blobs)
+{
+        struct mx_sched *s = ud;
+        int r = meta_store(s->d->db, s->cur->attempt_id, record, blobs);
+
+        if (r < 0)
+                log_error_errno(r, "cannot record the metadata of run %" PRId64, s->cur->run);
+}
+
 static const struct mx_run_events run_events = {
         .process = ev_process,
         .log_opened = ev_log_opened,
@@ -236,6 +246,7 @@ static const struct mx_run_events run_events = {
         .level_started = ev_level_started,
         .level_finished = ev_level_finished,
         .finished = ev_finished,
+        .metadata = ev_metadata,
 };
 
 /* ---- starting runs ---- */
@@ -328,7 +339,7 @@ static int start_next(struct mx_sched *s)
                 event_active(s->reap_ev, EV_TIMEOUT, 1);
                 return 0;
         }
-        c->ops = runner_for_spec(c->spec);
+        c->ops = &runner_meta_ops; /* metadata first, then runner_for_spec(c->spec) */
         ctx = (struct mx_run_ctx){
                 .base = s->d->base, .reaper = s->d->reaper, .http = s->d->http, .job = c->job, .run = c->run,
                 .attempt_id = c->attempt_id, .attempt = c->attempt, .tag = c->tag, .config_key = c->config_key,
