@@ -22,6 +22,7 @@ struct meta_probe {
         meta_probe_cb cb;
         void *ud;
         pid_t pid;
+        uint64_t starttime;
         bool alive; /* started and not yet reaped: its pid is still ours to signal */
         bool killed;
         int status;
@@ -37,11 +38,25 @@ struct meta_probe {
 
 static void probe_kill(struct meta_probe *p)
 {
+        _cleanup_free_ struct proc_entry *left = NULL;
+        size_t n = 0;
+
+        if (p->pid <= 0 || p->killed)
+                return;
+        p->killed = true;
         /* The probe leads its own session and group (proc_spawn), so this reaches what it started too. */
-        if (p->alive && !p->killed) {
+        if (p->alive) {
                 (void)kill(-p->pid, SIGKILL);
-                p->killed = true;
+                return;
         }
+        /*
+         * Reaped, but something it started still holds a pipe: find the group's members by start time, as
+         * the group's number may by now belong to someone else.
+         */
+        if (proc_scan(&(struct proc_match){ .group = p->pid, .group_since = p->starttime }, &left, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++)
+                (void)kill(left[i].pid, SIGKILL);
 }
 
 static void close_stream(struct meta_probe *p, int i)
@@ -112,7 +127,7 @@ static void timeout_cb(evutil_socket_t fd, short what, void *ud)
         (void)fd, (void)what;
         p->timed_out = true;
         probe_kill(p);
-        /* Reaped already but a pipe is held open by something it left: give up on the pipe. */
+        /* Reaped already but a pipe is held open by something it left: do not wait for the pipe. */
         p->killed = true;
         maybe_done(p);
 }
@@ -173,6 +188,7 @@ struct meta_probe *meta_probe_start(const struct meta_probe_opts *o, char *const
                 goto fail;
         }
         p->pid = info.pid;
+        p->starttime = info.starttime;
         p->alive = true;
         (void)proc_reaper_watch(o->reaper, p->pid, exit_cb, p);
         close(out[1]);

@@ -322,20 +322,25 @@ static char *argv_describe(char *const *argv)
         return mx_buf_steal(&b);
 }
 
+/* An argv from the snapshot, or NULL if it is not one (the loader checked it; the snapshot may be older). */
 static char **argv_from_json(json_t *a)
 {
-        char **argv = xcalloc(json_array_size(a) + 1, sizeof(char *));
+        _cleanup_strv_free_ char **argv = xcalloc(json_array_size(a) + 1, sizeof(char *));
         size_t i;
         json_t *v;
 
-        json_array_foreach (a, i, v)
+        json_array_foreach (a, i, v) {
+                if (!json_is_string(v))
+                        return NULL;
                 argv[i] = xstrdup(json_string_value(v));
-        return argv;
+        }
+        return json_array_size(a) > 0 && argv[0][0] ? TAKE_PTR(argv) : NULL;
 }
 
 static void alt_add_command(struct item *it, char **argv)
 {
-        alt_add(it, argv, argv_describe(argv));
+        if (argv)
+                alt_add(it, argv, argv_describe(argv));
 }
 
 static void alt_add_file(struct item *it, const char *path)
@@ -373,10 +378,17 @@ static void item_add_spec(struct item *it, json_t *probe)
         json_t *files = json_object_get(probe, "file"), *f;
         size_t i;
 
+        if (json_is_array(probe)) /* a bare argv, as the matrix may write it */
+                probe = json_pack("{s:O}", "command", probe);
+        else
+                json_incref(probe);
+        files = json_object_get(probe, "file");
         if (json_is_array(json_object_get(probe, "command")))
                 alt_add_command(it, argv_from_json(json_object_get(probe, "command")));
         json_array_foreach (files, i, f)
-                alt_add_file(it, json_string_value(f));
+                if (json_is_string(f))
+                        alt_add_file(it, json_string_value(f));
+        json_decref(probe);
 }
 
 static char **strv_make(const char *first, ...)
@@ -874,7 +886,11 @@ struct meta_collect *meta_collect_start(const struct meta_collect_opts *o, meta_
                 it = item_new(c, named[i], ITEM_PROBE, p);
                 if (p)
                         item_add_spec(it, p);
-                else if (!add_default(c, it)) {
+                if (p && it->n_alts == 0) {
+                        item_free(it);
+                        c->n_items--;
+                        json_object_set_new(c->skipped, named[i], json_string("no command or file in the snapshot"));
+                } else if (!p && !add_default(c, it)) {
                         item_free(it);
                         c->n_items--;
                         json_object_set_new(c->skipped, named[i],
@@ -892,8 +908,16 @@ struct meta_collect *meta_collect_start(const struct meta_collect_opts *o, meta_
                         continue;
                 if (json_is_null(p))
                         json_object_set_new(c->skipped, k, json_string("turned off in the matrix"));
-                else
-                        item_add_spec(item_new(c, k, ITEM_PROBE, p), p);
+                else {
+                        struct item *it = item_new(c, k, ITEM_PROBE, p);
+
+                        item_add_spec(it, p);
+                        if (it->n_alts == 0) {
+                                item_free(it);
+                                c->n_items--;
+                                json_object_set_new(c->skipped, k, json_string("no command or file in the snapshot"));
+                        }
+                }
         }
         c->pending = c->n_items;
         /* Items point back at c; start them only once the array has stopped moving. */

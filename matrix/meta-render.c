@@ -12,7 +12,7 @@ char *mx_meta_yaml_scalar(const char *s)
         static const char *const reserved[] = { "true", "false", "yes", "no", "on", "off", "null", "~", NULL };
         size_t n = strlen(s);
         bool plain = n > 0 && !isspace((unsigned char)s[0]) && !isspace((unsigned char)s[n - 1]) &&
-                     !strchr("-?:,[]{}#&*!|>'\"%@`<", s[0]);
+                     !strchr("-?:,[]{}#&*!|>'\"%@`", s[0]);
         struct mx_buf b = MX_BUF_INIT;
 
         for (size_t i = 0; plain && i < n; i++) {
@@ -24,9 +24,13 @@ char *mx_meta_yaml_scalar(const char *s)
         }
         for (size_t i = 0; plain && reserved[i]; i++)
                 plain = strcasecmp(s, reserved[i]) != 0;
-        /* A SHA of digits only, or "13.0", would read back as a number. */
-        if (plain && strspn(s, "0123456789.eE+-") == n)
-                plain = false;
+        /* A SHA of digits only, or "13.0", would read back as a number ("13.0.88" would not). */
+        if (plain) {
+                char *end;
+
+                (void)strtod(s, &end);
+                plain = *end != '\0' && !(s[0] == '.' && strpbrk(s, "iInN"));
+        }
         if (plain)
                 return xstrdup(s);
         mx_buf_putc(&b, '"');
