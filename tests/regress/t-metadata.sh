@@ -5,7 +5,8 @@
 # and probes that fail in each way. show --json must hold the trees' real SHAs
 # and dirty flags, this host's hostname and kernel, each failed probe as an
 # error while the run still passes, one pip freeze blob for two attempts, and
-# the human show a summary. Exit 0 pass, 1 fail, 77 skip.
+# the human show a summary; a cancel during collection ends the run at once.
+# Exit 0 pass, 1 fail, 77 skip.
 set -u
 source "$(dirname "$0")/lib.sh"
 
@@ -131,6 +132,28 @@ has "$T/out" "pip freeze: 401 packages (blob $hash)"
 has "$T/out" "failed probes:"
 has "$T/out" "slow: timed out"
 ok "summary lines"
+
+step="a cancel while the probes run"
+# A probe that would run for a minute: the run shows level "metadata", and a cancel ends it at once
+# with nothing of it left.
+jq '.metadata.probes.hang = {command: ["sleep", "61"], timeout_ms: 120000}' "$MXD_MATRIX" >"$T/m2.json" &&
+        mv "$T/m2.json" "$MXD_MATRIX" || fail "jq"
+expect_exit 0 mx reload
+job=$(submit feature=fast mode=ok)
+run=$(job_runs "$job" | head -1)
+in_metadata() { [ "$(mxj status | jq -r '.current.level // empty')" = metadata ]; }
+wait_until "r$run to collect its metadata" in_metadata
+tag=$(run_field "$run" '.run.attempt_history[0].tag')
+[ -n "$(pids_with "MXMATRIX_RUN_TAG=$tag")" ] || fail "no probe carries the run tag $tag"
+t0=$(now_ms)
+expect_exit 0 mx cancel "r$run"
+wait_until "r$run to end" run_in_state "$run" done
+[ "$(run_field "$run" '.run.result')" = cancelled ] || fail "result $(run_field "$run" '.run.result')"
+[ $(($(now_ms) - t0)) -lt 30000 ] || fail "the cancel waited for the probe"
+no_tagged() { [ -z "$(pids_with "MXMATRIX_RUN_TAG=$tag")" ]; }
+wait_until "the probes of r$run to be gone" no_tagged
+expect_exit 0 mx cancel "$job"
+ok "cancelled in $(($(now_ms) - t0)) ms, no process left with its tag"
 
 step="stop"
 mxd_stop
