@@ -53,7 +53,7 @@ static void probe_kill(struct meta_probe *p)
          * Reaped, but something it started still holds a pipe: find the group's members by start time, as
          * the group's number may by now belong to someone else.
          */
-        if (proc_scan(&(struct proc_match){ .group = p->pid, .group_since = p->starttime }, &left, &n) < 0)
+        if (proc_scan(&(struct proc_match){.group = p->pid, .group_since = p->starttime}, &left, &n) < 0)
                 return;
         for (size_t i = 0; i < n; i++)
                 (void)kill(left[i].pid, SIGKILL);
@@ -71,7 +71,8 @@ static void close_stream(struct meta_probe *p, int i)
         }
 }
 
-/* Done once reaped and both pipes are at EOF; a killed probe's pipes may stay open in an escaped grandchild. */
+/* Done once reaped and both pipes are at EOF; a killed probe's pipes may stay open in an escaped grandchild.
+ */
 static void maybe_done(struct meta_probe *p)
 {
         if (p->alive || (!p->killed && (p->fd[0] >= 0 || p->fd[1] >= 0)))
@@ -101,7 +102,8 @@ static void read_cb(evutil_socket_t fd, short what, void *ud)
         if (p->buf[i].len + (size_t)n > p->max[i]) {
                 mx_buf_add(&p->buf[i], chunk, p->max[i] - p->buf[i].len);
                 if (i == 0) {
-                        /* More output than anyone will read: stop it rather than drain it for the whole limit. */
+                        /* More output than anyone will read: stop it rather than drain it for the whole
+                         * limit. */
                         p->truncated = true;
                         probe_kill(p);
                 }
@@ -156,7 +158,7 @@ struct meta_probe *meta_probe_start(const struct meta_probe_opts *o, char *const
                                     void *ud)
 {
         struct meta_probe *p = xcalloc(1, sizeof(*p));
-        int out[2] = { -1, -1 }, err[2] = { -1, -1 };
+        int out[2] = {-1, -1}, err[2] = {-1, -1};
         struct proc_info info;
         char *why = NULL;
         int r;
@@ -174,14 +176,19 @@ struct meta_probe *meta_probe_start(const struct meta_probe_opts *o, char *const
         p->done_ev = event_new(o->base, -1, 0, done_cb, p);
         if (!p->timer || !p->done_ev)
                 mx_die("out of memory creating a probe");
-        /* Only our ends are non-blocking: the flag lives in the open file, and the child's end must block. */
-        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || fcntl(out[0], F_SETFL, O_NONBLOCK) < 0 ||
-            fcntl(err[0], F_SETFL, O_NONBLOCK) < 0) {
+        /* Only our ends are non-blocking: the flag lives in the open file, and the child's end must block.
+         */
+        if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+            fcntl(out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(err[0], F_SETFL, O_NONBLOCK) < 0) {
                 p->spawn_error = xasprintf("cannot create a pipe: %m");
                 goto fail;
         }
-        r = proc_spawn(&(struct proc_spec){ .argv = argv, .env = o->env ? o->env : environ, .cwd = o->cwd,
-                                            .tag = o->tag, .stdout_fd = out[1], .stderr_fd = err[1] },
+        r = proc_spawn(&(struct proc_spec){.argv = argv,
+                                           .env = o->env ? o->env : environ,
+                                           .cwd = o->cwd,
+                                           .tag = o->tag,
+                                           .stdout_fd = out[1],
+                                           .stderr_fd = err[1]},
                        &info, &why);
         if (r < 0) {
                 p->spawn_error = why ? why : xasprintf("cannot start %s: %s", argv[0], strerror(-r));
@@ -201,7 +208,8 @@ struct meta_probe *meta_probe_start(const struct meta_probe_opts *o, char *const
                         mx_die("out of memory creating a probe");
         }
         {
-                struct timeval tv = { .tv_sec = o->timeout_ms / 1000, .tv_usec = (o->timeout_ms % 1000) * 1000 };
+                struct timeval tv = {.tv_sec = o->timeout_ms / 1000,
+                                     .tv_usec = (o->timeout_ms % 1000) * 1000};
 
                 evtimer_add(p->timer, &tv);
         }
@@ -241,7 +249,8 @@ static char *stderr_line(const struct meta_probe_result *res)
 {
         size_t end = res->err_len, start;
 
-        while (end > 0 && (res->err[end - 1] == '\n' || res->err[end - 1] == '\r' || res->err[end - 1] == ' '))
+        while (end > 0 &&
+               (res->err[end - 1] == '\n' || res->err[end - 1] == '\r' || res->err[end - 1] == ' '))
                 end--;
         start = end;
         while (start > 0 && res->err[start - 1] != '\n')

@@ -66,8 +66,9 @@ static int store_sources(struct mx_db *db, int64_t attempt_id, json_t *sources)
 
 static int store_all(struct mx_db *db, int64_t attempt_id, json_t *record, json_t *blobs)
 {
-        static const char rec[] = "INSERT OR REPLACE INTO attempt_metadata (attempt_id, collected_at, record) "
-                                  "VALUES (?, ?, ?)";
+        static const char rec[] =
+                "INSERT OR REPLACE INTO attempt_metadata (attempt_id, collected_at, record) "
+                "VALUES (?, ?, ?)";
         static const char link[] = "INSERT OR IGNORE INTO attempt_blobs (attempt_id, blob_id) VALUES (?, ?)";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         const char *hash;

@@ -21,9 +21,9 @@ extern char **environ;
 
 /* Fields every driver since long before Blackwell knows; one unknown field fails the whole query. */
 #define META_GPU_QUERY                                                                                      \
-        "--query-gpu=index,name,uuid,driver_version,pstate,persistence_mode,compute_mode,power.management,"   \
-        "power.limit,power.default_limit,enforced.power.limit,clocks.applications.graphics,"                 \
-        "clocks.applications.memory,clocks.default_applications.graphics,"                                   \
+        "--query-gpu=index,name,uuid,driver_version,pstate,persistence_mode,compute_mode,power.management," \
+        "power.limit,power.default_limit,enforced.power.limit,clocks.applications.graphics,"                \
+        "clocks.applications.memory,clocks.default_applications.graphics,"                                  \
         "clocks.default_applications.memory,clocks.max.sm,clocks.max.memory"
 
 /* What pip freeze would list, without needing pip in the environment (uv venvs have none). */
@@ -306,7 +306,7 @@ struct meta_collect {
 static void alt_add(struct item *it, char **argv, char *source)
 {
         it->alts = xreallocarray(it->alts, it->n_alts + 1, sizeof(struct alt));
-        it->alts[it->n_alts++] = (struct alt){ .argv = argv, .source = source };
+        it->alts[it->n_alts++] = (struct alt){.argv = argv, .source = source};
 }
 
 static char *argv_describe(char *const *argv)
@@ -357,12 +357,13 @@ static void alt_add_file(struct item *it, const char *path)
 static struct item *item_new(struct meta_collect *c, const char *name, enum item_kind kind, json_t *probe)
 {
         json_t *t = json_object_get(probe, "timeout_ms"), *o = json_object_get(probe, "output_max_bytes");
-        json_t *ct = json_object_get(c->cfg, "timeout_ms"), *co = json_object_get(c->cfg, "output_max_bytes");
+        json_t *ct = json_object_get(c->cfg, "timeout_ms"),
+               *co = json_object_get(c->cfg, "output_max_bytes");
         struct item *it;
 
         c->items = xreallocarray(c->items, c->n_items + 1, sizeof(struct item));
         it = &c->items[c->n_items++];
-        *it = (struct item){ .c = c, .name = xstrdup(name), .kind = kind };
+        *it = (struct item){.c = c, .name = xstrdup(name), .kind = kind};
         it->timeout_ms = json_is_integer(t)    ? json_integer_value(t)
                          : json_is_integer(ct) ? json_integer_value(ct)
                                                : META_TIMEOUT_MS_DEFAULT;
@@ -404,7 +405,8 @@ static char **strv_make(const char *first, ...)
         return l;
 }
 
-/* The Python environment the server runs from: argv[0] in DIR/bin of a venv or conda env; its python, or NULL. */
+/* The Python environment the server runs from: argv[0] in DIR/bin of a venv or conda env; its python, or
+ * NULL. */
 static char *server_python(json_t *spec)
 {
         const char *cmd = json_string_value(json_array_get(json_object_get(spec, "argv"), 0));
@@ -457,8 +459,8 @@ static bool add_default_pip(struct meta_collect *c, struct item *it)
                 return true;
         }
         if (image) {
-                alt_add_command(it, strv_make("docker", "run", "--rm", "--network=none", "--entrypoint", "python3",
-                                              image, "-c", META_PY_FREEZE, NULL));
+                alt_add_command(it, strv_make("docker", "run", "--rm", "--network=none", "--entrypoint",
+                                              "python3", image, "-c", META_PY_FREEZE, NULL));
                 return true;
         }
         return false;
@@ -525,7 +527,8 @@ static json_t *text_json(const char *p, size_t n)
 }
 
 /* Put text into obj[key]: inline when small, else into blobs with a reference. */
-static void put_output(json_t *obj, const char *key, const char *text, size_t len, json_t *blobs, bool as_blob)
+static void put_output(json_t *obj, const char *key, const char *text, size_t len, json_t *blobs,
+                       bool as_blob)
 {
         _cleanup_free_ char *u = mx_utf8_sanitize(text, len, false, NULL);
         size_t lines = 0;
@@ -541,8 +544,9 @@ static void put_output(json_t *obj, const char *key, const char *text, size_t le
         {
                 _cleanup_free_ char *h = meta_blob_hash(u, strlen(u));
 
-                json_object_set_new(obj, key, json_pack("{s:s,s:I,s:I}", "blob", h, "bytes", (json_int_t)strlen(u),
-                                                        "lines", (json_int_t)lines));
+                json_object_set_new(obj, key,
+                                    json_pack("{s:s,s:I,s:I}", "blob", h, "bytes", (json_int_t)strlen(u),
+                                              "lines", (json_int_t)lines));
                 json_object_set_new(blobs, h, json_string(u));
         }
 }
@@ -586,7 +590,8 @@ static json_t *probe_json(struct item *it, json_t *blobs)
                 if (meta_parse_gpu_csv(it->out, &gpus, &why) >= 0)
                         json_object_set_new(j, "value", gpus);
                 else
-                        json_object_set_new(j, "error", json_sprintf("cannot read the output: %s", strna(why)));
+                        json_object_set_new(j, "error",
+                                            json_sprintf("cannot read the output: %s", strna(why)));
                 put_output(j, "output", it->out, it->out_len, blobs, false);
                 return j;
         } else if (streq(it->name, "docker_image")) {
@@ -691,7 +696,8 @@ static json_t *summary_json(struct meta_collect *c, json_t *items, json_t *sourc
                 json_object_set(s, key, json_object_get(v, "sha") ? json_object_get(v, "sha") : json_null());
                 free(key);
                 key = xasprintf("git_dirty_%s", k);
-                json_object_set(s, key, json_object_get(v, "dirty") ? json_object_get(v, "dirty") : json_null());
+                json_object_set(s, key,
+                                json_object_get(v, "dirty") ? json_object_get(v, "dirty") : json_null());
         }
         json_object_set(s, "docker_image_hash", json_object_get(docker, "id") ?: json_null());
         json_object_set_new(s, "cuda_version", json_string_or_null(item_value(items, "cuda")));
@@ -699,8 +705,8 @@ static json_t *summary_json(struct meta_collect *c, json_t *items, json_t *sourc
         json_object_set_new(s, "driver_version", json_string_or_null(driver));
         {
                 const char *cudnn = item_value(items, "cudnn");
-                const char *pip_text = json_string_value(json_object_get(blobs, json_string_value(
-                                                                                      json_object_get(pip, "blob"))));
+                const char *pip_text = json_string_value(
+                        json_object_get(blobs, json_string_value(json_object_get(pip, "blob"))));
                 _cleanup_free_ char *from_pip = NULL;
 
                 /* vLLM uses torch's own cuDNN (the nvidia-cudnn-cuNN wheel): it beats the system header. */
@@ -723,8 +729,9 @@ static json_t *summary_json(struct meta_collect *c, json_t *items, json_t *sourc
 /* The run's own parameters from the snapshot: the command line, env and workload. */
 static json_t *run_json(json_t *spec)
 {
-        static const char *const keys[] = { "key",   "config", "argv",       "env",      "flags", "model",
-                                            "served_model_name", "levels", "workload", NULL };
+        static const char *const keys[] = {
+                "key",    "config",   "argv", "env", "flags", "model", "served_model_name",
+                "levels", "workload", NULL};
         json_t *r = json_object();
 
         for (size_t i = 0; keys[i]; i++)
@@ -745,7 +752,8 @@ static void collect_done_cb(evutil_socket_t fd, short what, void *ud)
 
         (void)fd, (void)what;
         if (uname(&u) == 0) {
-                _cleanup_free_ char *kernel = xasprintf("%s %s %s %s", u.sysname, u.release, u.version, u.machine);
+                _cleanup_free_ char *kernel =
+                        xasprintf("%s %s %s %s", u.sysname, u.release, u.version, u.machine);
 
                 json_object_set_new(items, "hostname", builtin_json(u.nodename));
                 json_object_set_new(items, "kernel", builtin_json(kernel));
@@ -764,7 +772,8 @@ static void collect_done_cb(evutil_socket_t fd, short what, void *ud)
                 json_object_set_new(items, k, json_pack("{s:O}", "skipped", v));
         json_object_set_new(record, "version", json_integer(MX_META_RECORD_VERSION));
         json_object_set_new(record, "collected_at", json_integer(c->started_real));
-        json_object_set_new(record, "duration_ms", json_integer((mx_now_mono_us() - c->started_mono) / 1000));
+        json_object_set_new(record, "duration_ms",
+                            json_integer((mx_now_mono_us() - c->started_mono) / 1000));
         json_object_set_new(record, "when", json_string("before the server starts"));
         json_object_set_new(record, "summary", summary_json(c, items, sources, blobs));
         json_object_set_new(record, "sources", sources);
@@ -787,8 +796,8 @@ static void item_cb(const struct meta_probe_result *res, void *ud)
         if (why && it->cur + 1 < it->n_alts) {
                 if (!it->tried)
                         it->tried = json_array();
-                json_array_append_new(it->tried, json_pack("{s:s,s:s}", "source", it->alts[it->cur].source,
-                                                           "error", why));
+                json_array_append_new(
+                        it->tried, json_pack("{s:s,s:s}", "source", it->alts[it->cur].source, "error", why));
                 it->cur++;
                 it->probe = meta_probe_free(it->probe); /* res is gone from here on */
                 item_start(it);
@@ -810,8 +819,13 @@ static void item_start(struct item *it)
 {
         struct meta_collect *c = it->c;
         struct meta_probe_opts po = {
-                .base = c->o.base, .reaper = c->o.reaper, .tag = c->o.tag, .env = c->env, .cwd = c->o.cwd,
-                .timeout_ms = it->timeout_ms, .output_max = it->output_max,
+                .base = c->o.base,
+                .reaper = c->o.reaper,
+                .tag = c->o.tag,
+                .env = c->env,
+                .cwd = c->o.cwd,
+                .timeout_ms = it->timeout_ms,
+                .output_max = it->output_max,
         };
 
         it->probe = meta_probe_start(&po, it->alts[it->cur].argv, item_cb, it);
@@ -844,17 +858,18 @@ static void add_sources(struct meta_collect *c)
                  * index of someone's work tree.
                  */
                 it = item_new(c, k, ITEM_GIT_SHA, NULL);
-                alt_add_command(it, strv_make("git", "-c", "safe.directory=*", "-C", path, "rev-parse", "HEAD", NULL));
+                alt_add_command(it, strv_make("git", "-c", "safe.directory=*", "-C", path, "rev-parse",
+                                              "HEAD", NULL));
                 it = item_new(c, k, ITEM_GIT_STATUS, NULL);
-                alt_add_command(it, strv_make("git", "--no-optional-locks", "-c", "safe.directory=*", "-C", path,
-                                              "status", "--porcelain", NULL));
+                alt_add_command(it, strv_make("git", "--no-optional-locks", "-c", "safe.directory=*", "-C",
+                                              path, "status", "--porcelain", NULL));
         }
 }
 
 struct meta_collect *meta_collect_start(const struct meta_collect_opts *o, meta_collect_cb cb, void *ud)
 {
-        static const char *const named[] = { "hostname", "kernel",     "cuda", "cudnn",
-                                             "gpu",      "docker_image", "pip_freeze", NULL };
+        static const char *const named[] = {"hostname", "kernel",       "cuda",       "cudnn",
+                                            "gpu",      "docker_image", "pip_freeze", NULL};
         struct meta_collect *c = xcalloc(1, sizeof(*c));
         json_t *probes, *p;
         const char *k;
@@ -889,7 +904,8 @@ struct meta_collect *meta_collect_start(const struct meta_collect_opts *o, meta_
                 if (p && it->n_alts == 0) {
                         item_free(it);
                         c->n_items--;
-                        json_object_set_new(c->skipped, named[i], json_string("no command or file in the snapshot"));
+                        json_object_set_new(c->skipped, named[i],
+                                            json_string("no command or file in the snapshot"));
                 } else if (!p && !add_default(c, it)) {
                         item_free(it);
                         c->n_items--;
@@ -915,7 +931,8 @@ struct meta_collect *meta_collect_start(const struct meta_collect_opts *o, meta_
                         if (it->n_alts == 0) {
                                 item_free(it);
                                 c->n_items--;
-                                json_object_set_new(c->skipped, k, json_string("no command or file in the snapshot"));
+                                json_object_set_new(c->skipped, k,
+                                                    json_string("no command or file in the snapshot"));
                         }
                 }
         }
@@ -972,7 +989,9 @@ static void meta_runner_collected(json_t *record, json_t *blobs, void *ud)
         q = r->inner_ops->start(&r->ctx, r->ev, r->ud, &r->inner, &err);
         if (q < 0) {
                 struct mx_run_result res = {
-                        .outcome = MX_OUTCOME_INFRA_ERROR, .message = err ? err : strerror(-q), .exit_status = -1,
+                        .outcome = MX_OUTCOME_INFRA_ERROR,
+                        .message = err ? err : strerror(-q),
+                        .exit_status = -1,
                 };
 
                 r->done = true;
@@ -984,7 +1003,9 @@ static void meta_runner_end_cb(evutil_socket_t fd, short what, void *ud)
 {
         struct mx_runner *r = ud;
         struct mx_run_result res = {
-                .outcome = r->why, .message = "stopped while collecting metadata", .exit_status = -1,
+                .outcome = r->why,
+                .message = "stopped while collecting metadata",
+                .exit_status = -1,
         };
 
         (void)fd, (void)what;
@@ -999,7 +1020,11 @@ static int meta_runner_start(const struct mx_run_ctx *ctx, const struct mx_run_e
 {
         struct mx_runner *r = xcalloc(1, sizeof(*r));
         struct meta_collect_opts o = {
-                .base = ctx->base, .reaper = ctx->reaper, .tag = ctx->tag, .cwd = ctx->run_dir, .spec = ctx->spec,
+                .base = ctx->base,
+                .reaper = ctx->reaper,
+                .tag = ctx->tag,
+                .cwd = ctx->run_dir,
+                .spec = ctx->spec,
         };
 
         (void)reterr;

@@ -67,9 +67,9 @@ typedef void (*meta_probe_cb)(const struct meta_probe_result *res, void *ud);
 struct meta_probe_opts {
         struct event_base *base;
         struct proc_reaper *reaper;
-        const char *tag;   /* run tag every probe carries, so the run's sweep finds what one leaves */
-        char *const *env;  /* complete environment; NULL: the daemon's own */
-        const char *cwd;   /* NULL: the daemon's */
+        const char *tag;  /* run tag every probe carries, so the run's sweep finds what one leaves */
+        char *const *env; /* complete environment; NULL: the daemon's own */
+        const char *cwd;  /* NULL: the daemon's */
         int64_t timeout_ms;
         size_t output_max;
 };
@@ -83,7 +83,8 @@ struct meta_probe *meta_probe_start(const struct meta_probe_opts *o, char *const
 /* Kill what still runs (SIGKILL to its process group; the reaper reaps it) and free. */
 struct meta_probe *meta_probe_free(struct meta_probe *p);
 DEFINE_POINTER_CLEANUP(struct meta_probe, meta_probe_free)
-/* Why a finished probe failed ("command not found: ...", "exited with status 2: ..."), or NULL if it did not. */
+/* Why a finished probe failed ("command not found: ...", "exited with status 2: ..."), or NULL if it did
+ * not. */
 char *meta_probe_failure(const struct meta_probe_result *res);
 
 /* ---- parsing probe output (pure; tested on real tool output) ---- */
@@ -94,11 +95,13 @@ char *meta_parse_cuda(const char *out);
 char *meta_parse_cudnn(const char *out);
 /* nvidia-smi --query-gpu ... --format=csv: one object per GPU, keys without units, "[N/A]" as null. */
 int meta_parse_gpu_csv(const char *out, json_t **ret, char **reterr);
-/* Settings from the GPU objects: driver version, "default" or the clocks set, power mode; NULL if unknown. */
+/* Settings from the GPU objects: driver version, "default" or the clocks set, power mode; NULL if unknown.
+ */
 void meta_gpu_settings(json_t *gpus, char **ret_driver, char **ret_clocks, char **ret_power);
 /* `docker image inspect IMAGE`: {"id", "repo_digests", "created"}, or NULL. */
 json_t *meta_parse_docker(const char *out);
-/* The "name==version" line of pip freeze output whose name starts with prefix (case-insensitive), or NULL. */
+/* The "name==version" line of pip freeze output whose name starts with prefix (case-insensitive), or NULL.
+ */
 char *meta_pip_find(const char *freeze, const char *prefix);
 
 /* ---- collecting a record ---- */

@@ -11,9 +11,9 @@
 
 #define META_WHAT "the metadata section"
 
-static const char *const section_keys[] = { "sources",   "docker_image",     "pip_freeze", "probes",
-                                            "timeout_ms", "output_max_bytes", NULL };
-static const char *const probe_keys[] = { "command", "file", "timeout_ms", "output_max_bytes", NULL };
+static const char *const section_keys[] = {"sources",    "docker_image",     "pip_freeze", "probes",
+                                           "timeout_ms", "output_max_bytes", NULL};
+static const char *const probe_keys[] = {"command", "file", "timeout_ms", "output_max_bytes", NULL};
 
 static int check_keys(const struct mx_matrix *m, json_t *obj, const char *const *allowed, const char *what,
                       char **reterr)
@@ -32,8 +32,9 @@ static int check_keys(const struct mx_matrix *m, json_t *obj, const char *const 
 
                         for (size_t i = 0; allowed[i]; i++)
                                 mx_buf_printf(&known, "%s%s", i > 0 ? ", " : "", allowed[i]);
-                        return mx_matrix_error_at(m, obj, k, reterr, "unknown key '%s' in %s (known keys: %s)",
-                                                  e, what, known.data);
+                        return mx_matrix_error_at(m, obj, k, reterr,
+                                                  "unknown key '%s' in %s (known keys: %s)", e, what,
+                                                  known.data);
                 }
         }
         return 0;
@@ -75,15 +76,18 @@ static int check_argv(const struct mx_matrix *m, json_t *obj, const char *key, c
         size_t i;
 
         if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > MX_MATRIX_MAX_COMMAND)
-                return mx_matrix_error_at(m, obj, key, reterr,
-                                          "expected a command: an array of 1 to %d strings, the program first",
-                                          MX_MATRIX_MAX_COMMAND);
+                return mx_matrix_error_at(
+                        m, obj, key, reterr,
+                        "expected a command: an array of 1 to %d strings, the program first",
+                        MX_MATRIX_MAX_COMMAND);
         json_array_foreach (a, i, v) {
                 if (!json_is_string(v) || json_string_length(v) > MX_MATRIX_MAX_STRING ||
-                    strlen(json_string_value(v)) != json_string_length(v) || (i == 0 && json_string_length(v) == 0))
-                        return mx_matrix_error_at(m, a, NULL, reterr,
-                                                  "element %zu: expected a non-empty string of at most %d bytes",
-                                                  i, MX_MATRIX_MAX_STRING);
+                    strlen(json_string_value(v)) != json_string_length(v) ||
+                    (i == 0 && json_string_length(v) == 0))
+                        return mx_matrix_error_at(
+                                m, a, NULL, reterr,
+                                "element %zu: expected a non-empty string of at most %d bytes", i,
+                                MX_MATRIX_MAX_STRING);
         }
         return 0;
 }
@@ -104,14 +108,15 @@ static int check_path(const struct mx_matrix *m, json_t *obj, const char *key, s
 
                 /* The daemon's working directory means nothing to the matrix's author. */
                 return key ? mx_matrix_error_at(m, obj, key, reterr, "'%s' is not an absolute path", e)
-                           : mx_matrix_error_at(m, obj, NULL, reterr, "element %zu: '%s' is not an absolute path",
-                                                index, e);
+                           : mx_matrix_error_at(m, obj, NULL, reterr,
+                                                "element %zu: '%s' is not an absolute path", index, e);
         }
         return 0;
 }
 
 /* One probe: null (off), an argv, {"command": argv} or {"file": path | [paths]}; normalised into *ret. */
-static int load_probe(const struct mx_matrix *m, json_t *parent, const char *key, json_t **ret, char **reterr)
+static int load_probe(const struct mx_matrix *m, json_t *parent, const char *key, json_t **ret,
+                      char **reterr)
 {
         json_t *p = json_object_get(parent, key), *files;
         _cleanup_json_ json_t *out = NULL;
@@ -136,7 +141,8 @@ static int load_probe(const struct mx_matrix *m, json_t *parent, const char *key
         if (r < 0)
                 return r;
         if (!!json_object_get(p, "command") == !!json_object_get(p, "file"))
-                return mx_matrix_error_at(m, parent, key, reterr, "a probe has either \"command\" or \"file\"");
+                return mx_matrix_error_at(m, parent, key, reterr,
+                                          "a probe has either \"command\" or \"file\"");
         r = check_int(m, p, "timeout_ms", 1, MX_META_MAX_TIMEOUT_MS, reterr);
         if (r >= 0)
                 r = check_int(m, p, "output_max_bytes", MX_META_MIN_OUTPUT, MX_META_MAX_OUTPUT, reterr);
@@ -173,8 +179,9 @@ static int load_sources(const struct mx_matrix *m, json_t *sec, json_t *out, cha
                 return mx_matrix_error_at(m, sec, "sources", reterr,
                                           "expected an object: name -> path of a git work tree");
         if (json_object_size(src) > MX_META_MAX_SOURCES)
-                return mx_matrix_error_at(m, sec, "sources", reterr, "%zu sources, more than the limit of %d",
-                                          json_object_size(src), MX_META_MAX_SOURCES);
+                return mx_matrix_error_at(m, sec, "sources", reterr,
+                                          "%zu sources, more than the limit of %d", json_object_size(src),
+                                          MX_META_MAX_SOURCES);
         json_object_foreach (src, k, v) {
                 if (!mx_matrix_name_valid(k)) {
                         _cleanup_free_ char *e = mx_escape(k, MX_MATRIX_MAX_NAME);

@@ -9,7 +9,7 @@
 
 char *mx_meta_yaml_scalar(const char *s)
 {
-        static const char *const reserved[] = { "true", "false", "yes", "no", "on", "off", "null", "~", NULL };
+        static const char *const reserved[] = {"true", "false", "yes", "no", "on", "off", "null", "~", NULL};
         size_t n = strlen(s);
         bool plain = n > 0 && !isspace((unsigned char)s[0]) && !isspace((unsigned char)s[n - 1]) &&
                      !strchr("-?:,[]{}#&*!|>'\"%@`", s[0]);
@@ -90,7 +90,8 @@ static void yaml_line(struct mx_buf *b, const char *key, const char *value)
 static void source_lines(struct mx_buf *b, json_t *record, const char *name)
 {
         json_t *src = json_object_get(json_object_get(record, "sources"), name);
-        _cleanup_free_ char *sha_key = xasprintf("git_sha_%s", name), *dirty_key = xasprintf("git_dirty_%s", name);
+        _cleanup_free_ char *sha_key = xasprintf("git_sha_%s", name),
+                            *dirty_key = xasprintf("git_dirty_%s", name);
 
         if (!src) {
                 yaml_line(b, sha_key, "<not configured>");
@@ -104,7 +105,8 @@ static void source_lines(struct mx_buf *b, json_t *record, const char *name)
                 yaml_line(b, sha_key, why);
         }
         if (json_is_boolean(json_object_get(src, "dirty")))
-                mx_buf_printf(b, "%s: %s\n", dirty_key, json_is_true(json_object_get(src, "dirty")) ? "true" : "false");
+                mx_buf_printf(b, "%s: %s\n", dirty_key,
+                              json_is_true(json_object_get(src, "dirty")) ? "true" : "false");
 }
 
 char *mx_meta_env_yaml(json_t *record)
@@ -112,15 +114,15 @@ char *mx_meta_env_yaml(json_t *record)
         static const struct {
                 const char *key, *summary, *item;
         } rows[] = {
-                { "docker_image_hash", "docker_image_hash", "docker_image" },
-                { "cuda_version", "cuda_version", "cuda" },
-                { "driver_version", "driver_version", "gpu" },
-                { "cudnn_version", "cudnn_version", "cudnn" },
-                { "gpu_clocks", "gpu_clocks", "gpu" },
-                { "gpu_power_mode", "gpu_power_mode", "gpu" },
-                { "hostname", "hostname", "hostname" },
-                { "kernel", "kernel", "kernel" },
-                { "pip_freeze", "pip_freeze", "pip_freeze" },
+                {"docker_image_hash", "docker_image_hash", "docker_image"},
+                {"cuda_version", "cuda_version", "cuda"},
+                {"driver_version", "driver_version", "gpu"},
+                {"cudnn_version", "cudnn_version", "cudnn"},
+                {"gpu_clocks", "gpu_clocks", "gpu"},
+                {"gpu_power_mode", "gpu_power_mode", "gpu"},
+                {"hostname", "hostname", "hostname"},
+                {"kernel", "kernel", "kernel"},
+                {"pip_freeze", "pip_freeze", "pip_freeze"},
         };
         struct mx_buf b = MX_BUF_INIT;
         json_t *sources = json_object_get(record, "sources"), *v;
@@ -140,11 +142,12 @@ char *mx_meta_env_yaml(json_t *record)
         for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
                 _cleanup_free_ char *val = summary_value(record, rows[i].summary, rows[i].item);
 
-                if (streq(rows[i].key, "pip_freeze") && json_is_string(json_object_get(
-                                                                json_object_get(record, "summary"), "pip_freeze"))) {
+                if (streq(rows[i].key, "pip_freeze") &&
+                    json_is_string(json_object_get(json_object_get(record, "summary"), "pip_freeze"))) {
                         free(val);
-                        val = xasprintf("blob:%s", json_string_value(json_object_get(
-                                                             json_object_get(record, "summary"), "pip_freeze")));
+                        val = xasprintf("blob:%s",
+                                        json_string_value(json_object_get(json_object_get(record, "summary"),
+                                                                          "pip_freeze")));
                 }
                 yaml_line(&b, rows[i].key, val);
         }
@@ -170,8 +173,8 @@ char *mx_meta_summary(json_t *record, const char *indent)
         clocks = summary_value(record, "gpu_clocks", "gpu");
         power = summary_value(record, "gpu_power_mode", "gpu");
         mx_buf_printf(&b, "%smetadata: host %s, %s\n", indent, host, kernel);
-        mx_buf_printf(&b, "%s  driver %s, CUDA %s, cuDNN %s, clocks %s, power %s\n", indent, driver, cuda, cudnn,
-                      clocks, power);
+        mx_buf_printf(&b, "%s  driver %s, CUDA %s, cuDNN %s, clocks %s, power %s\n", indent, driver, cuda,
+                      cudnn, clocks, power);
         json_object_foreach (sources, k, v) {
                 const char *sha = json_string_value(json_object_get(v, "sha"));
                 json_t *dirty = json_object_get(v, "dirty");
@@ -193,13 +196,14 @@ char *mx_meta_summary(json_t *record, const char *indent)
                 if (json_is_string(docker))
                         mx_buf_printf(&b, "%s  image %s\n", indent, json_string_value(docker));
                 if (json_is_object(pip))
-                        mx_buf_printf(&b, "%s  pip freeze: %" JSON_INTEGER_FORMAT " packages (blob %s)\n", indent,
-                                      json_integer_value(json_object_get(pip, "lines")),
+                        mx_buf_printf(&b, "%s  pip freeze: %" JSON_INTEGER_FORMAT " packages (blob %s)\n",
+                                      indent, json_integer_value(json_object_get(pip, "lines")),
                                       strna(json_string_value(json_object_get(pip, "blob"))));
         }
         json_object_foreach (items, k, v)
                 if (json_is_string(json_object_get(v, "error"))) {
-                        _cleanup_free_ char *e = mx_escape(json_string_value(json_object_get(v, "error")), 160);
+                        _cleanup_free_ char *e =
+                                mx_escape(json_string_value(json_object_get(v, "error")), 160);
 
                         if (failed++ == 0)
                                 mx_buf_printf(&b, "%s  failed probes:\n", indent);

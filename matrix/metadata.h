@@ -20,12 +20,12 @@
 
 /* Limits on the metadata section (docs/mxmatrix.json.5, LIMITS). */
 #define MX_META_MAX_SOURCES 16
-#define MX_META_MAX_PROBES 32       /* entries of "probes" */
-#define MX_META_MAX_FILES 16        /* candidate paths of one file probe */
+#define MX_META_MAX_PROBES 32 /* entries of "probes" */
+#define MX_META_MAX_FILES 16  /* candidate paths of one file probe */
 #define MX_META_MAX_TIMEOUT_MS 300000
 #define MX_META_MIN_OUTPUT 1024
 #define MX_META_MAX_OUTPUT (16u * 1024 * 1024)
-#define MX_META_MAX_IMAGE 256       /* a docker image reference */
+#define MX_META_MAX_IMAGE 256 /* a docker image reference */
 
 /* The record format version that daemon/meta.c writes and meta-render.c reads. */
 #define MX_META_RECORD_VERSION 1

@@ -96,7 +96,10 @@ static void run_loop_until(struct loop *l, bool *flag)
 static struct got run_probe(struct loop *l, char **argv, int64_t timeout_ms, size_t output_max)
 {
         struct meta_probe_opts o = {
-                .base = l->base, .reaper = l->reaper, .tag = l->tag, .timeout_ms = timeout_ms,
+                .base = l->base,
+                .reaper = l->reaper,
+                .tag = l->tag,
+                .timeout_ms = timeout_ms,
                 .output_max = output_max,
         };
         struct got g = {};
@@ -119,7 +122,7 @@ static void got_done(struct got *g)
 TEST(probe_output_and_status)
 {
         struct loop l = {};
-        char *argv[] = { "sh", "-c", "echo hello; echo warn >&2; exit 0", NULL };
+        char *argv[] = {"sh", "-c", "echo hello; echo warn >&2; exit 0", NULL};
         struct got g;
 
         loop_init(&l);
@@ -134,7 +137,7 @@ TEST(probe_output_and_status)
 TEST(probe_missing_command)
 {
         struct loop l = {};
-        char *argv[] = { "mx-no-such-command-for-a-probe", "--version", NULL };
+        char *argv[] = {"mx-no-such-command-for-a-probe", "--version", NULL};
         struct got g;
 
         loop_init(&l);
@@ -149,8 +152,8 @@ TEST(probe_missing_command)
 TEST(probe_failing_command)
 {
         struct loop l = {};
-        char *argv[] = { "sh", "-c", "echo partial; echo first line >&2; echo the reason >&2; exit 7", NULL };
-        char *killed[] = { "sh", "-c", "kill -SEGV $$", NULL };
+        char *argv[] = {"sh", "-c", "echo partial; echo first line >&2; echo the reason >&2; exit 7", NULL};
+        char *killed[] = {"sh", "-c", "kill -SEGV $$", NULL};
         struct got g;
 
         loop_init(&l);
@@ -167,9 +170,9 @@ TEST(probe_failing_command)
 TEST(probe_timeout)
 {
         struct loop l = {};
-        char *argv[] = { "sh", "-c", "echo started; sleep 60", NULL };
+        char *argv[] = {"sh", "-c", "echo started; sleep 60", NULL};
         /* The probe exits at once but a grandchild keeps its stdout open: still bounded by the limit. */
-        char *held[] = { "sh", "-c", "sleep 60 & echo detached", NULL };
+        char *held[] = {"sh", "-c", "sleep 60 & echo detached", NULL};
         struct got g;
 
         loop_init(&l);
@@ -189,7 +192,7 @@ TEST(probe_timeout)
 TEST(probe_huge_output_is_capped)
 {
         struct loop l = {};
-        char *argv[] = { "sh", "-c", "yes 0123456789abcdef", NULL };
+        char *argv[] = {"sh", "-c", "yes 0123456789abcdef", NULL};
         struct got g;
 
         loop_init(&l);
@@ -206,9 +209,13 @@ TEST(probe_huge_output_is_capped)
 TEST(probe_freed_while_running)
 {
         struct loop l = {};
-        char *argv[] = { "sleep", "60", NULL };
+        char *argv[] = {"sleep", "60", NULL};
         struct meta_probe_opts o = {
-                .base = l.base, .reaper = NULL, .tag = NULL, .timeout_ms = 60000, .output_max = 4096,
+                .base = l.base,
+                .reaper = NULL,
+                .tag = NULL,
+                .timeout_ms = 60000,
+                .output_max = 4096,
         };
         struct got g = {};
         struct meta_probe *p;
@@ -242,7 +249,7 @@ static void collected_cb(json_t *record, json_t *blobs, void *ud)
 
 static void collect(struct loop *l, json_t *spec, struct collected *c)
 {
-        struct meta_collect_opts o = { .base = l->base, .reaper = l->reaper, .tag = l->tag, .spec = spec };
+        struct meta_collect_opts o = {.base = l->base, .reaper = l->reaper, .tag = l->tag, .spec = spec};
         struct meta_collect *mc = meta_collect_start(&o, collected_cb, c);
 
         run_loop_until(l, &c->done);
@@ -259,13 +266,15 @@ TEST(collect_with_matrix_probes)
         json_t *items, *s;
 
         ASSERT_OK(mx_mkdir_p(dir, 0755));
-        test_write_file(vj, "{\n   \"cuda\" : {\n      \"name\" : \"CUDA SDK\",\n      \"version\" : \"13.0.2\"\n   }\n}\n");
-        spec = json_pack("{s:[s,s],s:[s],s:{s:{s:{s:[s,s]},s:{s:[s,s,s]},s:[s,s],s:n,s:n,s:[s,s]}}}",
-                         "argv", "/nonexistent/bin/vllm", "serve", "env", "A=1", "metadata", "probes", "cuda",
-                         "file", "/nonexistent/version.json", vj, "cudnn", "command", "sh", "-c",
-                         "printf '#define CUDNN_MAJOR 9\\n#define CUDNN_MINOR 14\\n#define CUDNN_PATCHLEVEL 0\\n'",
-                         "gpu", "cat", MX_SOURCE_DIR "/tests/fixtures/meta/h100-query-gpu.csv", "docker_image",
-                         "pip_freeze", "extra", "echo", "forty-two");
+        test_write_file(vj, "{\n   \"cuda\" : {\n      \"name\" : \"CUDA SDK\",\n      \"version\" : "
+                            "\"13.0.2\"\n   }\n}\n");
+        spec = json_pack(
+                "{s:[s,s],s:[s],s:{s:{s:{s:[s,s]},s:{s:[s,s,s]},s:[s,s],s:n,s:n,s:[s,s]}}}", "argv",
+                "/nonexistent/bin/vllm", "serve", "env", "A=1", "metadata", "probes", "cuda", "file",
+                "/nonexistent/version.json", vj, "cudnn", "command", "sh", "-c",
+                "printf '#define CUDNN_MAJOR 9\\n#define CUDNN_MINOR 14\\n#define CUDNN_PATCHLEVEL 0\\n'",
+                "gpu", "cat", MX_SOURCE_DIR "/tests/fixtures/meta/h100-query-gpu.csv", "docker_image",
+                "pip_freeze", "extra", "echo", "forty-two");
         ASSERT_NOT_NULL(spec);
         loop_init(&l);
         collect(&l, spec, &c);
@@ -280,11 +289,13 @@ TEST(collect_with_matrix_probes)
         ASSERT_STREQ(json_string_value(json_object_get(s, "gpu_clocks")), "default");
         ASSERT_STREQ(json_string_value(json_object_get(s, "gpu_power_mode")), "default");
         ASSERT_STREQ(json_string_value(json_object_get(s, "gpu_name")), "NVIDIA H100 80GB HBM3");
-        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(items, "extra"), "value")), "forty-two");
+        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(items, "extra"), "value")),
+                     "forty-two");
         ASSERT_STREQ(json_string_value(json_object_get(json_object_get(items, "pip_freeze"), "skipped")),
                      "turned off in the matrix");
         ASSERT_NOT_NULL(json_string_value(json_object_get(json_object_get(items, "hostname"), "value")));
-        ASSERT_STREQ(json_string_value(json_array_get(json_object_get(json_object_get(c.record, "run"), "argv"), 1)),
+        ASSERT_STREQ(json_string_value(
+                             json_array_get(json_object_get(json_object_get(c.record, "run"), "argv"), 1)),
                      "serve");
         json_decref(c.record);
         json_decref(c.blobs);
@@ -300,7 +311,8 @@ TEST(collect_defaults_never_fail)
         const char *k;
         json_t *v;
 
-        /* Whatever this machine has (no GPU, no CUDA): every default item has a value, an error or a reason. */
+        /* Whatever this machine has (no GPU, no CUDA): every default item has a value, an error or a reason.
+         */
         loop_init(&l);
         collect(&l, spec, &c);
         items = json_object_get(c.record, "items");
@@ -344,7 +356,8 @@ TEST(parse_real_tool_output)
         ASSERT_OK(meta_parse_gpu_csv(csv, &gpus, &err));
         ASSERT_EQ(json_array_size(gpus), 1);
         ASSERT_STREQ(json_string_value(json_object_get(json_array_get(gpus, 0), "power.limit")), "700.00 W");
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(gpus, 0), "persistence_mode")), "Enabled");
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(gpus, 0), "persistence_mode")),
+                     "Enabled");
         meta_gpu_settings(gpus, &driver, &clocks, &power);
         ASSERT_STREQ(driver, "580.159.04");
         ASSERT_STREQ(clocks, "default");
@@ -355,11 +368,12 @@ TEST(parse_real_tool_output)
 TEST(parse_gpu_settings_changed_and_gb10)
 {
         /* Application clocks set and a lowered limit on GPU 1; GB10 prints [N/A] for the power limit. */
-        const char *csv = "index, driver_version, power.limit [W], power.default_limit [W], "
-                          "clocks.applications.graphics [MHz], clocks.applications.memory [MHz], "
-                          "clocks.default_applications.graphics [MHz], clocks.default_applications.memory [MHz]\n"
-                          "0, 580.95.05, 700.00 W, 700.00 W, 1980 MHz, 2619 MHz, 1980 MHz, 2619 MHz\n"
-                          "1, 580.95.05, 500.00 W, 700.00 W, 1410 MHz, 2619 MHz, 1980 MHz, 2619 MHz\n";
+        const char *csv =
+                "index, driver_version, power.limit [W], power.default_limit [W], "
+                "clocks.applications.graphics [MHz], clocks.applications.memory [MHz], "
+                "clocks.default_applications.graphics [MHz], clocks.default_applications.memory [MHz]\n"
+                "0, 580.95.05, 700.00 W, 700.00 W, 1980 MHz, 2619 MHz, 1980 MHz, 2619 MHz\n"
+                "1, 580.95.05, 500.00 W, 700.00 W, 1410 MHz, 2619 MHz, 1980 MHz, 2619 MHz\n";
         const char *gb10 = "index, driver_version, power.limit [W], power.default_limit [W]\n"
                            "0, 580.95.05, [N/A], [N/A]\n";
         _cleanup_json_ json_t *gpus = NULL, *g2 = NULL;
@@ -367,7 +381,8 @@ TEST(parse_gpu_settings_changed_and_gb10)
 
         ASSERT_OK(meta_parse_gpu_csv(csv, &gpus, &err));
         meta_gpu_settings(gpus, &driver, &clocks, &power);
-        ASSERT_STREQ(clocks, "0: default; 1: applications 1410 MHz / 2619 MHz (default 1980 MHz / 2619 MHz)");
+        ASSERT_STREQ(clocks,
+                     "0: default; 1: applications 1410 MHz / 2619 MHz (default 1980 MHz / 2619 MHz)");
         ASSERT_STREQ(power, "0: default; 1: power limit 500.00 W (default 700.00 W)");
         free(driver), free(clocks), free(power);
         ASSERT_OK(meta_parse_gpu_csv(gb10, &g2, &err));
@@ -380,14 +395,16 @@ TEST(parse_gpu_settings_changed_and_gb10)
 
 TEST(parse_docker_and_pip)
 {
-        const char *inspect = "[{\"Id\": \"sha256:0123abcd\", \"RepoTags\": [\"vllm:x\"], "
-                              "\"RepoDigests\": [\"vllm@sha256:feed\"], \"Created\": \"2026-01-01T00:00:00Z\"}]";
+        const char *inspect =
+                "[{\"Id\": \"sha256:0123abcd\", \"RepoTags\": [\"vllm:x\"], "
+                "\"RepoDigests\": [\"vllm@sha256:feed\"], \"Created\": \"2026-01-01T00:00:00Z\"}]";
         _cleanup_json_ json_t *d = meta_parse_docker(inspect);
-        _cleanup_free_ char *c = meta_pip_find("torch==2.9.0\nNVIDIA-cuDNN-cu12==9.10.2.21\nzzz==1\n",
-                                               "nvidia-cudnn-cu");
+        _cleanup_free_ char *c =
+                meta_pip_find("torch==2.9.0\nNVIDIA-cuDNN-cu12==9.10.2.21\nzzz==1\n", "nvidia-cudnn-cu");
 
         ASSERT_STREQ(json_string_value(json_object_get(d, "id")), "sha256:0123abcd");
-        ASSERT_STREQ(json_string_value(json_array_get(json_object_get(d, "repo_digests"), 0)), "vllm@sha256:feed");
+        ASSERT_STREQ(json_string_value(json_array_get(json_object_get(d, "repo_digests"), 0)),
+                     "vllm@sha256:feed");
         ASSERT_NULL(meta_parse_docker("Error: No such image: x"));
         ASSERT_STREQ(c, "NVIDIA-cuDNN-cu12==9.10.2.21");
         ASSERT_NULL(meta_pip_find("torch==2.9.0\n", "nvidia-cudnn-cu"));
@@ -397,10 +414,11 @@ TEST(parse_docker_and_pip)
 
 static int load(const char *metadata, struct mx_matrix **ret, char **err)
 {
-        _cleanup_free_ char *text = xasprintf(
-                "{\"matrix\": 1, \"name\": \"m\", \"target\": {\"profile\": \"command\", \"command\": [\"true\"]},"
-                " \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\"}]}], \"baseline\": {\"a\": \"x\"}%s%s}",
-                metadata ? ", \"metadata\": " : "", metadata ? metadata : "");
+        _cleanup_free_ char *text = xasprintf("{\"matrix\": 1, \"name\": \"m\", \"target\": {\"profile\": "
+                                              "\"command\", \"command\": [\"true\"]},"
+                                              " \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": "
+                                              "\"x\"}]}], \"baseline\": {\"a\": \"x\"}%s%s}",
+                                              metadata ? ", \"metadata\": " : "", metadata ? metadata : "");
 
         return mx_matrix_load_string("m.json", text, strlen(text), ret, err);
 }
@@ -414,14 +432,15 @@ TEST(matrix_section)
         ASSERT_OK(load(NULL, &m, &err));
         ASSERT_NULL(m->metadata);
         m = mx_matrix_free(m);
-        ASSERT_OK(load("{\"sources\": {\"vllm\": \"/src/vllm\"}, \"docker_image\": \"vllm:1\", "
-                       "\"pip_freeze\": [\"/venv/bin/pip\", \"freeze\"], \"timeout_ms\": 5000, "
-                       "\"probes\": {\"cuda\": {\"file\": \"/usr/local/cuda/version.json\"}, \"gpu\": null}}",
-                       &m, &err));
+        ASSERT_OK(
+                load("{\"sources\": {\"vllm\": \"/src/vllm\"}, \"docker_image\": \"vllm:1\", "
+                     "\"pip_freeze\": [\"/venv/bin/pip\", \"freeze\"], \"timeout_ms\": 5000, "
+                     "\"probes\": {\"cuda\": {\"file\": \"/usr/local/cuda/version.json\"}, \"gpu\": null}}",
+                     &m, &err));
         p = json_object_get(m->metadata, "probes");
         /* Normalised: pip_freeze moved into probes as a command, a single file became a list. */
-        ASSERT_STREQ(json_string_value(json_array_get(json_object_get(json_object_get(p, "pip_freeze"), "command"),
-                                                      1)),
+        ASSERT_STREQ(json_string_value(json_array_get(
+                             json_object_get(json_object_get(p, "pip_freeze"), "command"), 1)),
                      "freeze");
         ASSERT_TRUE(json_is_array(json_object_get(json_object_get(p, "cuda"), "file")));
         ASSERT_TRUE(json_is_null(json_object_get(p, "gpu")));
@@ -453,7 +472,8 @@ TEST(env_yaml)
                 "\"driver_version\": \"580.159.04\", \"cudnn_version\": null, \"gpu_clocks\": \"default\", "
                 "\"gpu_power_mode\": \"default\", \"hostname\": \"gb10\", \"kernel\": \"Linux 6.8\", "
                 "\"docker_image_hash\": null, \"pip_freeze\": \"00ff00ff00ff00ff\"}, "
-                "\"sources\": {\"vllm\": {\"path\": \"/v\", \"sha\": \"0123456789012345678901234567890123456789\", "
+                "\"sources\": {\"vllm\": {\"path\": \"/v\", \"sha\": "
+                "\"0123456789012345678901234567890123456789\", "
                 "\"dirty\": true}}, "
                 "\"items\": {\"cudnn\": {\"error\": \"exited with status 1: cat: x: No such file\"}, "
                 "\"docker_image\": {\"skipped\": \"not configured (metadata.docker_image)\"}}}",
@@ -495,11 +515,21 @@ TEST(store_dedups_blobs)
         _cleanup_json_ json_t *levels = json_pack("[s]", "L1"), *req = json_object(), *spec = json_object();
         _cleanup_json_ json_t *cfg = json_object(), *reasons = json_array();
         struct queue_job_new job = {
-                .uid = 1, .gid = 1, .user_name = "t", .matrix_path = "/m.json", .matrix_digest = "0",
-                .strategy = "default", .levels = levels, .request = req,
+                .uid = 1,
+                .gid = 1,
+                .user_name = "t",
+                .matrix_path = "/m.json",
+                .matrix_digest = "0",
+                .strategy = "default",
+                .levels = levels,
+                .request = req,
         };
         struct queue_run_new run = {
-                .config_key = "a=x", .config_hash = "0", .config = cfg, .reasons = reasons, .spec = spec,
+                .config_key = "a=x",
+                .config_hash = "0",
+                .config = cfg,
+                .reasons = reasons,
+                .spec = spec,
         };
         const char *freeze = "numpy==2.0\ntorch==2.9.0\n";
         int64_t jid, att[3];
@@ -509,15 +539,16 @@ TEST(store_dedups_blobs)
         ASSERT_OK(queue_submit(db, &job, &run, 1, &jid));
         for (int i = 0; i < 3; i++) {
                 struct queue_next n = {};
-                struct queue_finish f = { .outcome = MX_OUTCOME_COMPLETED, .exit_status = 0, .requeue = i < 2 };
+                struct queue_finish f = {
+                        .outcome = MX_OUTCOME_COMPLETED, .exit_status = 0, .requeue = i < 2};
                 _cleanup_free_ char *tag = xasprintf("t%d", i), *h = meta_blob_hash(freeze, strlen(freeze));
                 /* attempts 0 and 1 ran on the same venv; attempt 2 on an upgraded one */
                 const char *text = i < 2 ? freeze : "numpy==2.1\n";
                 _cleanup_free_ char *h2 = meta_blob_hash(text, strlen(text));
-                _cleanup_json_ json_t *rec = json_pack(
-                        "{s:I,s:{s:{s:s,s:s,s:b}},s:{s:{s:{s:s}}}}", "collected_at", (json_int_t)i, "sources",
-                        "vllm", "path", "/v", "sha", i < 2 ? "aaaa" : "bbbb", "dirty", i == 1, "items",
-                        "pip_freeze", "output", "blob", h2);
+                _cleanup_json_ json_t *rec =
+                        json_pack("{s:I,s:{s:{s:s,s:s,s:b}},s:{s:{s:{s:s}}}}", "collected_at", (json_int_t)i,
+                                  "sources", "vllm", "path", "/v", "sha", i < 2 ? "aaaa" : "bbbb", "dirty",
+                                  i == 1, "items", "pip_freeze", "output", "blob", h2);
                 _cleanup_json_ json_t *blobs = json_pack("{s:s}", h2, text);
                 int num;
 
@@ -533,9 +564,9 @@ TEST(store_dedups_blobs)
         ASSERT_EQ(sqlite3_column_int64(s, 0), 2); /* three attempts, two distinct freezes */
         ASSERT_EQ(sqlite3_column_int64(s, 1), (int64_t)(strlen(freeze) + strlen("numpy==2.1\n")));
         sqlite3_finalize(s);
-        ASSERT_OK(sqlite3_prepare_v2(db->sql,
-                                     "SELECT count(*) FROM attempt_sources WHERE name = 'vllm' AND sha = 'aaaa'",
-                                     -1, &s, NULL));
+        ASSERT_OK(sqlite3_prepare_v2(
+                db->sql, "SELECT count(*) FROM attempt_sources WHERE name = 'vllm' AND sha = 'aaaa'", -1, &s,
+                NULL));
         ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
         ASSERT_EQ(sqlite3_column_int64(s, 0), 2);
         sqlite3_finalize(s);
