@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* mxmatrix show JOB | rRUN. */
+#include "metadata.h"
 #include "output.h"
 #include "remote.h"
 
@@ -118,6 +119,11 @@ static void show_attempt(json_t *a)
                 show_samples(scope, sum);
         if (json_is_string(json_object_get(a, "log")))
                 printf("  log: %s\n", json_string_value(json_object_get(a, "log")));
+        if (json_is_object(json_object_get(a, "metadata"))) {
+                _cleanup_free_ char *meta = mx_meta_summary(json_object_get(a, "metadata"), "  ");
+
+                fputs(meta, stdout);
+        }
 }
 
 static void show_run(json_t *run)

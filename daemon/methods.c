@@ -8,6 +8,7 @@
  */
 #include "control.h"
 #include "log.h"
+#include "meta.h"
 #include "scheduler.h"
 #include "stream.h"
 #include "submit.h"
@@ -115,7 +116,10 @@ static void m_show(struct mx_request *req)
                 return;
         }
         r = queue_run_json(req->d->db, run, true, &a);
+        if (r >= 0)
+                r = meta_attach_run(req->d->db, a);
         if (r < 0) {
+                json_decref(a);
                 request_error_errno(req, r, "show");
                 return;
         }

@@ -72,6 +72,8 @@ struct mx_run_events {
         void (*level_started)(void *ud, const char *level);
         void (*level_finished)(void *ud, const struct mx_level_result *r);
         void (*finished)(void *ud, const struct mx_run_result *r);
+        /* The attempt's metadata record and its blobs (meta.h), before the server starts. May be NULL. */
+        void (*metadata)(void *ud, json_t *record, json_t *blobs);
 };
 
 struct mx_runner;

@@ -4,6 +4,7 @@
 #include "control.h"
 #include "log.h"
 #include "matrix.h"
+#include "meta.h"
 #include "notify.h"
 #include "recover.h"
 #include "proc-reaper.h"
@@ -592,6 +593,15 @@ static void ev_finished(void *ud, const struct mx_run_result *res)
         sched_write(s, w);
 }
 
+static void ev_metadata(void *ud, json_t *record, json_t *blobs)
+{
+        struct mx_sched *s = ud;
+        int r = meta_store(s->d->db, s->cur->attempt_id, record, blobs);
+
+        if (r < 0)
+                log_error_errno(r, "cannot record the metadata of run %" PRId64, s->cur->run);
+}
+
 static const struct mx_run_events run_events = {
 
         .process = ev_process,
@@ -600,6 +610,7 @@ static const struct mx_run_events run_events = {
         .level_started = ev_level_started,
         .level_finished = ev_level_finished,
         .finished = ev_finished,
+        .metadata = ev_metadata,
 };
 
 /* ---- starting runs ---- */
@@ -727,7 +738,7 @@ static int start_next(struct mx_sched *s)
                 fail_start(s, c, r, "cannot create the run directory");
                 return 0;
         }
-        c->ops = runner_for_spec(c->spec);
+        c->ops = &runner_meta_ops; /* metadata first, then runner_for_spec(c->spec) */
         ctx = (struct mx_run_ctx){
                 .base = s->d->base, .reaper = s->d->reaper, .http = s->d->http, .job = c->job, .run = c->run,
                 .attempt_id = c->attempt_id, .attempt = c->attempt, .tag = c->tag, .config_key = c->config_key,

@@ -85,6 +85,8 @@ static json_t *run_spec(const struct mx_matrix *m, const struct mx_plan *p, cons
         json_object_set_new(spec, "target", m->target ? json_deep_copy(m->target) : json_null());
         json_object_set_new(spec, "profiles", m->profiles ? json_deep_copy(m->profiles) : json_null());
         json_object_set_new(spec, "levels", json_incref(levels));
+        if (m->metadata) /* what to collect; daemon/meta.c adds its defaults at run time */
+                json_object_set_new(spec, "metadata", json_incref(m->metadata));
         json_object_set_new(spec, "matrix", json_pack("{s:s?,s:s}", "name", m->name, "file", m->path));
         return spec;
 }

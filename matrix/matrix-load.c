@@ -5,6 +5,7 @@
  * error rejects the whole file; it names FILE:LINE:COL and the key's path.
  */
 #include "matrix.h"
+#include "metadata.h"
 #include "profile.h"
 #include "expand.h"
 #include "placeholder.h"
@@ -1574,7 +1575,7 @@ static int parse_health(struct loader *l, json_t *root)
 static int parse_root(struct loader *l)
 {
         static const char *const keys[] = { "matrix",   "name",     "description", "target", "profiles", "axes",
-                                            "baseline", "features", "constraints", "health", NULL };
+                                            "baseline", "features", "constraints", "health", "metadata", NULL };
         struct mx_matrix *m = l->m;
         json_t *root = m->root, *version;
         int r;
@@ -1623,6 +1624,9 @@ static int parse_root(struct loader *l)
         if (r < 0)
                 return r;
         r = check_constraints(l);
+        if (r < 0)
+                return r;
+        r = mx_meta_load(m, &m->metadata, l->reterr);
         if (r < 0)
                 return r;
         /* The runner's part of target and profiles, checked here so a bad file is refused as a whole. */

@@ -176,6 +176,7 @@ struct mx_matrix *mx_matrix_free(struct mx_matrix *m)
         free(m->model);
         free(m->served_model_name);
         json_decref(m->profile_resolved);
+        json_decref(m->metadata);
         json_decref(m->root);
         free(m->text);
         free(m->path);

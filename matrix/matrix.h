@@ -205,6 +205,7 @@ struct mx_matrix {
         json_t *target;   /* borrowed from root */
         json_t *profiles; /* borrowed from root; NULL when absent */
         json_t *profile_resolved; /* owned: the target's profile, normalised (profile.h) */
+        json_t *metadata;         /* owned: the metadata section, normalised (metadata.h), or NULL */
 
         struct mx_matrix_axis *axes;
         size_t n_axes;
