@@ -21,14 +21,14 @@ static void matrix_help(FILE *f)
         fprintf(f,
                 "Usage: mxmatrix matrix check FILE [--json]\n"
                 "       mxmatrix matrix show FILE [--json]\n"
-                "       mxmatrix matrix cover FILE -t N [--seed S] [--json]\n\n"
+                "       mxmatrix matrix cover FILE [-t N] [--seed S] [--json]\n\n"
                 "Work on a matrix file (see mxmatrix.json(5)) without a daemon.\n\n"
                 "  check    validate FILE; print its size and the number of valid configurations\n"
                 "  show     print axes, values, baseline, features, constraints and counts\n"
                 "           (full product, valid configurations, pairwise and 3-way rows)\n"
                 "  cover    print the rows of a covering array of strength N over the product\n\n"
                 "Options:\n"
-                "  -t, --strength N   covering strength, 1 to %d (cover)\n"
+                "  -t, --strength N   covering strength, 1 to %d (cover; default 2, pairwise)\n"
                 "      --seed S       covering-array seed (default 0); same seed, same rows\n"
                 "      --json         print one JSON document\n"
                 "  -h, --help         this help\n\n"
@@ -578,14 +578,8 @@ int cmd_matrix(int argc, char **argv)
                 }
                 return streq(sub, "check") ? verb_check(path) : verb_show(path);
         }
-        if (streq(sub, "cover")) {
-                if (t == 0) {
-                        fprintf(stderr,
-                                "mxmatrix: matrix cover needs -t N (the strength, e.g. 2 for pairwise)\n");
-                        return MX_EXIT_USAGE;
-                }
-                return verb_cover(path, (unsigned)t, (uint64_t)seed);
-        }
+        if (streq(sub, "cover"))
+                return verb_cover(path, t > 0 ? (unsigned)t : 2, (uint64_t)seed);
         fprintf(stderr, "mxmatrix: unknown 'matrix' command '%s' (check, show, cover)\n", sub);
         return MX_EXIT_USAGE;
 }

@@ -15,12 +15,14 @@
 static void plan_help(FILE *f)
 {
         fprintf(f,
-                "Usage: mxmatrix plan FILE feature=X [axis=value...] [--strategy S] [--seed S]\n"
+                "Usage: mxmatrix plan FILE [feature=]X [axis=value...] [--strategy S] [--seed S]\n"
                 "                     [--max-runs N] [--verbose] [--json]\n\n"
                 "Print the runs that submitting feature X would make, and why each exists.\n"
-                "X is a feature of FILE, an axis value by name or alias (cutlass, gemm), or\n"
-                "axis=value. Further axis=value words pin that axis in every run.\n\n"
-                "Reasons: baseline and L1-off (the baseline), L1-on (the feature alone),\n"
+                "X is a feature of FILE by name or id (P1), an axis value by name or alias\n"
+                "(cutlass, gemm), or axis=value. Further axis=value words pin that axis in every run.\n\n"
+                "Reasons: baseline and L1-off (the feature off on the baseline), L1-on (the\n"
+                "feature alone on the baseline), L1-off:stack(P..) and L1-on:stack(P..) (the\n"
+                "merged stack of completed features, without and with the feature),\n"
                 "L5-prior:P and L5:P (each completed feature P alone and with the feature),\n"
                 "L6:axis=value (one factor at a time), cover, full.\n\n"
                 "Options:\n"
@@ -78,6 +80,15 @@ static void print_header(const struct mx_plan *p)
         printf("\n");
         if (*pins)
                 printf("Pinned in every run: %s\n", pins);
+        if (p->n_stack_features > 0) {
+                _cleanup_free_ char *set = mx_config_describe(m, p->stack);
+
+                printf("Merged stack (%s):", p->stack_ids);
+                for (size_t i = 0; i < p->n_stack_features; i++)
+                        printf("%s %s", i ? "," : "", m->features[p->stack_features[i]].name);
+                printf(" = %s\n  L1-on: the feature alone on the baseline; L1-on:stack(%s): on the merged stack\n",
+                       *set ? set : "(nothing set)", p->stack_ids);
+        }
         printf("Command:");
         for (size_t i = 0; m->command[i]; i++)
                 printf(" %s", m->command[i]);
@@ -258,21 +269,24 @@ int cmd_plan(int argc, char **argv)
                         path = argv[i];
                 else if (startswith(argv[i], "feature=")) {
                         if (req.feature) {
-                                fprintf(stderr, "mxmatrix: plan takes one feature=X\n");
+                                fprintf(stderr, "mxmatrix: plan takes one feature X\n");
                                 return MX_EXIT_USAGE;
                         }
                         req.feature = argv[i] + strlen("feature=");
                 } else if (strchr(argv[i], '='))
                         strv_push(&pins, argv[i]);
+                else if (!req.feature)
+                        req.feature = argv[i]; /* a bare X, as submit takes it */
                 else {
                         fprintf(stderr,
-                                "mxmatrix: unexpected argument '%s' (want feature=X or axis=value)\n",
+                                "mxmatrix: unexpected argument '%s' (plan takes one feature X; pins are "
+                                "axis=value)\n",
                                 argv[i]);
                         return MX_EXIT_USAGE;
                 }
         }
         if (!path || !req.feature || !*req.feature) {
-                fprintf(stderr, "mxmatrix: plan wants FILE and feature=X (see mxmatrix plan --help)\n");
+                fprintf(stderr, "mxmatrix: plan wants FILE and a feature X (see mxmatrix plan --help)\n");
                 return MX_EXIT_USAGE;
         }
         req.pins = pins;

@@ -878,7 +878,7 @@ static int parse_feature(struct loader *l, json_t *node, struct mx_matrix_featur
                 _cleanup_free_ char *e = mx_escape(status, MX_MATRIX_MAX_NAME);
 
                 return err(l, node, "status",
-                           "unknown status '%s' (not-started, in-progress, completed, blocked)", e);
+                           "unknown status '%s' (not-started, in-progress, completed or merged, blocked)", e);
         }
         return member_string(l, node, "gate", false, MX_MATRIX_MAX_STRING, &f->gate);
 }

@@ -51,7 +51,7 @@ run 2 "$mx" matrix check "$shipped" extra
 run 2 "$mx" matrix frobnicate "$shipped"
 has "$tmp/err" "unknown 'matrix' command 'frobnicate'"
 run 0 "$mx" matrix --help
-has "$tmp/out" "mxmatrix matrix cover FILE -t N"
+has "$tmp/out" "mxmatrix matrix cover FILE [-t N]"
 
 # matrix show
 run 0 "$mx" matrix show "$shipped"
@@ -74,8 +74,14 @@ run 0 "$mx" matrix cover "$shipped" -t 2 --seed 7
 grep -qE '^[0-9]+ rows cover all [0-9]+ valid 2-tuples of .* \(verified; seed 7\)$' "$tmp/out" ||
         fail "cover: no summary line: $(tail -1 "$tmp/out")"
 head -1 "$tmp/out" | grep -qE '^#  +kernel +activation +tile +sinks +spec +graphs +ID$' || fail "cover: header"
-run 2 "$mx" matrix cover "$shipped"
-has "$tmp/err" "needs -t N"
+# Without -t: pairwise, the strength people mean.
+run 0 "$mx" matrix cover "$shipped"
+grep -qE '^[0-9]+ rows cover all [0-9]+ valid 2-tuples of ' "$tmp/out" || fail "cover: no default t=2"
+# The file verbs outside "matrix" are pointed to it.
+run 2 "$mx" cover "$shipped"
+has "$tmp/err" "unknown verb 'cover'; did you mean 'mxmatrix matrix cover'?"
+run 2 "$mx" check "$shipped"
+has "$tmp/err" "did you mean 'mxmatrix matrix check'?"
 run 2 "$mx" matrix cover "$shipped" -t 9
 run 2 "$mx" matrix show "$shipped" -t 2
 
@@ -98,6 +104,26 @@ run 0 "$mx" plan "$shipped" feature=cutlass --strategy pairwise
 has "$tmp/out" "strategy pairwise (strength 2, seed 0,"
 run 1 "$mx" plan "$shipped" feature=cutlass --strategy full --max-runs 50
 has "$tmp/err" "--strategy full would plan more than 50 runs"
+# A bare X, as submit takes it, and the P ids matrix show prints.
+run 0 "$mx" plan "$shipped" cutlass
+has "$tmp/out" "Plan for cutlass: kernel=cutlass (feature 'cutlass-gemm')"
+run 0 "$mx" plan "$shipped" feature=P5
+has "$tmp/out" "Plan for P5: feature 'spec-decode' (P5)"
+run 0 "$mx" plan "$shipped" P1 graphs=off
+has "$tmp/out" "Pinned in every run: graphs=off"
+run 2 "$mx" plan "$shipped" cutlass gemm
+has "$tmp/err" "plan takes one feature X"
+# Pinning the feature's own axis keeps the feature-off run.
+run 0 "$mx" plan "$shipped" feature=cutlass kernel=cutlass
+has "$tmp/out" "baseline L1-off"
+has "$tmp/out" "pin kernel=cutlass repeats what the feature sets"
+has "$tmp/out" "12 runs (5 expected to fail), 0 skipped."
+# Stacking: with P1 merged, P3 runs on kernel=cutlass (seed 003's C2) and alone on the baseline.
+sed '0,/"status": "in-progress"/s//"status": "merged"/' "$shipped" >"$tmp/merged.json"
+run 0 "$mx" plan "$tmp/merged.json" P3
+has "$tmp/out" "Merged stack (P1): cutlass-gemm = kernel=cutlass"
+has "$tmp/out" "L1-on:stack(P1) L5:cutlass-gemm"
+has "$tmp/out" "L1-off:stack(P1) L5-prior:cutlass-gemm"
 run 2 "$mx" plan "$shipped" feature=cutlas
 has "$tmp/err" "did you mean feature 'cutlass-gemm', kernel=cutlass?"
 run 2 "$mx" plan "$shipped" feature=off

@@ -424,7 +424,7 @@ TEST(features)
         ERROR_AT(FEAT("{\"name\": \"f\", \"priority\": 1, \"set\": {}, \"hypothesis\": \"h\", \"status\": "
                       "\"done\", " C1 "}"),
                  "\"status\"",
-                 "key 'features[0].status': unknown status 'done' (not-started, in-progress, completed, "
+                 "key 'features[0].status': unknown status 'done' (not-started, in-progress, completed or merged, "
                  "blocked)");
         ERROR_AT(FEAT("{" F1 ", \"criteria\": []}"), "\"criteria\"",
                  "key 'features[0].criteria': a feature needs 1 to 32 success criteria");
