@@ -867,7 +867,10 @@ static int target_start(const struct mx_run_ctx *ctx, const struct mx_run_events
                 return q;
         }
         r->started_mono = mx_now_mono_us();
-        timeout = json_integer_value(profile_get(r, "ready", "timeout_ms"));
+        /* The matrix's settings.ready_timeout (in the snapshot) over the profile's. */
+        timeout = json_integer_value(json_object_get(json_object_get(ctx->spec, "settings"), "ready_timeout_ms"));
+        if (timeout <= 0)
+                timeout = json_integer_value(profile_get(r, "ready", "timeout_ms"));
         r->ready_deadline = r->started_mono + (timeout > 0 ? timeout : 300000) * 1000;
         r->ev->level_started(r->ud, r->l1.wanted ? "L1" : "L1.5");
         r->l1.started = mx_now_real_us();

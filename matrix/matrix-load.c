@@ -767,6 +767,56 @@ static int parse_baseline(struct loader *l, json_t *root)
         return 0;
 }
 
+/* ---- settings ---- */
+
+/* Longest time limit a matrix may set: like profile durations, under a week. */
+#define MX_MATRIX_MAX_SETTING_MS (INT64_C(7) * 86400 * 1000)
+
+/* A duration member: seconds (an integer) or a string such as "30m", "2h"; 0 when absent. */
+static int member_duration(struct loader *l, json_t *obj, const char *key, int64_t *ret)
+{
+        json_t *v = json_object_get(obj, key);
+        int64_t ms = 0;
+
+        *ret = 0;
+        if (!v)
+                return 0;
+        if (json_is_integer(v) && json_integer_value(v) > 0 &&
+            json_integer_value(v) < MX_MATRIX_MAX_SETTING_MS / 1000)
+                ms = json_integer_value(v) * 1000;
+        else if (!json_is_string(v) || mx_parse_duration_ms(json_string_value(v), &ms) < 0 || ms <= 0 ||
+                 ms >= MX_MATRIX_MAX_SETTING_MS)
+                return err(l, obj, key,
+                           "expected a duration of less than 7 days: seconds, or a string such as \"30m\", "
+                           "\"2h\"");
+        *ret = ms;
+        return 0;
+}
+
+/*
+ * "settings" of the matrix or of a feature: the time limits this target
+ * needs (the daemon's --run-timeout and --level-timeout otherwise, and the
+ * profile's ready.timeout).
+ */
+static int parse_settings(struct loader *l, json_t *parent, struct mx_matrix_settings *ret)
+{
+        static const char *const keys[] = { "run_timeout", "level_timeout", "ready_timeout", NULL };
+        json_t *o;
+        int r;
+
+        r = member(l, parent, "settings", KIND_OBJECT, false, &o);
+        if (r < 0 || !o)
+                return r;
+        r = check_keys(l, o, keys, "settings");
+        if (r >= 0)
+                r = member_duration(l, o, "run_timeout", &ret->run_timeout_ms);
+        if (r >= 0)
+                r = member_duration(l, o, "level_timeout", &ret->level_timeout_ms);
+        if (r >= 0)
+                r = member_duration(l, o, "ready_timeout", &ret->ready_timeout_ms);
+        return r;
+}
+
 /* ---- features ---- */
 
 static int parse_criterion(struct loader *l, json_t *node, struct mx_matrix_criterion *c)
@@ -819,7 +869,7 @@ static int parse_feature(struct loader *l, json_t *node, struct mx_matrix_featur
 {
         static const char *const keys[] = { "name",       "title",      "description", "priority",
                                             "set",        "hypothesis", "criteria",    "status",
-                                            "depends_on", "gate",       NULL };
+                                            "depends_on", "gate",       "settings",    NULL };
         _cleanup_free_ char *status = NULL;
         json_t *prio, *set, *crit, *c;
         size_t i;
@@ -880,6 +930,9 @@ static int parse_feature(struct loader *l, json_t *node, struct mx_matrix_featur
                 return err(l, node, "status",
                            "unknown status '%s' (not-started, in-progress, completed or merged, blocked)", e);
         }
+        r = parse_settings(l, node, &f->settings);
+        if (r < 0)
+                return r;
         return member_string(l, node, "gate", false, MX_MATRIX_MAX_STRING, &f->gate);
 }
 
@@ -1527,8 +1580,9 @@ static int check_constraints(struct loader *l)
 
 static int parse_root(struct loader *l)
 {
-        static const char *const keys[] = { "matrix", "name",     "description", "target",      "profiles",
-                                            "axes",   "baseline", "features",    "constraints", NULL };
+        static const char *const keys[] = { "matrix",   "name",     "description", "target",
+                                            "profiles", "axes",     "baseline",    "features",
+                                            "constraints", "settings", NULL };
         struct mx_matrix *m = l->m;
         json_t *root = m->root, *version;
         int r;
@@ -1553,6 +1607,9 @@ static int parse_root(struct loader *l)
         if (r < 0)
                 return r;
         r = parse_target(l, root);
+        if (r < 0)
+                return r;
+        r = parse_settings(l, root, &m->settings);
         if (r < 0)
                 return r;
         r = member(l, root, "profiles", KIND_OBJECT, false, &m->profiles);

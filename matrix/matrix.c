@@ -46,6 +46,29 @@ const struct mx_metric_info mx_metrics[] = {
 };
 const size_t mx_n_metrics = ELEMENTSOF(mx_metrics);
 
+void mx_matrix_settings_overlay(struct mx_matrix_settings *base, const struct mx_matrix_settings *over)
+{
+        if (over->run_timeout_ms > 0)
+                base->run_timeout_ms = over->run_timeout_ms;
+        if (over->level_timeout_ms > 0)
+                base->level_timeout_ms = over->level_timeout_ms;
+        if (over->ready_timeout_ms > 0)
+                base->ready_timeout_ms = over->ready_timeout_ms;
+}
+
+json_t *mx_matrix_settings_to_json(const struct mx_matrix_settings *s)
+{
+        json_t *o = json_object();
+
+        if (s->run_timeout_ms > 0)
+                json_object_set_new(o, "run_timeout_ms", json_integer(s->run_timeout_ms));
+        if (s->level_timeout_ms > 0)
+                json_object_set_new(o, "level_timeout_ms", json_integer(s->level_timeout_ms));
+        if (s->ready_timeout_ms > 0)
+                json_object_set_new(o, "ready_timeout_ms", json_integer(s->ready_timeout_ms));
+        return o;
+}
+
 static int table_lookup(const char *const *table, size_t n, const char *s)
 {
         if (!s)

@@ -160,6 +160,21 @@ struct mx_matrix_known_incompatible {
         json_t *node;
 };
 
+/*
+ * Time limits a matrix carries for its target, per matrix and per feature
+ * (docs/mxmatrix.json.5, SETTINGS); 0 = not set (the daemon's flag, or the
+ * profile's ready timeout). A plan puts them into every run's snapshot.
+ */
+struct mx_matrix_settings {
+        int64_t run_timeout_ms;
+        int64_t level_timeout_ms;
+        int64_t ready_timeout_ms;
+};
+/* over's set limits replace base's. */
+void mx_matrix_settings_overlay(struct mx_matrix_settings *base, const struct mx_matrix_settings *over);
+/* The set limits as {"run_timeout_ms": N, ...} (unset ones left out). */
+json_t *mx_matrix_settings_to_json(const struct mx_matrix_settings *s);
+
 struct mx_matrix_criterion {
         char *metric;
         enum mx_criterion_op op;
@@ -180,6 +195,7 @@ struct mx_matrix_feature {
         size_t *depends_on; /* feature indices */
         size_t n_depends_on;
         char *gate; /* free text: the gate to pass before the next feature */
+        struct mx_matrix_settings settings;
         json_t *node;
 };
 
@@ -201,6 +217,7 @@ struct mx_matrix {
         json_t *target;   /* borrowed from root */
         json_t *profiles; /* borrowed from root; NULL when absent */
         json_t *profile_resolved; /* owned: the target's profile, normalised (profile.h) */
+        struct mx_matrix_settings settings;
 
         struct mx_matrix_axis *axes;
         size_t n_axes;

@@ -829,6 +829,9 @@ int mx_plan_build(const struct mx_matrix *m, const struct mx_plan_request *req, 
                 return r;
         feature_notes(p);
         build_stack(p);
+        p->settings = m->settings;
+        if (p->feature >= 0)
+                mx_matrix_settings_overlay(&p->settings, &m->features[p->feature].settings);
 
         base = overlay(m, m->baseline, p->pins, NULL);
         pinned = overlay(m, p->pins, p->assignment, NULL);
@@ -951,11 +954,12 @@ json_t *mx_plan_run_to_json(const struct mx_plan *p, const struct mx_plan_run *r
                                       json_pack("{s:s,s:s,s:s}", "expect", mx_ki_expect_to_string(k->expect),
                                                 "reason", k->reason, "at", at));
         }
-        return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "key", r->key, "hash",
+        return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "key", r->key, "hash",
                          mx_ident_hash_format(r->hash, hash), "config", mx_config_to_json(p->m, r->config),
                          "reasons", strv_to_json(r->reasons), "env", strv_to_json(r->env), "flags",
                          strv_to_json(r->flags), "argv", strv_to_json(r->argv), "expect",
-                         mx_expect_to_json(&r->expect), "known_incompatible", ki);
+                         mx_expect_to_json(&r->expect), "known_incompatible", ki, "settings",
+                         mx_matrix_settings_to_json(&p->settings));
 }
 
 json_t *mx_plan_to_json(const struct mx_plan *p)
@@ -992,8 +996,9 @@ json_t *mx_plan_to_json(const struct mx_plan *p)
                                   mx_config_to_json(m, p->stack));
         }
         return json_pack(
-                "{s:s,s:s,s:o,s:o,s:o,s:s,s:I,s:o,s:o,s:o,s:o}", "matrix", m->name, "file", m->path, "feature",
-                feature, "stack", stack, "pins", mx_config_to_json(m, p->pins), "strategy",
+                "{s:s,s:s,s:o,s:o,s:o,s:o,s:s,s:I,s:o,s:o,s:o,s:o}", "matrix", m->name, "file", m->path, "feature",
+                feature, "stack", stack, "settings", mx_matrix_settings_to_json(&p->settings), "pins",
+                mx_config_to_json(m, p->pins), "strategy",
                 mx_plan_strategy_to_string(p->strategy), "seed", (json_int_t)p->seed, "cover",
                 p->cover_t ? json_pack("{s:i,s:I}", "t", (int)p->cover_t, "rows", (json_int_t)p->cover_rows)
                            : json_null(),

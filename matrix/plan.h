@@ -100,6 +100,7 @@ struct mx_plan {
         struct mx_plan_skip *skipped;
         size_t n_skipped;
         char **notes; /* things the user should know: unmet dependencies, empty L5 ... */
+        struct mx_matrix_settings settings; /* the matrix's, the feature's over them: into every snapshot */
 };
 
 /*
@@ -125,7 +126,9 @@ size_t mx_plan_n_known_incompatible(const struct mx_plan *p);
 json_t *mx_plan_to_json(const struct mx_plan *p);
 /*
  * One run as JSON, the snapshot the daemon stores: {"key", "hash", "config",
- * "reasons", "env", "flags", "argv", "expect", "known_incompatible"}.
+ * "reasons", "env", "flags", "argv", "expect", "known_incompatible",
+ * "settings": {"run_timeout_ms", "level_timeout_ms", "ready_timeout_ms"}
+ * (the set ones)}.
  */
 json_t *mx_plan_run_to_json(const struct mx_plan *p, const struct mx_plan_run *r);
 /* A configuration as a JSON object axis -> value name (assigned axes only, file order). */

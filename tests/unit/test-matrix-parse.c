@@ -772,3 +772,23 @@ TEST(load_string_size_limit)
         ASSERT_STREQ(why, "s.json: 4194305 bytes, more than the limit of 4194304");
         ASSERT_NULL(m);
 }
+
+TEST(settings)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(
+                HEAD AXES BASE ",\n  \"settings\": {\"run_timeout\": \"2h\", \"level_timeout\": 90, "
+                "\"ready_timeout\": \"20m\"}" TAIL);
+
+        ASSERT_EQ(m->settings.run_timeout_ms, 2 * 3600 * 1000);
+        ASSERT_EQ(m->settings.level_timeout_ms, 90 * 1000);
+        ASSERT_EQ(m->settings.ready_timeout_ms, 20 * 60 * 1000);
+        ERROR_AT(HEAD AXES BASE ",\n  \"settings\": {\"run_timeout\": \"soon\"}" TAIL, "\"run_timeout\"",
+                 "key 'settings.run_timeout': expected a duration of less than 7 days");
+        ERROR_AT(HEAD AXES BASE ",\n  \"settings\": {\"run_timeout\": \"8d\"}" TAIL, "\"run_timeout\"",
+                 "key 'settings.run_timeout': expected a duration");
+        ERROR_AT(HEAD AXES BASE ",\n  \"settings\": {\"levels\": 1}" TAIL, "\"levels\"",
+                 "key 'settings.levels': unknown key 'levels' in settings (known keys: run_timeout, "
+                 "level_timeout, ready_timeout)");
+        ERROR_AT(FEAT("{" F1 ", " C1 ", \"settings\": {\"level_timeout\": 0}}"), "\"level_timeout\"",
+                 "key 'features[0].settings.level_timeout': expected a duration");
+}
