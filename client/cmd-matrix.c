@@ -23,7 +23,8 @@ static void matrix_help(FILE *f)
                 "       mxmatrix matrix show FILE [--json]\n"
                 "       mxmatrix matrix cover FILE [-t N] [--seed S] [--json]\n\n"
                 "Work on a matrix file (see mxmatrix.json(5)) without a daemon.\n\n"
-                "  check    validate FILE; print its size and the number of valid configurations\n"
+                "  check    validate FILE; print its size and the number of valid configurations,\n"
+                "           and warn (on stderr) about expectations no source can ever satisfy\n"
                 "  show     print axes, values, baseline, features, constraints and counts\n"
                 "           (full product, valid configurations, pairwise and 3-way rows)\n"
                 "  cover    print the rows of a covering array of strength N over the product\n\n"
@@ -87,21 +88,32 @@ static int verb_check(const char *path)
         bool counted;
         int r;
 
+        _cleanup_strv_free_ char **warnings = NULL;
+
         r = load(path, &m);
         if (r != 0)
                 return r;
         count(m, &c, &counted);
+        warnings = mx_matrix_warnings(m);
         if (arg_json) {
+                json_t *w = json_array();
+
+                for (size_t i = 0; warnings && warnings[i]; i++)
+                        json_array_append_new(w, json_string(warnings[i]));
                 _cleanup_(json_decrefp) json_t *j =
-                        json_pack("{s:s,s:b,s:s,s:I,s:I,s:I,s:o,s:o}", "file", path, "ok", 1, "name",
+                        json_pack("{s:s,s:b,s:s,s:I,s:I,s:I,s:o,s:o,s:o}", "file", path, "ok", 1, "name",
                                   m->name, "axes", (json_int_t)m->n_axes, "values",
                                   (json_int_t)total_values(m), "features", (json_int_t)m->n_features, "full",
                                   c.product_overflow ? json_null() : json_integer((json_int_t)c.product),
-                                  "valid", counted ? json_integer((json_int_t)c.valid) : json_null());
+                                  "valid", counted ? json_integer((json_int_t)c.valid) : json_null(),
+                                  "warnings", w);
 
                 output_json(j);
                 return MX_EXIT_OK;
         }
+        /* The file is valid, but some expectations can never be met as it stands: say where. */
+        for (size_t i = 0; warnings && warnings[i]; i++)
+                fprintf(stderr, "warning: %s\n", warnings[i]);
         _cleanup_free_ char *full = format_product(&c);
         _cleanup_free_ char *valid =
                 counted ? xasprintf("%" PRIu64, c.valid) : xstrdup("not counted (product too large)");

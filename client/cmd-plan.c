@@ -30,7 +30,8 @@ static void plan_help(FILE *f)
                 "                     covering array), full (add every valid configuration)\n"
                 "      --seed S       covering-array seed (default 0)\n"
                 "      --max-runs N   refuse plans with more runs (default %d)\n"
-                "  -v, --verbose      print each run's environment, flags and kernel expectations\n"
+                "  -v, --verbose      print each run's environment, flags and expectations, with the\n"
+                "                     source each is checked against (server log, profiler report)\n"
                 "      --json         print one JSON document\n"
                 "  -h, --help         this help\n\n"
                 "Exit status: 0 ok, 2 bad command line or unknown feature, 3 bad matrix file.\n",
@@ -51,6 +52,14 @@ static char *ki_marks(const struct mx_plan *p, const struct mx_plan_run *r)
                 mx_buf_printf(&b, "%s%zu", i ? "," : "", r->known_incompatible[i] + 1);
         }
         return xasprintf("%s [%s]", crash ? "crash" : "fail", b.data);
+}
+
+/* Where the gate (L1.5) looks for each kind of expectation. */
+static void print_evidence(const struct mx_matrix *m)
+{
+        _cleanup_free_ char *log = mx_matrix_evidence_log(m), *kernels = mx_matrix_evidence_kernels(m);
+
+        printf("Expectations (L1.5) are checked against:\n  log      %s\n  kernels  %s\n", log, kernels);
 }
 
 /* What was planned: the feature, its hypothesis and criteria, the strategy and command. */
@@ -92,7 +101,9 @@ static void print_header(const struct mx_plan *p)
         printf("Command:");
         for (size_t i = 0; m->command[i]; i++)
                 printf(" %s", m->command[i]);
-        printf("\n\n");
+        printf("\n");
+        print_evidence(m);
+        printf("\n");
 }
 
 /* The runs as a table: one column per axis, then reasons and expected failures. */
@@ -151,8 +162,11 @@ static void print_details(const struct mx_plan *p)
                         printf("     env   %s\n", r->env[k]);
                 for (size_t k = 0; r->flags && r->flags[k]; k++)
                         printf("     flag  %s\n", r->flags[k]);
-                print_rules("log", &r->expect.log);
-                print_rules("kernels", &r->expect.kernels);
+                print_rules("log (server output)", &r->expect.log);
+                print_rules(mx_matrix_has_gate(p->m) && mx_matrix_has_profiler(p->m)
+                                    ? "kernels (profiler report)"
+                                    : "kernels (NEVER CHECKED: no profiler)",
+                            &r->expect.kernels);
         }
 }
 

@@ -261,6 +261,18 @@ _printf_(5, 6) int mx_matrix_error_at(const struct mx_matrix *m, json_t *node, c
 /* The same with a va_list; index (SIZE_MAX for none) names an element of the array node. */
 int mx_matrix_verror_at(const struct mx_matrix *m, json_t *node, const char *key, size_t index,
                         char **reterr, const char *fmt, va_list ap) _printf_(6, 0);
+/*
+ * Warnings on a valid file (matrix-warn.c): expectations no evidence source
+ * can ever satisfy, each "FILE:LINE:COL: key 'PATH': message"; NULL when none.
+ */
+char **mx_matrix_warnings(const struct mx_matrix *m);
+/* Does the target's profile run the L1.5 gate (every profile but command)? Does it have a profiler? */
+bool mx_matrix_has_gate(const struct mx_matrix *m);
+bool mx_matrix_has_profiler(const struct mx_matrix *m);
+/* Where log and kernel expectations are checked, as a sentence for plans (caller frees). */
+char *mx_matrix_evidence_log(const struct mx_matrix *m);
+char *mx_matrix_evidence_kernels(const struct mx_matrix *m);
+
 /* "FILE:LINE:COL" of node (as above), for messages that point at a second place. */
 char *mx_matrix_location(const struct mx_matrix *m, json_t *node);
 

@@ -802,6 +802,28 @@ static int plan_l1(struct builder *b, const int *base, const int *on, const int 
         return r;
 }
 
+/* Runs whose expectations no source can check: say so before they run and end L1.5 INVALID. */
+static void evidence_notes(struct mx_plan *p)
+{
+        size_t any = 0, kernels = 0;
+
+        for (size_t i = 0; i < p->n_runs; i++) {
+                const struct mx_kgate_expect *e = &p->runs[i].expect;
+
+                any += !mx_kgate_expect_empty(e);
+                kernels += e->kernels.n_must_see > 0 || (e->kernels.must_not_see && e->kernels.must_not_see[0]);
+        }
+        if (!mx_matrix_has_gate(p->m) && any > 0)
+                strv_consume(&p->notes, xasprintf("%zu runs have expectations, but the command profile runs no "
+                                                  "kernel gate: they are never checked",
+                                                  any));
+        else if (!mx_matrix_has_profiler(p->m) && kernels > 0)
+                strv_consume(&p->notes,
+                             xasprintf("%zu runs expect kernel names, but profile '%s' has no profiler: their L1.5 "
+                                       "gate will be INVALID (see mxmatrix matrix check)",
+                                       kernels, p->m->profile));
+}
+
 int mx_plan_build(const struct mx_matrix *m, const struct mx_plan_request *req, struct mx_plan **ret,
                   char **reterr)
 {
@@ -847,6 +869,8 @@ int mx_plan_build(const struct mx_matrix *m, const struct mx_plan_request *req, 
                 r = plan_cover(&b, pinned, p->strategy == MX_PLAN_PAIRWISE ? 2 : 3, reterr);
         if (r >= 0 && p->strategy == MX_PLAN_FULL)
                 r = plan_full(&b, pinned, reterr);
+        if (r >= 0)
+                evidence_notes(p);
         free(b.slot_hash);
         free(b.slot_index);
         if (r < 0)
@@ -966,6 +990,7 @@ json_t *mx_plan_to_json(const struct mx_plan *p)
 {
         const struct mx_matrix *m = p->m;
         json_t *runs = json_array(), *skipped = json_array(), *feature, *stack = json_null();
+        _cleanup_free_ char *ev_log = mx_matrix_evidence_log(m), *ev_kernels = mx_matrix_evidence_kernels(m);
 
         for (size_t i = 0; i < p->n_runs; i++)
                 json_array_append_new(runs, mx_plan_run_to_json(p, &p->runs[i]));
@@ -996,8 +1021,10 @@ json_t *mx_plan_to_json(const struct mx_plan *p)
                                   mx_config_to_json(m, p->stack));
         }
         return json_pack(
-                "{s:s,s:s,s:o,s:o,s:o,s:o,s:s,s:I,s:o,s:o,s:o,s:o}", "matrix", m->name, "file", m->path, "feature",
-                feature, "stack", stack, "settings", mx_matrix_settings_to_json(&p->settings), "pins",
+                "{s:s,s:s,s:o,s:o,s:o,s:{s:s,s:s,s:b,s:b},s:o,s:s,s:I,s:o,s:o,s:o,s:o}", "matrix", m->name, "file",
+                m->path, "feature", feature, "stack", stack, "settings", mx_matrix_settings_to_json(&p->settings),
+                "evidence", "log", ev_log, "kernels", ev_kernels, "gate", mx_matrix_has_gate(m), "profiler",
+                mx_matrix_has_profiler(m), "pins",
                 mx_config_to_json(m, p->pins), "strategy",
                 mx_plan_strategy_to_string(p->strategy), "seed", (json_int_t)p->seed, "cover",
                 p->cover_t ? json_pack("{s:i,s:I}", "t", (int)p->cover_t, "rows", (json_int_t)p->cover_rows)

@@ -39,6 +39,28 @@ run 0 "$mx" --json matrix check "$shipped"
 has "$tmp/out" '"ok": true'
 has "$tmp/out" '"valid": 384'
 
+# The shipped matrices warn about nothing: every expectation has a source.
+run 0 "$mx" matrix check "$upstream"
+[ ! -s "$tmp/err" ] || fail "matrix check warns about $upstream: $(cat "$tmp/err")"
+run 0 "$mx" matrix check "$shipped"
+[ ! -s "$tmp/err" ] || fail "matrix check warns about $shipped: $(cat "$tmp/err")"
+# Without the profiler, kernel expectations can never be checked: a warning with the place, exit 0.
+jq 'del(.target.profiler)' "$shipped" >"$tmp/noprof.json"
+run 0 "$mx" matrix check "$tmp/noprof.json"
+has "$tmp/err" "warning: $tmp/noprof.json:"
+has "$tmp/err" "key 'axes[0].values[1].expect.kernels': kernel expectations of kernel=cutlass need a profiler report"
+[ "$(grep -c '^warning: ' "$tmp/err")" -eq 5 ] || fail "want 5 warnings: $(cat "$tmp/err")"
+run 0 "$mx" --json matrix check "$tmp/noprof.json"
+[ "$(jq '.warnings | length' "$tmp/out")" -eq 5 ] || fail "--json: want 5 warnings"
+run 0 "$mx" plan "$tmp/noprof.json" cutlass
+has "$tmp/out" "kernels  never checked: profile 'vllm' has no profiler"
+has "$tmp/out" "runs expect kernel names, but profile 'vllm' has no profiler: their L1.5 gate will be INVALID"
+# The command profile runs no gate at all.
+jq '.target.profile = "command" | del(.target.profiler, .target.ready, .target.stop, .target.crash_signatures)' \
+        "$MX_SOURCE_DIR/matrix/demo-sim.json" >"$tmp/cmd.json"
+run 0 "$mx" matrix check "$tmp/cmd.json"
+has "$tmp/err" "key 'axes[0].values[0].expect': kernel=marlin has expectations, but the command profile runs no kernel gate"
+
 printf '{"matrix": 1,\n "name": "t",\n "bogus": 1}\n' >"$tmp/bad.json"
 run 3 "$mx" matrix check "$tmp/bad.json"
 has "$tmp/err" "$tmp/bad.json:3:2: key 'bogus': unknown key 'bogus' in a matrix file"
@@ -88,6 +110,9 @@ run 2 "$mx" matrix show "$shipped" -t 2
 # plan
 run 0 "$mx" plan "$shipped" feature=cutlass
 has "$tmp/out" "Plan for cutlass: kernel=cutlass (feature 'cutlass-gemm')"
+has "$tmp/out" "Expectations (L1.5) are checked against:"
+has "$tmp/out" "log      the server's output (stdout and stderr), whole run"
+has "$tmp/out" "kernels  the profiler report {run_dir}/kern_cuda_gpu_kern_sum.csv (nsys), read after the server stopped, made by 'nsys stats --report cuda_gpu_kern_sum"
 has "$tmp/out" "baseline L1-off"
 has "$tmp/out" "L6:spec=eagle3-short       crash [1]"
 has "$tmp/out" "12 runs (5 expected to fail), 0 skipped."
@@ -99,7 +124,8 @@ run 0 "$mx" plan "$shipped" feature=gemm graphs=off --verbose
 has "$tmp/out" "Pinned in every run: graphs=off"
 has "$tmp/out" "env   VLLM_MXFP4_MOE_KERNEL=gemm"
 has "$tmp/out" "flag  --enforce-eager"
-has "$tmp/out" "kernels must see 'cutlass_*_grouped_gemm'"
+has "$tmp/out" "kernels (profiler report) must see 'cutlass_*_grouped_gemm'"
+has "$tmp/out" "log (server output) must see '[MoE] backend=flashinfer"
 run 0 "$mx" plan "$shipped" feature=cutlass --strategy pairwise
 has "$tmp/out" "strategy pairwise (strength 2, seed 0,"
 run 1 "$mx" plan "$shipped" feature=cutlass --strategy full --max-runs 50

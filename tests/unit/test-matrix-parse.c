@@ -703,6 +703,51 @@ TEST(shipped_matrices_load)
         ASSERT_STREQ(a->axes[0].values[mx_matrix_value_index(&a->axes[0], "gemm")].name, "cutlass");
 }
 
+TEST(shipped_matrices_can_pass_the_kernel_gate)
+{
+        static const char *const files[] = { "matrix/mxfp4-gb10.json", "matrix/vllm-upstream-gb10.json",
+                                             "matrix/demo-sim.json" };
+
+        /* Every shipped matrix expects kernel names, so each needs a profiler and warns about nothing. */
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_fixture(files[i]);
+                _cleanup_strv_free_ char **w = mx_matrix_warnings(m);
+
+                ASSERT_TRUE(mx_matrix_has_gate(m));
+                ASSERT_TRUE(mx_matrix_has_profiler(m));
+                if (w)
+                        test_fail(__FILE__, __LINE__, "%s warns: %s", files[i], w[0]);
+        }
+        /* The GB10 matrices profile with nsys around the server and summarise kernels after the stop. */
+        {
+                _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_fixture("matrix/mxfp4-gb10.json");
+                json_t *prof = json_object_get(m->profile_resolved, "profiler");
+
+                ASSERT_STREQ(m->command[0], "nsys");
+                ASSERT_TRUE(strv_contains(m->command, "--cuda-graph-trace"));
+                ASSERT_STREQ(json_string_value(json_array_get(json_object_get(prof, "after_stop"), 0)), "nsys");
+                ASSERT_STREQ(json_string_value(json_object_get(prof, "report")),
+                             "{run_dir}/kern_cuda_gpu_kern_sum.csv");
+                ASSERT_EQ(m->settings.run_timeout_ms, 2 * 3600 * 1000);
+        }
+}
+
+TEST(warnings_name_the_place)
+{
+        /* Kernel expectations and no profiler: one warning per value, at its expect.kernels. */
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(
+                HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\"}, {\"name\": \"y\", "
+                     "\"expect\": {\"kernels\": {\"must_see\": [\"k_*\"]}, \"log\": {\"must_see\": [\"z\"], "
+                     "\"must_not_see\": [\"z\"]}}}]}],\n" "  \"baseline\": {\"a\": \"x\"}" TAIL);
+        _cleanup_strv_free_ char **w = mx_matrix_warnings(m);
+
+        ASSERT_EQ(strv_length(w), 2);
+        ASSERT_STREQ(w[0], "t.json:5:77: key 'axes[0].values[1].expect.kernels': kernel expectations of a=y need a "
+                           "profiler report, but profile 'vllm' has no profiler: every run with this value ends "
+                           "L1.5 INVALID (set target.profiler, mxmatrix.json(5) TARGET PROFILES)");
+        ASSERT_CONTAINS(w[1], "key 'axes[0].values[1].expect.log': a=y must see and must not see 'z' in the log");
+}
+
 TEST(more_error_paths)
 {
         _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
