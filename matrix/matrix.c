@@ -674,7 +674,8 @@ static bool conj_and(const struct conj *x, const struct conj *y, struct conj *re
 {
         struct conj r = { .t = xreallocarray(NULL, MX_MAX(x->n + y->n, 1), sizeof(struct mx_cover_term)) };
 
-        memcpy(r.t, x->t, x->n * sizeof(struct mx_cover_term));
+        if (x->n > 0) /* the empty conjunction (true) has no terms array */
+                memcpy(r.t, x->t, x->n * sizeof(struct mx_cover_term));
         r.n = x->n;
         for (size_t j = 0; j < y->n; j++) {
                 size_t k = 0;
