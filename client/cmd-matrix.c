@@ -100,13 +100,12 @@ static int verb_check(const char *path)
 
                 for (size_t i = 0; warnings && warnings[i]; i++)
                         json_array_append_new(w, json_string(warnings[i]));
-                _cleanup_(json_decrefp) json_t *j =
-                        json_pack("{s:s,s:b,s:s,s:I,s:I,s:I,s:o,s:o,s:o}", "file", path, "ok", 1, "name",
-                                  m->name, "axes", (json_int_t)m->n_axes, "values",
-                                  (json_int_t)total_values(m), "features", (json_int_t)m->n_features, "full",
-                                  c.product_overflow ? json_null() : json_integer((json_int_t)c.product),
-                                  "valid", counted ? json_integer((json_int_t)c.valid) : json_null(),
-                                  "warnings", w);
+                _cleanup_(json_decrefp) json_t *j = json_pack(
+                        "{s:s,s:b,s:s,s:I,s:I,s:I,s:o,s:o,s:o}", "file", path, "ok", 1, "name", m->name,
+                        "axes", (json_int_t)m->n_axes, "values", (json_int_t)total_values(m), "features",
+                        (json_int_t)m->n_features, "full",
+                        c.product_overflow ? json_null() : json_integer((json_int_t)c.product), "valid",
+                        counted ? json_integer((json_int_t)c.valid) : json_null(), "warnings", w);
 
                 output_json(j);
                 return MX_EXIT_OK;
@@ -204,8 +203,9 @@ static json_t *constraints_to_json(const struct mx_matrix *m)
                 _cleanup_free_ char *c_else =
                         m->rules[i].has_else ? mx_matrix_cond_describe(m, &m->rules[i].else_) : NULL;
 
-                json_array_append_new(rules, json_pack("{s:s,s:s,s:s,s:s?,s:s}", "at", at, "if", c_if, "then",
-                                                       c_then, "else", c_else, "reason", m->rules[i].reason));
+                json_array_append_new(rules,
+                                      json_pack("{s:s,s:s,s:s,s:s?,s:s}", "at", at, "if", c_if, "then",
+                                                c_then, "else", c_else, "reason", m->rules[i].reason));
         }
         for (size_t i = 0; i < m->n_known_incompatible; i++) {
                 const struct mx_matrix_known_incompatible *k = &m->known_incompatible[i];
@@ -402,8 +402,8 @@ static void show_constraints(const struct mx_matrix *m)
                 _cleanup_free_ char *c_else =
                         m->rules[i].has_else ? mx_matrix_cond_describe(m, &m->rules[i].else_) : NULL;
 
-                printf("  rule     if %s then %s%s%s  (%s)\n           %s\n", *c_if ? c_if : "(always)", c_then,
-                       c_else ? " else " : "", strempty(c_else), at, m->rules[i].reason);
+                printf("  rule     if %s then %s%s%s  (%s)\n           %s\n", *c_if ? c_if : "(always)",
+                       c_then, c_else ? " else " : "", strempty(c_else), at, m->rules[i].reason);
         }
         for (size_t i = 0; i < m->n_known_incompatible; i++) {
                 const struct mx_matrix_known_incompatible *k = &m->known_incompatible[i];

@@ -95,7 +95,8 @@ static void print_header(const struct mx_plan *p)
                 printf("Merged stack (%s):", p->stack_ids);
                 for (size_t i = 0; i < p->n_stack_features; i++)
                         printf("%s %s", i ? "," : "", m->features[p->stack_features[i]].name);
-                printf(" = %s\n  L1-on: the feature alone on the baseline; L1-on:stack(%s): on the merged stack\n",
+                printf(" = %s\n  L1-on: the feature alone on the baseline; L1-on:stack(%s): on the merged "
+                       "stack\n",
                        *set ? set : "(nothing set)", p->stack_ids);
         }
         printf("Command:");

@@ -86,8 +86,8 @@ int main(int argc, char **argv)
         }
         /* check and cover work on files under "matrix": say so rather than just "unknown". */
         if (streq(argv[optind], "check") || streq(argv[optind], "cover"))
-                fprintf(stderr, "mxmatrix: unknown verb '%s'; did you mean 'mxmatrix matrix %s'?\n", argv[optind],
-                        argv[optind]);
+                fprintf(stderr, "mxmatrix: unknown verb '%s'; did you mean 'mxmatrix matrix %s'?\n",
+                        argv[optind], argv[optind]);
         else
                 fprintf(stderr, "mxmatrix: unknown verb '%s' (see mxmatrix --help)\n", argv[optind]);
         return MX_EXIT_USAGE;

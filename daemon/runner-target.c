@@ -868,7 +868,8 @@ static int target_start(const struct mx_run_ctx *ctx, const struct mx_run_events
         }
         r->started_mono = mx_now_mono_us();
         /* The matrix's settings.ready_timeout (in the snapshot) over the profile's. */
-        timeout = json_integer_value(json_object_get(json_object_get(ctx->spec, "settings"), "ready_timeout_ms"));
+        timeout = json_integer_value(
+                json_object_get(json_object_get(ctx->spec, "settings"), "ready_timeout_ms"));
         if (timeout <= 0)
                 timeout = json_integer_value(profile_get(r, "ready", "timeout_ms"));
         r->ready_deadline = r->started_mono + (timeout > 0 ? timeout : 300000) * 1000;

@@ -67,8 +67,8 @@ char *mx_matrix_evidence_kernels(const struct mx_matrix *m)
                 after = words(json_object_get(prof, "after_stop"));
         return xasprintf("the profiler report %s (%s), read after the server stopped%s%s%s",
                          strempty(json_string_value(json_object_get(prof, "report"))),
-                         streq(fmt, "auto") ? "nsys or ncu, from its header" : fmt, after ? ", made by '" : "",
-                         strempty(after), after ? "'" : "");
+                         streq(fmt, "auto") ? "nsys or ncu, from its header" : fmt,
+                         after ? ", made by '" : "", strempty(after), after ? "'" : "");
 }
 
 static bool rules_empty(const struct mx_kgate_rules *r)
@@ -120,13 +120,15 @@ static void value_warnings(const struct mx_matrix *m, size_t a, size_t v, char *
         }
         if (!rules_empty(&val->expect.kernels) && !mx_matrix_has_profiler(m))
                 warn(m, list, expect, "kernels",
-                     "kernel expectations of %s=%s need a profiler report, but profile '%s' has no profiler: "
+                     "kernel expectations of %s=%s need a profiler report, but profile '%s' has no "
+                     "profiler: "
                      "every run with this value ends L1.5 INVALID (set target.profiler, mxmatrix.json(5) "
                      "TARGET PROFILES)",
                      m->axes[a].name, val->name, m->profile);
         if ((c = contradiction(&val->expect.log)))
-                warn(m, list, expect, "log", "%s=%s must see and must not see '%s' in the log: L1.5 can never pass",
-                     m->axes[a].name, val->name, c);
+                warn(m, list, expect, "log",
+                     "%s=%s must see and must not see '%s' in the log: L1.5 can never pass", m->axes[a].name,
+                     val->name, c);
         if ((c = contradiction(&val->expect.kernels)))
                 warn(m, list, expect, "kernels",
                      "%s=%s must see and must not see kernel '%s': L1.5 can never pass", m->axes[a].name,
@@ -147,7 +149,8 @@ static void config_warnings(const struct mx_matrix *m, const int *config, json_t
                 _cleanup_free_ char *desc = mx_config_describe(m, config);
 
                 warn(m, list, node, key,
-                     "%s (%s): one value must see '%s' and another must not: L1.5 can never pass", what, desc, c);
+                     "%s (%s): one value must see '%s' and another must not: L1.5 can never pass", what,
+                     desc, c);
         }
         mx_kgate_expect_done(&e);
 }

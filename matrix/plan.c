@@ -699,14 +699,16 @@ static int parse_pins(struct mx_plan *p, char *const *pins, char **reterr)
                 if (p->assignment[a] == v) {
                         /* Pinning it would turn the feature-off runs into feature-on runs. */
                         int b = m->baseline[a];
-                        _cleanup_free_ char *off = b >= 0 ? xasprintf("the baseline's %s=%s", m->axes[a].name,
-                                                                      m->axes[a].values[b].name)
-                                                          : xasprintf("%s unset", m->axes[a].name);
+                        _cleanup_free_ char *off =
+                                b >= 0 ? xasprintf("the baseline's %s=%s", m->axes[a].name,
+                                                   m->axes[a].values[b].name)
+                                       : xasprintf("%s unset", m->axes[a].name);
 
-                        strv_consume(&p->notes,
-                                     xasprintf("pin %s=%s repeats what the feature sets, so it applies to the "
-                                               "feature-on runs only; the feature-off runs keep %s",
-                                               m->axes[a].name, m->axes[a].values[v].name, off));
+                        strv_consume(
+                                &p->notes,
+                                xasprintf("pin %s=%s repeats what the feature sets, so it applies to the "
+                                          "feature-on runs only; the feature-off runs keep %s",
+                                          m->axes[a].name, m->axes[a].values[v].name, off));
                         continue;
                 }
                 p->pins[a] = v;
@@ -752,9 +754,10 @@ static void build_stack(struct mx_plan *p)
                                 continue;
                         if (p->stack[a] >= 0 && p->stack[a] != f->set[a])
                                 strv_consume(&p->notes,
-                                             xasprintf("merged stack: '%s' sets %s=%s over %s=%s of '%s'", f->name,
-                                                       m->axes[a].name, m->axes[a].values[f->set[a]].name,
-                                                       m->axes[a].name, m->axes[a].values[p->stack[a]].name,
+                                             xasprintf("merged stack: '%s' sets %s=%s over %s=%s of '%s'",
+                                                       f->name, m->axes[a].name,
+                                                       m->axes[a].values[f->set[a]].name, m->axes[a].name,
+                                                       m->axes[a].values[p->stack[a]].name,
                                                        m->features[by[a]].name));
                         p->stack[a] = f->set[a];
                         by[a] = (int)p->stack_features[k];
@@ -766,10 +769,11 @@ static void build_stack(struct mx_plan *p)
                 if (p->stack[a] < 0)
                         continue;
                 if (p->pins[a] >= 0 && p->pins[a] != p->stack[a])
-                        strv_consume(&p->notes, xasprintf("merged stack: the pin %s=%s replaces %s=%s of '%s'",
-                                                          m->axes[a].name, m->axes[a].values[p->pins[a]].name,
-                                                          m->axes[a].name, m->axes[a].values[p->stack[a]].name,
-                                                          m->features[by[a]].name));
+                        strv_consume(&p->notes,
+                                     xasprintf("merged stack: the pin %s=%s replaces %s=%s of '%s'",
+                                               m->axes[a].name, m->axes[a].values[p->pins[a]].name,
+                                               m->axes[a].name, m->axes[a].values[p->stack[a]].name,
+                                               m->features[by[a]].name));
                 else if (p->assignment[a] >= 0 && p->assignment[a] != p->stack[a])
                         strv_consume(&p->notes,
                                      xasprintf("merged stack: the feature's %s=%s replaces %s=%s of '%s'",
@@ -780,8 +784,8 @@ static void build_stack(struct mx_plan *p)
 }
 
 /* The feature off and on, on the baseline and (when completed features change it) on the merged stack. */
-static int plan_l1(struct builder *b, const int *base, const int *on, const int *stack_off, const int *stack_on,
-                   char **reterr)
+static int plan_l1(struct builder *b, const int *base, const int *on, const int *stack_off,
+                   const int *stack_on, char **reterr)
 {
         struct mx_plan *p = b->p;
         _cleanup_free_ char *off_reason = NULL, *on_reason = NULL;
@@ -811,17 +815,21 @@ static void evidence_notes(struct mx_plan *p)
                 const struct mx_kgate_expect *e = &p->runs[i].expect;
 
                 any += !mx_kgate_expect_empty(e);
-                kernels += e->kernels.n_must_see > 0 || (e->kernels.must_not_see && e->kernels.must_not_see[0]);
+                kernels +=
+                        e->kernels.n_must_see > 0 || (e->kernels.must_not_see && e->kernels.must_not_see[0]);
         }
         if (!mx_matrix_has_gate(p->m) && any > 0)
-                strv_consume(&p->notes, xasprintf("%zu runs have expectations, but the command profile runs no "
-                                                  "kernel gate: they are never checked",
-                                                  any));
-        else if (!mx_matrix_has_profiler(p->m) && kernels > 0)
                 strv_consume(&p->notes,
-                             xasprintf("%zu runs expect kernel names, but profile '%s' has no profiler: their L1.5 "
-                                       "gate will be INVALID (see mxmatrix matrix check)",
-                                       kernels, p->m->profile));
+                             xasprintf("%zu runs have expectations, but the command profile runs no "
+                                       "kernel gate: they are never checked",
+                                       any));
+        else if (!mx_matrix_has_profiler(p->m) && kernels > 0)
+                strv_consume(
+                        &p->notes,
+                        xasprintf(
+                                "%zu runs expect kernel names, but profile '%s' has no profiler: their L1.5 "
+                                "gate will be INVALID (see mxmatrix matrix check)",
+                                kernels, p->m->profile));
 }
 
 int mx_plan_build(const struct mx_matrix *m, const struct mx_plan_request *req, struct mx_plan **ret,
@@ -1021,12 +1029,12 @@ json_t *mx_plan_to_json(const struct mx_plan *p)
                                   mx_config_to_json(m, p->stack));
         }
         return json_pack(
-                "{s:s,s:s,s:o,s:o,s:o,s:{s:s,s:s,s:b,s:b},s:o,s:s,s:I,s:o,s:o,s:o,s:o}", "matrix", m->name, "file",
-                m->path, "feature", feature, "stack", stack, "settings", mx_matrix_settings_to_json(&p->settings),
-                "evidence", "log", ev_log, "kernels", ev_kernels, "gate", mx_matrix_has_gate(m), "profiler",
-                mx_matrix_has_profiler(m), "pins",
-                mx_config_to_json(m, p->pins), "strategy",
-                mx_plan_strategy_to_string(p->strategy), "seed", (json_int_t)p->seed, "cover",
+                "{s:s,s:s,s:o,s:o,s:o,s:{s:s,s:s,s:b,s:b},s:o,s:s,s:I,s:o,s:o,s:o,s:o}", "matrix", m->name,
+                "file", m->path, "feature", feature, "stack", stack, "settings",
+                mx_matrix_settings_to_json(&p->settings), "evidence", "log", ev_log, "kernels", ev_kernels,
+                "gate", mx_matrix_has_gate(m), "profiler", mx_matrix_has_profiler(m), "pins",
+                mx_config_to_json(m, p->pins), "strategy", mx_plan_strategy_to_string(p->strategy), "seed",
+                (json_int_t)p->seed, "cover",
                 p->cover_t ? json_pack("{s:i,s:I}", "t", (int)p->cover_t, "rows", (json_int_t)p->cover_rows)
                            : json_null(),
                 "runs", runs, "skipped", skipped, "notes", strv_to_json(p->notes));

@@ -320,7 +320,7 @@ TEST(config_env_argv)
         struct mx_kgate_expect e;
 
         ASSERT_STREQ(env[0], "VLLM_ATTENTION_BACKEND=FLASHINFER"); /* target.env first */
-        ASSERT_STREQ(env[1], "VLLM_WORKER_MULTIPROC_METHOD=spawn");  /* for nsys (target-surfaces.md D1) */
+        ASSERT_STREQ(env[1], "VLLM_WORKER_MULTIPROC_METHOD=spawn"); /* for nsys (target-surfaces.md D1) */
         ASSERT_STREQ(env[2], "VLLM_MXFP4_MOE_KERNEL=gemm");
         ASSERT_STREQ(env[3], "VLLM_MXFP4_ACTIVATION=mxfp8");
         ASSERT_STREQ(env[4], "FLASHINFER_MOE_TILE=auto");

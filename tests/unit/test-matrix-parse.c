@@ -424,7 +424,8 @@ TEST(features)
         ERROR_AT(FEAT("{\"name\": \"f\", \"priority\": 1, \"set\": {}, \"hypothesis\": \"h\", \"status\": "
                       "\"done\", " C1 "}"),
                  "\"status\"",
-                 "key 'features[0].status': unknown status 'done' (not-started, in-progress, completed or merged, "
+                 "key 'features[0].status': unknown status 'done' (not-started, in-progress, completed or "
+                 "merged, "
                  "blocked)");
         ERROR_AT(FEAT("{" F1 ", \"criteria\": []}"), "\"criteria\"",
                  "key 'features[0].criteria': a feature needs 1 to 32 success criteria");
@@ -705,8 +706,8 @@ TEST(shipped_matrices_load)
 
 TEST(shipped_matrices_can_pass_the_kernel_gate)
 {
-        static const char *const files[] = { "matrix/mxfp4-gb10.json", "matrix/vllm-upstream-gb10.json",
-                                             "matrix/demo-sim.json" };
+        static const char *const files[] = {"matrix/mxfp4-gb10.json", "matrix/vllm-upstream-gb10.json",
+                                            "matrix/demo-sim.json"};
 
         /* Every shipped matrix expects kernel names, so each needs a profiler and warns about nothing. */
         for (size_t i = 0; i < ELEMENTSOF(files); i++) {
@@ -725,7 +726,8 @@ TEST(shipped_matrices_can_pass_the_kernel_gate)
 
                 ASSERT_STREQ(m->command[0], "nsys");
                 ASSERT_TRUE(strv_contains(m->command, "--cuda-graph-trace"));
-                ASSERT_STREQ(json_string_value(json_array_get(json_object_get(prof, "after_stop"), 0)), "nsys");
+                ASSERT_STREQ(json_string_value(json_array_get(json_object_get(prof, "after_stop"), 0)),
+                             "nsys");
                 ASSERT_STREQ(json_string_value(json_object_get(prof, "report")),
                              "{run_dir}/kern_cuda_gpu_kern_sum.csv");
                 ASSERT_EQ(m->settings.run_timeout_ms, 2 * 3600 * 1000);
@@ -738,14 +740,18 @@ TEST(warnings_name_the_place)
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(
                 HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\"}, {\"name\": \"y\", "
                      "\"expect\": {\"kernels\": {\"must_see\": [\"k_*\"]}, \"log\": {\"must_see\": [\"z\"], "
-                     "\"must_not_see\": [\"z\"]}}}]}],\n" "  \"baseline\": {\"a\": \"x\"}" TAIL);
+                     "\"must_not_see\": [\"z\"]}}}]}],\n"
+                     "  \"baseline\": {\"a\": \"x\"}" TAIL);
         _cleanup_strv_free_ char **w = mx_matrix_warnings(m);
 
         ASSERT_EQ(strv_length(w), 2);
-        ASSERT_STREQ(w[0], "t.json:5:77: key 'axes[0].values[1].expect.kernels': kernel expectations of a=y need a "
-                           "profiler report, but profile 'vllm' has no profiler: every run with this value ends "
-                           "L1.5 INVALID (set target.profiler, mxmatrix.json(5) TARGET PROFILES)");
-        ASSERT_CONTAINS(w[1], "key 'axes[0].values[1].expect.log': a=y must see and must not see 'z' in the log");
+        ASSERT_STREQ(
+                w[0],
+                "t.json:5:77: key 'axes[0].values[1].expect.kernels': kernel expectations of a=y need a "
+                "profiler report, but profile 'vllm' has no profiler: every run with this value ends "
+                "L1.5 INVALID (set target.profiler, mxmatrix.json(5) TARGET PROFILES)");
+        ASSERT_CONTAINS(w[1],
+                        "key 'axes[0].values[1].expect.log': a=y must see and must not see 'z' in the log");
 }
 
 TEST(more_error_paths)
@@ -822,7 +828,7 @@ TEST(settings)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(
                 HEAD AXES BASE ",\n  \"settings\": {\"run_timeout\": \"2h\", \"level_timeout\": 90, "
-                "\"ready_timeout\": \"20m\"}" TAIL);
+                               "\"ready_timeout\": \"20m\"}" TAIL);
 
         ASSERT_EQ(m->settings.run_timeout_ms, 2 * 3600 * 1000);
         ASSERT_EQ(m->settings.level_timeout_ms, 90 * 1000);
