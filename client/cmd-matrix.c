@@ -21,14 +21,15 @@ static void matrix_help(FILE *f)
         fprintf(f,
                 "Usage: mxmatrix matrix check FILE [--json]\n"
                 "       mxmatrix matrix show FILE [--json]\n"
-                "       mxmatrix matrix cover FILE -t N [--seed S] [--json]\n\n"
+                "       mxmatrix matrix cover FILE [-t N] [--seed S] [--json]\n\n"
                 "Work on a matrix file (see mxmatrix.json(5)) without a daemon.\n\n"
-                "  check    validate FILE; print its size and the number of valid configurations\n"
+                "  check    validate FILE; print its size and the number of valid configurations,\n"
+                "           and warn (on stderr) about expectations no source can ever satisfy\n"
                 "  show     print axes, values, baseline, features, constraints and counts\n"
                 "           (full product, valid configurations, pairwise and 3-way rows)\n"
                 "  cover    print the rows of a covering array of strength N over the product\n\n"
                 "Options:\n"
-                "  -t, --strength N   covering strength, 1 to %d (cover)\n"
+                "  -t, --strength N   covering strength, 1 to %d (cover; default 2, pairwise)\n"
                 "      --seed S       covering-array seed (default 0); same seed, same rows\n"
                 "      --json         print one JSON document\n"
                 "  -h, --help         this help\n\n"
@@ -87,21 +88,31 @@ static int verb_check(const char *path)
         bool counted;
         int r;
 
+        _cleanup_strv_free_ char **warnings = NULL;
+
         r = load(path, &m);
         if (r != 0)
                 return r;
         count(m, &c, &counted);
+        warnings = mx_matrix_warnings(m);
         if (arg_json) {
-                _cleanup_(json_decrefp) json_t *j =
-                        json_pack("{s:s,s:b,s:s,s:I,s:I,s:I,s:o,s:o}", "file", path, "ok", 1, "name",
-                                  m->name, "axes", (json_int_t)m->n_axes, "values",
-                                  (json_int_t)total_values(m), "features", (json_int_t)m->n_features, "full",
-                                  c.product_overflow ? json_null() : json_integer((json_int_t)c.product),
-                                  "valid", counted ? json_integer((json_int_t)c.valid) : json_null());
+                json_t *w = json_array();
+
+                for (size_t i = 0; warnings && warnings[i]; i++)
+                        json_array_append_new(w, json_string(warnings[i]));
+                _cleanup_(json_decrefp) json_t *j = json_pack(
+                        "{s:s,s:b,s:s,s:I,s:I,s:I,s:o,s:o,s:o}", "file", path, "ok", 1, "name", m->name,
+                        "axes", (json_int_t)m->n_axes, "values", (json_int_t)total_values(m), "features",
+                        (json_int_t)m->n_features, "full",
+                        c.product_overflow ? json_null() : json_integer((json_int_t)c.product), "valid",
+                        counted ? json_integer((json_int_t)c.valid) : json_null(), "warnings", w);
 
                 output_json(j);
                 return MX_EXIT_OK;
         }
+        /* The file is valid, but some expectations can never be met as it stands: say where. */
+        for (size_t i = 0; warnings && warnings[i]; i++)
+                fprintf(stderr, "warning: %s\n", warnings[i]);
         _cleanup_free_ char *full = format_product(&c);
         _cleanup_free_ char *valid =
                 counted ? xasprintf("%" PRIu64, c.valid) : xstrdup("not counted (product too large)");
@@ -192,8 +203,9 @@ static json_t *constraints_to_json(const struct mx_matrix *m)
                 _cleanup_free_ char *c_else =
                         m->rules[i].has_else ? mx_matrix_cond_describe(m, &m->rules[i].else_) : NULL;
 
-                json_array_append_new(rules, json_pack("{s:s,s:s,s:s,s:s?,s:s}", "at", at, "if", c_if, "then",
-                                                       c_then, "else", c_else, "reason", m->rules[i].reason));
+                json_array_append_new(rules,
+                                      json_pack("{s:s,s:s,s:s,s:s?,s:s}", "at", at, "if", c_if, "then",
+                                                c_then, "else", c_else, "reason", m->rules[i].reason));
         }
         for (size_t i = 0; i < m->n_known_incompatible; i++) {
                 const struct mx_matrix_known_incompatible *k = &m->known_incompatible[i];
@@ -390,8 +402,8 @@ static void show_constraints(const struct mx_matrix *m)
                 _cleanup_free_ char *c_else =
                         m->rules[i].has_else ? mx_matrix_cond_describe(m, &m->rules[i].else_) : NULL;
 
-                printf("  rule     if %s then %s%s%s  (%s)\n           %s\n", *c_if ? c_if : "(always)", c_then,
-                       c_else ? " else " : "", strempty(c_else), at, m->rules[i].reason);
+                printf("  rule     if %s then %s%s%s  (%s)\n           %s\n", *c_if ? c_if : "(always)",
+                       c_then, c_else ? " else " : "", strempty(c_else), at, m->rules[i].reason);
         }
         for (size_t i = 0; i < m->n_known_incompatible; i++) {
                 const struct mx_matrix_known_incompatible *k = &m->known_incompatible[i];
@@ -578,14 +590,8 @@ int cmd_matrix(int argc, char **argv)
                 }
                 return streq(sub, "check") ? verb_check(path) : verb_show(path);
         }
-        if (streq(sub, "cover")) {
-                if (t == 0) {
-                        fprintf(stderr,
-                                "mxmatrix: matrix cover needs -t N (the strength, e.g. 2 for pairwise)\n");
-                        return MX_EXIT_USAGE;
-                }
-                return verb_cover(path, (unsigned)t, (uint64_t)seed);
-        }
+        if (streq(sub, "cover"))
+                return verb_cover(path, t > 0 ? (unsigned)t : 2, (uint64_t)seed);
         fprintf(stderr, "mxmatrix: unknown 'matrix' command '%s' (check, show, cover)\n", sub);
         return MX_EXIT_USAGE;
 }

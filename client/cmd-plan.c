@@ -15,12 +15,14 @@
 static void plan_help(FILE *f)
 {
         fprintf(f,
-                "Usage: mxmatrix plan FILE feature=X [axis=value...] [--strategy S] [--seed S]\n"
+                "Usage: mxmatrix plan FILE [feature=]X [axis=value...] [--strategy S] [--seed S]\n"
                 "                     [--max-runs N] [--verbose] [--json]\n\n"
                 "Print the runs that submitting feature X would make, and why each exists.\n"
-                "X is a feature of FILE, an axis value by name or alias (cutlass, gemm), or\n"
-                "axis=value. Further axis=value words pin that axis in every run.\n\n"
-                "Reasons: baseline and L1-off (the baseline), L1-on (the feature alone),\n"
+                "X is a feature of FILE by name or id (P1), an axis value by name or alias\n"
+                "(cutlass, gemm), or axis=value. Further axis=value words pin that axis in every run.\n\n"
+                "Reasons: baseline and L1-off (the feature off on the baseline), L1-on (the\n"
+                "feature alone on the baseline), L1-off:stack(P..) and L1-on:stack(P..) (the\n"
+                "merged stack of completed features, without and with the feature),\n"
                 "L5-prior:P and L5:P (each completed feature P alone and with the feature),\n"
                 "L6:axis=value (one factor at a time), cover, full.\n\n"
                 "Options:\n"
@@ -28,7 +30,8 @@ static void plan_help(FILE *f)
                 "                     covering array), full (add every valid configuration)\n"
                 "      --seed S       covering-array seed (default 0)\n"
                 "      --max-runs N   refuse plans with more runs (default %d)\n"
-                "  -v, --verbose      print each run's environment, flags and kernel expectations\n"
+                "  -v, --verbose      print each run's environment, flags and expectations, with the\n"
+                "                     source each is checked against (server log, profiler report)\n"
                 "      --json         print one JSON document\n"
                 "  -h, --help         this help\n\n"
                 "Exit status: 0 ok, 2 bad command line or unknown feature, 3 bad matrix file.\n",
@@ -49,6 +52,14 @@ static char *ki_marks(const struct mx_plan *p, const struct mx_plan_run *r)
                 mx_buf_printf(&b, "%s%zu", i ? "," : "", r->known_incompatible[i] + 1);
         }
         return xasprintf("%s [%s]", crash ? "crash" : "fail", b.data);
+}
+
+/* Where the gate (L1.5) looks for each kind of expectation. */
+static void print_evidence(const struct mx_matrix *m)
+{
+        _cleanup_free_ char *log = mx_matrix_evidence_log(m), *kernels = mx_matrix_evidence_kernels(m);
+
+        printf("Expectations (L1.5) are checked against:\n  log      %s\n  kernels  %s\n", log, kernels);
 }
 
 /* What was planned: the feature, its hypothesis and criteria, the strategy and command. */
@@ -78,10 +89,22 @@ static void print_header(const struct mx_plan *p)
         printf("\n");
         if (*pins)
                 printf("Pinned in every run: %s\n", pins);
+        if (p->n_stack_features > 0) {
+                _cleanup_free_ char *set = mx_config_describe(m, p->stack);
+
+                printf("Merged stack (%s):", p->stack_ids);
+                for (size_t i = 0; i < p->n_stack_features; i++)
+                        printf("%s %s", i ? "," : "", m->features[p->stack_features[i]].name);
+                printf(" = %s\n  L1-on: the feature alone on the baseline; L1-on:stack(%s): on the merged "
+                       "stack\n",
+                       *set ? set : "(nothing set)", p->stack_ids);
+        }
         printf("Command:");
         for (size_t i = 0; m->command[i]; i++)
                 printf(" %s", m->command[i]);
-        printf("\n\n");
+        printf("\n");
+        print_evidence(m);
+        printf("\n");
 }
 
 /* The runs as a table: one column per axis, then reasons and expected failures. */
@@ -140,8 +163,11 @@ static void print_details(const struct mx_plan *p)
                         printf("     env   %s\n", r->env[k]);
                 for (size_t k = 0; r->flags && r->flags[k]; k++)
                         printf("     flag  %s\n", r->flags[k]);
-                print_rules("log", &r->expect.log);
-                print_rules("kernels", &r->expect.kernels);
+                print_rules("log (server output)", &r->expect.log);
+                print_rules(mx_matrix_has_gate(p->m) && mx_matrix_has_profiler(p->m)
+                                    ? "kernels (profiler report)"
+                                    : "kernels (NEVER CHECKED: no profiler)",
+                            &r->expect.kernels);
         }
 }
 
@@ -258,21 +284,24 @@ int cmd_plan(int argc, char **argv)
                         path = argv[i];
                 else if (startswith(argv[i], "feature=")) {
                         if (req.feature) {
-                                fprintf(stderr, "mxmatrix: plan takes one feature=X\n");
+                                fprintf(stderr, "mxmatrix: plan takes one feature X\n");
                                 return MX_EXIT_USAGE;
                         }
                         req.feature = argv[i] + strlen("feature=");
                 } else if (strchr(argv[i], '='))
                         strv_push(&pins, argv[i]);
+                else if (!req.feature)
+                        req.feature = argv[i]; /* a bare X, as submit takes it */
                 else {
                         fprintf(stderr,
-                                "mxmatrix: unexpected argument '%s' (want feature=X or axis=value)\n",
+                                "mxmatrix: unexpected argument '%s' (plan takes one feature X; pins are "
+                                "axis=value)\n",
                                 argv[i]);
                         return MX_EXIT_USAGE;
                 }
         }
         if (!path || !req.feature || !*req.feature) {
-                fprintf(stderr, "mxmatrix: plan wants FILE and feature=X (see mxmatrix plan --help)\n");
+                fprintf(stderr, "mxmatrix: plan wants FILE and a feature X (see mxmatrix plan --help)\n");
                 return MX_EXIT_USAGE;
         }
         req.pins = pins;

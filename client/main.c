@@ -18,7 +18,7 @@ const char *arg_timeout;
 static const struct client_verb local_verbs[] = {
         { "matrix", "matrix check|show|cover FILE ...", "check a matrix file, show it, or print a covering array",
           cmd_matrix },
-        { "plan", "plan FILE feature=X [axis=value...] [--strategy S]", "print the runs a submission would make",
+        { "plan", "plan FILE [feature=]X [axis=value...] [--strategy S]", "print the runs a submission would make",
           cmd_plan },
         { "gate", "gate [MATRIX [axis=value...]] [--report FILE] [--log FILE] [EXPECTATIONS...]",
           "check a profiler report or log against kernel expectations", cmd_gate },
@@ -99,6 +99,11 @@ int main(int argc, char **argv)
                 if (m && m->cli)
                         return remote_run(m, argc - optind, argv + optind);
         }
-        fprintf(stderr, "mxmatrix: unknown verb '%s' (see mxmatrix --help)\n", argv[optind]);
+        /* check and cover work on files under "matrix": say so rather than just "unknown". */
+        if (streq(argv[optind], "check") || streq(argv[optind], "cover"))
+                fprintf(stderr, "mxmatrix: unknown verb '%s'; did you mean 'mxmatrix matrix %s'?\n",
+                        argv[optind], argv[optind]);
+        else
+                fprintf(stderr, "mxmatrix: unknown verb '%s' (see mxmatrix --help)\n", argv[optind]);
         return MX_EXIT_USAGE;
 }

@@ -708,7 +708,11 @@ static int target_start(const struct mx_run_ctx *ctx, const struct mx_run_events
                 return q;
         }
         r->started_mono = mx_now_mono_us();
-        timeout = json_integer_value(profile_get(r, "ready", "timeout_ms"));
+        /* The matrix's settings.ready_timeout (in the snapshot) over the profile's. */
+        timeout = json_integer_value(
+                json_object_get(json_object_get(ctx->spec, "settings"), "ready_timeout_ms"));
+        if (timeout <= 0)
+                timeout = json_integer_value(profile_get(r, "ready", "timeout_ms"));
         r->ready_deadline = r->started_mono + (timeout > 0 ? timeout : 300000) * 1000;
         /* L1 includes the start: "ready within 5 minutes" (seed 001 Level 1). */
         r->ev->level_started(r->ud, json_array_size(ctx->levels) ? json_string_value(json_array_get(ctx->levels, 0))

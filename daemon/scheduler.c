@@ -640,9 +640,17 @@ static int make_run_dir(struct mx_sched *s, struct current *c)
         return 0;
 }
 
+/* A time limit the run's matrix set (the snapshot's "settings"), else the daemon's flag. */
+static int64_t spec_setting_ms(json_t *spec, const char *key, int64_t dflt)
+{
+        json_t *t = json_object_get(json_object_get(spec, "settings"), key);
+
+        return json_is_integer(t) && json_integer_value(t) > 0 ? json_integer_value(t) : dflt;
+}
+
 static void start_timeout(struct mx_sched *s, struct current *c)
 {
-        int64_t ms = s->d->cfg.run_timeout_ms;
+        int64_t ms = spec_setting_ms(c->spec, "run_timeout_ms", s->d->cfg.run_timeout_ms);
         json_t *t = json_object_get(c->spec, "run_timeout_ms");
         struct timeval tv;
 
@@ -743,7 +751,8 @@ static int start_next(struct mx_sched *s)
                 .base = s->d->base, .reaper = s->d->reaper, .http = s->d->http, .job = c->job, .run = c->run,
                 .attempt_id = c->attempt_id, .attempt = c->attempt, .tag = c->tag, .config_key = c->config_key,
                 .run_dir = c->run_dir, .spec = c->spec, .levels = c->levels,
-                .level_timeout_ms = s->d->cfg.level_timeout_ms, .log_max_bytes = s->d->cfg.limits.log_bytes,
+                .level_timeout_ms = spec_setting_ms(c->spec, "level_timeout_ms", s->d->cfg.level_timeout_ms),
+                .log_max_bytes = s->d->cfg.limits.log_bytes,
         };
         mx_log_full(LOG_INFO, 0, MX_MSGID_RUN_STARTED, &lctx, NULL, "run %" PRId64 " attempt %d started: %s",
                     c->run, c->attempt, c->config_key);

@@ -637,7 +637,8 @@ static int parse_axes(struct loader *l, json_t *root)
                                    "'feature' is reserved (feature=X names the feature to plan)");
                 /* Conditions read "any" and "not" as operators, not as axes. */
                 if (streq(m->axes[i].name, "any") || streq(m->axes[i].name, "not"))
-                        return err(l, a, "name", "'%s' is reserved (an operator in conditions)", m->axes[i].name);
+                        return err(l, a, "name", "'%s' is reserved (an operator in conditions)",
+                                   m->axes[i].name);
                 for (size_t j = 0; j < i; j++)
                         if (streq(m->axes[j].name, m->axes[i].name)) {
                                 _cleanup_free_ char *loc = mx_matrix_location(m, m->axes[j].node);
@@ -768,6 +769,56 @@ static int parse_baseline(struct loader *l, json_t *root)
         return 0;
 }
 
+/* ---- settings ---- */
+
+/* Longest time limit a matrix may set: like profile durations, under a week. */
+#define MX_MATRIX_MAX_SETTING_MS (INT64_C(7) * 86400 * 1000)
+
+/* A duration member: seconds (an integer) or a string such as "30m", "2h"; 0 when absent. */
+static int member_duration(struct loader *l, json_t *obj, const char *key, int64_t *ret)
+{
+        json_t *v = json_object_get(obj, key);
+        int64_t ms = 0;
+
+        *ret = 0;
+        if (!v)
+                return 0;
+        if (json_is_integer(v) && json_integer_value(v) > 0 &&
+            json_integer_value(v) < MX_MATRIX_MAX_SETTING_MS / 1000)
+                ms = json_integer_value(v) * 1000;
+        else if (!json_is_string(v) || mx_parse_duration_ms(json_string_value(v), &ms) < 0 || ms <= 0 ||
+                 ms >= MX_MATRIX_MAX_SETTING_MS)
+                return err(l, obj, key,
+                           "expected a duration of less than 7 days: seconds, or a string such as \"30m\", "
+                           "\"2h\"");
+        *ret = ms;
+        return 0;
+}
+
+/*
+ * "settings" of the matrix or of a feature: the time limits this target
+ * needs (the daemon's --run-timeout and --level-timeout otherwise, and the
+ * profile's ready.timeout).
+ */
+static int parse_settings(struct loader *l, json_t *parent, struct mx_matrix_settings *ret)
+{
+        static const char *const keys[] = {"run_timeout", "level_timeout", "ready_timeout", NULL};
+        json_t *o;
+        int r;
+
+        r = member(l, parent, "settings", KIND_OBJECT, false, &o);
+        if (r < 0 || !o)
+                return r;
+        r = check_keys(l, o, keys, "settings");
+        if (r >= 0)
+                r = member_duration(l, o, "run_timeout", &ret->run_timeout_ms);
+        if (r >= 0)
+                r = member_duration(l, o, "level_timeout", &ret->level_timeout_ms);
+        if (r >= 0)
+                r = member_duration(l, o, "ready_timeout", &ret->ready_timeout_ms);
+        return r;
+}
+
 /* ---- features ---- */
 
 static int parse_criterion(struct loader *l, json_t *node, struct mx_matrix_criterion *c)
@@ -818,9 +869,9 @@ static int parse_criterion(struct loader *l, json_t *node, struct mx_matrix_crit
 /* One feature; dependencies are resolved once all names are known. */
 static int parse_feature(struct loader *l, json_t *node, struct mx_matrix_feature *f)
 {
-        static const char *const keys[] = { "name",       "title",      "description", "priority",
-                                            "set",        "hypothesis", "criteria",    "status",
-                                            "depends_on", "gate",       NULL };
+        static const char *const keys[] = {"name",       "title",      "description", "priority",
+                                           "set",        "hypothesis", "criteria",    "status",
+                                           "depends_on", "gate",       "settings",    NULL};
         _cleanup_free_ char *status = NULL;
         json_t *prio, *set, *crit, *c;
         size_t i;
@@ -879,8 +930,12 @@ static int parse_feature(struct loader *l, json_t *node, struct mx_matrix_featur
                 _cleanup_free_ char *e = mx_escape(status, MX_MATRIX_MAX_NAME);
 
                 return err(l, node, "status",
-                           "unknown status '%s' (not-started, in-progress, completed, blocked)", e);
+                           "unknown status '%s' (not-started, in-progress, completed or merged, blocked)",
+                           e);
         }
+        r = parse_settings(l, node, &f->settings);
+        if (r < 0)
+                return r;
         return member_string(l, node, "gate", false, MX_MATRIX_MAX_STRING, &f->gate);
 }
 
@@ -1064,8 +1119,8 @@ static int parse_value_set(struct loader *l, json_t *obj, const char *key, int a
         return 0;
 }
 
-static int parse_cond_depth(struct loader *l, json_t *obj, enum cond_mode mode, bool allow_empty, unsigned depth,
-                            struct mx_matrix_cond *ret);
+static int parse_cond_depth(struct loader *l, json_t *obj, enum cond_mode mode, bool allow_empty,
+                            unsigned depth, struct mx_matrix_cond *ret);
 
 /* cond["any"]: one or more conditions, at least one of which must hold. */
 static int parse_cond_any(struct loader *l, json_t *obj, unsigned depth, struct mx_matrix_cond *ret)
@@ -1074,8 +1129,10 @@ static int parse_cond_any(struct loader *l, json_t *obj, unsigned depth, struct 
         size_t i;
         int r;
 
-        if (!json_is_array(list) || json_array_size(list) == 0 || json_array_size(list) > MX_MATRIX_MAX_CONSTRAINTS)
-                return err(l, obj, "any", "'any' takes an array of 1 to %d conditions, one of which must hold",
+        if (!json_is_array(list) || json_array_size(list) == 0 ||
+            json_array_size(list) > MX_MATRIX_MAX_CONSTRAINTS)
+                return err(l, obj, "any",
+                           "'any' takes an array of 1 to %d conditions, one of which must hold",
                            MX_MATRIX_MAX_CONSTRAINTS);
         ret->any = xcalloc(json_array_size(list), sizeof(struct mx_matrix_cond));
         json_array_foreach (list, i, e) {
@@ -1105,8 +1162,8 @@ static int parse_cond_not(struct loader *l, json_t *obj, unsigned depth, struct 
  * known_incompatible entries, "any" (one of several conditions) and "not" (a
  * condition that must not hold), nested up to MX_MATRIX_MAX_COND_DEPTH deep.
  */
-static int parse_cond_depth(struct loader *l, json_t *obj, enum cond_mode mode, bool allow_empty, unsigned depth,
-                            struct mx_matrix_cond *ret)
+static int parse_cond_depth(struct loader *l, json_t *obj, enum cond_mode mode, bool allow_empty,
+                            unsigned depth, struct mx_matrix_cond *ret)
 {
         const char *k;
         json_t *v;
@@ -1123,11 +1180,13 @@ static int parse_cond_depth(struct loader *l, json_t *obj, enum cond_mode mode, 
 
                 if (streq(k, "any") || streq(k, "not")) {
                         if (mode == COND_EXCLUDE)
-                                return err(l, obj, k,
-                                           "an exclude entry takes axis: value pairs only; '%s' is for rules "
-                                           "and known_incompatible entries",
-                                           k);
-                        r = streq(k, "any") ? parse_cond_any(l, obj, depth, ret) : parse_cond_not(l, obj, depth, ret);
+                                return err(
+                                        l, obj, k,
+                                        "an exclude entry takes axis: value pairs only; '%s' is for rules "
+                                        "and known_incompatible entries",
+                                        k);
+                        r = streq(k, "any") ? parse_cond_any(l, obj, depth, ret)
+                                            : parse_cond_not(l, obj, depth, ret);
                         if (r < 0)
                                 return r;
                         continue;
@@ -1256,7 +1315,7 @@ static int check_rule_patterns(struct loader *l, json_t *list)
 /* constraints.rules: if/then[/else] conditions with a reason; each must compile into few enough patterns. */
 static int parse_rules(struct loader *l, json_t *c)
 {
-        static const char *const keys[] = { "if", "then", "else", "reason", NULL };
+        static const char *const keys[] = {"if", "then", "else", "reason", NULL};
         struct mx_matrix *m = l->m;
         json_t *list, *e, *o;
         size_t i;
@@ -1574,8 +1633,9 @@ static int parse_health(struct loader *l, json_t *root)
 
 static int parse_root(struct loader *l)
 {
-        static const char *const keys[] = { "matrix",   "name",     "description", "target", "profiles", "axes",
-                                            "baseline", "features", "constraints", "health", "metadata", NULL };
+        static const char *const keys[] = { "matrix",      "name",     "description", "target",   "profiles",
+                                            "axes",        "baseline", "features",    "health",   "metadata",
+                                            "constraints", "settings", NULL };
         struct mx_matrix *m = l->m;
         json_t *root = m->root, *version;
         int r;
@@ -1600,6 +1660,9 @@ static int parse_root(struct loader *l)
         if (r < 0)
                 return r;
         r = parse_target(l, root);
+        if (r < 0)
+                return r;
+        r = parse_settings(l, root, &m->settings);
         if (r < 0)
                 return r;
         r = member(l, root, "profiles", KIND_OBJECT, false, &m->profiles);

@@ -46,6 +46,29 @@ const struct mx_metric_info mx_metrics[] = {
 };
 const size_t mx_n_metrics = ELEMENTSOF(mx_metrics);
 
+void mx_matrix_settings_overlay(struct mx_matrix_settings *base, const struct mx_matrix_settings *over)
+{
+        if (over->run_timeout_ms > 0)
+                base->run_timeout_ms = over->run_timeout_ms;
+        if (over->level_timeout_ms > 0)
+                base->level_timeout_ms = over->level_timeout_ms;
+        if (over->ready_timeout_ms > 0)
+                base->ready_timeout_ms = over->ready_timeout_ms;
+}
+
+json_t *mx_matrix_settings_to_json(const struct mx_matrix_settings *s)
+{
+        json_t *o = json_object();
+
+        if (s->run_timeout_ms > 0)
+                json_object_set_new(o, "run_timeout_ms", json_integer(s->run_timeout_ms));
+        if (s->level_timeout_ms > 0)
+                json_object_set_new(o, "level_timeout_ms", json_integer(s->level_timeout_ms));
+        if (s->ready_timeout_ms > 0)
+                json_object_set_new(o, "ready_timeout_ms", json_integer(s->ready_timeout_ms));
+        return o;
+}
+
 static int table_lookup(const char *const *table, size_t n, const char *s)
 {
         if (!s)
@@ -63,6 +86,9 @@ const char *mx_feature_status_to_string(enum mx_feature_status s)
 
 enum mx_feature_status mx_feature_status_from_string(const char *s)
 {
+        /* Seed 003 says a completed feature is merged into the branch: the same status. */
+        if (s && streq(s, "merged"))
+                return MX_FEATURE_COMPLETED;
         return table_lookup(feature_status_table, _MX_FEATURE_STATUS_MAX, s);
 }
 
@@ -615,7 +641,7 @@ static void dnf_done(struct dnf *d)
 
 static struct dnf dnf_true(void)
 {
-        return (struct dnf){ .c = xcalloc(1, sizeof(struct conj)), .n = 1 };
+        return (struct dnf){.c = xcalloc(1, sizeof(struct conj)), .n = 1};
 }
 
 static struct dnf dnf_false(void)
@@ -648,9 +674,10 @@ static struct dnf dnf_or(struct dnf a, struct dnf b)
 /* x and y into *ret; false when some parameter is left without a value. */
 static bool conj_and(const struct conj *x, const struct conj *y, struct conj *ret)
 {
-        struct conj r = { .t = xreallocarray(NULL, MX_MAX(x->n + y->n, 1), sizeof(struct mx_cover_term)) };
+        struct conj r = {.t = xreallocarray(NULL, MX_MAX(x->n + y->n, 1), sizeof(struct mx_cover_term))};
 
-        memcpy(r.t, x->t, x->n * sizeof(struct mx_cover_term));
+        if (x->n > 0) /* the empty conjunction (true) has no terms array */
+                memcpy(r.t, x->t, x->n * sizeof(struct mx_cover_term));
         r.n = x->n;
         for (size_t j = 0; j < y->n; j++) {
                 size_t k = 0;
@@ -674,7 +701,7 @@ static bool conj_and(const struct conj *x, const struct conj *y, struct conj *re
 /* a and b (consumes both). */
 static struct dnf dnf_and(struct dnf a, struct dnf b)
 {
-        struct dnf r = { .overflow = a.overflow || b.overflow };
+        struct dnf r = {.overflow = a.overflow || b.overflow};
 
         for (size_t i = 0; i < a.n && !r.overflow; i++)
                 for (size_t j = 0; j < b.n && !r.overflow; j++) {
@@ -689,8 +716,8 @@ static struct dnf dnf_and(struct dnf a, struct dnf b)
 }
 
 /* "axis takes a value in set" (negate: not in set) on the model's parameters. */
-static struct dnf dnf_term(const struct mx_matrix_cover *c, const int *axis_param, unsigned axis, uint64_t set,
-                           bool negate)
+static struct dnf dnf_term(const struct mx_matrix_cover *c, const int *axis_param, unsigned axis,
+                           uint64_t set, bool negate)
 {
         int p = axis_param[axis];
         uint64_t ps;
@@ -707,14 +734,14 @@ static struct dnf dnf_term(const struct mx_matrix_cover *c, const int *axis_para
                 return dnf_true();
         d = dnf_true();
         d.c[0].t = xmalloc(sizeof(struct mx_cover_term));
-        d.c[0].t[0] = (struct mx_cover_term){ .param = (unsigned)p, .set = ps };
+        d.c[0].t[0] = (struct mx_cover_term){.param = (unsigned)p, .set = ps};
         d.c[0].n = 1;
         return d;
 }
 
 /* The condition (positive) or its negation as a DNF; negations are pushed down to the terms. */
-static struct dnf cond_dnf(const struct mx_matrix_cover *c, const int *axis_param, const struct mx_matrix_cond *cond,
-                           bool positive)
+static struct dnf cond_dnf(const struct mx_matrix_cover *c, const int *axis_param,
+                           const struct mx_matrix_cond *cond, bool positive)
 {
         struct dnf d = positive ? dnf_true() : dnf_false();
 
@@ -747,7 +774,8 @@ static struct dnf rule_dnf(const struct mx_matrix *m, const struct mx_matrix_cov
                            size_t i)
 {
         const struct mx_matrix_rule *r = &m->rules[i];
-        struct dnf d = dnf_and(cond_dnf(c, axis_param, &r->if_, true), cond_dnf(c, axis_param, &r->then, false));
+        struct dnf d =
+                dnf_and(cond_dnf(c, axis_param, &r->if_, true), cond_dnf(c, axis_param, &r->then, false));
 
         if (r->has_else)
                 d = dnf_or(d, dnf_and(cond_dnf(c, axis_param, &r->if_, false),
@@ -776,7 +804,7 @@ static void patterns_add(struct pattern_builder *b, const struct mx_matrix_cover
                 b->counts = xreallocarray(b->counts, b->patterns_allocated, sizeof(size_t));
                 b->starts[b->n_patterns] = b->n_terms;
                 if (x->n == 0)
-                        b->terms[b->n_terms++] = (struct mx_cover_term){ .param = 0, .set = param_all(c, 0) };
+                        b->terms[b->n_terms++] = (struct mx_cover_term){.param = 0, .set = param_all(c, 0)};
                 else {
                         memcpy(b->terms + b->n_terms, x->t, x->n * sizeof(struct mx_cover_term));
                         b->n_terms += x->n;
@@ -788,7 +816,8 @@ static void patterns_add(struct pattern_builder *b, const struct mx_matrix_cover
 }
 
 /* The parameters of a covering-array model: product axes and pinned axes, with their values. */
-static void cover_params(const struct mx_matrix *m, const int *pins, struct mx_matrix_cover *c, int *axis_param)
+static void cover_params(const struct mx_matrix *m, const int *pins, struct mx_matrix_cover *c,
+                         int *axis_param)
 {
         c->param_axis = xreallocarray(NULL, MX_MAX(m->n_axes, 1), sizeof(unsigned));
         c->param_values = xcalloc(MX_MAX(m->n_axes, 1), sizeof(int *));

@@ -164,6 +164,21 @@ struct mx_matrix_known_incompatible {
         json_t *node;
 };
 
+/*
+ * Time limits a matrix carries for its target, per matrix and per feature
+ * (docs/mxmatrix.json.5, SETTINGS); 0 = not set (the daemon's flag, or the
+ * profile's ready timeout). A plan puts them into every run's snapshot.
+ */
+struct mx_matrix_settings {
+        int64_t run_timeout_ms;
+        int64_t level_timeout_ms;
+        int64_t ready_timeout_ms;
+};
+/* over's set limits replace base's. */
+void mx_matrix_settings_overlay(struct mx_matrix_settings *base, const struct mx_matrix_settings *over);
+/* The set limits as {"run_timeout_ms": N, ...} (unset ones left out). */
+json_t *mx_matrix_settings_to_json(const struct mx_matrix_settings *s);
+
 struct mx_matrix_criterion {
         char *metric;
         enum mx_criterion_op op;
@@ -184,6 +199,7 @@ struct mx_matrix_feature {
         size_t *depends_on; /* feature indices */
         size_t n_depends_on;
         char *gate; /* free text: the gate to pass before the next feature */
+        struct mx_matrix_settings settings;
         json_t *node;
 };
 
@@ -206,6 +222,7 @@ struct mx_matrix {
         json_t *profiles; /* borrowed from root; NULL when absent */
         json_t *profile_resolved; /* owned: the target's profile, normalised (profile.h) */
         json_t *metadata;         /* owned: the metadata section, normalised (metadata.h), or NULL */
+        struct mx_matrix_settings settings;
 
         struct mx_matrix_axis *axes;
         size_t n_axes;
@@ -254,6 +271,18 @@ _printf_(5, 6) int mx_matrix_error_at(const struct mx_matrix *m, json_t *node, c
 /* The same with a va_list; index (SIZE_MAX for none) names an element of the array node. */
 int mx_matrix_verror_at(const struct mx_matrix *m, json_t *node, const char *key, size_t index,
                         char **reterr, const char *fmt, va_list ap) _printf_(6, 0);
+/*
+ * Warnings on a valid file (matrix-warn.c): expectations no evidence source
+ * can ever satisfy, each "FILE:LINE:COL: key 'PATH': message"; NULL when none.
+ */
+char **mx_matrix_warnings(const struct mx_matrix *m);
+/* Does the target's profile run the L1.5 gate (every profile but command)? Does it have a profiler? */
+bool mx_matrix_has_gate(const struct mx_matrix *m);
+bool mx_matrix_has_profiler(const struct mx_matrix *m);
+/* Where log and kernel expectations are checked, as a sentence for plans (caller frees). */
+char *mx_matrix_evidence_log(const struct mx_matrix *m);
+char *mx_matrix_evidence_kernels(const struct mx_matrix *m);
+
 /* "FILE:LINE:COL" of node (as above), for messages that point at a second place. */
 char *mx_matrix_location(const struct mx_matrix *m, json_t *node);
 

@@ -147,6 +147,31 @@ int mx_plan_parse_pin(const struct mx_matrix *m, const char *s, int *ret_axis, i
         return 0;
 }
 
+/* The feature whose id ("P" and its priority, as matrix show prints it) is x; *ret -1 when none. */
+static int feature_by_id(const struct mx_matrix *m, const char *x, int *ret, char **reterr)
+{
+        int64_t prio;
+        int found = -1;
+
+        *ret = -1;
+        if ((x[0] != 'P' && x[0] != 'p') || mx_parse_int64(x + 1, 1, 1000, &prio) < 0)
+                return 0;
+        for (size_t i = 0; i < m->n_features; i++) {
+                if (m->features[i].priority != prio)
+                        continue;
+                if (found >= 0) {
+                        if (reterr)
+                                *reterr = xasprintf("'%s' is ambiguous: features '%s' and '%s' both have "
+                                                    "priority %" PRId64 "; name the feature",
+                                                    x, m->features[found].name, m->features[i].name, prio);
+                        return -EINVAL;
+                }
+                found = (int)i;
+        }
+        *ret = found;
+        return 0;
+}
+
 int mx_plan_resolve_feature(const struct mx_matrix *m, const char *x, int *ret_feature, int **ret_assignment,
                             char **reterr)
 {
@@ -179,8 +204,14 @@ int mx_plan_resolve_feature(const struct mx_matrix *m, const char *x, int *ret_f
                 hit_value = v;
                 n_values++;
         }
-        if (f < 0 && n_values == 0)
-                return unknown_feature_error(m, x, reterr);
+        if (f < 0 && n_values == 0) {
+                /* "P5": the id matrix show prints for the feature of priority 5. */
+                r = feature_by_id(m, x, &f, reterr);
+                if (r < 0)
+                        return r;
+                if (f < 0)
+                        return unknown_feature_error(m, x, reterr);
+        }
         if (n_values == 1)
                 assignment[hit_axis] = hit_value;
         if (n_values > 1 ||
@@ -303,6 +334,9 @@ struct mx_plan *mx_plan_free(struct mx_plan *p)
         free(p->resolved);
         free(p->assignment);
         free(p->pins);
+        free(p->stack);
+        free(p->stack_ids);
+        free(p->stack_features);
         strv_free(p->notes);
         free(p);
         return NULL;
@@ -601,6 +635,10 @@ static void describe_resolution(struct mx_plan *p)
 
         if (p->feature >= 0 && streq(p->input, m->features[p->feature].name))
                 p->resolved = xasprintf("feature '%s'", p->input);
+        else if (p->feature >= 0 && strchr("Pp", p->input[0]) && mx_matrix_feature_index(m, p->input) < 0 &&
+                 atoi(p->input + 1) == m->features[p->feature].priority && !strchr(p->input, '='))
+                p->resolved = xasprintf("feature '%s' (P%d)", m->features[p->feature].name,
+                                        m->features[p->feature].priority);
         else if (p->feature >= 0)
                 p->resolved = xasprintf("%s (feature '%s')", desc, m->features[p->feature].name);
         else
@@ -658,9 +696,140 @@ static int parse_pins(struct mx_plan *p, char *const *pins, char **reterr)
                                                   m->axes[a].name, m->axes[a].values[p->assignment[a]].name);
                         return -EINVAL;
                 }
+                if (p->assignment[a] == v) {
+                        /* Pinning it would turn the feature-off runs into feature-on runs. */
+                        int b = m->baseline[a];
+                        _cleanup_free_ char *off =
+                                b >= 0 ? xasprintf("the baseline's %s=%s", m->axes[a].name,
+                                                   m->axes[a].values[b].name)
+                                       : xasprintf("%s unset", m->axes[a].name);
+
+                        strv_consume(
+                                &p->notes,
+                                xasprintf("pin %s=%s repeats what the feature sets, so it applies to the "
+                                          "feature-on runs only; the feature-off runs keep %s",
+                                          m->axes[a].name, m->axes[a].values[v].name, off));
+                        continue;
+                }
                 p->pins[a] = v;
         }
         return 0;
+}
+
+/* Completed features by priority (then file order): the order they were merged in. */
+static int cmp_merge_order(const void *a, const void *b, void *userdata)
+{
+        const struct mx_matrix *m = userdata;
+        size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+        if (m->features[x].priority != m->features[y].priority)
+                return m->features[x].priority < m->features[y].priority ? -1 : 1;
+        return x < y ? -1 : x > y;
+}
+
+/*
+ * The merged stack (seed 003, Configuration Combinations): every completed
+ * feature but the one planned, applied over each other in merge order; a
+ * later one wins an axis two of them set, with a note.
+ */
+static void build_stack(struct mx_plan *p)
+{
+        const struct mx_matrix *m = p->m;
+        _cleanup_buf_ struct mx_buf ids = MX_BUF_INIT;
+        _cleanup_free_ int *by = NULL;
+
+        p->stack = mx_config_new(m);
+        by = mx_config_new(m);
+        p->stack_features = xcalloc(MX_MAX(m->n_features, 1), sizeof(size_t));
+        for (size_t i = 0; i < m->n_features; i++)
+                if (m->features[i].status == MX_FEATURE_COMPLETED && (int)i != p->feature)
+                        p->stack_features[p->n_stack_features++] = i;
+        qsort_r(p->stack_features, p->n_stack_features, sizeof(size_t), cmp_merge_order, (void *)m);
+        for (size_t k = 0; k < p->n_stack_features; k++) {
+                const struct mx_matrix_feature *f = &m->features[p->stack_features[k]];
+
+                mx_buf_printf(&ids, "%sP%d", k ? "," : "", f->priority);
+                for (size_t a = 0; a < m->n_axes; a++) {
+                        if (f->set[a] < 0)
+                                continue;
+                        if (p->stack[a] >= 0 && p->stack[a] != f->set[a])
+                                strv_consume(&p->notes,
+                                             xasprintf("merged stack: '%s' sets %s=%s over %s=%s of '%s'",
+                                                       f->name, m->axes[a].name,
+                                                       m->axes[a].values[f->set[a]].name, m->axes[a].name,
+                                                       m->axes[a].values[p->stack[a]].name,
+                                                       m->features[by[a]].name));
+                        p->stack[a] = f->set[a];
+                        by[a] = (int)p->stack_features[k];
+                }
+        }
+        if (p->n_stack_features > 0)
+                p->stack_ids = mx_buf_steal(&ids);
+        for (size_t a = 0; a < m->n_axes; a++) {
+                if (p->stack[a] < 0)
+                        continue;
+                if (p->pins[a] >= 0 && p->pins[a] != p->stack[a])
+                        strv_consume(&p->notes,
+                                     xasprintf("merged stack: the pin %s=%s replaces %s=%s of '%s'",
+                                               m->axes[a].name, m->axes[a].values[p->pins[a]].name,
+                                               m->axes[a].name, m->axes[a].values[p->stack[a]].name,
+                                               m->features[by[a]].name));
+                else if (p->assignment[a] >= 0 && p->assignment[a] != p->stack[a])
+                        strv_consume(&p->notes,
+                                     xasprintf("merged stack: the feature's %s=%s replaces %s=%s of '%s'",
+                                               m->axes[a].name, m->axes[a].values[p->assignment[a]].name,
+                                               m->axes[a].name, m->axes[a].values[p->stack[a]].name,
+                                               m->features[by[a]].name));
+        }
+}
+
+/* The feature off and on, on the baseline and (when completed features change it) on the merged stack. */
+static int plan_l1(struct builder *b, const int *base, const int *on, const int *stack_off,
+                   const int *stack_on, char **reterr)
+{
+        struct mx_plan *p = b->p;
+        _cleanup_free_ char *off_reason = NULL, *on_reason = NULL;
+        int r;
+
+        r = add_candidate(b, base, "baseline", false, reterr);
+        if (r >= 0)
+                r = add_candidate(b, base, "L1-off", false, reterr);
+        if (r >= 0)
+                r = add_candidate(b, on, "L1-on", false, reterr);
+        if (r < 0 || mx_config_equal(p->m, stack_off, base))
+                return r;
+        off_reason = xasprintf("L1-off:stack(%s)", p->stack_ids);
+        on_reason = xasprintf("L1-on:stack(%s)", p->stack_ids);
+        r = add_candidate(b, stack_off, off_reason, false, reterr);
+        if (r >= 0)
+                r = add_candidate(b, stack_on, on_reason, false, reterr);
+        return r;
+}
+
+/* Runs whose expectations no source can check: say so before they run and end L1.5 INVALID. */
+static void evidence_notes(struct mx_plan *p)
+{
+        size_t any = 0, kernels = 0;
+
+        for (size_t i = 0; i < p->n_runs; i++) {
+                const struct mx_kgate_expect *e = &p->runs[i].expect;
+
+                any += !mx_kgate_expect_empty(e);
+                kernels +=
+                        e->kernels.n_must_see > 0 || (e->kernels.must_not_see && e->kernels.must_not_see[0]);
+        }
+        if (!mx_matrix_has_gate(p->m) && any > 0)
+                strv_consume(&p->notes,
+                             xasprintf("%zu runs have expectations, but the command profile runs no "
+                                       "kernel gate: they are never checked",
+                                       any));
+        else if (!mx_matrix_has_profiler(p->m) && kernels > 0)
+                strv_consume(
+                        &p->notes,
+                        xasprintf(
+                                "%zu runs expect kernel names, but profile '%s' has no profiler: their L1.5 "
+                                "gate will be INVALID (see mxmatrix matrix check)",
+                                kernels, p->m->profile));
 }
 
 int mx_plan_build(const struct mx_matrix *m, const struct mx_plan_request *req, struct mx_plan **ret,
@@ -668,7 +837,7 @@ int mx_plan_build(const struct mx_matrix *m, const struct mx_plan_request *req, 
 {
         _cleanup_(mx_plan_freep) struct mx_plan *p = xcalloc(1, sizeof(*p));
         struct builder b = { .p = p, .max_runs = req->max_runs ? req->max_runs : MX_PLAN_DEFAULT_MAX_RUNS };
-        _cleanup_free_ int *base = NULL, *on = NULL, *pinned = NULL;
+        _cleanup_free_ int *base = NULL, *on = NULL, *pinned = NULL, *stack_off = NULL, *stack_on = NULL;
         int r;
 
         if (!req->feature || req->strategy < 0 || req->strategy >= _MX_PLAN_STRATEGY_MAX) {
@@ -689,23 +858,27 @@ int mx_plan_build(const struct mx_matrix *m, const struct mx_plan_request *req, 
         if (r < 0)
                 return r;
         feature_notes(p);
+        build_stack(p);
+        p->settings = m->settings;
+        if (p->feature >= 0)
+                mx_matrix_settings_overlay(&p->settings, &m->features[p->feature].settings);
 
         base = overlay(m, m->baseline, p->pins, NULL);
         pinned = overlay(m, p->pins, p->assignment, NULL);
         on = overlay(m, base, p->assignment, NULL);
-        r = add_candidate(&b, base, "baseline", false, reterr);
-        if (r >= 0)
-                r = add_candidate(&b, base, "L1-off", false, reterr);
-        if (r >= 0)
-                r = add_candidate(&b, on, "L1-on", false, reterr);
+        stack_off = overlay(m, m->baseline, p->stack, p->pins);
+        stack_on = overlay(m, stack_off, p->assignment, NULL);
+        r = plan_l1(&b, base, on, stack_off, stack_on, reterr);
         if (r >= 0)
                 r = plan_l5(&b, base, pinned, reterr);
         if (r >= 0)
-                r = plan_l6(&b, on, pinned, reterr);
+                r = plan_l6(&b, stack_on, pinned, reterr);
         if (r >= 0 && (p->strategy == MX_PLAN_PAIRWISE || p->strategy == MX_PLAN_3WAY))
                 r = plan_cover(&b, pinned, p->strategy == MX_PLAN_PAIRWISE ? 2 : 3, reterr);
         if (r >= 0 && p->strategy == MX_PLAN_FULL)
                 r = plan_full(&b, pinned, reterr);
+        if (r >= 0)
+                evidence_notes(p);
         free(b.slot_hash);
         free(b.slot_index);
         if (r < 0)
@@ -813,17 +986,19 @@ json_t *mx_plan_run_to_json(const struct mx_plan *p, const struct mx_plan_run *r
                                       json_pack("{s:s,s:s,s:s}", "expect", mx_ki_expect_to_string(k->expect),
                                                 "reason", k->reason, "at", at));
         }
-        return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "key", r->key, "hash",
+        return json_pack("{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "key", r->key, "hash",
                          mx_ident_hash_format(r->hash, hash), "config", mx_config_to_json(p->m, r->config),
                          "reasons", strv_to_json(r->reasons), "env", strv_to_json(r->env), "flags",
                          strv_to_json(r->flags), "argv", strv_to_json(r->argv), "expect",
-                         mx_expect_to_json(&r->expect), "known_incompatible", ki);
+                         mx_expect_to_json(&r->expect), "known_incompatible", ki, "settings",
+                         mx_matrix_settings_to_json(&p->settings));
 }
 
 json_t *mx_plan_to_json(const struct mx_plan *p)
 {
         const struct mx_matrix *m = p->m;
-        json_t *runs = json_array(), *skipped = json_array(), *feature;
+        json_t *runs = json_array(), *skipped = json_array(), *feature, *stack = json_null();
+        _cleanup_free_ char *ev_log = mx_matrix_evidence_log(m), *ev_kernels = mx_matrix_evidence_kernels(m);
 
         for (size_t i = 0; i < p->n_runs; i++)
                 json_array_append_new(runs, mx_plan_run_to_json(p, &p->runs[i]));
@@ -845,10 +1020,21 @@ json_t *mx_plan_to_json(const struct mx_plan *p)
                 json_object_set_new(feature, "status", json_string(mx_feature_status_to_string(f->status)));
         } else
                 json_object_set_new(feature, "name", json_null());
+        if (p->n_stack_features > 0) {
+                json_t *names = json_array();
+
+                for (size_t i = 0; i < p->n_stack_features; i++)
+                        json_array_append_new(names, json_string(m->features[p->stack_features[i]].name));
+                stack = json_pack("{s:s,s:o,s:o}", "ids", p->stack_ids, "features", names, "set",
+                                  mx_config_to_json(m, p->stack));
+        }
         return json_pack(
-                "{s:s,s:s,s:o,s:o,s:s,s:I,s:o,s:o,s:o,s:o}", "matrix", m->name, "file", m->path, "feature",
-                feature, "pins", mx_config_to_json(m, p->pins), "strategy",
-                mx_plan_strategy_to_string(p->strategy), "seed", (json_int_t)p->seed, "cover",
+                "{s:s,s:s,s:o,s:o,s:o,s:{s:s,s:s,s:b,s:b},s:o,s:s,s:I,s:o,s:o,s:o,s:o}", "matrix", m->name,
+                "file", m->path, "feature", feature, "stack", stack, "settings",
+                mx_matrix_settings_to_json(&p->settings), "evidence", "log", ev_log, "kernels", ev_kernels,
+                "gate", mx_matrix_has_gate(m), "profiler", mx_matrix_has_profiler(m), "pins",
+                mx_config_to_json(m, p->pins), "strategy", mx_plan_strategy_to_string(p->strategy), "seed",
+                (json_int_t)p->seed, "cover",
                 p->cover_t ? json_pack("{s:i,s:I}", "t", (int)p->cover_t, "rows", (json_int_t)p->cover_rows)
                            : json_null(),
                 "runs", runs, "skipped", skipped, "notes", strv_to_json(p->notes));

@@ -2,24 +2,32 @@
 /*
  * Plans: the runs a submission "feature=X [axis=value...]" makes.
  *
- * X is a feature of the matrix file, or an axis value by name or alias
- * ("cutlass", "gemm"), or "axis=value". The default strategy follows seed
+ * X is a feature of the matrix file by name or id ("P1": the feature of
+ * priority 1), or an axis value by name or alias ("cutlass", "gemm"), or
+ * "axis=value". The default strategy follows seed
  * 001's test protocol:
  *
  *   baseline, L1-off    the baseline (feature disabled)
- *   L1-on               the baseline with the feature's assignment
+ *   L1-on               the feature alone on the baseline
+ *   L1-off:stack(P..)   the merged stack: the baseline with every completed
+ *                       ("merged") feature applied in priority order (seed
+ *                       003's Configuration Combinations C1-C4), feature off
+ *   L1-on:stack(P..)    the feature on top of the merged stack
  *   L5-prior:<P>        each completed feature P alone ("all previously merged
  *                       features still work")
  *   L5:<P>              the feature with each completed feature P
- *   L6:<axis>=<value>   one factor at a time: the feature with every other
- *                       product value of every axis the feature does not set
+ *   L6:<axis>=<value>   one factor at a time: the feature (on the merged stack,
+ *                       when there is one) with every other product value of
+ *                       every axis the feature does not set
  *
  * Strategies pairwise and 3way add the rows of a covering array of strength
  * 2 or 3 over the product with the feature's axes pinned (the L1-on, L5 and
  * L6 runs are its first rows; reason "cover"); full adds every valid
  * configuration of the product with the feature pinned (reason "full").
  *
- * Pins apply to every run, the baseline included. A run planned for several
+ * Pins apply to every run, the baseline included; a pin that repeats the
+ * feature's own assignment is dropped (with a note), so that the feature-off
+ * runs keep the baseline's value. A run planned for several
  * reasons is listed once with all of them. Runs that match an exclude entry or
  * break a rule are left out and listed as skipped, with the place in the file
  * that removed them. Runs that match a known-incompatible entry are kept and
@@ -79,6 +87,10 @@ struct mx_plan {
         int feature;               /* the feature X names or whose assignment it equals, or -1 */
         int *assignment;           /* what X sets, per axis */
         int *pins;                 /* per axis */
+        int *stack;                /* per axis: what the merged (completed) features set, -1 elsewhere */
+        char *stack_ids;           /* "P1,P2": the merged features in the stack, NULL when none */
+        size_t *stack_features;    /* their indices, in the order they were applied */
+        size_t n_stack_features;
         enum mx_plan_strategy strategy;
         uint64_t seed;
         unsigned cover_t;  /* strength of the covering array (pairwise 2, 3way 3), else 0 */
@@ -88,6 +100,7 @@ struct mx_plan {
         struct mx_plan_skip *skipped;
         size_t n_skipped;
         char **notes; /* things the user should know: unmet dependencies, empty L5 ... */
+        struct mx_matrix_settings settings; /* the matrix's, the feature's over them: into every snapshot */
 };
 
 /*
@@ -113,7 +126,9 @@ size_t mx_plan_n_known_incompatible(const struct mx_plan *p);
 json_t *mx_plan_to_json(const struct mx_plan *p);
 /*
  * One run as JSON, the snapshot the daemon stores: {"key", "hash", "config",
- * "reasons", "env", "flags", "argv", "expect", "known_incompatible"}.
+ * "reasons", "env", "flags", "argv", "expect", "known_incompatible",
+ * "settings": {"run_timeout_ms", "level_timeout_ms", "ready_timeout_ms"}
+ * (the set ones)}.
  */
 json_t *mx_plan_run_to_json(const struct mx_plan *p, const struct mx_plan_run *r);
 /* A configuration as a JSON object axis -> value name (assigned axes only, file order). */

@@ -320,17 +320,19 @@ TEST(config_env_argv)
         struct mx_kgate_expect e;
 
         ASSERT_STREQ(env[0], "VLLM_ATTENTION_BACKEND=FLASHINFER"); /* target.env first */
-        ASSERT_STREQ(env[1], "VLLM_MXFP4_MOE_KERNEL=gemm");
-        ASSERT_STREQ(env[2], "VLLM_MXFP4_ACTIVATION=mxfp8");
-        ASSERT_STREQ(env[3], "FLASHINFER_MOE_TILE=auto");
-        ASSERT_STREQ(env[4], "VLLM_USE_ATTENTION_SINKS=0");
-        ASSERT_NULL(env[5]);
+        ASSERT_STREQ(env[1], "VLLM_WORKER_MULTIPROC_METHOD=spawn"); /* for nsys (target-surfaces.md D1) */
+        ASSERT_STREQ(env[2], "VLLM_MXFP4_MOE_KERNEL=gemm");
+        ASSERT_STREQ(env[3], "VLLM_MXFP4_ACTIVATION=mxfp8");
+        ASSERT_STREQ(env[4], "FLASHINFER_MOE_TILE=auto");
+        ASSERT_STREQ(env[5], "VLLM_USE_ATTENTION_SINKS=0");
+        ASSERT_NULL(env[6]);
         ASSERT_EQ(strv_length(flags), 3);
         ASSERT_STREQ(flags[0], "--speculative-config");
         ASSERT_CONTAINS(flags[1], "nvidia/gpt-oss-120b-Eagle3-short-context");
         ASSERT_STREQ(flags[2], "--enforce-eager");
-        ASSERT_STREQ(argv[0], "vllm");
-        ASSERT_STREQ(argv[2], "{model}");
+        ASSERT_STREQ(argv[0], "nsys"); /* the server runs under nsys profile */
+        ASSERT_STREQ(argv[strv_length(argv) - strv_length(flags) - 1], "fastsafetensors");
+        ASSERT_TRUE(strv_contains(argv, "{model}"));
         ASSERT_EQ(strv_length(argv), strv_length(m->command) + 3);
 
         mx_config_expect(m, c, &e);

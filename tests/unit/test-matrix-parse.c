@@ -424,7 +424,8 @@ TEST(features)
         ERROR_AT(FEAT("{\"name\": \"f\", \"priority\": 1, \"set\": {}, \"hypothesis\": \"h\", \"status\": "
                       "\"done\", " C1 "}"),
                  "\"status\"",
-                 "key 'features[0].status': unknown status 'done' (not-started, in-progress, completed, "
+                 "key 'features[0].status': unknown status 'done' (not-started, in-progress, completed or "
+                 "merged, "
                  "blocked)");
         ERROR_AT(FEAT("{" F1 ", \"criteria\": []}"), "\"criteria\"",
                  "key 'features[0].criteria': a feature needs 1 to 32 success criteria");
@@ -703,6 +704,56 @@ TEST(shipped_matrices_load)
         ASSERT_STREQ(a->axes[0].values[mx_matrix_value_index(&a->axes[0], "gemm")].name, "cutlass");
 }
 
+TEST(shipped_matrices_can_pass_the_kernel_gate)
+{
+        static const char *const files[] = {"matrix/mxfp4-gb10.json", "matrix/vllm-upstream-gb10.json",
+                                            "matrix/demo-sim.json"};
+
+        /* Every shipped matrix expects kernel names, so each needs a profiler and warns about nothing. */
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_fixture(files[i]);
+                _cleanup_strv_free_ char **w = mx_matrix_warnings(m);
+
+                ASSERT_TRUE(mx_matrix_has_gate(m));
+                ASSERT_TRUE(mx_matrix_has_profiler(m));
+                if (w)
+                        test_fail(__FILE__, __LINE__, "%s warns: %s", files[i], w[0]);
+        }
+        /* The GB10 matrices profile with nsys around the server and summarise kernels after the stop. */
+        {
+                _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_fixture("matrix/mxfp4-gb10.json");
+                json_t *prof = json_object_get(m->profile_resolved, "profiler");
+
+                ASSERT_STREQ(m->command[0], "nsys");
+                ASSERT_TRUE(strv_contains(m->command, "--cuda-graph-trace"));
+                ASSERT_STREQ(json_string_value(json_array_get(json_object_get(prof, "after_stop"), 0)),
+                             "nsys");
+                ASSERT_STREQ(json_string_value(json_object_get(prof, "report")),
+                             "{run_dir}/kern_cuda_gpu_kern_sum.csv");
+                ASSERT_EQ(m->settings.run_timeout_ms, 2 * 3600 * 1000);
+        }
+}
+
+TEST(warnings_name_the_place)
+{
+        /* Kernel expectations and no profiler: one warning per value, at its expect.kernels. */
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(
+                HEAD "  \"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\"}, {\"name\": \"y\", "
+                     "\"expect\": {\"kernels\": {\"must_see\": [\"k_*\"]}, \"log\": {\"must_see\": [\"z\"], "
+                     "\"must_not_see\": [\"z\"]}}}]}],\n"
+                     "  \"baseline\": {\"a\": \"x\"}" TAIL);
+        _cleanup_strv_free_ char **w = mx_matrix_warnings(m);
+
+        ASSERT_EQ(strv_length(w), 2);
+        ASSERT_STREQ(
+                w[0],
+                "t.json:5:77: key 'axes[0].values[1].expect.kernels': kernel expectations of a=y need a "
+                "profiler report, but profile 'vllm' has no profiler: every run with this value ends "
+                "L1.5 INVALID (set target.profiler, mxmatrix.json(5) TARGET PROFILES)");
+        ASSERT_CONTAINS(w[1],
+                        "key 'axes[0].values[1].expect.log': a=y must see and must not see 'z' in the log");
+}
+
 TEST(more_error_paths)
 {
         _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
@@ -771,4 +822,24 @@ TEST(load_string_size_limit)
         ASSERT_ERR(mx_matrix_load_string("s.json", big, MX_MATRIX_MAX_FILE_SIZE + 1, &m, &why), EFBIG);
         ASSERT_STREQ(why, "s.json: 4194305 bytes, more than the limit of 4194304");
         ASSERT_NULL(m);
+}
+
+TEST(settings)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(
+                HEAD AXES BASE ",\n  \"settings\": {\"run_timeout\": \"2h\", \"level_timeout\": 90, "
+                               "\"ready_timeout\": \"20m\"}" TAIL);
+
+        ASSERT_EQ(m->settings.run_timeout_ms, 2 * 3600 * 1000);
+        ASSERT_EQ(m->settings.level_timeout_ms, 90 * 1000);
+        ASSERT_EQ(m->settings.ready_timeout_ms, 20 * 60 * 1000);
+        ERROR_AT(HEAD AXES BASE ",\n  \"settings\": {\"run_timeout\": \"soon\"}" TAIL, "\"run_timeout\"",
+                 "key 'settings.run_timeout': expected a duration of less than 7 days");
+        ERROR_AT(HEAD AXES BASE ",\n  \"settings\": {\"run_timeout\": \"8d\"}" TAIL, "\"run_timeout\"",
+                 "key 'settings.run_timeout': expected a duration");
+        ERROR_AT(HEAD AXES BASE ",\n  \"settings\": {\"levels\": 1}" TAIL, "\"levels\"",
+                 "key 'settings.levels': unknown key 'levels' in settings (known keys: run_timeout, "
+                 "level_timeout, ready_timeout)");
+        ERROR_AT(FEAT("{" F1 ", " C1 ", \"settings\": {\"level_timeout\": 0}}"), "\"level_timeout\"",
+                 "key 'features[0].settings.level_timeout': expected a duration");
 }

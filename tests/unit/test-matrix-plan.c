@@ -265,20 +265,144 @@ TEST(l5_with_completed_features)
         _cleanup_(mx_plan_freep) struct mx_plan *p = plan(m, "activation-mxfp8", NULL, MX_PLAN_DEFAULT);
         _cleanup_free_ char *got = render(p);
 
-        /* Each completed feature alone (L5-prior) and with the new one (L5); runner-caching sets nothing. */
-        ASSERT_STREQ(got, "run (baseline): baseline L1-off L5-prior:runner-caching\n"
-                          "run activation=mxfp8: L1-on L5:runner-caching\n"
-                          "run kernel=cutlass: L5-prior:cutlass-gemm\n"
-                          "run kernel=cutlass,activation=mxfp8: L5:cutlass-gemm L6:kernel=cutlass\n"
-                          "run kernel=gemv,activation=mxfp8: L6:kernel=gemv\n"
-                          "run kernel=triton,activation=mxfp8: L6:kernel=triton\n"
-                          "run activation=mxfp8,sinks=on: L6:sinks=on [ki 2]\n"
-                          "run activation=mxfp8,spec=eagle3-short: L6:spec=eagle3-short [ki 1]\n"
-                          "run activation=mxfp8,spec=eagle3-long: L6:spec=eagle3-long [ki 1]\n"
-                          "run activation=mxfp8,spec=eagle3-throughput: L6:spec=eagle3-throughput [ki 1]\n"
-                          "run activation=mxfp8,graphs=off: L6:graphs=off\n"
-                          "skip activation=mxfp8,tile=128x128: L6:tile=128x128\n"
-                          "skip activation=mxfp8,tile=64x128: L6:tile=64x128\n");
+        /*
+         * Each completed feature alone (L5-prior) and with the new one (L5); runner-caching sets nothing.
+         * The merged stack P1+P2 is kernel=cutlass: the feature runs on it (seed 003's C2) and alone on
+         * the baseline, and L6 varies the stacked configuration.
+         */
+        ASSERT_STREQ(got,
+                     "run (baseline): baseline L1-off L5-prior:runner-caching\n"
+                     "run activation=mxfp8: L1-on L5:runner-caching L6:kernel=marlin\n"
+                     "run kernel=cutlass: L1-off:stack(P1,P2) L5-prior:cutlass-gemm\n"
+                     "run kernel=cutlass,activation=mxfp8: L1-on:stack(P1,P2) L5:cutlass-gemm\n"
+                     "run kernel=gemv,activation=mxfp8: L6:kernel=gemv\n"
+                     "run kernel=triton,activation=mxfp8: L6:kernel=triton\n"
+                     "run kernel=cutlass,activation=mxfp8,tile=128x128: L6:tile=128x128\n"
+                     "run kernel=cutlass,activation=mxfp8,tile=64x128: L6:tile=64x128 [ki 3]\n"
+                     "run kernel=cutlass,activation=mxfp8,sinks=on: L6:sinks=on [ki 2]\n"
+                     "run kernel=cutlass,activation=mxfp8,spec=eagle3-short: L6:spec=eagle3-short [ki 1]\n"
+                     "run kernel=cutlass,activation=mxfp8,spec=eagle3-long: L6:spec=eagle3-long [ki 1]\n"
+                     "run kernel=cutlass,activation=mxfp8,spec=eagle3-throughput: "
+                     "L6:spec=eagle3-throughput [ki 1]\n"
+                     "run kernel=cutlass,activation=mxfp8,graphs=off: L6:graphs=off\n");
+        ASSERT_STREQ(p->stack_ids, "P1,P2");
+}
+
+/* The run of p with reason, as "axis=value,..." of its whole configuration; NULL when none. */
+static char *run_with(const struct mx_plan *p, const char *reason)
+{
+        for (size_t i = 0; i < p->n_runs; i++)
+                if (strv_contains(p->runs[i].reasons, reason))
+                        return mx_config_describe(p->m, p->runs[i].config);
+        return NULL;
+}
+
+TEST(stacking_follows_seed_configuration_combinations)
+{
+        /* Seed 003: C1 = P1; C2 = P3 on C1; C3 = P5 on C2; C4 = P6 on C3 (each time the rest merged). */
+        _cleanup_(mx_matrix_freep) struct mx_matrix *p1 =
+                shipped_with_completed((const char *const[]){"cutlass-gemm", NULL});
+        _cleanup_(mx_matrix_freep) struct mx_matrix *p3 = shipped_with_completed(
+                (const char *const[]){"cutlass-gemm", "runner-caching", "activation-mxfp8", NULL});
+        _cleanup_(mx_matrix_freep) struct mx_matrix *p5 = shipped_with_completed((const char *const[]){
+                "cutlass-gemm", "runner-caching", "activation-mxfp8", "spec-decode", NULL});
+        _cleanup_(mx_plan_freep) struct mx_plan *a = plan(p1, "activation-mxfp8", NULL, MX_PLAN_DEFAULT);
+        _cleanup_(mx_plan_freep) struct mx_plan *b = plan(p3, "spec-decode", NULL, MX_PLAN_DEFAULT);
+        _cleanup_(mx_plan_freep) struct mx_plan *c = plan(p5, "attention-sinks", NULL, MX_PLAN_DEFAULT);
+        _cleanup_free_ char *c1 = run_with(a, "L1-off:stack(P1)"), *c2 = run_with(a, "L1-on:stack(P1)"),
+                            *alone = run_with(a, "L1-on"), *off = run_with(a, "L1-off"),
+                            *c3 = run_with(b, "L1-on:stack(P1,P2,P3)"),
+                            *c4 = run_with(c, "L1-on:stack(P1,P2,P3,P5)"),
+                            *c4_off = run_with(c, "L1-off:stack(P1,P2,P3,P5)");
+
+        ASSERT_STREQ(c1, "kernel=cutlass,activation=bf16,tile=auto,sinks=off,spec=off,graphs=on");
+        ASSERT_STREQ(c2, "kernel=cutlass,activation=mxfp8,tile=auto,sinks=off,spec=off,graphs=on");
+        ASSERT_STREQ(alone, "kernel=marlin,activation=mxfp8,tile=auto,sinks=off,spec=off,graphs=on");
+        ASSERT_STREQ(off, "kernel=marlin,activation=bf16,tile=auto,sinks=off,spec=off,graphs=on");
+        ASSERT_STREQ(c3, "kernel=cutlass,activation=mxfp8,tile=auto,sinks=off,spec=eagle3-short,graphs=off");
+        ASSERT_STREQ(c4, "kernel=cutlass,activation=mxfp8,tile=auto,sinks=on,spec=eagle3-short,graphs=off");
+        ASSERT_STREQ(c4_off,
+                     "kernel=cutlass,activation=mxfp8,tile=auto,sinks=off,spec=eagle3-short,graphs=off");
+        /* The plan says which stack it used. */
+        {
+                _cleanup_(json_decrefp) json_t *j = mx_plan_to_json(c);
+                json_t *st = json_object_get(j, "stack");
+
+                ASSERT_STREQ(json_string_value(json_object_get(st, "ids")), "P1,P2,P3,P5");
+                ASSERT_EQ(json_array_size(json_object_get(st, "features")), 4);
+                ASSERT_STREQ(json_string_value(json_object_get(json_object_get(st, "set"), "spec")),
+                             "eagle3-short");
+        }
+}
+
+TEST(pinning_the_features_own_axis_keeps_the_feature_off_run)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_fixture("matrix/mxfp4-gb10.json");
+        char *pins[] = {(char *)"kernel=cutlass", NULL};
+        _cleanup_(mx_plan_freep) struct mx_plan *p = plan(m, "cutlass", pins, MX_PLAN_DEFAULT);
+        _cleanup_(mx_plan_freep) struct mx_plan *q = plan(m, "cutlass", NULL, MX_PLAN_DEFAULT);
+        _cleanup_free_ char *off = run_with(p, "L1-off"), *got = render(p), *want = render(q);
+
+        ASSERT_STREQ(off, "kernel=marlin,activation=bf16,tile=auto,sinks=off,spec=off,graphs=on");
+        ASSERT_EQ(p->pins[0], -1);
+        ASSERT_STREQ(p->notes[0],
+                     "pin kernel=cutlass repeats what the feature sets, so it applies to the "
+                     "feature-on runs only; the feature-off runs keep the baseline's kernel=marlin");
+        /* Otherwise the same runs as without the pin. */
+        *strstr(want, "note ") = '\0';
+        ASSERT_TRUE(startswith(got, want));
+}
+
+TEST(feature_ids_and_merged_status)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_fixture("matrix/mxfp4-gb10.json");
+        _cleanup_(mx_plan_freep) struct mx_plan *a = plan(m, "P5", NULL, MX_PLAN_DEFAULT);
+        _cleanup_(mx_plan_freep) struct mx_plan *b = plan(m, "spec-decode", NULL, MX_PLAN_DEFAULT);
+        _cleanup_(mx_plan_freep) struct mx_plan *c = plan(m, "p1", NULL, MX_PLAN_DEFAULT);
+        _cleanup_free_ char *ra = render(a), *rb = render(b), *why = NULL;
+        _cleanup_free_ int *assignment = NULL;
+        int f;
+
+        ASSERT_STREQ(ra, rb);
+        ASSERT_STREQ(a->resolved, "feature 'spec-decode' (P5)");
+        ASSERT_EQ(c->feature, 0);
+        ASSERT_ERR(mx_plan_resolve_feature(m, "P9", &f, &assignment, &why), ENOENT);
+        /* "merged" is a spelling of completed (seed 003's status column). */
+        {
+                _cleanup_free_ char *path = test_source_path("matrix/mxfp4-gb10.json");
+                _cleanup_free_ char *text = test_read_file(path, NULL);
+                char *s = strstr(text, "\"status\": \"in-progress\"");
+                _cleanup_free_ char *edited = NULL;
+
+                ASSERT_NOT_NULL(s);
+                edited = xasprintf("%.*s\"status\": \"merged\"%s", (int)(s - text), text,
+                                   s + strlen("\"status\": \"in-progress\""));
+                _cleanup_(mx_matrix_freep) struct mx_matrix *mm = load_text(edited);
+                ASSERT_EQ(mm->features[0].status, MX_FEATURE_COMPLETED);
+        }
+        /* Two features of the same priority: the id is ambiguous. */
+        {
+                const char *text =
+                        "{\"matrix\": 1, \"name\": \"t\", \"target\": {\"command\": [\"s\"]},\n"
+                        " \"axes\": [{\"name\": \"k\", \"values\": [{\"name\": \"a\"}, {\"name\": "
+                        "\"b\"}]}],\n"
+                        " \"baseline\": {\"k\": \"a\"},\n"
+                        " \"features\": [{\"name\": \"x\", \"priority\": 2, \"set\": {}, \"hypothesis\": "
+                        "\"h\", "
+                        "\"criteria\": [{\"metric\": \"crashes\", \"max\": 0}], \"status\": "
+                        "\"not-started\"},"
+                        "{\"name\": \"y\", \"priority\": 2, \"set\": {\"k\": \"b\"}, \"hypothesis\": \"h\", "
+                        "\"criteria\": [{\"metric\": \"crashes\", \"max\": 0}], \"status\": "
+                        "\"not-started\"}]}\n";
+                _cleanup_(mx_matrix_freep) struct mx_matrix *d = load_text(text);
+
+                free(why);
+                why = NULL;
+                ASSERT_ERR(mx_plan_resolve_feature(d, "P2", &f, &assignment, &why), EINVAL);
+                ASSERT_STREQ(
+                        why,
+                        "'P2' is ambiguous: features 'x' and 'y' both have priority 2; name the feature");
+        }
 }
 
 TEST(l5_conflicting_feature)
@@ -288,8 +412,10 @@ TEST(l5_conflicting_feature)
                 shipped_with_completed((const char *const[]){ "tile-64x128", NULL });
         _cleanup_(mx_plan_freep) struct mx_plan *p = plan(m, "gemv", NULL, MX_PLAN_DEFAULT);
 
-        ASSERT_EQ(strv_length(p->notes), 1);
+        ASSERT_EQ(strv_length(p->notes), 2);
         ASSERT_STREQ(p->notes[0],
+                     "merged stack: the feature's kernel=gemv replaces kernel=cutlass of 'tile-64x128'");
+        ASSERT_STREQ(p->notes[1],
                      "L5:tile-64x128 not planned: feature 'tile-64x128' sets kernel=cutlass, but this plan "
                      "has kernel=gemv");
         ASSERT_EQ(p->feature, -1);

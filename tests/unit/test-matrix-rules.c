@@ -14,8 +14,8 @@
 /* ---- an evaluator of conditions straight from the JSON (docs/mxmatrix.json.5, CONSTRAINTS) ---- */
 
 #define N_AXES 4
-static const char *const axis_names[N_AXES] = { "a", "b", "c", "d" };
-static const unsigned axis_n_values[N_AXES] = { 3, 3, 2, 2 };
+static const char *const axis_names[N_AXES] = {"a", "b", "c", "d"};
+static const unsigned axis_n_values[N_AXES] = {3, 3, 2, 2};
 /* d is "product": false: never assigned in product cells unless pinned */
 
 /* config[i]: value index of axis i, -1 unassigned. */
@@ -111,7 +111,8 @@ static json_t *random_match(unsigned axis)
         }
         if (kind == 1)
                 return list;
-        return json_pack("{s:o}", "not", kind == 2 ? list : (json_decref(list), json_sprintf("v%u", rnd(nv))));
+        return json_pack("{s:o}", "not",
+                         kind == 2 ? list : (json_decref(list), json_sprintf("v%u", rnd(nv))));
 }
 
 static json_t *random_cond(unsigned depth)
@@ -163,13 +164,13 @@ static json_t *matrix_json(json_t *rules, json_t *ki, const int *baseline)
 
                 for (unsigned v = 0; v < axis_n_values[a]; v++)
                         json_array_append_new(values, json_pack("{s:o}", "name", json_sprintf("v%u", v)));
-                json_array_append_new(axes, json_pack("{s:s,s:b,s:o}", "name", axis_names[a], "product", a != 3,
-                                                      "values", values));
+                json_array_append_new(axes, json_pack("{s:s,s:b,s:o}", "name", axis_names[a], "product",
+                                                      a != 3, "values", values));
                 if (baseline[a] >= 0)
                         json_object_set_new(base, axis_names[a], json_sprintf("v%d", baseline[a]));
         }
-        return json_pack("{s:i,s:s,s:{s:[s]},s:o,s:o,s:{s:O,s:O}}", "matrix", 1, "name", "r", "target", "command",
-                         "srv", "axes", axes, "baseline", base, "constraints", "rules", rules,
+        return json_pack("{s:i,s:s,s:{s:[s]},s:o,s:o,s:{s:O,s:O}}", "matrix", 1, "name", "r", "target",
+                         "command", "srv", "axes", axes, "baseline", base, "constraints", "rules", rules,
                          "known_incompatible", ki);
 }
 
@@ -212,7 +213,7 @@ TEST(random_rules_match_brute_force)
                 _cleanup_(mx_matrix_freep) struct mx_matrix *m = NULL;
                 _cleanup_free_ char *text = NULL, *why = NULL, *all = NULL;
                 _cleanup_buf_ struct mx_buf want = MX_BUF_INIT;
-                int cells[18][N_AXES], baseline[N_AXES] = { -1, -1, -1, -1 };
+                int cells[18][N_AXES], baseline[N_AXES] = {-1, -1, -1, -1};
                 size_t n = product_cells(cells), n_rules;
                 json_t *kicond;
 
@@ -236,7 +237,8 @@ TEST(random_rules_match_brute_force)
 
                                 if (baseline[0] < 0)
                                         memcpy(baseline, cells[i], sizeof(baseline));
-                                mx_buf_printf(&want, "a=v%d,b=v%d,c=v%d\n", cells[i][0], cells[i][1], cells[i][2]);
+                                mx_buf_printf(&want, "a=v%d,b=v%d,c=v%d\n", cells[i][0], cells[i][1],
+                                              cells[i][2]);
                         }
                 if (baseline[0] < 0)
                         continue; /* nothing valid: the loader refuses such files (tested elsewhere) */
@@ -248,19 +250,20 @@ TEST(random_rules_match_brute_force)
                 /* The expansion keeps exactly the cells the evaluator accepts, in product order. */
                 all = expand_all(m, NULL);
                 if (!streq(all, want.data))
-                        test_fail(__FILE__, __LINE__, "seed %" PRIu64 ": expansion\n%s\nbrute force\n%s\n%s", seed,
-                                  all, want.data, text);
+                        test_fail(__FILE__, __LINE__, "seed %" PRIu64 ": expansion\n%s\nbrute force\n%s\n%s",
+                                  seed, all, want.data, text);
                 /* Known-incompatible marks follow the same evaluator. */
                 for (size_t i = 0; i < n; i++) {
                         size_t idx[1];
 
-                        ASSERT_EQ(mx_matrix_known_incompatible(m, cells[i], idx) == 1, eval_cond(kicond, cells[i]));
+                        ASSERT_EQ(mx_matrix_known_incompatible(m, cells[i], idx) == 1,
+                                  eval_cond(kicond, cells[i]));
                 }
                 /* The covering-array model forbids exactly the invalid cells, unpinned and pinned. */
                 check_model(m, rules, NULL);
-                check_model(m, rules, (const int[N_AXES]){ 1, -1, -1, -1 });
-                check_model(m, rules, (const int[N_AXES]){ -1, -1, -1, 0 }); /* a non-product axis pinned */
-                check_model(m, rules, (const int[N_AXES]){ -1, 2, 1, 1 });
+                check_model(m, rules, (const int[N_AXES]){1, -1, -1, -1});
+                check_model(m, rules, (const int[N_AXES]){-1, -1, -1, 0}); /* a non-product axis pinned */
+                check_model(m, rules, (const int[N_AXES]){-1, 2, 1, 1});
 
                 /* A pairwise array over the product: verified, and every row valid for the evaluator. */
                 {
@@ -270,8 +273,9 @@ TEST(random_rules_match_brute_force)
                         size_t n_rows = 0;
 
                         mx_matrix_cover_build(m, NULL, true, &c);
-                        ASSERT_OK(mx_cover_generate(&c.model, &(struct mx_cover_options){ .t = 2, .seed = seed },
-                                                    &rows, &n_rows, &err));
+                        ASSERT_OK(mx_cover_generate(&c.model,
+                                                    &(struct mx_cover_options){.t = 2, .seed = seed}, &rows,
+                                                    &n_rows, &err));
                         ASSERT_OK(mx_cover_verify(&c.model, 2, rows, n_rows, NULL));
                         for (size_t i = 0; i < n_rows; i++) {
                                 mx_matrix_cover_row_to_config(m, &c, NULL, rows + i * c.n_params, config);
@@ -286,11 +290,11 @@ TEST(random_rules_match_brute_force)
 }
 
 #define HEAD                                                                                                \
-        "{\n  \"matrix\": 1,\n  \"name\": \"t\",\n  \"target\": {\"command\": [\"srv\"]},\n"                 \
+        "{\n  \"matrix\": 1,\n  \"name\": \"t\",\n  \"target\": {\"command\": [\"srv\"]},\n"                \
         "  \"axes\": [\n"                                                                                   \
-        "    {\"name\": \"kernel\", \"values\": [{\"name\": \"marlin\"}, {\"name\": \"cutlass\"}, "          \
+        "    {\"name\": \"kernel\", \"values\": [{\"name\": \"marlin\"}, {\"name\": \"cutlass\"}, "         \
         "{\"name\": \"gemv\"}]},\n"                                                                         \
-        "    {\"name\": \"tile\", \"values\": [{\"name\": \"auto\"}, {\"name\": \"128x128\"}, "              \
+        "    {\"name\": \"tile\", \"values\": [{\"name\": \"auto\"}, {\"name\": \"128x128\"}, "             \
         "{\"name\": \"64x128\"}]}\n"                                                                        \
         "  ],\n"                                                                                            \
         "  \"baseline\": {\"kernel\": \"marlin\", \"tile\": \"auto\"},\n"
@@ -299,9 +303,9 @@ TEST(random_rules_match_brute_force)
 TEST(pict_or_not_else)
 {
         /* PICT: IF [kernel] = "cutlass" OR [kernel] = "gemv" THEN [tile] <> "64x128"; */
-        _cleanup_(mx_matrix_freep) struct mx_matrix *or = load_text(
-                RULES("{\"if\": {\"any\": [{\"kernel\": \"cutlass\"}, {\"kernel\": \"gemv\"}]}, "
-                      "\"then\": {\"not\": {\"tile\": \"64x128\"}}, \"reason\": \"r\"}"));
+        _cleanup_(mx_matrix_freep) struct mx_matrix * or
+                = load_text(RULES("{\"if\": {\"any\": [{\"kernel\": \"cutlass\"}, {\"kernel\": \"gemv\"}]}, "
+                                  "\"then\": {\"not\": {\"tile\": \"64x128\"}}, \"reason\": \"r\"}"));
         _cleanup_free_ char *a = expand_all(or, NULL);
 
         ASSERT_STREQ(a, "kernel=marlin,tile=auto\nkernel=marlin,tile=128x128\nkernel=marlin,tile=64x128\n"
@@ -313,8 +317,8 @@ TEST(pict_or_not_else)
                 RULES("{\"if\": {\"kernel\": \"cutlass\"}, \"then\": {\"tile\": [\"128x128\", \"64x128\"]}, "
                       "\"else\": {\"tile\": \"auto\"}, \"reason\": \"tiles are CUTLASS's\"}"));
         _cleanup_free_ char *b = expand_all(ie, NULL);
-        _cleanup_free_ char *d = mx_matrix_cond_describe(or, &or->rules[0].if_);
-        _cleanup_free_ char *e = mx_matrix_cond_describe(or, &or->rules[0].then);
+        _cleanup_free_ char *d = mx_matrix_cond_describe(or, & or->rules[0].if_);
+        _cleanup_free_ char *e = mx_matrix_cond_describe(or, & or->rules[0].then);
 
         ASSERT_STREQ(b, "kernel=marlin,tile=auto\nkernel=cutlass,tile=128x128\nkernel=cutlass,tile=64x128\n"
                         "kernel=gemv,tile=auto\n");
@@ -327,23 +331,28 @@ TEST(rule_errors_have_positions)
         _cleanup_free_ char *why = NULL;
         struct mx_matrix *m = NULL;
         const char *cases[][2] = {
-                { RULES("{\"if\": {\"any\": {\"kernel\": \"gemv\"}}, \"then\": {\"tile\": \"auto\"}, \"reason\": \"r\"}"),
-                  "t.json:10:37: key 'constraints.rules[0].if.any': 'any' takes an array of 1 to 1024 conditions" },
-                { RULES("{\"if\": {\"any\": []}, \"then\": {\"tile\": \"auto\"}, \"reason\": \"r\"}"),
-                  "t.json:10:37: key 'constraints.rules[0].if.any': 'any' takes an array" },
-                { RULES("{\"if\": {\"not\": \"gemv\"}, \"then\": {\"tile\": \"auto\"}, \"reason\": \"r\"}"),
-                  "t.json:10:37: key 'constraints.rules[0].if.not': 'not' takes a condition object" },
-                { RULES("{\"if\": {\"kernel\": \"gemv\"}, \"then\": {\"any\": [{}]}, \"reason\": \"r\"}"),
-                  "key 'constraints.rules[0].then.any[0]': an empty condition would match every configuration" },
-                { RULES("{\"if\": {\"kernel\": \"gemv\"}, \"then\": {\"tile\": \"auto\"}, \"else\": 3, "
-                        "\"reason\": \"r\"}"),
-                  "key 'constraints.rules[0].else': expected an object, got an integer" },
-                { RULES("{\"if\": {\"not\": {\"not\": {\"not\": {\"not\": {\"not\": {\"not\": {\"not\": "
-                        "{\"not\": {\"not\": {\"kernel\": \"gemv\"}}}}}}}}}}, \"then\": {\"tile\": \"auto\"}, "
-                        "\"reason\": \"r\"}"),
-                  "conditions nest 'any' and 'not' at most 8 deep" },
-                { HEAD "  \"constraints\": {\"exclude\": [{\"not\": {\"kernel\": \"gemv\"}}]}\n}\n",
-                  "t.json:10:32: key 'constraints.exclude[0].not': an exclude entry takes axis: value pairs only" },
+                {RULES("{\"if\": {\"any\": {\"kernel\": \"gemv\"}}, \"then\": {\"tile\": \"auto\"}, "
+                       "\"reason\": \"r\"}"),
+                 "t.json:10:37: key 'constraints.rules[0].if.any': 'any' takes an array of 1 to 1024 "
+                 "conditions"},
+                {RULES("{\"if\": {\"any\": []}, \"then\": {\"tile\": \"auto\"}, \"reason\": \"r\"}"),
+                 "t.json:10:37: key 'constraints.rules[0].if.any': 'any' takes an array"},
+                {RULES("{\"if\": {\"not\": \"gemv\"}, \"then\": {\"tile\": \"auto\"}, \"reason\": \"r\"}"),
+                 "t.json:10:37: key 'constraints.rules[0].if.not': 'not' takes a condition object"},
+                {RULES("{\"if\": {\"kernel\": \"gemv\"}, \"then\": {\"any\": [{}]}, \"reason\": \"r\"}"),
+                 "key 'constraints.rules[0].then.any[0]': an empty condition would match every "
+                 "configuration"},
+                {RULES("{\"if\": {\"kernel\": \"gemv\"}, \"then\": {\"tile\": \"auto\"}, \"else\": 3, "
+                       "\"reason\": \"r\"}"),
+                 "key 'constraints.rules[0].else': expected an object, got an integer"},
+                {RULES("{\"if\": {\"not\": {\"not\": {\"not\": {\"not\": {\"not\": {\"not\": {\"not\": "
+                       "{\"not\": {\"not\": {\"kernel\": \"gemv\"}}}}}}}}}}, \"then\": {\"tile\": "
+                       "\"auto\"}, "
+                       "\"reason\": \"r\"}"),
+                 "conditions nest 'any' and 'not' at most 8 deep"},
+                {HEAD "  \"constraints\": {\"exclude\": [{\"not\": {\"kernel\": \"gemv\"}}]}\n}\n",
+                 "t.json:10:32: key 'constraints.exclude[0].not': an exclude entry takes axis: value pairs "
+                 "only"},
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -377,14 +386,17 @@ TEST(rule_pattern_blowup_is_refused)
 
         mx_buf_puts(&b, "{\"matrix\": 1, \"name\": \"t\", \"target\": {\"command\": [\"s\"]}, \"axes\": [");
         for (int i = 0; i < 26; i++)
-                mx_buf_printf(&b, "%s{\"name\": \"x%d\", \"values\": [{\"name\": \"a\"}, {\"name\": \"b\"}]}",
+                mx_buf_printf(&b,
+                              "%s{\"name\": \"x%d\", \"values\": [{\"name\": \"a\"}, {\"name\": \"b\"}]}",
                               i ? ", " : "", i);
         mx_buf_puts(&b, "], \"baseline\": {");
         for (int i = 0; i < 26; i++)
                 mx_buf_printf(&b, "%s\"x%d\": \"a\"", i ? ", " : "", i);
         /* if any(x0=b, x1=b) and any(x2=b, x3=b) and ... (13 lists): 2^13 conjunctions. */
-        mx_buf_puts(&b, "}, \"constraints\": {\"rules\": [{\"if\": {\"any\": [{\"x0\": \"b\"}, {\"x1\": \"b\"}], "
-                        "\"not\": {\"any\": [");
+        mx_buf_puts(
+                &b,
+                "}, \"constraints\": {\"rules\": [{\"if\": {\"any\": [{\"x0\": \"b\"}, {\"x1\": \"b\"}], "
+                "\"not\": {\"any\": [");
         for (int i = 2; i < 26; i += 2)
                 mx_buf_printf(&b, "%s{\"x%d\": \"a\", \"x%d\": \"a\"}", i > 2 ? ", " : "", i, i + 1);
         mx_buf_puts(&b, "]}}, \"then\": {\"x0\": \"a\"}, \"reason\": \"r\"}]}}");
@@ -399,7 +411,8 @@ static char *many_axes(size_t n)
 {
         _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
 
-        mx_buf_puts(&b, "{\"matrix\": 1, \"name\": \"wide\", \"target\": {\"command\": [\"s\"]}, \"axes\": [");
+        mx_buf_puts(&b,
+                    "{\"matrix\": 1, \"name\": \"wide\", \"target\": {\"command\": [\"s\"]}, \"axes\": [");
         for (size_t i = 0; i < n; i++)
                 mx_buf_printf(&b,
                               "%s{\"name\": \"p%zu\", \"values\": [{\"name\": \"lo\"}, {\"name\": \"hi\", "
@@ -408,13 +421,14 @@ static char *many_axes(size_t n)
         mx_buf_puts(&b, "],\n\"baseline\": {");
         for (size_t i = 0; i < n; i++)
                 mx_buf_printf(&b, "%s\"p%zu\": \"lo\"", i ? ", " : "", i);
-        mx_buf_printf(&b,
-                      "},\n\"features\": [{\"name\": \"f\", \"priority\": 1, \"set\": {\"p%zu\": \"hi\"}, "
-                      "\"hypothesis\": \"h\", \"criteria\": [{\"metric\": \"crashes\", \"max\": 0}], "
-                      "\"status\": \"in-progress\"}],\n"
-                      "\"constraints\": {\"rules\": [{\"if\": {\"any\": [{\"p0\": \"hi\"}, {\"p1\": \"hi\"}]}, "
-                      "\"then\": {\"not\": {\"p99\": \"hi\"}}, \"reason\": \"r\"}]}}",
-                      n / 2);
+        mx_buf_printf(
+                &b,
+                "},\n\"features\": [{\"name\": \"f\", \"priority\": 1, \"set\": {\"p%zu\": \"hi\"}, "
+                "\"hypothesis\": \"h\", \"criteria\": [{\"metric\": \"crashes\", \"max\": 0}], "
+                "\"status\": \"in-progress\"}],\n"
+                "\"constraints\": {\"rules\": [{\"if\": {\"any\": [{\"p0\": \"hi\"}, {\"p1\": \"hi\"}]}, "
+                "\"then\": {\"not\": {\"p99\": \"hi\"}}, \"reason\": \"r\"}]}}",
+                n / 2);
         return mx_buf_steal(&b);
 }
 
@@ -426,7 +440,7 @@ TEST(hundred_axes_load_expand_cover_plan)
         _cleanup_(mx_plan_freep) struct mx_plan *p = NULL;
         struct mx_matrix_cover c = {};
         _cleanup_free_ int *rows = NULL, *config = mx_config_new(m);
-        struct mx_plan_request req = { .feature = "f", .strategy = MX_PLAN_PAIRWISE };
+        struct mx_plan_request req = {.feature = "f", .strategy = MX_PLAN_PAIRWISE};
         const int *cell;
         size_t n_rows = 0, n;
         bool overflow;
@@ -442,7 +456,7 @@ TEST(hundred_axes_load_expand_cover_plan)
         /* A pairwise covering array over all 100 axes, rule included, proven. */
         mx_matrix_cover_build(m, NULL, true, &c);
         ASSERT_EQ(c.n_params, 100);
-        ASSERT_OK(mx_cover_generate(&c.model, &(struct mx_cover_options){ .t = 2 }, &rows, &n_rows, &why));
+        ASSERT_OK(mx_cover_generate(&c.model, &(struct mx_cover_options){.t = 2}, &rows, &n_rows, &why));
         ASSERT_OK(mx_cover_verify(&c.model, 2, rows, n_rows, NULL));
         ASSERT_LT(n_rows, 40); /* 3 x 3 pairs need 9; far fewer rows than cells */
         for (size_t i = 0; i < n_rows; i++) {
