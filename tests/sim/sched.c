@@ -176,7 +176,8 @@ static void step_seq(struct sim_sched *s, struct seq *q)
                 bool spaced = !(q->p.chat && (q->pos == 0 || q->pos == q->p.reasoning_tokens));
 
                 sim_sample(q->p.key, q->pos, spaced, q->p.top_logprobs, t);
-                t->sched_us = s->due_us;
+                /* a step that fired late may find a prefill done after it was due: not before ready */
+                t->sched_us = MX_MAX(s->due_us, q->ready_us);
                 if (!q->p.ignore_eos && q->pos >= q->p.min_tokens && q->pos == q->eos_at) {
                         t->id = q->p.chat ? SIM_TOKEN_RETURN : SIM_TOKEN_ENDOFTEXT;
                         if (t->n_top > 0)
