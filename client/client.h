@@ -36,3 +36,4 @@ extern const char *arg_timeout; /* --timeout SECONDS, or NULL */
 int cmd_matrix(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
+int cmd_bench(int argc, char **argv);

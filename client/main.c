@@ -22,13 +22,15 @@ static const struct client_verb local_verbs[] = {
           cmd_plan },
         { "gate", "gate [MATRIX [axis=value...]] [--report FILE] [--log FILE] [EXPECTATIONS...]",
           "check a profiler report or log against kernel expectations", cmd_gate },
+        { "bench", "bench URL [--pp N] [--tg N] [--depth N] [--runs N] [--concurrency N] ...",
+          "benchmark a running server with llama-benchy's workloads", cmd_bench },
 };
 
 static void help(FILE *f)
 {
         fprintf(f, "Usage: mxmatrix [--json] [--socket PATH] [--timeout SECONDS] VERB [ARGS...]\n\n"
                    "Run and watch test matrices on LLM inference servers through mxmatrixd.\n\n"
-                   "Verbs that work on files (no daemon needed):\n");
+                   "Verbs that need no daemon:\n");
         for (size_t i = 0; i < ELEMENTSOF(local_verbs); i++)
                 output_help_line(f, local_verbs[i].synopsis, local_verbs[i].summary);
         fprintf(f, "\nVerbs that talk to mxmatrixd:\n");

@@ -310,6 +310,52 @@ static int parse_flavor(struct sim_config *c, char **reterr)
         return 0;
 }
 
+/* A --name VALUE flag holding a number in [min, max]; absent: def. */
+static int parse_number_flag(const struct sim_config *c, const char *name, double def, double min, double max,
+                             double *ret, char **reterr)
+{
+        const char *v = sim_config_arg(c, name);
+        char *end;
+        double d;
+
+        *ret = def;
+        if (!v) {
+                if (sim_config_has_arg(c, name)) {
+                        *reterr = xasprintf("argument --%s: expected one argument", name);
+                        return -EINVAL;
+                }
+                return 0;
+        }
+        errno = 0;
+        d = strtod(v, &end);
+        if (errno || end == v || *end || !isfinite(d) || d < min || d > max) {
+                *reterr = xasprintf("argument --%s: '%s' is not a number in [%g, %g]", name, v, min, max);
+                return -EINVAL;
+        }
+        *ret = d;
+        return 0;
+}
+
+/* The exact token schedule of --mxsim-decode-tps and friends (README "Token schedule"). */
+static int parse_schedule(struct sim_config *c, char **reterr)
+{
+        const char *v;
+        int r;
+
+        if ((r = parse_number_flag(c, "mxsim-decode-tps", 0, 0.01, 1e6, &c->decode_tps, reterr)) < 0 ||
+            (r = parse_number_flag(c, "mxsim-prefill-tps", 0, 1, 1e9, &c->prefill_tps, reterr)) < 0 ||
+            (r = parse_number_flag(c, "mxsim-first-token-ms", 0, 0, 3600e3, &c->first_token_ms, reterr)) < 0 ||
+            (r = parse_number_flag(c, "mxsim-jitter-ms", 0, 0, 60e3, &c->jitter_ms, reterr)) < 0)
+                return r;
+        v = sim_config_arg(c, "mxsim-token-log");
+        if (!v && sim_config_has_arg(c, "mxsim-token-log")) {
+                *reterr = xstrdup("argument --mxsim-token-log: expected one argument");
+                return -EINVAL;
+        }
+        c->token_log = v ? xstrdup(v) : NULL;
+        return 0;
+}
+
 /* Timing knobs, paths and the numeric flags the simulation uses. */
 static int parse_knobs(struct sim_config *c, char **reterr)
 {
@@ -374,7 +420,8 @@ int sim_config_parse(struct sim_config *c, int argc, char **argv, char **reterr)
                 return -EINVAL;
         }
         if ((r = parse_flavor(c, reterr)) < 0 || (r = parse_knobs(c, reterr)) < 0 ||
-            (r = parse_spec(c, reterr)) < 0 || (r = parse_faults(c, reterr)) < 0)
+            (r = parse_spec(c, reterr)) < 0 || (r = parse_faults(c, reterr)) < 0 ||
+            (r = parse_schedule(c, reterr)) < 0)
                 return r;
         v = sim_config_arg(c, "served-model-name");
         if (!v)
@@ -414,7 +461,23 @@ void sim_config_done(struct sim_config *c)
         free(c->lock_path);
         free(c->kernel_report);
         free(c->version);
+        free(c->token_log);
         *c = (struct sim_config){};
+}
+
+struct event_base *sim_event_base_new(void)
+{
+        struct event_config *cfg = event_config_new();
+        struct event_base *b;
+
+        if (!cfg)
+                mx_die("event_config_new failed");
+        event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+        b = event_base_new_with_config(cfg);
+        event_config_free(cfg);
+        if (!b)
+                mx_die("event_base_new failed");
+        return b;
 }
 
 void sim_sleep(double s)

@@ -19,6 +19,7 @@
 #include <event2/bufferevent.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <sys/socket.h>
 
 #define PROMPTS_MAX 64
@@ -74,6 +75,45 @@ struct sim_completion_priv {
         bool started; /* stream headers sent */
         json_t *body;
 };
+
+/* ---- the token log (--mxsim-token-log, sim.h) ---- */
+
+/* Opened on first use, in the process that answers HTTP (never the engine); buffered, flushed per request. */
+static FILE *token_log_file(const struct sim_config *cfg)
+{
+        static FILE *f;
+        static bool failed;
+
+        if (f || failed || !cfg->token_log)
+                return f;
+        f = fopen(cfg->token_log, "ae");
+        if (!f) {
+                failed = true;
+                sim_print_raw(2, "mxsim: cannot open --mxsim-token-log %s: %m", cfg->token_log);
+        }
+        return f;
+}
+
+_printf_(2, 3) static void token_log(const struct sim_config *cfg, const char *fmt, ...)
+{
+        FILE *f = token_log_file(cfg);
+        va_list ap;
+
+        if (!f)
+                return;
+        va_start(ap, fmt);
+        vfprintf(f, fmt, ap);
+        va_end(ap);
+        fputc('\n', f);
+}
+
+static void token_log_flush(const struct sim_config *cfg)
+{
+        FILE *f = token_log_file(cfg);
+
+        if (f)
+                fflush(f);
+}
 
 /* ---- small parsing helpers: each returns -EINVAL and sets *err naming the field ---- */
 
@@ -647,6 +687,14 @@ static void finish_request(struct sim_completion_priv *c)
         struct sim_server *s = c->srv;
 
         summarise(c);
+        if (s->cfg->token_log) {
+                token_log(s->cfg,
+                          "{\"ev\":\"end\",\"id\":\"%s\",\"completion_tokens\":%" PRId64
+                          ",\"finish\":\"%s\",\"end_us\":%" PRId64 "}",
+                          c->id, c->pub.sum.completion_tokens, c->n > 0 ? finish_name(&c->choices[0]) : "none",
+                          mx_now_mono_us());
+                token_log_flush(s->cfg);
+        }
         if (c->req) {
                 if (c->stream) {
                         stream_start(c);
@@ -808,6 +856,11 @@ static void on_tokens(void *userdata, const struct sim_token *t, size_t n)
                 if (ch->text.len > ch->streamed || ch->reasoning.len > ch->streamed_reasoning || lp)
                         stream_delta(c, ch, lp, false);
         }
+        if (c->srv->cfg->token_log && n > 0)
+                token_log(c->srv->cfg,
+                          "{\"ev\":\"tok\",\"id\":\"%s\",\"choice\":%u,\"n\":%zu,\"tokens\":%" PRId64
+                          ",\"sched_us\":%" PRId64 ",\"sent_us\":%" PRId64 "}",
+                          c->id, ch->index, n, ch->tokens, t[0].sched_us, mx_now_mono_us());
         if (stopped) {
                 c->srv->gen->abort(c->srv->gen, ch->gen_id);
                 choice_finished(ch, SIM_FINISH_STOP);
@@ -1335,6 +1388,11 @@ void sim_completion_handle(struct sim_server *s, struct evhttp_request *req, enu
         if (!c->stream)
                 probe_arm(s);
         c->open = c->n;
+        if (s->cfg->token_log)
+                token_log(s->cfg,
+                          "{\"ev\":\"req\",\"id\":\"%s\",\"recv_us\":%" PRId64 ",\"prompt_tokens\":%" PRId64
+                          ",\"max_tokens\":%" PRId64 ",\"stream\":%s}",
+                          c->id, c->t0_us, c->pub.sum.prompt_tokens, c->max_tokens, c->stream ? "true" : "false");
         for (unsigned i = 0; i < c->n; i++) {
                 struct choice *ch = &c->choices[i];
                 struct sim_gen_params p = {
@@ -1347,6 +1405,7 @@ void sim_completion_handle(struct sim_server *s, struct evhttp_request *req, enu
                         .chat = api == SIM_API_CHAT,
                         .top_logprobs = c->logprobs < 0 ? -1 : MX_MAX(c->logprobs, 1),
                         .n_stop_ids = c->n_stop_ids,
+                        .arrival_us = c->t0_us,
                 };
                 memcpy(p.stop_ids, c->stop_ids, sizeof(p.stop_ids));
                 if (s->gen->submit(s->gen, &p, &completion_cb, ch, &ch->gen_id) < 0) {

@@ -80,11 +80,11 @@ static int ec_submit(struct sim_generator *g, const struct sim_gen_params *p, co
         q->userdata = userdata;
         q->next = ec->pending;
         ec->pending = q;
-        send_line(ec, json_pack("{s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:b,s:b,s:i,s:o}", "op", "gen", "id",
+        send_line(ec, json_pack("{s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:b,s:b,s:i,s:o,s:I}", "op", "gen", "id",
                                 (json_int_t)q->id, "key", key, "np", (json_int_t)p->prompt_tokens, "max",
                                 (json_int_t)p->max_tokens, "min", (json_int_t)p->min_tokens, "rt",
                                 (json_int_t)p->reasoning_tokens, "ign", p->ignore_eos, "chat", p->chat, "lp",
-                                p->top_logprobs, "stop", stop));
+                                p->top_logprobs, "stop", stop, "arr", (json_int_t)p->arrival_us));
         *ret_id = q->id;
         return 0;
 }
@@ -100,7 +100,7 @@ static void ec_abort(struct sim_generator *g, uint64_t id)
 }
 
 /* Decode a "tok" line into tokens for the request's callbacks. */
-static void handle_tokens(struct sim_engine_client *ec, struct pending *p, json_t *arr)
+static void handle_tokens(struct sim_engine_client *ec, struct pending *p, json_t *arr, int64_t sched_us)
 {
         struct sim_token toks[1 + SIM_SPEC_TOKENS_MAX];
         size_t n = 0, i;
@@ -114,6 +114,7 @@ static void handle_tokens(struct sim_engine_client *ec, struct pending *p, json_
                 toks[n] = (struct sim_token){
                         .id = json_integer_value(json_array_get(t, 0)),
                         .logprob = json_number_value(json_array_get(t, 1)),
+                        .sched_us = sched_us,
                 };
                 json_array_foreach(top, k, alt) {
                         if (k >= SIM_TOP_MAX)
@@ -170,7 +171,7 @@ static void handle_line(struct sim_engine_client *ec, json_t *o)
         if (!p)
                 return; /* aborted meanwhile */
         if (streq_ptr(op, "tok"))
-                handle_tokens(ec, p, json_object_get(o, "t"));
+                handle_tokens(ec, p, json_object_get(o, "t"), json_integer_value(json_object_get(o, "at")));
         else if (streq_ptr(op, "done")) {
                 update_stats(ec, json_object_get(o, "st"));
                 const struct sim_gen_cb *cb = p->cb;

@@ -109,7 +109,8 @@ static void on_tokens(void *userdata, const struct sim_token *t, size_t n)
                                 top, json_pack("[I,f]", (json_int_t)t[i].top_id[k], t[i].top_lp[k]));
                 json_array_append_new(arr, json_pack("[I,f,o]", (json_int_t)t[i].id, t[i].logprob, top));
         }
-        send_json(r->e, json_pack("{s:s,s:I,s:o}", "op", "tok", "id", (json_int_t)r->api_id, "t", arr));
+        send_json(r->e, json_pack("{s:s,s:I,s:o,s:I}", "op", "tok", "id", (json_int_t)r->api_id, "t", arr, "at",
+                                  (json_int_t)(n > 0 ? t[0].sched_us : 0)));
 }
 
 /* The counters vLLM's engine reports to the API server's stat loggers. */
@@ -190,6 +191,7 @@ static int parse_gen(json_t *o, struct sim_gen_params *p)
                 .ignore_eos = json_is_true(json_object_get(o, "ign")),
                 .chat = json_is_true(json_object_get(o, "chat")),
                 .top_logprobs = (int)json_integer_value(json_object_get(o, "lp")),
+                .arrival_us = json_integer_value(json_object_get(o, "arr")),
         };
         if (!key || sscanf(key, "%" SCNx64, &p->key) != 1 || p->max_tokens < 1)
                 return -EINVAL;
@@ -466,7 +468,7 @@ void sim_engine_main(const struct sim_config *c, int fd)
         signal(SIGTERM, sim_fault_on(&c->faults, SIM_FAULT_ENGINE_IGNORE_TERM) ? SIG_IGN : SIG_DFL);
         engine_load(&e);
 
-        e.base = event_base_new();
+        e.base = sim_event_base_new();
         if (!e.base)
                 mx_die("event_base_new failed");
         speed = sim_config_speed(c, &e.moe);

@@ -283,7 +283,7 @@ int sim_llama_main(struct sim_config *c)
                                     .finished = finished,
                                     .unavailable = unavailable};
         sim_metrics_init(&l.srv.metrics);
-        l.srv.base = event_base_new();
+        l.srv.base = sim_event_base_new();
         if (!l.srv.base)
                 mx_die("event_base_new failed");
         sim_http_init(&l.srv);

@@ -272,7 +272,7 @@ int sim_sglang_main(struct sim_config *c)
                                     .finished = finished,
                                     .unavailable = unavailable};
         sim_metrics_init(&g.srv.metrics);
-        g.srv.base = event_base_new();
+        g.srv.base = sim_event_base_new();
         if (!g.srv.base)
                 mx_die("event_base_new failed");
         sim_http_init(&g.srv);

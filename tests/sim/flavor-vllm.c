@@ -210,7 +210,7 @@ static void log_non_default_args(const struct sim_config *c)
                 _cleanup_free_ char *name = NULL;
                 bool negated = startswith(a->name, "no-") && !a->value;
 
-                if (streq(a->name, "flavor") || streq(a->name, "mxsim-fault") || streq(a->name, "model"))
+                if (streq(a->name, "flavor") || startswith(a->name, "mxsim-") || streq(a->name, "model"))
                         continue;
                 name = xstrdup(negated ? a->name + 3 : a->name);
                 for (char *p = name; *p; p++)
@@ -670,7 +670,7 @@ int sim_vllm_main(struct sim_config *c)
                                     .finished = finished,
                                     .unavailable = unavailable};
         sim_metrics_init(&v.srv.metrics);
-        v.srv.base = event_base_new();
+        v.srv.base = sim_event_base_new();
         if (!v.srv.base)
                 mx_die("event_base_new failed");
         sim_http_init(&v.srv);

@@ -14,6 +14,8 @@
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <event2/bufferevent.h>
 #include <sys/socket.h>
 
 int sim_http_bind(const char *host, int port, int *ret_fd, char **reterr)
@@ -261,12 +263,29 @@ static unsigned method_bit(struct evhttp_request *req)
         }
 }
 
+/*
+ * uvicorn (asyncio) sets TCP_NODELAY on every connection it accepts, as the
+ * targets' servers do (bench-methods.md §4.9); without it Nagle holds each
+ * small SSE event until the client's delayed ACK, ~40 ms, and tokens arrive
+ * in bursts that no real target produces.
+ */
+static void set_nodelay(struct evhttp_request *req)
+{
+        struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+        struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+        int one = 1;
+
+        if (bev && bufferevent_getfd(bev) >= 0)
+                (void)setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 static void route_cb(struct evhttp_request *req, void *arg)
 {
         struct sim_server *s = arg;
         const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
         const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
 
+        set_nodelay(req);
         if (!path || !*path)
                 path = "/";
         for (size_t i = 0; i < s->n_routes; i++) {

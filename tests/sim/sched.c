@@ -9,10 +9,19 @@
  *
  * Tokens come from vocab.c's sampler, so they depend only on the sequence key
  * and position, never on timing or batching.
+ *
+ * With an exact schedule (--mxsim-decode-tps, --mxsim-prefill-tps,
+ * --mxsim-first-token-ms, --mxsim-jitter-ms) a sequence that arrives at t_a
+ * and is admitted at once is ready at t_a + first_token_ms + prompt /
+ * prefill_tps, its first token comes from the first step due at or after that,
+ * and steps follow on a fixed timeline 1/decode_tps apart; each step is due
+ * a pseudo-random [0, jitter_ms) late, which never shifts the timeline. Every
+ * token carries the time its step was due (sim_token.sched_us).
  */
 #include "sim.h"
 
 #include <event2/event.h>
+#include <math.h>
 
 /* Decode runs ~160x slower per token than prefill on GB10 (pp2048 ~4800 t/s, tg ~29 t/s). */
 #define PREFILL_SPEEDUP 160.0
@@ -29,6 +38,8 @@ struct seq {
         int64_t pos;      /* tokens generated so far */
         int64_t eos_at;   /* position of the natural EOS */
         int64_t ready_us; /* end of prefill */
+        int64_t arrival_us; /* when the request arrived (the API server's clock reading) */
+        bool waited;        /* found no room at its first admission: prefill starts when admitted */
         uint64_t steps;   /* decode steps this sequence took part in */
         bool running;
         bool gone; /* finished or aborted; freed after the current step */
@@ -43,7 +54,8 @@ struct sim_sched {
         struct seq *seqs; /* arrival order */
         uint64_t next_id;
         bool wedged, in_step, armed;
-        int64_t due_us; /* when the armed (or running) step was due */
+        int64_t due_us;     /* when the armed (or running) step was due, jitter included */
+        int64_t nominal_us; /* the same on the fixed timeline, before jitter */
         struct sim_sched_stats st;
 };
 
@@ -66,14 +78,25 @@ static void seq_unlink_gone(struct sim_sched *s)
         }
 }
 
-/* Run the next step at monotonic time due_us (now if that has passed). */
-static void arm_at(struct sim_sched *s, int64_t due_us)
+/* How late step number k is due under --mxsim-jitter-ms: [0, jitter) ms, the same in every run. */
+static int64_t jitter_us(const struct sim_sched *s, uint64_t k)
 {
-        int64_t now = mx_now_mono_us();
+        uint64_t x = sim_mix(UINT64_C(0x6a09e667f3bcc909), k);
+
+        if (s->cfg->jitter_ms <= 0)
+                return 0;
+        return (int64_t)((double)(x >> 11) / 9007199254740992.0 * s->cfg->jitter_ms * 1000.0);
+}
+
+/* Run the next step at monotonic time nominal_us plus its jitter (now if that has passed). */
+static void arm_at(struct sim_sched *s, int64_t nominal_us)
+{
+        int64_t now = mx_now_mono_us(), due_us = nominal_us + jitter_us(s, s->st.steps);
         struct timeval tv = sim_timeval(due_us > now ? (double)(due_us - now) / 1e6 : 0);
 
         if (s->wedged)
                 return;
+        s->nominal_us = nominal_us;
         s->due_us = due_us;
         evtimer_add(s->step_ev, &tv);
         s->armed = true;
@@ -87,11 +110,22 @@ static void admit(struct sim_sched *s, int64_t now)
         for (struct seq *q = s->seqs; q; q = q->next)
                 if (!q->gone && q->running)
                         running++;
-        for (struct seq *q = s->seqs; q && running < (size_t)s->cfg->max_num_seqs; q = q->next) {
+        for (struct seq *q = s->seqs; q; q = q->next) {
+                int64_t start;
+                double prefill_us;
+
                 if (q->gone || q->running)
                         continue;
+                if (running >= (size_t)s->cfg->max_num_seqs) {
+                        q->waited = true;
+                        continue;
+                }
                 q->running = true;
-                q->ready_us = now + (int64_t)(q->p.prompt_tokens * s->step_ms * 1000.0 / PREFILL_SPEEDUP);
+                start = q->waited ? now : MX_MIN(q->arrival_us, now);
+                prefill_us = s->cfg->prefill_tps > 0
+                                     ? (double)q->p.prompt_tokens * 1e6 / s->cfg->prefill_tps
+                                     : (double)q->p.prompt_tokens * s->step_ms * 1000.0 / PREFILL_SPEEDUP;
+                q->ready_us = start + (int64_t)(s->cfg->first_token_ms * 1000.0 + prefill_us);
                 s->st.prefills++;
                 s->st.prompt_tokens += (uint64_t)q->p.prompt_tokens;
                 running++;
@@ -142,6 +176,8 @@ static void step_seq(struct sim_sched *s, struct seq *q)
                 bool spaced = !(q->p.chat && (q->pos == 0 || q->pos == q->p.reasoning_tokens));
 
                 sim_sample(q->p.key, q->pos, spaced, q->p.top_logprobs, t);
+                /* a step that fired late may find a prefill done after it was due: not before ready */
+                t->sched_us = MX_MAX(s->due_us, q->ready_us);
                 if (!q->p.ignore_eos && q->pos >= q->p.min_tokens && q->pos == q->eos_at) {
                         t->id = q->p.chat ? SIM_TOKEN_RETURN : SIM_TOKEN_ENDOFTEXT;
                         if (t->n_top > 0)
@@ -175,14 +211,14 @@ static void step_seq(struct sim_sched *s, struct seq *q)
 static void rearm(struct sim_sched *s, bool decoded)
 {
         int64_t now = mx_now_mono_us(), next_ready = INT64_MAX;
-        int64_t step_us = (int64_t)(s->step_ms * 1000.0);
+        int64_t step_us = (int64_t)llround(s->step_ms * 1000.0);
 
         admit(s, now);
         for (struct seq *q = s->seqs; q; q = q->next) {
                 if (q->gone || !q->running)
                         continue;
                 if (q->ready_us <= now) {
-                        arm_at(s, decoded ? MX_MAX(s->due_us + step_us, now - step_us) : now + step_us);
+                        arm_at(s, decoded ? MX_MAX(s->nominal_us + step_us, now - step_us) : now + step_us);
                         return;
                 }
                 next_ready = MX_MIN(next_ready, q->ready_us);
@@ -226,6 +262,7 @@ static int sched_submit(struct sim_generator *g, const struct sim_gen_params *p,
         q->cb = cb;
         q->userdata = userdata;
         q->eos_at = EOS_MIN + (int64_t)(sim_mix(p->key, 0xe05) % EOS_SPAN);
+        q->arrival_us = p->arrival_us > 0 ? p->arrival_us : mx_now_mono_us();
         while (*tail)
                 tail = &(*tail)->next;
         *tail = q;
@@ -253,7 +290,7 @@ struct sim_sched *sim_sched_new(struct event_base *base, const struct sim_config
         s->gen = (struct sim_generator){sched_submit, sched_abort};
         s->base = base;
         s->cfg = c;
-        s->step_ms = c->token_ms / (speed > 0 ? speed : 1.0);
+        s->step_ms = c->decode_tps > 0 ? 1000.0 / c->decode_tps : c->token_ms / (speed > 0 ? speed : 1.0);
         s->step_ev = evtimer_new(base, step_cb, s);
         if (!s->step_ev)
                 mx_die("evtimer_new failed");

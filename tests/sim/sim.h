@@ -149,6 +149,15 @@ struct sim_config {
         bool keep_alive_on_engine_death;
         char *version;
         struct sim_faults faults;
+        /*
+         * A token schedule known exactly (--mxsim-decode-tps and friends, for
+         * benchmark fidelity tests): 0 leaves the configuration's speed model.
+         */
+        double decode_tps;     /* decode steps per second (overrides MXSIM_TOKEN_MS and speed) */
+        double prefill_tps;    /* prompt tokens per second of prefill */
+        double first_token_ms; /* fixed delay from a request's arrival to the start of its prefill */
+        double jitter_ms;      /* each decode step is late by a pseudo-random [0, jitter) ms, not cumulative */
+        char *token_log;       /* --mxsim-token-log: every emitted token's scheduled and sent time */
 };
 
 /*
@@ -264,6 +273,7 @@ uint64_t sim_mix(uint64_t a, uint64_t b);
 
 struct sim_token {
         int64_t id;
+        int64_t sched_us; /* CLOCK_MONOTONIC time its decode step was due (sched.c) */
         double logprob;
         int n_top; /* alternatives in top_id/top_lp, best first; the sampled token is top_id[0] */
         int64_t top_id[SIM_TOP_MAX];
@@ -292,6 +302,7 @@ struct sim_gen_params {
         int top_logprobs; /* -1: none */
         int64_t stop_ids[SIM_STOP_IDS_MAX];
         size_t n_stop_ids;
+        int64_t arrival_us; /* CLOCK_MONOTONIC when the API server got the request; 0: at submit */
 };
 
 enum sim_finish {
@@ -343,6 +354,12 @@ int sim_kreport_write(const char *path, const struct sim_config *c, const struct
 
 /* ---- engine.c: vLLM's EngineCore process ---- */
 
+/*
+ * The token log (--mxsim-token-log, completion.c): JSON lines, one per request
+ * received ({"ev":"req"}), per streamed step ({"ev":"tok"}: scheduled and
+ * sent µs, CLOCK_MONOTONIC) and per request finished ({"ev":"end"}).
+ */
+
 /* Run the engine in a freshly forked child; fd is its end of the socketpair. */
 _noreturn_ void sim_engine_main(const struct sim_config *c, int fd);
 /* Remember the argv area so the engine can retitle itself as setproctitle does. */
@@ -367,10 +384,12 @@ size_t sim_engine_client_fail_all(struct sim_engine_client *ec);
 
 /*
  * The engine protocol (engine.c <-> engine-client.c), one compact JSON object per line:
- *   API server -> engine: {"op":"gen","id","key","np","max","min","rt","ign","chat","lp","stop":[ids]}
+ *   API server -> engine: {"op":"gen","id","key","np","max","min","rt","ign","chat","lp","stop":[ids],
+ *                          "arr": arrival µs}
  *                         {"op":"abort","id"}
  *   engine -> API server: {"op":"ready","kv"}
- *                         {"op":"tok","id","t":[[token id, logprob, [[alt id, logprob]...]]...]}
+ *                         {"op":"tok","id","t":[[token id, logprob, [[alt id, logprob]...]]...],
+ *                          "at": the step's scheduled µs}
  *                         {"op":"done","id","fin":"length"|"stop","stop":token id|-1,"st":{counters}}
  */
 
@@ -544,6 +563,12 @@ static inline struct timeval sim_timeval(double s)
                 s = 0;
         return (struct timeval){(time_t)s, (suseconds_t)((s - (double)(time_t)s) * 1e6)};
 }
+/*
+ * An event base whose timers use the precise CLOCK_MONOTONIC (libevent's
+ * default is CLOCK_MONOTONIC_COARSE, a few ms coarse: token schedules would
+ * wobble by that much).
+ */
+struct event_base *sim_event_base_new(void);
 /* Sleep for s seconds, resuming after signals that were handled. */
 void sim_sleep(double s);
 /* Open and lock the "GPU" (MXSIM_GPU_LOCK) exclusively; -EWOULDBLOCK when another process holds it. */

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/* Benchmark metric formulas (see bench-stats.h). */
+#include "bench-stats.h"
+
+#include <stdlib.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+
+        return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+        int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+        return x < y ? -1 : x > y ? 1 : 0;
+}
+
+double mx_bstat_percentile_sorted(const double *sorted, size_t n, double p)
+{
+        double rank, frac;
+        size_t lo;
+
+        if (n == 0 || !(p >= 0 && p <= 100))
+                return NAN;
+        rank = p / 100.0 * (double)(n - 1);
+        lo = (size_t)floor(rank);
+        if (lo >= n - 1)
+                return sorted[n - 1];
+        frac = rank - (double)lo;
+        return sorted[lo] + (sorted[lo + 1] - sorted[lo]) * frac;
+}
+
+void mx_bstat_compute(const double *v, size_t n, struct mx_bstat *ret)
+{
+        _cleanup_free_ double *s = NULL;
+        double sum = 0, ss = 0;
+        size_t k = 0;
+
+        *ret = (struct mx_bstat){
+                .mean = NAN, .std = NAN, .std_sample = NAN, .min = NAN, .max = NAN,
+                .p50 = NAN, .p90 = NAN, .p99 = NAN, .p90_few = true, .p99_few = true,
+        };
+        if (n == 0)
+                return;
+        s = xreallocarray(NULL, n, sizeof(double));
+        for (size_t i = 0; i < n; i++)
+                if (isfinite(v[i]))
+                        s[k++] = v[i];
+        if (k == 0)
+                return;
+        qsort(s, k, sizeof(double), cmp_double);
+        for (size_t i = 0; i < k; i++)
+                sum += s[i];
+        ret->n = k;
+        ret->mean = sum / (double)k;
+        /* two passes: the textbook one-pass formula loses digits on large, close values */
+        for (size_t i = 0; i < k; i++)
+                ss += (s[i] - ret->mean) * (s[i] - ret->mean);
+        ret->std = sqrt(ss / (double)k);
+        ret->std_sample = k > 1 ? sqrt(ss / (double)(k - 1)) : 0;
+        ret->min = s[0];
+        ret->max = s[k - 1];
+        ret->p50 = mx_bstat_percentile_sorted(s, k, 50);
+        ret->p90 = mx_bstat_percentile_sorted(s, k, 90);
+        ret->p99 = mx_bstat_percentile_sorted(s, k, 99);
+        ret->p90_few = k < MX_BSTAT_P90_MIN_N;
+        ret->p99_few = k < MX_BSTAT_P99_MIN_N;
+}
+
+double mx_bench_ttfr_ms(int64_t t0, int64_t t_resp)
+{
+        return t0 > 0 && t_resp >= t0 ? (double)(t_resp - t0) / 1000.0 : NAN;
+}
+
+double mx_bench_ttft_ms(int64_t t0, int64_t t_tok1)
+{
+        return t0 > 0 && t_tok1 >= t0 ? (double)(t_tok1 - t0) / 1000.0 : NAN;
+}
+
+double mx_bench_est_ppt_ms(double ttfr_ms, double latency_ms)
+{
+        if (!isfinite(ttfr_ms))
+                return NAN;
+        return MX_MAX(0.0, ttfr_ms - (isfinite(latency_ms) ? latency_ms : 0.0));
+}
+
+int64_t mx_bench_pp_tokens(int64_t usage_prompt_tokens, int64_t expected)
+{
+        if (usage_prompt_tokens > 0 &&
+            fabs((double)(usage_prompt_tokens - expected)) < (double)expected * 0.2)
+                return usage_prompt_tokens;
+        return expected;
+}
+
+double mx_bench_pp_tps(int64_t prompt_tokens, double est_ppt_ms)
+{
+        if (!isfinite(est_ppt_ms) || est_ppt_ms <= 0 || prompt_tokens <= 0)
+                return NAN;
+        return (double)prompt_tokens / (est_ppt_ms / 1000.0);
+}
+
+double mx_bench_tg_tps(int64_t n_tokens, int64_t t_tok1, int64_t t_last_tok)
+{
+        if (n_tokens <= 1 || t_tok1 <= 0 || t_last_tok <= t_tok1)
+                return NAN;
+        return (double)(n_tokens - 1) / ((double)(t_last_tok - t_tok1) / 1e6);
+}
+
+double mx_bench_e2el_ms(int64_t t0, int64_t t_last)
+{
+        return t0 > 0 && t_last >= t0 ? (double)(t_last - t0) / 1000.0 : NAN;
+}
+
+double mx_bench_tpot_ms(double e2el_ms, double ttfr_ms, int64_t completion_tokens)
+{
+        if (completion_tokens <= 1 || !isfinite(e2el_ms) || !isfinite(ttfr_ms))
+                return NAN;
+        return (e2el_ms - ttfr_ms) / (double)(completion_tokens - 1);
+}
+
+size_t mx_bench_itl_append(const int64_t *ev_us, size_t n_ev, double **out, size_t *n_out, size_t *cap)
+{
+        if (n_ev < 2)
+                return 0;
+        MX_GROW(*out, *cap, *n_out + n_ev - 1);
+        for (size_t i = 1; i < n_ev; i++)
+                (*out)[(*n_out)++] = (double)(ev_us[i] - ev_us[i - 1]) / 1000.0;
+        return n_ev - 1;
+}
+
+double mx_bench_batch_pp_tps(int64_t sum_prompt_tokens, int64_t min_t0, int64_t max_tok1)
+{
+        if (sum_prompt_tokens <= 0 || max_tok1 <= min_t0)
+                return NAN;
+        return (double)sum_prompt_tokens / ((double)(max_tok1 - min_t0) / 1e6);
+}
+
+double mx_bench_batch_tg_tps(int64_t sum_tokens, size_t requests, int64_t min_tok1, int64_t max_last_tok)
+{
+        if (sum_tokens <= (int64_t)requests || max_last_tok <= min_tok1)
+                return NAN;
+        return (double)(sum_tokens - (int64_t)requests) / ((double)(max_last_tok - min_tok1) / 1e6);
+}
+
+double mx_bench_peak_tps(int64_t *ts, size_t n, int64_t window_us)
+{
+        int64_t span;
+        size_t start = 0, best = 0;
+
+        if (n == 0 || window_us <= 0)
+                return NAN;
+        qsort(ts, n, sizeof(int64_t), cmp_i64);
+        span = ts[n - 1] - ts[0];
+        if (span > 0 && span < window_us)
+                return (double)n / ((double)span / 1e6);
+        for (size_t end = 0; end < n; end++) {
+                while (start < end && ts[start] <= ts[end] - window_us)
+                        start++;
+                best = MX_MAX(best, end - start + 1);
+        }
+        return (double)best / ((double)window_us / 1e6);
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The benchmark's metric formulas, as pure functions: no I/O, no clock, no
+ * state. Each function names the definition it follows; the sources are
+ * ../shared/docs/bench-methods.md §1-§2 (llama-benchy v0.3/0.4, vllm bench
+ * serve, llama-bench, MLPerf LoadGen).
+ *
+ * Times are CLOCK_MONOTONIC microseconds (int64_t) as the client stamps them;
+ * results are milliseconds or tokens per second (double). A value that is
+ * undefined for its inputs (too few tokens, a zero duration) is NAN, never 0,
+ * so that it cannot enter a mean unnoticed.
+ */
+#pragma once
+
+#include "util.h"
+
+#include <math.h>
+
+/*
+ * LoadGen's early-stopping minimum (99 % confidence, zero tolerance): with
+ * fewer samples a percentile is not supported by the data and is flagged.
+ */
+#define MX_BSTAT_P90_MIN_N 44
+#define MX_BSTAT_P99_MIN_N 459
+
+/* Summary of a sample. */
+struct mx_bstat {
+        size_t n;          /* finite values used (NAN values are skipped) */
+        double mean;       /* arithmetic mean */
+        double std;        /* population std, ddof 0 (NumPy's default: llama-benchy, vLLM) */
+        double std_sample; /* sample std, ddof 1 (llama-bench); 0 when n <= 1 */
+        double min, max;
+        double p50, p90, p99; /* NumPy's default "linear" interpolation: rank p/100 * (n - 1) */
+        bool p90_few;         /* n < MX_BSTAT_P90_MIN_N */
+        bool p99_few;         /* n < MX_BSTAT_P99_MIN_N */
+};
+
+/* Summarise n values (NAN ones skipped); with none left every field is NAN and n is 0. */
+void mx_bstat_compute(const double *v, size_t n, struct mx_bstat *ret);
+/* The p-th percentile (0..100) of n ascending values, linear interpolation (numpy.percentile). */
+double mx_bstat_percentile_sorted(const double *sorted, size_t n, double p);
+
+/* ---- one request (stamps in µs; 0 = never happened) ---- */
+
+/* TTFR, llama-benchy's ttfr and vllm bench serve's "TTFT": first choices-bearing event − t0, in ms. */
+double mx_bench_ttfr_ms(int64_t t0, int64_t t_resp);
+/* TTFT, llama-benchy's e2e_ttft: first event carrying text (content, reasoning, tool call) − t0, in ms. */
+double mx_bench_ttft_ms(int64_t t0, int64_t t_tok1);
+/* llama-benchy's est_ppt: max(0, ttfr − latency), in ms. */
+double mx_bench_est_ppt_ms(double ttfr_ms, double latency_ms);
+/*
+ * The prompt tokens in llama-benchy's pp numerator: the server's
+ * usage.prompt_tokens when it is within ±20 % of the expected count (strictly:
+ * |usage − expected| < 0.2 × expected), else the expected count.
+ */
+int64_t mx_bench_pp_tokens(int64_t usage_prompt_tokens, int64_t expected);
+/* llama-benchy's pp t/s: prompt tokens ÷ est_ppt; NAN when est_ppt is 0. */
+double mx_bench_pp_tps(int64_t prompt_tokens, double est_ppt_ms);
+/*
+ * llama-benchy's tg t/s (0.4.x, c = 1): (N − 1) ÷ (t_last_token − t_tok1), N the
+ * tokens from the first text-bearing event on; NAN when N <= 1 or the span is 0
+ * (all tokens in one burst).
+ */
+double mx_bench_tg_tps(int64_t n_tokens, int64_t t_tok1, int64_t t_last_tok);
+/* vllm bench serve's E2EL: last choices-bearing event − t0, in ms. */
+double mx_bench_e2el_ms(int64_t t0, int64_t t_last);
+/*
+ * vllm bench serve's TPOT: (E2EL − vLLM's TTFT) ÷ (output tokens − 1) with
+ * output tokens = usage.completion_tokens; NAN when that is <= 1.
+ */
+double mx_bench_tpot_ms(double e2el_ms, double ttfr_ms, int64_t completion_tokens);
+/*
+ * vllm bench serve's ITL: the gaps between consecutive choices-bearing events
+ * of one request, in ms, appended to *out (n_ev − 1 of them); callers pool them
+ * over all requests. Returns how many were appended.
+ */
+size_t mx_bench_itl_append(const int64_t *ev_us, size_t n_ev, double **out, size_t *n_out, size_t *cap);
+
+/* ---- one batch of concurrent requests (llama-benchy, c > 1) ---- */
+
+/* Σ prompt tokens ÷ (latest t_tok1 − earliest t0). */
+double mx_bench_batch_pp_tps(int64_t sum_prompt_tokens, int64_t min_t0, int64_t max_tok1);
+/* (Σ N − requests) ÷ (latest last token − earliest t_tok1). */
+double mx_bench_batch_tg_tps(int64_t sum_tokens, size_t requests, int64_t min_tok1, int64_t max_last_tok);
+
+/*
+ * llama-benchy's peak t/s: the most token timestamps in any window of
+ * window_us (a window ends at a token and holds the tokens after end −
+ * window), ÷ the window; when all timestamps span more than 0 and less than
+ * the window, the count ÷ the span. ts (µs) is sorted in place. NAN when n is 0.
+ */
+double mx_bench_peak_tps(int64_t *ts, size_t n, int64_t window_us);

@@ -1,0 +1,1549 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The benchmark engine (see bench.h). One driver walks through the stages
+ * below; every network step is an mx_http call whose done callback moves the
+ * driver on, so nothing blocks and the caller's loop keeps running:
+ *
+ *   models     GET /v1/models: the model id and who serves it (owned_by)
+ *   tokenize   POST /tokenize in vLLM's form {model, prompt,
+ *              add_special_tokens} (vLLM, SGLang), else llama-server's
+ *              {content, add_special}
+ *   adapt      the chat template's overhead, as llama-benchy's --adapt-prompt:
+ *              usage.prompt_tokens of a user-only and of a system + user
+ *              request minus the raw token counts of their texts
+ *   latency    llama-benchy's --latency-mode (api, generation, none)
+ *   tests      per test: warm-ups, then runs; per batch the prompts are built
+ *              (random words, lengths checked with /tokenize), then all of the
+ *              batch's requests are sent at once
+ *
+ * Stamps: t0 is taken immediately before the request is handed to libcurl;
+ * every SSE event gets the CLOCK_MONOTONIC time at which libcurl handed over
+ * the bytes that completed it (http.h's on_data), taken before any parsing.
+ */
+#include "bench.h"
+
+#include "bench-stats.h"
+#include "http.h"
+#include "sse.h"
+
+#include <event2/event.h>
+#include <inttypes.h>
+#include <math.h>
+#include <unistd.h>
+
+#define TOKENIZE_TRIES 8
+#define LATENCY_PROBES 3
+#define ADAPT_TEXT "Warmup Warmup Warmup Warmup Warmup Warmup Warmup Warmup Warmup Warmup"
+#define CTX_USER_TEXT "."
+#define PEAK_WINDOW_US 1000000
+/* Events a request may stream per generated token (role, finish and usage chunks on top). */
+#define EVENTS_PER_TOKEN_MAX 4
+#define ERROR_TEXT_MAX 300
+
+enum server_kind {
+        SERVER_OTHER,
+        SERVER_VLLM,
+        SERVER_LLAMA,
+        SERVER_SGLANG,
+};
+
+static const char *const server_kind_names[] = {"unknown", "vllm", "llama-server", "sglang"};
+
+enum tok_form {
+        TOK_NONE,
+        TOK_VLLM,  /* {model, prompt, add_special_tokens:false} -> {count, tokens} */
+        TOK_LLAMA, /* {content, add_special:false} -> {tokens} */
+};
+
+enum req_kind {
+        REQ_MEASURED, /* a run's request (or a warm-up's) */
+        REQ_CTX,      /* llama-bench style: loads the context */
+        REQ_ADAPT_USER,
+        REQ_ADAPT_CTX,
+        REQ_LATENCY,
+};
+
+/* One streamed chat completion and everything measured about it. */
+struct breq {
+        struct mx_bench *b;
+        struct mx_http_call *call;
+        enum req_kind kind;
+        bool warmup;
+        unsigned test, run; /* run: 0-based; warm-ups count separately */
+        char salt[40];
+        char *depth_text, *user_text;
+        int64_t depth_target, user_target; /* raw tokens wanted for each text */
+        int64_t max_tokens;
+        int64_t expected_prompt; /* what usage.prompt_tokens should be */
+        struct mx_sse sse;
+        int64_t now; /* stamp of the bytes being fed */
+        bool sse_live;
+        /* stamps, CLOCK_MONOTONIC µs; 0: did not happen */
+        int64_t t0, t_headers, t_resp, t_tok1, t_last, t_last_tok, t_usage, t_done, t_end;
+        int64_t *ev; /* every choices-bearing event */
+        size_t n_ev, cap_ev;
+        int64_t *tok; /* every text-bearing event */
+        size_t n_tok, cap_tok;
+        int64_t prompt_tokens, completion_tokens, cached_tokens; /* -1: not reported */
+        int64_t cum_last, cum_before_tok1;                        /* continuous usage; -1: none */
+        char finish[24];
+        const char *first_field;
+        long status;
+        char *error; /* NULL: the request is valid */
+        bool done;
+};
+
+/* One (depth, pp, tg) test and its requests. */
+struct test {
+        int64_t depth, pp, tg;
+        struct breq **reqs; /* measured main requests, in order */
+        size_t n_reqs, cap_reqs;
+        struct breq **ctx; /* llama-bench style: measured context loads */
+        size_t n_ctx, cap_ctx;
+};
+
+struct mx_bench {
+        struct event_base *base;
+        struct mx_bench_config cfg;
+        char *url; /* base without a trailing slash or /v1 */
+        char *model;
+        char *auth_header;
+        struct mx_http *http;
+        struct event *kick;
+        mx_bench_done_cb done;
+        mx_bench_progress_cb progress;
+        void *userdata;
+        bool started, finished;
+        uint64_t rng;
+        uint64_t n_requests;
+        enum server_kind server;
+        enum tok_form tok_form;
+        /* adapt: raw counts and usage of the two probes */
+        int64_t t_adapt_text, t_dot, p_adapt_user, p_adapt_ctx;
+        int64_t delta_user, delta_ctx;
+        /* latency */
+        double latency_probe_ms[LATENCY_PROBES];
+        unsigned n_latency;
+        int64_t latency_t0;
+        double latency_ms;
+        /* tests */
+        struct test *tests;
+        size_t n_tests;
+        size_t cur_test;
+        unsigned cur_warm, cur_run; /* warm-ups done, runs done in the current test */
+        struct breq *batch[MX_BENCH_CONCURRENCY_MAX];
+        unsigned n_batch, n_built, n_sent, n_done;
+        bool batch_ctx_phase;
+        /* prompt building: which text of which request is being measured */
+        unsigned build_req;
+        bool build_user;
+        int64_t build_words;
+        unsigned build_try;
+        char *build_best;
+        int64_t build_best_diff;
+        /* a pending tokenize call's continuation */
+        void (*tok_cont)(struct mx_bench *b, int64_t count);
+        struct breq **all; /* every request made, for freeing */
+        size_t n_all, cap_all;
+        unsigned measured, failed;
+        int64_t started_real_us, finished_real_us;
+};
+
+/* ---- configuration ---- */
+
+static const char *const latency_mode_names[_MX_BENCH_LATENCY_MAX] = {
+        [MX_BENCH_LATENCY_API] = "api",
+        [MX_BENCH_LATENCY_GENERATION] = "generation",
+        [MX_BENCH_LATENCY_NONE] = "none",
+};
+
+const char *mx_bench_latency_mode_to_string(enum mx_bench_latency_mode m)
+{
+        return m >= 0 && m < _MX_BENCH_LATENCY_MAX ? latency_mode_names[m] : NULL;
+}
+
+enum mx_bench_latency_mode mx_bench_latency_mode_from_string(const char *s)
+{
+        for (int i = 0; s && i < _MX_BENCH_LATENCY_MAX; i++)
+                if (streq(s, latency_mode_names[i]))
+                        return (enum mx_bench_latency_mode)i;
+        return _MX_BENCH_LATENCY_INVALID;
+}
+
+void mx_bench_config_defaults(struct mx_bench_config *c)
+{
+        *c = (struct mx_bench_config){
+                .pp = {2048},
+                .n_pp = 1,
+                .tg = {32, 128},
+                .n_tg = 2,
+                .depth = {0, 4096, 8192},
+                .n_depth = 3,
+                .runs = 10,
+                .warmup = 3,
+                .concurrency = 1,
+                .latency_mode = MX_BENCH_LATENCY_API,
+        };
+}
+
+static int check_list(const char *what, const int64_t *v, size_t n, int64_t min, char **reterr)
+{
+        if (n == 0)
+                return mx_reterr(reterr, -EINVAL, "benchmark: no %s value given", what);
+        if (n > MX_BENCH_LIST_MAX)
+                return mx_reterr(reterr, -E2BIG, "benchmark: more than %d %s values", MX_BENCH_LIST_MAX, what);
+        for (size_t i = 0; i < n; i++)
+                if (v[i] < min || v[i] > MX_BENCH_TOKENS_MAX)
+                        return mx_reterr(reterr, -EINVAL, "benchmark: %s %" PRId64 " out of range (%" PRId64 "..%d)",
+                                         what, v[i], min, MX_BENCH_TOKENS_MAX);
+        return 0;
+}
+
+int mx_bench_config_check(const struct mx_bench_config *c, char **reterr)
+{
+        int r;
+
+        if (!c->url || !startswith(c->url, "http://"))
+                return mx_reterr(reterr, -EINVAL, "benchmark: the URL must start with http:// (got '%s')",
+                                 strna(c->url));
+        if (strlen(c->url) > MX_HTTP_URL_MAX / 2)
+                return mx_reterr(reterr, -E2BIG, "benchmark: URL too long");
+        if (c->model && (strlen(c->model) == 0 || strlen(c->model) > 1024))
+                return mx_reterr(reterr, -EINVAL, "benchmark: model name empty or longer than 1024 bytes");
+        if (c->api_key && (strlen(c->api_key) > 1024 || strpbrk(c->api_key, "\r\n")))
+                return mx_reterr(reterr, -EINVAL, "benchmark: API key longer than 1024 bytes or with a line break");
+        if ((r = check_list("pp", c->pp, c->n_pp, 1, reterr)) < 0 ||
+            (r = check_list("tg", c->tg, c->n_tg, 2, reterr)) < 0 ||
+            (r = check_list("depth", c->depth, c->n_depth, 0, reterr)) < 0)
+                return r;
+        if (c->runs < 1 || c->runs > MX_BENCH_RUNS_MAX)
+                return mx_reterr(reterr, -EINVAL, "benchmark: runs %u out of range (1..%d)", c->runs,
+                                 MX_BENCH_RUNS_MAX);
+        if (c->warmup > MX_BENCH_WARMUP_MAX)
+                return mx_reterr(reterr, -EINVAL, "benchmark: warmup %u out of range (0..%d)", c->warmup,
+                                 MX_BENCH_WARMUP_MAX);
+        if (c->concurrency < 1 || c->concurrency > MX_BENCH_CONCURRENCY_MAX)
+                return mx_reterr(reterr, -EINVAL, "benchmark: concurrency %u out of range (1..%d)",
+                                 c->concurrency, MX_BENCH_CONCURRENCY_MAX);
+        if (mx_bench_latency_mode_to_string(c->latency_mode) == NULL)
+                return mx_reterr(reterr, -EINVAL, "benchmark: unknown latency mode");
+        if (c->timeout_ms < 0 || c->timeout_ms > MX_HTTP_TIMEOUT_MAX_MS)
+                return mx_reterr(reterr, -EINVAL, "benchmark: timeout out of range");
+        return 0;
+}
+
+/* ---- small helpers ---- */
+
+/* xorshift64*: prompts and salts; quality is not a concern, uniqueness and speed are. */
+static uint64_t rng_next(struct mx_bench *b)
+{
+        b->rng ^= b->rng >> 12;
+        b->rng ^= b->rng << 25;
+        b->rng ^= b->rng >> 27;
+        return b->rng * UINT64_C(2685821657736338717);
+}
+
+_printf_(2, 3) static void progress(struct mx_bench *b, const char *fmt, ...)
+{
+        _cleanup_free_ char *line = NULL;
+        va_list ap;
+
+        if (!b->progress)
+                return;
+        va_start(ap, fmt);
+        line = xvasprintf(fmt, ap);
+        va_end(ap);
+        b->progress(b->userdata, line);
+}
+
+/* End the benchmark: the done callback runs from the kick event, never from inside mx_http. */
+static void finish(struct mx_bench *b, int error, const char *reason)
+{
+        mx_bench_done_cb cb = b->done;
+
+        if (b->finished)
+                return;
+        b->finished = true;
+        b->finished_real_us = mx_now_real_us();
+        if (cb)
+                cb(b, error, reason, b->userdata);
+}
+
+_printf_(3, 4) static void fail_bench(struct mx_bench *b, int error, const char *fmt, ...)
+{
+        _cleanup_free_ char *reason = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        reason = xvasprintf(fmt, ap);
+        va_end(ap);
+        finish(b, error, reason);
+}
+
+static char *url_of(const struct mx_bench *b, const char *path)
+{
+        return xasprintf("%s%s", b->url, path);
+}
+
+/* An excerpt of a response body fit for an error message. */
+static char *body_excerpt(const struct mx_http_response *resp)
+{
+        return mx_escape(resp->body, 200);
+}
+
+/* ---- words: prompts of random common words, about one token each ---- */
+
+static const char *const words[] = {
+        "the",   "of",    "and",   "to",    "in",    "is",    "was",   "that",  "for",   "it",    "with",
+        "as",    "his",   "on",    "be",    "at",    "by",    "had",   "are",   "but",   "from",  "or",
+        "have",  "an",    "they",  "which", "one",   "you",   "were",  "her",   "all",   "she",   "there",
+        "would", "their", "we",    "him",   "been",  "has",   "when",  "who",   "will",  "more",  "no",
+        "if",    "out",   "so",    "said",  "what",  "up",    "its",   "about", "into",  "than",  "them",
+        "can",   "only",  "other", "new",   "some",  "could", "time",  "these", "two",   "may",   "then",
+        "do",    "first", "any",   "my",    "now",   "such",  "like",  "our",   "over",  "man",   "me",
+        "even",  "most",  "made",  "after", "also",  "did",   "many",  "before", "must", "through", "back",
+        "years", "where", "much",  "your",  "way",   "well",  "down",  "should", "because", "each", "just",
+        "those", "people", "how",  "too",   "little", "state", "good", "very",  "make",  "world", "still",
+        "own",   "see",   "men",   "work",  "long",  "get",   "here",  "between", "both", "life", "being",
+        "under", "never", "day",   "same",  "another", "know", "while", "last", "might", "us",   "great",
+        "old",   "year",  "off",   "come",  "since", "against", "go", "came",  "right", "used",  "take",
+        "three", "house", "light", "water", "night", "place", "hand",  "city",  "river", "road",  "stone",
+        "paper", "green", "small", "large", "early", "young", "open",  "short", "high",  "order", "point",
+        "table", "window", "door", "field", "story", "music", "money", "power", "heart", "voice", "friend",
+};
+
+/* n random words, the first capitalised; different on every call. */
+static char *make_text(struct mx_bench *b, int64_t n)
+{
+        _cleanup_buf_ struct mx_buf t = MX_BUF_INIT;
+
+        for (int64_t i = 0; i < n; i++) {
+                const char *w = words[rng_next(b) % ELEMENTSOF(words)];
+                if (i > 0)
+                        mx_buf_putc(&t, ' ');
+                if (i == 0) {
+                        mx_buf_putc(&t, (char)(w[0] - 'a' + 'A'));
+                        mx_buf_puts(&t, w + 1);
+                } else
+                        mx_buf_puts(&t, w);
+        }
+        return mx_buf_steal(&t);
+}
+
+/* ---- plain (non-streamed) calls ---- */
+
+static int plain_call(struct mx_bench *b, const char *method, const char *path, json_t *body, mx_http_done_cb cb,
+                      void *userdata)
+{
+        _cleanup_free_ char *url = url_of(b, path), *text = NULL, *err = NULL;
+        const char *headers[] = {b->auth_header, NULL};
+        struct mx_http_request req = {
+                .method = method,
+                .url = url,
+                .headers = b->auth_header ? headers : NULL,
+                .timeout_ms = b->cfg.timeout_ms ?: MX_BENCH_TIMEOUT_DEFAULT_MS,
+        };
+        int r;
+
+        if (body) {
+                text = json_dumps(body, JSON_COMPACT);
+                if (!text)
+                        mx_die("json_dumps failed");
+                req.body = text;
+        }
+        r = mx_http_start(b->http, &req, cb, userdata, NULL, &err);
+        if (r < 0)
+                fail_bench(b, r, "%s %s: %s", method, url, strna(err));
+        return r;
+}
+
+/* ---- tokenize ---- */
+
+static void tokenize_done_cb(struct mx_http_call *call, struct mx_http_response *resp, void *userdata)
+{
+        struct mx_bench *b = userdata;
+        json_auto_t *o = NULL;
+        json_t *count, *tokens;
+        int64_t n = -1;
+
+        if (resp->error == 0 && resp->status == 200 && (o = json_loadb(resp->body, resp->body_len, 0, NULL))) {
+                count = json_object_get(o, "count");
+                tokens = json_object_get(o, "tokens");
+                if (json_is_integer(count))
+                        n = json_integer_value(count);
+                else if (json_is_array(tokens))
+                        n = (int64_t)json_array_size(tokens);
+        }
+        if (n < 0 && b->tok_form != TOK_NONE) {
+                _cleanup_free_ char *ex = body_excerpt(resp);
+                fail_bench(b, resp->error ?: -EPROTO, "POST %s/tokenize: %s", b->url,
+                           resp->error ? strna(resp->error_text)
+                                       : resp->status != 200 ? ex : "no \"count\" or \"tokens\" in the reply");
+                return;
+        }
+        b->tok_cont(b, n);
+}
+
+static void tokenize(struct mx_bench *b, enum tok_form form, const char *text,
+                     void (*cont)(struct mx_bench *b, int64_t count))
+{
+        json_auto_t *body = NULL;
+
+        if (form == TOK_LLAMA)
+                body = json_pack("{s:s,s:b}", "content", text, "add_special", false);
+        else
+                body = json_pack("{s:s,s:s,s:b}", "model", b->model, "prompt", text, "add_special_tokens", false);
+        b->tok_cont = cont;
+        plain_call(b, "POST", "/tokenize", body, tokenize_done_cb, b);
+}
+
+/* ---- streamed requests ---- */
+
+static struct breq *breq_new(struct mx_bench *b, enum req_kind kind)
+{
+        struct breq *r = xcalloc(1, sizeof(*r));
+
+        r->b = b;
+        r->kind = kind;
+        r->prompt_tokens = r->completion_tokens = r->cached_tokens = -1;
+        r->cum_last = r->cum_before_tok1 = -1;
+        snprintf(r->salt, sizeof(r->salt), "mxbench-%016" PRIx64 "-%" PRIu64, rng_next(b), ++b->n_requests);
+        MX_GROW(b->all, b->cap_all, b->n_all + 1);
+        b->all[b->n_all++] = r;
+        return r;
+}
+
+static void breq_free(struct breq *r)
+{
+        if (!r)
+                return;
+        mx_http_cancel(r->call);
+        if (r->sse_live)
+                mx_sse_done(&r->sse);
+        free(r->depth_text);
+        free(r->user_text);
+        free(r->ev);
+        free(r->tok);
+        free(r->error);
+        free(r);
+}
+
+_printf_(2, 3) static void breq_error(struct breq *r, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (r->error)
+                return; /* the first error is the cause */
+        va_start(ap, fmt);
+        r->error = xvasprintf(fmt, ap);
+        va_end(ap);
+}
+
+static bool nonempty_string(json_t *v)
+{
+        return json_is_string(v) && json_string_length(v) > 0;
+}
+
+/* Which field of a choice carries generated text, or NULL (role-only, empty, finish-only chunks). */
+static const char *text_field(json_t *choice)
+{
+        json_t *delta = json_object_get(choice, "delta");
+
+        if (nonempty_string(json_object_get(delta, "content")))
+                return "content";
+        if (nonempty_string(json_object_get(delta, "reasoning")))
+                return "reasoning";
+        if (nonempty_string(json_object_get(delta, "reasoning_content")))
+                return "reasoning_content";
+        if (json_is_array(json_object_get(delta, "tool_calls")) &&
+            json_array_size(json_object_get(delta, "tool_calls")) > 0)
+                return "tool_calls";
+        if (nonempty_string(json_object_get(choice, "text")))
+                return "text";
+        return NULL;
+}
+
+static void read_usage(struct breq *r, json_t *usage)
+{
+        json_t *details = json_object_get(usage, "prompt_tokens_details");
+
+        if (json_is_integer(json_object_get(usage, "prompt_tokens")))
+                r->prompt_tokens = json_integer_value(json_object_get(usage, "prompt_tokens"));
+        if (json_is_integer(json_object_get(usage, "completion_tokens")))
+                r->completion_tokens = json_integer_value(json_object_get(usage, "completion_tokens"));
+        if (json_is_integer(json_object_get(details, "cached_tokens")))
+                r->cached_tokens = json_integer_value(json_object_get(details, "cached_tokens"));
+}
+
+/* One SSE event; r->now is when its last bytes arrived. */
+static int on_event(const struct mx_sse_event *ev, void *userdata)
+{
+        struct breq *r = userdata;
+        int64_t t = r->now;
+        json_auto_t *o = NULL;
+        json_t *choices, *usage, *err;
+
+        if (mx_sse_is_done(ev)) {
+                r->t_done = t;
+                return 0;
+        }
+        o = json_loadb(ev->data, ev->data_len, 0, NULL);
+        if (!json_is_object(o)) {
+                _cleanup_free_ char *ex = mx_escape(ev->data, 80);
+                breq_error(r, "an event is not a JSON object: %s", ex);
+                return 0;
+        }
+        if ((err = json_object_get(o, "error"))) {
+                _cleanup_free_ char *msg = mx_escape(json_string_value(json_object_get(err, "message"))
+                                                             ?: json_string_value(err) ?: "?",
+                                                     ERROR_TEXT_MAX);
+                breq_error(r, "error event: %s", msg);
+                return 0;
+        }
+        choices = json_object_get(o, "choices");
+        usage = json_object_get(o, "usage");
+        if (json_is_array(choices) && json_array_size(choices) > 0) {
+                json_t *ch = json_array_get(choices, 0);
+                const char *field = text_field(ch);
+                json_t *fr = json_object_get(ch, "finish_reason");
+
+                if (r->n_ev >= (size_t)(r->max_tokens * EVENTS_PER_TOKEN_MAX + 64))
+                        return -E2BIG; /* a server that never stops: abort the transfer */
+                if (!r->t_resp)
+                        r->t_resp = t;
+                r->t_last = t;
+                MX_GROW(r->ev, r->cap_ev, r->n_ev + 1);
+                r->ev[r->n_ev++] = t;
+                if (field) {
+                        if (!r->t_tok1) {
+                                r->t_tok1 = t;
+                                r->first_field = field;
+                                /* tokens before this chunk, when the server streams running usage */
+                                if (json_is_object(usage))
+                                        r->cum_before_tok1 = MX_MAX(r->cum_last, 0);
+                        }
+                        r->t_last_tok = t;
+                        MX_GROW(r->tok, r->cap_tok, r->n_tok + 1);
+                        r->tok[r->n_tok++] = t;
+                }
+                if (json_is_string(fr))
+                        snprintf(r->finish, sizeof(r->finish), "%s", json_string_value(fr));
+                if (json_is_object(usage) && json_is_integer(json_object_get(usage, "completion_tokens")))
+                        r->cum_last = json_integer_value(json_object_get(usage, "completion_tokens"));
+        } else if (json_is_object(usage)) {
+                r->t_usage = t;
+                read_usage(r, usage);
+        }
+        return 0;
+}
+
+static int on_data(void *userdata, const char *p, size_t n, int64_t t_mono_us)
+{
+        struct breq *r = userdata;
+
+        r->now = t_mono_us;
+        return mx_sse_feed(&r->sse, p, n, on_event, r);
+}
+
+static void stream_done_cb(struct mx_http_call *call, struct mx_http_response *resp, void *userdata);
+
+/* The chat request body of r. */
+static json_t *request_body(struct mx_bench *b, struct breq *r)
+{
+        json_t *messages = json_array();
+        json_t *o;
+
+        if (r->depth_text)
+                json_array_append_new(messages,
+                                      json_pack("{s:s,s:s}", "role", "system", "content", r->depth_text));
+        json_array_append_new(messages, json_pack("{s:s,s:s}", "role", "user", "content", r->user_text));
+        o = json_pack("{s:s,s:o,s:I,s:b,s:{s:b,s:b},s:b}", "model", b->model, "messages", messages, "max_tokens",
+                      (json_int_t)r->max_tokens, "stream", true, "stream_options", "include_usage", true,
+                      "continuous_usage_stats", true, "ignore_eos", true);
+        /* cache defeat (bench-methods.md §4.11); llama-bench style wants the context cached */
+        if (b->server == SERVER_VLLM)
+                json_object_set_new(o, "cache_salt", json_string(r->salt));
+        else if (b->server == SERVER_LLAMA)
+                json_object_set_new(o, "cache_prompt", json_boolean(b->cfg.llama_bench_style));
+        return o;
+}
+
+/* Send r now: t0 is the last thing before the request goes to libcurl. */
+static int breq_send(struct mx_bench *b, struct breq *r)
+{
+        _cleanup_free_ char *url = url_of(b, "/v1/chat/completions"), *text = NULL, *err = NULL;
+        json_auto_t *body = request_body(b, r);
+        const char *headers[] = {b->auth_header, NULL};
+        struct mx_http_request req = {
+                .method = "POST",
+                .url = url,
+                .headers = b->auth_header ? headers : NULL,
+                .timeout_ms = b->cfg.timeout_ms ?: MX_BENCH_TIMEOUT_DEFAULT_MS,
+                .max_body = 64 * 1024,
+                .on_data = on_data,
+        };
+        int ret;
+
+        text = json_dumps(body, JSON_COMPACT);
+        if (!text)
+                mx_die("json_dumps failed");
+        req.body = text;
+        mx_sse_init(&r->sse, 0);
+        r->sse_live = true;
+        r->t0 = mx_now_mono_us();
+        ret = mx_http_start(b->http, &req, stream_done_cb, r, &r->call, &err);
+        if (ret < 0)
+                fail_bench(b, ret, "POST %s: %s", url, strna(err));
+        return ret;
+}
+
+/* Check a finished request against what was asked (bench-methods.md §4.12): failures are named. */
+static void breq_validate(struct breq *r, const struct mx_http_response *resp)
+{
+        if (resp->error < 0) {
+                breq_error(r, "transport: %s", strna(resp->error_text));
+                return;
+        }
+        if (resp->status != 200) {
+                _cleanup_free_ char *ex = body_excerpt(resp);
+                breq_error(r, "HTTP %ld: %s", resp->status, ex);
+                return;
+        }
+        if (mx_sse_finish(&r->sse) > 0)
+                breq_error(r, "the stream ended inside an event");
+        /* a 1-token context load or probe may produce only a header token without text */
+        if (!r->t_tok1 && r->kind == REQ_MEASURED)
+                breq_error(r, "no event carried text (content and reasoning empty or null)");
+        else if (!r->finish[0])
+                breq_error(r, "no finish_reason");
+        else if (!streq(r->finish, "length"))
+                breq_error(r, "finish_reason \"%s\", expected \"length\" (ignore_eos)", r->finish);
+        if (r->completion_tokens >= 0 && r->completion_tokens != r->max_tokens)
+                breq_error(r, "completion_tokens %" PRId64 ", expected %" PRId64, r->completion_tokens,
+                           r->max_tokens);
+}
+
+/* ---- stages ---- */
+
+static void next_batch(struct mx_bench *b);
+static void start_latency(struct mx_bench *b);
+static void latency_next(struct mx_bench *b);
+
+static void adapt_stream_done(struct mx_bench *b, struct breq *r)
+{
+        /* a 1-token answer may carry no text (a gpt-oss header token): only the usage matters here */
+        if (r->status != 200 || r->prompt_tokens < 0) {
+                fail_bench(b, -EPROTO, "measuring the chat template's overhead: %s",
+                           r->status != 200 ? strna(r->error) : "the server reported no usage.prompt_tokens");
+                return;
+        }
+        if (r->kind == REQ_ADAPT_USER) {
+                struct breq *c = breq_new(b, REQ_ADAPT_CTX);
+
+                b->p_adapt_user = r->prompt_tokens;
+                c->depth_text = xstrdup(ADAPT_TEXT);
+                c->user_text = xstrdup(CTX_USER_TEXT);
+                c->max_tokens = 1;
+                breq_send(b, c);
+                return;
+        }
+        b->p_adapt_ctx = r->prompt_tokens;
+        b->delta_user = b->p_adapt_user - b->t_adapt_text;
+        b->delta_ctx = b->p_adapt_ctx - b->t_adapt_text - b->t_dot;
+        progress(b, "chat template overhead: %" PRId64 " tokens (user message), %" PRId64
+                    " (system + user message)",
+                 b->delta_user, b->delta_ctx);
+        start_latency(b);
+}
+
+static void test_add(struct breq ***arr, size_t *n, size_t *cap, struct breq *r)
+{
+        MX_GROW(*arr, *cap, *n + 1);
+        (*arr)[(*n)++] = r;
+}
+
+static void batch_request_done(struct mx_bench *b, struct breq *r)
+{
+        struct test *t = &b->tests[r->test];
+
+        if (!r->warmup) {
+                b->measured++;
+                if (r->error)
+                        b->failed++;
+                if (r->kind == REQ_CTX)
+                        test_add(&t->ctx, &t->n_ctx, &t->cap_ctx, r);
+                else
+                        test_add(&t->reqs, &t->n_reqs, &t->cap_reqs, r);
+        }
+        if (r->error)
+                progress(b, "%s request failed: %s", r->warmup ? "warm-up" : "measured", r->error);
+        if (++b->n_done < b->n_batch)
+                return;
+        next_batch(b);
+}
+
+static void stream_done_cb(struct mx_http_call *call, struct mx_http_response *resp, void *userdata)
+{
+        struct breq *r = userdata;
+        struct mx_bench *b = r->b;
+
+        r->call = NULL;
+        r->done = true;
+        r->t_end = mx_now_mono_us();
+        r->status = resp->status;
+        if (resp->starttransfer_s > 0)
+                r->t_headers = resp->t_start_mono_us + (int64_t)(resp->starttransfer_s * 1e6);
+        breq_validate(r, resp);
+        mx_sse_done(&r->sse);
+        r->sse_live = false;
+
+        switch (r->kind) {
+        case REQ_ADAPT_USER:
+        case REQ_ADAPT_CTX:
+                adapt_stream_done(b, r);
+                break;
+        case REQ_LATENCY:
+                if (!r->t_resp && !r->t_usage) {
+                        fail_bench(b, -EPROTO, "latency probe: %s", r->error ?: "no event");
+                        return;
+                }
+                b->latency_probe_ms[b->n_latency++] =
+                        (double)((r->t_resp ?: r->t_usage) - r->t0) / 1000.0;
+                latency_next(b);
+                break;
+        case REQ_MEASURED:
+        case REQ_CTX:
+                batch_request_done(b, r);
+                break;
+        }
+}
+
+/* adapt: raw counts of the probe texts, then the two probe requests */
+static void adapt_dot_counted(struct mx_bench *b, int64_t n)
+{
+        struct breq *r = breq_new(b, REQ_ADAPT_USER);
+
+        b->t_dot = n;
+        r->user_text = xstrdup(ADAPT_TEXT);
+        r->max_tokens = 1;
+        progress(b, "measuring the chat template's overhead");
+        breq_send(b, r);
+}
+
+static void adapt_text_counted(struct mx_bench *b, int64_t n)
+{
+        b->t_adapt_text = n;
+        tokenize(b, b->tok_form, CTX_USER_TEXT, adapt_dot_counted);
+}
+
+static void tokprobe_llama_done(struct mx_bench *b, int64_t n)
+{
+        if (n <= 0) {
+                fail_bench(b, -EOPNOTSUPP,
+                           "%s/tokenize answers neither vLLM's form {model, prompt} nor llama-server's "
+                           "{content}; prompts of exact length need it",
+                           b->url);
+                return;
+        }
+        b->tok_form = TOK_LLAMA;
+        progress(b, "tokenize: POST /tokenize {content} (llama-server's form)");
+        tokenize(b, b->tok_form, ADAPT_TEXT, adapt_text_counted);
+}
+
+static void tokprobe_vllm_done(struct mx_bench *b, int64_t n)
+{
+        if (n <= 0) {
+                tokenize(b, TOK_LLAMA, "hello world", tokprobe_llama_done);
+                return;
+        }
+        b->tok_form = TOK_VLLM;
+        progress(b, "tokenize: POST /tokenize {model, prompt} (vLLM's and SGLang's form)");
+        tokenize(b, b->tok_form, ADAPT_TEXT, adapt_text_counted);
+}
+
+static void models_done_cb(struct mx_http_call *call, struct mx_http_response *resp, void *userdata)
+{
+        struct mx_bench *b = userdata;
+        json_auto_t *o = NULL;
+        json_t *data, *m, *owner = NULL;
+        size_t i;
+
+        if (resp->error < 0 || resp->status != 200 || !(o = json_loadb(resp->body, resp->body_len, 0, NULL))) {
+                _cleanup_free_ char *ex = body_excerpt(resp);
+                fail_bench(b, resp->error ?: -EPROTO, "GET %s/v1/models: %s", b->url,
+                           resp->error ? strna(resp->error_text) : ex);
+                return;
+        }
+        data = json_object_get(o, "data");
+        json_array_foreach(data, i, m) {
+                const char *id = json_string_value(json_object_get(m, "id"));
+                if (!id)
+                        continue;
+                if (!b->model)
+                        b->model = xstrdup(id);
+                if (streq(b->model, id)) {
+                        owner = json_object_get(m, "owned_by");
+                        break;
+                }
+        }
+        if (!b->model) {
+                fail_bench(b, -ENOENT, "GET %s/v1/models lists no model; name one with --model", b->url);
+                return;
+        }
+        if (json_is_string(owner)) {
+                const char *ow = json_string_value(owner);
+                b->server = streq(ow, "vllm")       ? SERVER_VLLM
+                            : streq(ow, "llamacpp") ? SERVER_LLAMA
+                            : streq(ow, "sglang")   ? SERVER_SGLANG
+                                                    : SERVER_OTHER;
+        }
+        progress(b, "model %s, server %s", b->model, server_kind_names[b->server]);
+        b->tok_form = TOK_NONE;
+        tokenize(b, TOK_VLLM, "hello world", tokprobe_vllm_done);
+}
+
+/* latency */
+static void latency_done(struct mx_bench *b)
+{
+        double sum = 0;
+
+        for (unsigned i = 0; i < b->n_latency; i++)
+                sum += b->latency_probe_ms[i];
+        b->latency_ms = b->n_latency ? sum / b->n_latency : 0;
+        progress(b, "latency (%s): %.3f ms", mx_bench_latency_mode_to_string(b->cfg.latency_mode), b->latency_ms);
+        b->cur_test = 0;
+        b->cur_warm = b->cur_run = 0;
+        next_batch(b);
+}
+
+static void latency_api_cb(struct mx_http_call *call, struct mx_http_response *resp, void *userdata)
+{
+        struct mx_bench *b = userdata;
+
+        if (resp->error < 0 || resp->status != 200) {
+                fail_bench(b, resp->error ?: -EPROTO, "latency probe GET /v1/models: %s",
+                           resp->error ? strna(resp->error_text) : "not 200");
+                return;
+        }
+        b->latency_probe_ms[b->n_latency++] = (double)(mx_now_mono_us() - b->latency_t0) / 1000.0;
+        latency_next(b);
+}
+
+static void latency_next(struct mx_bench *b)
+{
+        struct breq *r;
+
+        if (b->n_latency >= LATENCY_PROBES || b->cfg.latency_mode == MX_BENCH_LATENCY_NONE) {
+                latency_done(b);
+                return;
+        }
+        if (b->cfg.latency_mode == MX_BENCH_LATENCY_API) {
+                b->latency_t0 = mx_now_mono_us();
+                plain_call(b, "GET", "/v1/models", NULL, latency_api_cb, b);
+                return;
+        }
+        r = breq_new(b, REQ_LATENCY);
+        r->user_text = xstrdup("hello");
+        r->max_tokens = 1;
+        breq_send(b, r);
+}
+
+static void start_latency(struct mx_bench *b)
+{
+        b->n_latency = 0;
+        latency_next(b);
+}
+
+/* ---- tests: prompts, batches ---- */
+
+static struct breq *build_target(struct mx_bench *b)
+{
+        return b->build_req < b->n_batch ? b->batch[b->build_req] : NULL;
+}
+
+static void build_next(struct mx_bench *b);
+
+/* A text has been counted: keep it if exact (or the best so far), else adjust its word count and retry. */
+static void build_counted(struct mx_bench *b, int64_t n)
+{
+        struct breq *r = build_target(b);
+        int64_t target = b->build_user ? r->user_target : r->depth_target;
+        int64_t diff = n - target;
+        char **slot = b->build_user ? &r->user_text : &r->depth_text;
+
+        if (!b->build_best || llabs(diff) < llabs(b->build_best_diff)) {
+                free(b->build_best);
+                b->build_best = TAKE_PTR(*slot);
+                b->build_best_diff = diff;
+        } else {
+                free(*slot);
+                *slot = NULL;
+        }
+        if (diff != 0 && ++b->build_try < TOKENIZE_TRIES) {
+                b->build_words = MX_MAX(1, b->build_words - diff);
+                *slot = make_text(b, b->build_words);
+                tokenize(b, b->tok_form, *slot, build_counted);
+                return;
+        }
+        *slot = TAKE_PTR(b->build_best);
+        if (b->build_best_diff != 0)
+                progress(b, "prompt text %+" PRId64 " tokens off its target after %u tries",
+                         b->build_best_diff, b->build_try + 1);
+        build_next(b);
+}
+
+/* Build the next missing text of the batch, or send the whole batch once all are built. */
+static void build_next(struct mx_bench *b)
+{
+        struct breq *r;
+
+        while ((r = build_target(b))) {
+                bool need_depth = r->depth_target > 0 && !r->depth_text;
+                bool need_user = !r->user_text;
+
+                if (!need_depth && !need_user) {
+                        b->build_req++;
+                        continue;
+                }
+                b->build_user = !need_depth;
+                b->build_try = 0;
+                b->build_words = b->build_user ? r->user_target : r->depth_target;
+                if (b->build_words < 1) {
+                        /* nothing left after the template's overhead: one word is the shortest prompt */
+                        b->build_words = 1;
+                }
+                if (b->build_user)
+                        r->user_text = make_text(b, b->build_words);
+                else
+                        r->depth_text = make_text(b, b->build_words);
+                tokenize(b, b->tok_form, b->build_user ? r->user_text : r->depth_text, build_counted);
+                return;
+        }
+        for (unsigned i = 0; i < b->n_batch; i++)
+                if (breq_send(b, b->batch[i]) < 0)
+                        return;
+}
+
+static void test_name(const struct test *t, const char *kind, char *buf, size_t n)
+{
+        if (streq(kind, "ctx_pp"))
+                snprintf(buf, n, "ctx_pp @ d%" PRId64, t->depth);
+        else if (t->depth > 0)
+                snprintf(buf, n, "%s%" PRId64 " @ d%" PRId64, kind, streq(kind, "pp") ? t->pp : t->tg, t->depth);
+        else
+                snprintf(buf, n, "%s%" PRId64, kind, streq(kind, "pp") ? t->pp : t->tg);
+}
+
+/* Start the next batch: warm-ups, then runs, test after test; the end of the last finishes the benchmark. */
+static void next_batch(struct mx_bench *b)
+{
+        struct test *t;
+        bool ctx_phase;
+
+        /* llama-bench style at depth: a context batch, then the same contexts with the prompt */
+        if (b->batch_ctx_phase && b->n_batch > 0) {
+                b->batch_ctx_phase = false;
+                for (unsigned i = 0; i < b->n_batch; i++) {
+                        struct breq *ctx = b->batch[i], *r = breq_new(b, REQ_MEASURED);
+                        t = &b->tests[ctx->test];
+                        r->test = ctx->test;
+                        r->run = ctx->run;
+                        r->warmup = ctx->warmup;
+                        memcpy(r->salt, ctx->salt, sizeof(r->salt));
+                        r->depth_text = xstrdup(ctx->depth_text);
+                        r->depth_target = ctx->depth_target;
+                        r->user_target = t->pp;
+                        r->max_tokens = t->tg;
+                        r->expected_prompt = t->pp;
+                        b->batch[i] = r;
+                }
+                b->n_done = 0;
+                b->build_req = 0;
+                build_next(b);
+                return;
+        }
+        if (b->n_batch > 0) {
+                /* the batch that just ended */
+                if (b->cur_warm < b->cfg.warmup)
+                        b->cur_warm++;
+                else
+                        b->cur_run++;
+                b->n_batch = 0;
+        }
+        if (b->cur_test < b->n_tests && b->cur_run >= b->cfg.runs) {
+                b->cur_test++;
+                b->cur_warm = b->cur_run = 0;
+        }
+        if (b->cur_test >= b->n_tests) {
+                progress(b, "done: %u requests measured, %u failed", b->measured, b->failed);
+                finish(b, 0, NULL);
+                return;
+        }
+        t = &b->tests[b->cur_test];
+        ctx_phase = b->cfg.llama_bench_style && t->depth > 0;
+        {
+                char name[64];
+                test_name(t, "pp", name, sizeof(name));
+                if (b->cur_warm < b->cfg.warmup)
+                        progress(b, "%s tg%" PRId64 ": warm-up %u/%u", name, t->tg, b->cur_warm + 1,
+                                 b->cfg.warmup);
+                else
+                        progress(b, "%s tg%" PRId64 ": run %u/%u", name, t->tg, b->cur_run + 1, b->cfg.runs);
+        }
+        b->n_batch = b->cfg.concurrency;
+        b->n_done = 0;
+        b->build_req = 0;
+        b->batch_ctx_phase = ctx_phase;
+        for (unsigned i = 0; i < b->n_batch; i++) {
+                struct breq *r = breq_new(b, ctx_phase ? REQ_CTX : REQ_MEASURED);
+                r->test = (unsigned)b->cur_test;
+                r->run = b->cur_warm < b->cfg.warmup ? b->cur_warm : b->cur_run;
+                r->warmup = b->cur_warm < b->cfg.warmup;
+                if (t->depth > 0) {
+                        r->depth_target = t->depth - b->delta_ctx;
+                        r->user_target = ctx_phase ? 0 : t->pp;
+                        if (ctx_phase)
+                                r->user_text = xstrdup(CTX_USER_TEXT);
+                        r->expected_prompt = ctx_phase ? t->depth + b->t_dot : t->depth + t->pp;
+                        r->max_tokens = ctx_phase ? 1 : t->tg;
+                } else {
+                        r->user_target = t->pp - b->delta_user;
+                        r->expected_prompt = t->pp;
+                        r->max_tokens = t->tg;
+                }
+                if (r->depth_target < 1 && t->depth > 0)
+                        r->depth_target = 1;
+                b->batch[i] = r;
+        }
+        build_next(b);
+}
+
+/* ---- life cycle ---- */
+
+static void kick_cb(evutil_socket_t fd, short what, void *userdata)
+{
+        struct mx_bench *b = userdata;
+
+        plain_call(b, "GET", "/v1/models", NULL, models_done_cb, b);
+}
+
+int mx_bench_new(struct event_base *base, const struct mx_bench_config *cfg, struct mx_bench **ret,
+                 char **reterr)
+{
+        _cleanup_(mx_bench_freep) struct mx_bench *b = NULL;
+        size_t k = 0;
+        int r;
+
+        if (!base || !cfg)
+                return mx_reterr(reterr, -EINVAL, "mx_bench_new() without an event base or configuration");
+        r = mx_bench_config_check(cfg, reterr);
+        if (r < 0)
+                return r;
+        b = xcalloc(1, sizeof(*b));
+        b->base = base;
+        b->cfg = *cfg;
+        b->url = xstrdup(cfg->url);
+        while (endswith(b->url, "/"))
+                b->url[strlen(b->url) - 1] = '\0';
+        if (endswith(b->url, "/v1"))
+                b->url[strlen(b->url) - 3] = '\0';
+        b->cfg.url = b->url;
+        b->model = cfg->model ? xstrdup(cfg->model) : NULL;
+        b->cfg.model = NULL;
+        if (cfg->api_key)
+                b->auth_header = xasprintf("Authorization: Bearer %s", cfg->api_key);
+        b->cfg.api_key = NULL;
+        b->rng = cfg->seed ?: ((uint64_t)mx_now_real_us() ^ ((uint64_t)getpid() << 32) ^ UINT64_C(0x9e3779b97f4a7c15));
+        if (b->rng == 0)
+                b->rng = 1;
+        r = mx_http_new(base, &b->http, reterr);
+        if (r < 0)
+                return r;
+        b->kick = event_new(base, -1, 0, kick_cb, b);
+        if (!b->kick)
+                mx_die("event_new failed");
+        b->n_tests = cfg->n_depth * cfg->n_pp * cfg->n_tg;
+        b->tests = xcalloc(b->n_tests, sizeof(*b->tests));
+        for (size_t d = 0; d < cfg->n_depth; d++)
+                for (size_t p = 0; p < cfg->n_pp; p++)
+                        for (size_t g = 0; g < cfg->n_tg; g++)
+                                b->tests[k++] = (struct test){
+                                        .depth = cfg->depth[d], .pp = cfg->pp[p], .tg = cfg->tg[g]};
+        *ret = TAKE_PTR(b);
+        return 0;
+}
+
+int mx_bench_start(struct mx_bench *b, mx_bench_done_cb done, mx_bench_progress_cb progress_cb, void *userdata)
+{
+        if (!b || b->started)
+                return -EALREADY;
+        b->started = true;
+        b->done = done;
+        b->progress = progress_cb;
+        b->userdata = userdata;
+        b->started_real_us = mx_now_real_us();
+        event_active(b->kick, EV_TIMEOUT, 0);
+        return 0;
+}
+
+struct mx_bench *mx_bench_free(struct mx_bench *b)
+{
+        if (!b)
+                return NULL;
+        /* requests first: each cancels its call while the client still exists */
+        for (size_t i = 0; i < b->n_all; i++)
+                breq_free(b->all[i]);
+        free(b->all);
+        mx_http_free(b->http);
+        if (b->kick)
+                event_free(b->kick);
+        for (size_t i = 0; i < b->n_tests; i++) {
+                free(b->tests[i].reqs);
+                free(b->tests[i].ctx);
+        }
+        free(b->tests);
+        free(b->build_best);
+        free(b->url);
+        free(b->model);
+        free(b->auth_header);
+        free(b);
+        return NULL;
+}
+
+void mx_bench_counts(const struct mx_bench *b, unsigned *ret_measured, unsigned *ret_failed)
+{
+        if (ret_measured)
+                *ret_measured = b->measured;
+        if (ret_failed)
+                *ret_failed = b->failed;
+}
+
+/* ---- results ---- */
+
+static json_t *num(double v)
+{
+        return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *stat_json(const double *v, size_t n)
+{
+        struct mx_bstat s;
+
+        mx_bstat_compute(v, n, &s);
+        return json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:b,s:b}", "n", (json_int_t)s.n, "mean",
+                         num(s.mean), "std", num(s.std), "std_sample", num(s.std_sample), "min", num(s.min),
+                         "max", num(s.max), "p50", num(s.p50), "p90", num(s.p90), "p99", num(s.p99), "p90_few",
+                         s.p90_few, "p99_few", s.p99_few);
+}
+
+/* Tokens from the first text-bearing event on, and where the count came from. */
+static int64_t tg_tokens(const struct breq *r, const char **ret_source)
+{
+        if (r->cum_before_tok1 >= 0 && r->completion_tokens > 0) {
+                *ret_source = "usage (running counts)";
+                return r->completion_tokens - r->cum_before_tok1;
+        }
+        if (r->completion_tokens > 0) {
+                *ret_source = "usage";
+                return r->completion_tokens;
+        }
+        *ret_source = "text-bearing events";
+        return (int64_t)r->n_tok;
+}
+
+struct vals {
+        double *v;
+        size_t n, cap;
+};
+
+static void vals_add(struct vals *a, double v)
+{
+        MX_GROW(a->v, a->cap, a->n + 1);
+        a->v[a->n++] = v;
+}
+
+static void vals_free(struct vals *a)
+{
+        free(a->v);
+        *a = (struct vals){};
+}
+
+/* Append the failures of a request list to arr. */
+static void failures_json(json_t *arr, const char *name, struct breq **reqs, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (reqs[i]->error)
+                        json_array_append_new(arr, json_pack("{s:s,s:i,s:s}", "test", name, "run",
+                                                             (int)reqs[i]->run + 1, "error", reqs[i]->error));
+}
+
+static bool batch_range(struct breq **reqs, size_t n, unsigned run, size_t *ret_from, size_t *ret_to)
+{
+        size_t i = *ret_to;
+
+        while (i < n && reqs[i]->run != run)
+                i++;
+        *ret_from = i;
+        while (i < n && reqs[i]->run == run)
+                i++;
+        *ret_to = i;
+        return *ret_from < *ret_to;
+}
+
+/* llama-benchy's rows of one request list (pp and tg, or ctx_pp), c = 1 or c > 1. */
+static void rows_json(const struct mx_bench *b, const struct test *t, struct breq **reqs, size_t n, bool ctx,
+                      json_t *rows, json_t *failures)
+{
+        struct vals pp = {}, tg = {}, pp_req = {}, tg_req = {}, ttfr = {}, est = {}, e2e = {}, peak = {},
+                    peak_req = {};
+        unsigned c = b->cfg.concurrency, failed = 0;
+        int64_t cached_max = -1, prompt_min = INT64_MAX, prompt_max = -1, expected = 0;
+        const char *source = NULL;
+        char name_pp[64], name_tg[64];
+        size_t to = 0, from;
+        unsigned run = 0;
+
+        test_name(t, ctx ? "ctx_pp" : "pp", name_pp, sizeof(name_pp));
+        test_name(t, "tg", name_tg, sizeof(name_tg));
+        for (size_t i = 0; i < n; i++) {
+                struct breq *r = reqs[i];
+                double v_ttfr, v_est;
+                int64_t ptoks;
+
+                expected = r->expected_prompt;
+                if (r->error) {
+                        failed++;
+                        continue;
+                }
+                if (r->cached_tokens >= 0)
+                        cached_max = MX_MAX(cached_max, r->cached_tokens);
+                if (r->prompt_tokens >= 0) {
+                        prompt_min = MX_MIN(prompt_min, r->prompt_tokens);
+                        prompt_max = MX_MAX(prompt_max, r->prompt_tokens);
+                }
+                v_ttfr = mx_bench_ttfr_ms(r->t0, r->t_resp);
+                v_est = mx_bench_est_ppt_ms(v_ttfr, b->latency_ms);
+                ptoks = mx_bench_pp_tokens(r->prompt_tokens, r->expected_prompt);
+                vals_add(&ttfr, v_ttfr);
+                vals_add(&est, v_est);
+                vals_add(&e2e, mx_bench_ttft_ms(r->t0, r->t_tok1));
+                vals_add(&pp_req, mx_bench_pp_tps(ptoks, v_est));
+                vals_add(&tg_req, mx_bench_tg_tps(tg_tokens(r, &source), r->t_tok1, r->t_last_tok));
+                {
+                        _cleanup_free_ int64_t *ts = xreallocarray(NULL, MX_MAX(r->n_tok, 1), sizeof(int64_t));
+                        memcpy(ts, r->tok, r->n_tok * sizeof(int64_t));
+                        vals_add(&peak_req, mx_bench_peak_tps(ts, r->n_tok, PEAK_WINDOW_US));
+                }
+        }
+        /* per batch: c = 1 uses the request values themselves; c > 1 the batch totals */
+        for (run = 0; batch_range(reqs, n, run, &from, &to) || to < n; run++) {
+                int64_t sum_p = 0, sum_n = 0, min_t0 = INT64_MAX, max_tok1 = 0, min_tok1 = INT64_MAX, max_last = 0;
+                size_t valid = 0, n_ts = 0;
+                _cleanup_free_ int64_t *ts = NULL;
+                size_t cap_ts = 0;
+
+                if (from >= to)
+                        continue;
+                for (size_t i = from; i < to; i++) {
+                        struct breq *r = reqs[i];
+                        if (r->error || !r->t_tok1)
+                                continue;
+                        valid++;
+                        sum_p += mx_bench_pp_tokens(r->prompt_tokens, r->expected_prompt);
+                        sum_n += tg_tokens(r, &source);
+                        min_t0 = MX_MIN(min_t0, r->t0);
+                        max_tok1 = MX_MAX(max_tok1, r->t_tok1);
+                        min_tok1 = MX_MIN(min_tok1, r->t_tok1);
+                        max_last = MX_MAX(max_last, r->t_last_tok);
+                        MX_GROW(ts, cap_ts, n_ts + r->n_tok + 1);
+                        memcpy(ts + n_ts, r->tok, r->n_tok * sizeof(int64_t));
+                        n_ts += r->n_tok;
+                }
+                if (valid == 0)
+                        continue;
+                vals_add(&peak, mx_bench_peak_tps(ts, n_ts, PEAK_WINDOW_US));
+                if (c > 1) {
+                        vals_add(&pp, mx_bench_batch_pp_tps(sum_p, min_t0, max_tok1));
+                        vals_add(&tg, mx_bench_batch_tg_tps(sum_n, valid, min_tok1, max_last));
+                }
+        }
+        if (c == 1) {
+                pp = pp_req;
+                pp_req = (struct vals){};
+                tg = tg_req;
+                tg_req = (struct vals){};
+        }
+        json_array_append_new(
+                rows, json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:I,s:i,s:o,s:o,s:n,s:n,s:o,s:o,s:o,s:o,s:I,s:o,s:o}",
+                                "test", name_pp, "kind", ctx ? "ctx_pp" : "pp", "depth", (json_int_t)t->depth,
+                                "pp", (json_int_t)t->pp, "tg", (json_int_t)(ctx ? 1 : t->tg), "concurrency", c,
+                                "requests", (json_int_t)n, "failed", failed, "tps", stat_json(pp.v, pp.n),
+                                "tps_req", c > 1 ? stat_json(pp_req.v, pp_req.n) : json_null(), "peak_tps",
+                                "peak_tps_req", "ttfr_ms", stat_json(ttfr.v, ttfr.n), "est_ppt_ms",
+                                stat_json(est.v, est.n), "e2e_ttft_ms", stat_json(e2e.v, e2e.n), "cached_tokens_max",
+                                cached_max >= 0 ? json_integer(cached_max) : json_null(), "prompt_tokens_expected",
+                                (json_int_t)expected, "prompt_tokens_min",
+                                prompt_max >= 0 ? json_integer(prompt_min) : json_null(), "prompt_tokens_max",
+                                prompt_max >= 0 ? json_integer(prompt_max) : json_null()));
+        if (!ctx)
+                json_array_append_new(
+                        rows, json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:I,s:i,s:o,s:o,s:o,s:o,s:n,s:n,s:n,s:s?}",
+                                        "test", name_tg, "kind", "tg", "depth", (json_int_t)t->depth, "pp",
+                                        (json_int_t)t->pp, "tg", (json_int_t)t->tg, "concurrency", c, "requests",
+                                        (json_int_t)n, "failed", failed, "tps", stat_json(tg.v, tg.n), "tps_req",
+                                        c > 1 ? stat_json(tg_req.v, tg_req.n) : json_null(), "peak_tps",
+                                        stat_json(peak.v, peak.n), "peak_tps_req",
+                                        c > 1 ? stat_json(peak_req.v, peak_req.n) : json_null(), "ttfr_ms",
+                                        "est_ppt_ms", "e2e_ttft_ms", "tokens_counted_from", source));
+        {
+                char fname[96];
+                snprintf(fname, sizeof(fname), "%s tg%" PRId64, name_pp, ctx ? (int64_t)1 : t->tg);
+                failures_json(failures, fname, reqs, n);
+        }
+        vals_free(&pp);
+        vals_free(&tg);
+        vals_free(&pp_req);
+        vals_free(&tg_req);
+        vals_free(&ttfr);
+        vals_free(&est);
+        vals_free(&e2e);
+        vals_free(&peak);
+        vals_free(&peak_req);
+}
+
+/* vllm bench serve's distributions over a request list; the pooled ITL goes to *itl too. */
+static json_t *serving_json(struct breq **reqs, size_t n, struct vals *all_ttft, struct vals *all_tpot,
+                            struct vals *all_itl, struct vals *all_e2el)
+{
+        struct vals ttfr = {}, ttft = {}, tpot = {}, e2el = {}, tpc = {};
+        double *itl = NULL;
+        size_t n_itl = 0, cap_itl = 0, valid = 0;
+        json_t *o, *first = json_object();
+
+        for (size_t i = 0; i < n; i++) {
+                struct breq *r = reqs[i];
+                double v_ttfr, v_e2el;
+
+                if (r->error)
+                        continue;
+                valid++;
+                v_ttfr = mx_bench_ttfr_ms(r->t0, r->t_resp);
+                v_e2el = mx_bench_e2el_ms(r->t0, r->t_last);
+                vals_add(&ttfr, v_ttfr);
+                vals_add(&ttft, mx_bench_ttft_ms(r->t0, r->t_tok1));
+                vals_add(&tpot, mx_bench_tpot_ms(v_e2el, v_ttfr, r->completion_tokens));
+                vals_add(&e2el, v_e2el);
+                if (r->completion_tokens > 0 && r->n_ev > 0)
+                        vals_add(&tpc, (double)r->completion_tokens / (double)r->n_ev);
+                mx_bench_itl_append(r->ev, r->n_ev, &itl, &n_itl, &cap_itl);
+                if (r->first_field) {
+                        json_t *k = json_object_get(first, r->first_field);
+                        json_object_set_new(first, r->first_field,
+                                            json_integer(k ? json_integer_value(k) + 1 : 1));
+                }
+        }
+        for (size_t i = 0; all_ttft && i < ttft.n; i++)
+                vals_add(all_ttft, ttft.v[i]);
+        for (size_t i = 0; all_tpot && i < tpot.n; i++)
+                vals_add(all_tpot, tpot.v[i]);
+        for (size_t i = 0; all_itl && i < n_itl; i++)
+                vals_add(all_itl, itl[i]);
+        for (size_t i = 0; all_e2el && i < e2el.n; i++)
+                vals_add(all_e2el, e2el.v[i]);
+        o = json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "requests", (json_int_t)n, "valid",
+                      (json_int_t)valid, "ttfr_ms", stat_json(ttfr.v, ttfr.n), "ttft_ms", stat_json(ttft.v, ttft.n),
+                      "tpot_ms", stat_json(tpot.v, tpot.n), "itl_ms", stat_json(itl, n_itl), "e2el_ms",
+                      stat_json(e2el.v, e2el.n), "tokens_per_event", stat_json(tpc.v, tpc.n),
+                      "first_token_field", first);
+        vals_free(&ttfr);
+        vals_free(&ttft);
+        vals_free(&tpot);
+        vals_free(&e2el);
+        vals_free(&tpc);
+        free(itl);
+        return o;
+}
+
+static json_t *request_json(const struct breq *r)
+{
+        json_t *ev = json_array(), *tok = json_array();
+
+        for (size_t i = 0; i < r->n_ev; i++)
+                json_array_append_new(ev, json_integer(r->ev[i] - r->t0));
+        for (size_t i = 0; i < r->n_tok; i++)
+                json_array_append_new(tok, json_integer(r->tok[i] - r->t0));
+#define REL(x) ((x) ? json_integer((x) - r->t0) : json_null())
+        return json_pack("{s:I,s:i,s:b,s:s,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:s,s:s?,s:s?,s:o,s:o}",
+                         "t0_us", (json_int_t)r->t0, "run", (int)r->run + 1, "warmup", r->warmup, "salt", r->salt,
+                         "expected_prompt_tokens", (json_int_t)r->expected_prompt, "headers_us", REL(r->t_headers),
+                         "resp_us", REL(r->t_resp), "tok1_us", REL(r->t_tok1), "last_us", REL(r->t_last),
+                         "last_tok_us", REL(r->t_last_tok), "usage_us", REL(r->t_usage), "done_us",
+                         REL(r->t_done), "prompt_tokens", (json_int_t)r->prompt_tokens, "completion_tokens",
+                         (json_int_t)r->completion_tokens, "cached_tokens", (json_int_t)r->cached_tokens,
+                         "tokens_before_first_text", (json_int_t)r->cum_before_tok1, "finish_reason", r->finish,
+                         "first_token_field", r->first_field, "error", r->error, "events_us", ev, "text_events_us",
+                         tok);
+#undef REL
+}
+
+static json_t *definitions_json(void)
+{
+        return json_pack(
+                "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "t0",
+                "CLOCK_MONOTONIC immediately before the request is handed to libcurl; every event is stamped "
+                "when libcurl hands over the bytes that complete it",
+                "pp_tps",
+                "llama-benchy v0.3: prompt tokens / est_ppt; prompt tokens = usage.prompt_tokens when within "
+                "+-20 % of the expected count (depth + pp; pp with --llama-bench-style), else the expected count; "
+                "c > 1: sum of prompt tokens / (latest first text - earliest t0)",
+                "tg_tps",
+                "llama-benchy 0.4: (N - 1) / (last text-bearing event - first text-bearing event), N = tokens from "
+                "the first text-bearing event on (usage.completion_tokens less the running count before it when "
+                "the server streams one, else usage.completion_tokens, else text-bearing events); c > 1: "
+                "(sum N - requests) / (latest last text - earliest first text)",
+                "peak_tps",
+                "llama-benchy: most text-bearing events within any 1 s window / 1 s (count / span when they span "
+                "less than 1 s), per batch",
+                "ttfr_ms", "first event with a non-empty choices array - t0 (llama-benchy ttfr; vllm bench "
+                           "serve's TTFT, role-only chunk included)",
+                "ttft_ms",
+                "first event carrying text in delta.content, delta.reasoning, delta.reasoning_content or "
+                "delta.tool_calls - t0 (llama-benchy e2e_ttft)",
+                "e2e_ttft_ms", "the same as ttft_ms (llama-benchy's name)", "est_ppt_ms",
+                "llama-benchy: max(0, ttfr - latency); latency as latency_mode says", "tpot_ms",
+                "vllm bench serve: (E2EL - TTFR) / (usage.completion_tokens - 1), requests with more than one "
+                "token",
+                "itl_ms", "vllm bench serve: every gap between consecutive choices-bearing events, pooled over "
+                          "all requests of the test",
+                "e2el_ms", "vllm bench serve: last choices-bearing event - t0", "tokens_per_event",
+                "usage.completion_tokens / choices-bearing events (1 unless the server batches tokens)");
+}
+
+static json_t *statistics_json(void)
+{
+        return json_pack("{s:s,s:s,s:s,s:s,s:i,s:i}", "mean_std",
+                         "mean +- population std (ddof 0, as llama-benchy and vllm bench serve) over requests "
+                         "(c = 1) or batches (c > 1) of the test",
+                         "std_sample", "sample std (ddof 1, as llama-bench), given beside it", "percentiles",
+                         "linear interpolation between closest ranks, rank = p/100 * (n - 1) (NumPy's default)",
+                         "few_samples",
+                         "p90 from fewer than 44 and p99 from fewer than 459 samples are flagged (p90_few, "
+                         "p99_few): MLPerf LoadGen's minimum for 99 % confidence",
+                         "p90_min_n", MX_BSTAT_P90_MIN_N, "p99_min_n", MX_BSTAT_P99_MIN_N);
+}
+
+static double row_mean(json_t *rows, const char *kind, int64_t depth, int64_t size)
+{
+        json_t *row;
+        size_t i;
+        double sum = 0;
+        unsigned n = 0;
+
+        json_array_foreach(rows, i, row) {
+                json_t *mean = json_object_get(json_object_get(row, "tps"), "mean");
+                if (!streq_ptr(json_string_value(json_object_get(row, "kind")), kind) ||
+                    json_integer_value(json_object_get(row, "depth")) != depth ||
+                    json_integer_value(json_object_get(row, streq(kind, "pp") ? "pp" : "tg")) != size ||
+                    !json_is_number(mean))
+                        continue;
+                sum += json_number_value(mean);
+                n++;
+        }
+        return n ? sum / n : NAN;
+}
+
+/* Seed 002's Results block: throughput at depth 0 and latency percentiles over every depth-0 request. */
+static json_t *results_json(const struct mx_bench *b, json_t *rows, struct vals *ttft, struct vals *tpot,
+                            struct vals *itl, struct vals *e2el)
+{
+        json_t *thr = json_object(), *lat = json_object();
+        struct mx_bstat s;
+
+        for (size_t i = 0; i < b->cfg.n_pp; i++) {
+                _cleanup_free_ char *k = xasprintf("pp%" PRId64 "_tps", b->cfg.pp[i]);
+                json_object_set_new(thr, k, num(row_mean(rows, "pp", 0, b->cfg.pp[i])));
+        }
+        for (size_t i = 0; i < b->cfg.n_tg; i++) {
+                _cleanup_free_ char *k = xasprintf("tg%" PRId64 "_tps", b->cfg.tg[i]);
+                json_object_set_new(thr, k, num(row_mean(rows, "tg", 0, b->cfg.tg[i])));
+        }
+#define LAT(name, a)                                                                                        \
+        do {                                                                                                \
+                mx_bstat_compute((a)->v, (a)->n, &s);                                                       \
+                json_object_set_new(lat, name "_p50_ms", num(s.p50));                                       \
+                json_object_set_new(lat, name "_p99_ms", num(s.p99));                                       \
+        } while (0)
+        LAT("ttft", ttft);
+        LAT("tpot", tpot);
+        LAT("itl", itl);
+        LAT("e2e", e2el);
+#undef LAT
+        return json_pack("{s:o,s:o,s:s}", "throughput", thr, "latency", lat, "note",
+                         "throughput: means of the depth-0 rows; latency: over every valid depth-0 request "
+                         "(ttft = TTFT, e2e = E2EL as defined above)");
+}
+
+json_t *mx_bench_result_json(const struct mx_bench *b)
+{
+        json_t *rows = json_array(), *serving = json_array(), *failures = json_array(), *requests = json_array();
+        json_t *cfg, *pp = json_array(), *tg = json_array(), *depth = json_array();
+        struct vals ttft0 = {}, tpot0 = {}, itl0 = {}, e2el0 = {};
+        json_t *o;
+
+        for (size_t i = 0; i < b->cfg.n_pp; i++)
+                json_array_append_new(pp, json_integer(b->cfg.pp[i]));
+        for (size_t i = 0; i < b->cfg.n_tg; i++)
+                json_array_append_new(tg, json_integer(b->cfg.tg[i]));
+        for (size_t i = 0; i < b->cfg.n_depth; i++)
+                json_array_append_new(depth, json_integer(b->cfg.depth[i]));
+        cfg = json_pack("{s:o,s:o,s:o,s:i,s:i,s:i,s:s,s:s}", "pp", pp, "tg", tg, "depth", depth, "runs",
+                        b->cfg.runs, "warmup", b->cfg.warmup, "concurrency", b->cfg.concurrency, "style",
+                        b->cfg.llama_bench_style ? "llama-bench" : "llama-benchy", "latency_mode",
+                        mx_bench_latency_mode_to_string(b->cfg.latency_mode));
+        for (size_t i = 0; i < b->n_tests; i++) {
+                const struct test *t = &b->tests[i];
+                char name[64];
+                json_t *sv;
+
+                if (t->n_ctx > 0)
+                        rows_json(b, t, t->ctx, t->n_ctx, true, rows, failures);
+                if (t->n_reqs == 0)
+                        continue;
+                rows_json(b, t, t->reqs, t->n_reqs, false, rows, failures);
+                test_name(t, "pp", name, sizeof(name));
+                sv = t->depth == 0 ? serving_json(t->reqs, t->n_reqs, &ttft0, &tpot0, &itl0, &e2el0)
+                                   : serving_json(t->reqs, t->n_reqs, NULL, NULL, NULL, NULL);
+                json_object_set_new(sv, "test", json_sprintf("%s tg%" PRId64, name, t->tg));
+                json_object_set_new(sv, "depth", json_integer(t->depth));
+                json_object_set_new(sv, "pp", json_integer(t->pp));
+                json_object_set_new(sv, "tg", json_integer(t->tg));
+                json_array_append_new(serving, sv);
+                if (b->cfg.keep_requests)
+                        for (size_t k = 0; k < t->n_reqs; k++) {
+                                json_t *rj = request_json(t->reqs[k]);
+                                json_object_set_new(rj, "test", json_sprintf("%s tg%" PRId64, name, t->tg));
+                                json_array_append_new(requests, rj);
+                        }
+        }
+        o = json_pack("{s:s,s:s,s:s?,s:s,s:s,s:o,s:{s:I,s:I},s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:i,s:i}",
+                      "tool", "mxmatrix bench " MX_VERSION, "url", b->url, "model", b->model, "server",
+                      server_kind_names[b->server], "tokenize",
+                      b->tok_form == TOK_LLAMA  ? "POST /tokenize {content} (llama-server)"
+                      : b->tok_form == TOK_VLLM ? "POST /tokenize {model, prompt} (vLLM, SGLang)"
+                                                : "none",
+                      "latency_ms", num(b->latency_ms), "template_overhead", "user", (json_int_t)b->delta_user,
+                      "context", (json_int_t)b->delta_ctx, "config", cfg, "definitions", definitions_json(),
+                      "statistics", statistics_json(), "tests", rows, "serving", serving, "failures", failures,
+                      "results", results_json(b, rows, &ttft0, &tpot0, &itl0, &e2el0), "started_us",
+                      (json_int_t)b->started_real_us, "finished_us", (json_int_t)b->finished_real_us,
+                      "measured", b->measured, "failed", b->failed);
+        if (b->cfg.keep_requests)
+                json_object_set_new(o, "requests", requests);
+        else
+                json_decref(requests);
+        vals_free(&ttft0);
+        vals_free(&tpot0);
+        vals_free(&itl0);
+        vals_free(&e2el0);
+        return o;
+}

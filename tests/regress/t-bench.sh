@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# mxmatrix bench URL against mxsim on an exact token schedule, through the real
+# client binary: llama-benchy's table, --json, exit statuses, failures shown.
+set -uo pipefail
+: "${MX_BUILD_DIR:?}"
+mx=$MX_BUILD_DIR/client/mxmatrix
+sim=$MX_BUILD_DIR/tests/sim/mxsim
+command -v jq >/dev/null || { echo "jq is not installed (tests/deps.sh)"; exit 77; }
+[ -x "$sim" ] || { echo "mxsim is not built"; exit 77; }
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+        for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+        wait 2>/dev/null
+        rm -rf "$tmp"
+}
+trap cleanup EXIT
+export MXSIM_LOAD_S=0.1 MXSIM_GPU_LOCK=$tmp/gpu.lock
+unset MXSIM_FAULTS MXSIM_FLAVOR OPENAI_API_KEY
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+free_port() {
+        python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+                echo $((20000 + RANDOM % 20000))
+}
+
+# start_sim [flags...]: a vLLM-flavoured sim at 200 t/s; sets PORT
+start_sim() {
+        PORT=$(free_port)
+        MXSIM_GPU_LOCK=$tmp/gpu-$PORT.lock "$sim" serve gpt-oss-120b --host 127.0.0.1 --port "$PORT" \
+                --mxsim-decode-tps 200 --mxsim-prefill-tps 20000 "$@" >"$tmp/sim-$PORT.log" 2>&1 &
+        pids+=($!)
+        for _ in $(seq 600); do
+                curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null 2>&1 && return 0
+                sleep 0.05
+        done
+        fail "mxsim did not start"
+}
+
+start_sim
+url=http://127.0.0.1:$PORT
+
+# the table: llama-benchy's columns and rows, the serving metrics, the definitions
+"$mx" bench "$url" --pp 128 --tg 16 --depth 0,256 --runs 3 --warmup 1 -q >"$tmp/table" 2>"$tmp/err" ||
+        fail "bench failed: $(cat "$tmp/err")"
+grep -q '^| model *| *test | *t/s | *peak t/s | *ttfr (ms) | est_ppt (ms) | e2e_ttft (ms) |$' "$tmp/table" ||
+        fail "no llama-benchy header: $(head -2 "$tmp/table")"
+for t in 'pp128' 'tg16' 'pp128 @ d256' 'tg16 @ d256'; do
+        grep -q "| *$t |" "$tmp/table" || fail "no row '$t'"
+done
+grep -q 'TPOT' "$tmp/table" && grep -q 'ITL' "$tmp/table" && grep -q 'E2EL' "$tmp/table" ||
+        fail "no serving metrics"
+grep -q 'population std' "$tmp/table" || fail "the std is not named"
+grep -q 'linear interpolation' "$tmp/table" || fail "the percentile method is not named"
+grep -q 'Requests: 6 measured, 0 failed' "$tmp/table" || fail "request count missing"
+echo "ok   table"
+
+# --json: the schedule's decode rate within 1 %, exact prompt lengths, seed 002's results block
+"$mx" --json bench "$url" --pp 128 --tg 16 --depth 0 --runs 3 --warmup 1 -q >"$tmp/json" ||
+        fail "bench --json failed"
+jq -e '.tests[] | select(.test == "tg16") | .tps.mean | (. > 198 and . < 202)' "$tmp/json" >/dev/null ||
+        fail "tg16 is not 200 t/s: $(jq -c '.tests' "$tmp/json")"
+jq -e '.tests[] | select(.test == "pp128") | .prompt_tokens_min == 128 and .prompt_tokens_max == 128' \
+        "$tmp/json" >/dev/null || fail "prompts are not 128 tokens"
+jq -e '.results.throughput.tg16_tps > 0 and .results.latency.ttft_p50_ms > 0' "$tmp/json" >/dev/null ||
+        fail "no seed 002 results block"
+jq -e '.server == "vllm" and .definitions.tg_tps and .statistics.percentiles and .failed == 0' \
+        "$tmp/json" >/dev/null || fail "server, definitions or statistics missing"
+echo "ok   json"
+
+# usage errors: 2; a server that is not there: 1 with a reason
+"$mx" bench "$url" --tg 1 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--tg 1 is not a usage error"
+"$mx" bench >/dev/null 2>&1; [ $? -eq 2 ] || fail "a missing URL is not a usage error"
+"$mx" bench "http://127.0.0.1:$(free_port)" --runs 1 -q >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] && grep -q '/v1/models' "$tmp/err" || fail "unreachable server: exit $rc, $(cat "$tmp/err")"
+echo "ok   exit status"
+
+# failed requests are counted and shown, and fail the command
+start_sim --mxsim-fault null-content
+"$mx" bench "http://127.0.0.1:$PORT" --pp 64 --tg 8 --depth 0 --runs 2 --warmup 0 -q >"$tmp/table" 2>&1; rc=$?
+[ $rc -eq 1 ] || fail "failed requests did not fail the command (exit $rc)"
+grep -q 'Requests: 2 measured, 2 failed' "$tmp/table" || fail "failures not counted: $(tail -5 "$tmp/table")"
+grep -q 'FAILED pp64 tg8 run 1: no event carried text' "$tmp/table" || fail "failure not shown"
+echo "ok   failures"

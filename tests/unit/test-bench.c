@@ -1,0 +1,438 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The benchmark engine (daemon/bench.c) against mxsim serving tokens on an
+ * exact schedule (--mxsim-decode-tps and friends), a real process on
+ * loopback. The sim logs every token's scheduled and sent time
+ * (--mxsim-token-log); both clocks are CLOCK_MONOTONIC on this machine, so our
+ * stamps and the schedule compare directly: TTFT, ITL, tg and pp must agree
+ * with the schedule within 1 % or 0.2 ms (issue 8).
+ */
+#include "test.h"
+
+#include "bench-stats.h"
+#include "bench.h"
+
+#include <arpa/inet.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define DECODE_TPS 100.0
+#define PREFILL_TPS 5000.0
+#define FIRST_TOKEN_MS 5.0
+
+struct sim {
+        pid_t pid;
+        int port;
+        char *log;
+};
+
+static int free_port(void)
+{
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t l = sizeof(a);
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_OK(bind(fd, (struct sockaddr *)&a, sizeof(a)));
+        ASSERT_OK(getsockname(fd, (struct sockaddr *)&a, &l));
+        return ntohs(a.sin_port);
+}
+
+static bool port_open(int port)
+{
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        return fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+}
+
+/* Start mxsim with a schedule; extra: more flags (NULL-terminated). */
+static void sim_start(struct sim *s, const char *flavor, double jitter_ms, const char *const *extra)
+{
+        _cleanup_free_ char *bin = xasprintf("%s/tests/sim/mxsim", MX_BUILD_DIR);
+        char port[16], decode[32], prefill[32], first[32], jitter[32];
+        int64_t deadline;
+
+        if (access(bin, X_OK) < 0)
+                test_skip("mxsim is not built");
+        s->port = free_port();
+        s->log = xasprintf("%s/tokens-%d.jsonl", test_tmpdir(), s->port);
+        snprintf(port, sizeof(port), "%d", s->port);
+        snprintf(decode, sizeof(decode), "%g", DECODE_TPS);
+        snprintf(prefill, sizeof(prefill), "%g", PREFILL_TPS);
+        snprintf(first, sizeof(first), "%g", FIRST_TOKEN_MS);
+        snprintf(jitter, sizeof(jitter), "%g", jitter_ms);
+        s->pid = fork();
+        ASSERT_TRUE(s->pid >= 0);
+        if (s->pid == 0) {
+                const char *argv[32] = {bin, "serve", "gpt-oss-120b", "--host", "127.0.0.1", "--port", port,
+                                        "--flavor", flavor, "--mxsim-decode-tps", decode, "--mxsim-prefill-tps",
+                                        prefill, "--mxsim-first-token-ms", first, "--mxsim-jitter-ms", jitter,
+                                        "--mxsim-token-log", s->log};
+                size_t n = 19;
+                _cleanup_free_ char *lock = xasprintf("%s/gpu-%d.lock", test_tmpdir(), s->port);
+
+                for (; extra && *extra && n < 30; extra++)
+                        argv[n++] = *extra;
+                setenv("MXSIM_LOAD_S", "0.1", 1);
+                setenv("MXSIM_GPU_LOCK", lock, 1);
+                unsetenv("MXSIM_FAULTS");
+                if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
+                        _exit(127);
+                execv(bin, (char **)argv);
+                _exit(127);
+        }
+        deadline = mx_now_mono_us() + 60 * 1000000LL;
+        while (!port_open(s->port)) {
+                ASSERT_TRUE(mx_now_mono_us() < deadline);
+                ASSERT_EQ(waitpid(s->pid, NULL, WNOHANG), 0);
+                usleep(20000);
+        }
+        /* llama-server and SGLang listen while loading: wait until the models list answers 200 */
+        usleep(flavor[0] == 'v' ? 100000 : 600000);
+}
+
+static void sim_stop(struct sim *s)
+{
+        kill(s->pid, SIGTERM);
+        ASSERT_EQ(waitpid(s->pid, NULL, 0), s->pid);
+        free(s->log);
+}
+
+struct done {
+        struct event_base *base;
+        int error;
+        char *reason;
+};
+
+static void done_cb(struct mx_bench *b, int error, const char *reason, void *userdata)
+{
+        struct done *d = userdata;
+
+        d->error = error;
+        d->reason = reason ? xstrdup(reason) : NULL;
+        event_base_loopbreak(d->base);
+}
+
+/* Run a benchmark to its end and return its result document. */
+static json_t *run_bench(struct mx_bench_config *cfg, unsigned *ret_failed)
+{
+        struct done d = {.base = event_base_new()};
+        _cleanup_(mx_bench_freep) struct mx_bench *b = NULL;
+        _cleanup_free_ char *err = NULL;
+        json_t *doc;
+
+        ASSERT_NOT_NULL(d.base);
+        ASSERT_OK(mx_bench_new(d.base, cfg, &b, &err));
+        ASSERT_OK(mx_bench_start(b, done_cb, NULL, &d));
+        ASSERT_OK(event_base_dispatch(d.base));
+        if (d.error < 0)
+                test_fail(__FILE__, __LINE__, "benchmark failed: %s", strna(d.reason));
+        doc = mx_bench_result_json(b);
+        mx_bench_counts(b, NULL, ret_failed);
+        b = mx_bench_free(b);
+        event_base_free(d.base);
+        free(d.reason);
+        return doc;
+}
+
+/* The sim's token log: per request, its receipt and every token's schedule. */
+struct sreq {
+        char id[80];
+        int64_t recv, prompt;
+        int64_t sched[512], sent[512];
+        size_t n;
+};
+
+static size_t read_log(const char *path, struct sreq *out, size_t max)
+{
+        _cleanup_free_ char *text = test_read_file(path, NULL);
+        size_t n = 0;
+
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+                json_auto_t *o = json_loads(line, 0, NULL);
+                const char *ev = json_string_value(json_object_get(o, "ev")), *id;
+
+                ASSERT_NOT_NULL(o);
+                id = json_string_value(json_object_get(o, "id"));
+                if (streq(ev, "req")) {
+                        ASSERT_TRUE(n < max);
+                        out[n] = (struct sreq){};
+                        snprintf(out[n].id, sizeof(out[n].id), "%s", id);
+                        out[n].recv = json_integer_value(json_object_get(o, "recv_us"));
+                        out[n].prompt = json_integer_value(json_object_get(o, "prompt_tokens"));
+                        n++;
+                } else if (streq(ev, "tok")) {
+                        for (size_t i = n; i-- > 0;)
+                                if (streq(out[i].id, id)) {
+                                        ASSERT_TRUE(out[i].n < ELEMENTSOF(out[i].sched));
+                                        out[i].sched[out[i].n] = json_integer_value(json_object_get(o, "sched_us"));
+                                        out[i].sent[out[i].n++] = json_integer_value(json_object_get(o, "sent_us"));
+                                        break;
+                                }
+                }
+        }
+        return n;
+}
+
+/* The sim request our request became: the first received after our t0. */
+static struct sreq *match(struct sreq *s, size_t n, int64_t t0)
+{
+        struct sreq *best = NULL;
+
+        for (size_t i = 0; i < n; i++)
+                if (s[i].recv >= t0 && (!best || s[i].recv < best->recv))
+                        best = &s[i];
+        ASSERT_NOT_NULL(best);
+        return best;
+}
+
+static double median(double *v, size_t n)
+{
+        struct mx_bstat st;
+
+        mx_bstat_compute(v, n, &st);
+        return st.p50;
+}
+
+/* |measured - truth| within 1 % of truth or 0.2 ms (issue 8); ms values, or t/s with the 1 % rule only. */
+#define ASSERT_FAITHFUL_MS(measured, truth)                                                                 \
+        do {                                                                                                \
+                double _m = (measured), _t = (truth);                                                       \
+                if (!(fabs(_m - _t) <= MX_MAX(0.01 * fabs(_t), 0.2)))                                       \
+                        test_fail(__FILE__, __LINE__, "%s = %.4f, schedule says %.4f", #measured, _m, _t);  \
+        } while (0)
+#define ASSERT_FAITHFUL_RATE(measured, truth)                                                               \
+        do {                                                                                                \
+                double _m = (measured), _t = (truth);                                                       \
+                if (!(fabs(_m - _t) <= 0.01 * fabs(_t)))                                                    \
+                        test_fail(__FILE__, __LINE__, "%s = %.4f, schedule says %.4f", #measured, _m, _t);  \
+        } while (0)
+
+static json_t *row(json_t *doc, const char *name)
+{
+        json_t *r;
+        size_t i;
+
+        json_array_foreach(json_object_get(doc, "tests"), i, r)
+                if (streq_ptr(json_string_value(json_object_get(r, "test")), name))
+                        return r;
+        test_fail(__FILE__, __LINE__, "no row '%s'", name);
+}
+
+static double row_mean(json_t *doc, const char *name, const char *metric)
+{
+        return json_number_value(json_object_get(json_object_get(row(doc, name), metric), "mean"));
+}
+
+/* Check every measured request of doc against the sim's schedule. */
+static void check_fidelity(json_t *doc, const char *log, double jitter_ms)
+{
+        static struct sreq sim[256];
+        size_t n_sim = read_log(log, sim, ELEMENTSOF(sim)), i, n = 0, n_gap = 0;
+        json_t *rq;
+        double ttft_err[64], ttft_ratio[64], client_err[64], gap_err[2048], tg_true[2][64], ppt_true[2][64];
+        size_t n_tg[2] = {}, n_pp[2] = {};
+
+        ASSERT_TRUE(n_sim > 0);
+        json_array_foreach(json_object_get(doc, "requests"), i, rq) {
+                int64_t t0 = json_integer_value(json_object_get(rq, "t0_us"));
+                struct sreq *s = match(sim, n_sim, t0);
+                json_t *tev = json_object_get(rq, "text_events_us");
+                int64_t tok1 = t0 + json_integer_value(json_object_get(rq, "tok1_us"));
+                int d = streq(json_string_value(json_object_get(rq, "test")), "pp256 tg32") ? 0 : 1;
+
+                ASSERT_EQ(json_integer_value(json_object_get(rq, "completion_tokens")), 32);
+                ASSERT_EQ((int64_t)s->n, 32); /* one token per step: no speculative decoding */
+                ASSERT_EQ(json_array_size(tev), s->n);
+                ASSERT_EQ(json_integer_value(json_object_get(rq, "prompt_tokens")), s->prompt);
+                /* the schedule itself: first token at arrival + delay + prompt / prefill rate (+ jitter) */
+                {
+                        double due = (double)s->recv + FIRST_TOKEN_MS * 1000 + (double)s->prompt * 1e6 / PREFILL_TPS;
+                        if (!((double)s->sched[0] >= due - 2 && (double)s->sched[0] <= due + jitter_ms * 1000 + 2))
+                                test_fail(__FILE__, __LINE__, "first token due %.0f, scheduled %" PRId64, due, s->sched[0]);
+                }
+                /* TTFT: our first-token stamp against the schedule's first token */
+                ttft_err[n] = (double)(tok1 - s->sched[0]) / 1000.0;
+                ASSERT_TRUE(ttft_err[n] > 0); /* a stamp before the token was due would be a bug */
+                ttft_ratio[n] = ttft_err[n] / MX_MAX(0.01 * (double)(s->sched[0] - t0) / 1000.0, 0.2);
+                /* our part alone: from the sim's write to our stamp */
+                client_err[n] = (double)(tok1 - s->sent[0]) / 1000.0;
+                for (size_t k = 1; k < s->n; k++) {
+                        double ours = (double)(json_integer_value(json_array_get(tev, k)) -
+                                               json_integer_value(json_array_get(tev, k - 1))) / 1000.0;
+                        double theirs = (double)(s->sched[k] - s->sched[k - 1]) / 1000.0;
+                        ASSERT_TRUE(n_gap < ELEMENTSOF(gap_err));
+                        gap_err[n_gap++] = fabs(ours - theirs);
+                }
+                /*
+                 * The rows are means, which one late step of the sim on a loaded machine moves: they are
+                 * held to what the sim really did (its writes); the medians above to the schedule.
+                 */
+                tg_true[d][n_tg[d]++] = mx_bench_tg_tps((int64_t)s->n, s->sent[0], s->sent[s->n - 1]);
+                /* latency mode none: est_ppt = ttfr, the first token's time after t0 */
+                ppt_true[d][n_pp[d]++] = mx_bench_est_ppt_ms((double)(s->sent[0] - t0) / 1000.0, 0);
+                n++;
+        }
+        ASSERT_EQ(n, 10); /* 2 tests x 5 runs, warm-ups not kept */
+        fprintf(stderr, "TTFT error vs schedule: median %.3f ms (%.2f of the tolerance), vs the sim's write: "
+                        "%.3f ms; ITL error median %.3f ms\n",
+                median(ttft_err, n), median(ttft_ratio, n), median(client_err, n), median(gap_err, n_gap));
+        /* TTFT against the schedule (sim lateness + loopback + us): within 1 % or 0.2 ms, the median request */
+        ASSERT_TRUE(median(ttft_ratio, n) <= 1.0);
+        /* our own part: the sim's write of the first token to our stamp */
+        ASSERT_TRUE(median(client_err, n) <= 0.2);
+        /* ITL: the median error of each gap against the schedule's gap */
+        ASSERT_TRUE(median(gap_err, n_gap) <= 0.2);
+        for (int d = 0; d < 2; d++) {
+                struct mx_bstat tg, ppt;
+                const char *tgname = d == 0 ? "tg32" : "tg32 @ d512";
+                const char *ppname = d == 0 ? "pp256" : "pp256 @ d512";
+                double prompt = d == 0 ? 256 : 768;
+
+                mx_bstat_compute(tg_true[d], n_tg[d], &tg);
+                mx_bstat_compute(ppt_true[d], n_pp[d], &ppt);
+                ASSERT_FAITHFUL_RATE(row_mean(doc, tgname, "tps"), tg.mean);
+                /* pp: its time (est_ppt) within 1 % or 0.2 ms, and the rate by the same margin */
+                ASSERT_FAITHFUL_MS(row_mean(doc, ppname, "est_ppt_ms"), ppt.mean);
+                ASSERT_FAITHFUL_MS(prompt * 1000.0 / row_mean(doc, ppname, "tps"), prompt * 1000.0 / (prompt * 1000.0 / ppt.mean));
+                if (jitter_ms == 0) {
+                        ASSERT_FAITHFUL_RATE(row_mean(doc, tgname, "tps"), DECODE_TPS);
+                        ASSERT_FAITHFUL_RATE(tg.mean, DECODE_TPS);
+                }
+        }
+        if (jitter_ms == 0) {
+                json_t *sv = json_array_get(json_object_get(doc, "serving"), 0);
+                /* pooled ITL median: one decode step */
+                ASSERT_FAITHFUL_MS(json_number_value(json_object_get(json_object_get(sv, "itl_ms"), "p50")),
+                                   1000.0 / DECODE_TPS);
+                ASSERT_FAITHFUL_MS(json_number_value(json_object_get(json_object_get(sv, "tpot_ms"), "mean")),
+                                   1000.0 / DECODE_TPS);
+        }
+}
+
+static void config(struct mx_bench_config *cfg, int port)
+{
+        static char url[64];
+
+        mx_bench_config_defaults(cfg);
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+        cfg->url = url;
+        cfg->pp[0] = 256;
+        cfg->tg[0] = 32;
+        cfg->n_tg = 1;
+        cfg->depth[1] = 512;
+        cfg->n_depth = 2;
+        cfg->runs = 5;
+        cfg->warmup = 1;
+        cfg->latency_mode = MX_BENCH_LATENCY_NONE;
+        cfg->keep_requests = true;
+        cfg->timeout_ms = 60000;
+}
+
+static void fidelity(const char *flavor, double jitter_ms)
+{
+        struct sim s;
+        struct mx_bench_config cfg;
+        _cleanup_json_ json_t *doc = NULL;
+        unsigned failed;
+
+        sim_start(&s, flavor, jitter_ms, NULL);
+        config(&cfg, s.port);
+        doc = run_bench(&cfg, &failed);
+        ASSERT_EQ(failed, 0);
+        ASSERT_EQ(json_integer_value(json_object_get(doc, "measured")), 10);
+        /* prompts of exact length: usage.prompt_tokens = depth + pp */
+        ASSERT_EQ(json_integer_value(json_object_get(row(doc, "pp256"), "prompt_tokens_min")), 256);
+        ASSERT_EQ(json_integer_value(json_object_get(row(doc, "pp256"), "prompt_tokens_max")), 256);
+        ASSERT_EQ(json_integer_value(json_object_get(row(doc, "pp256 @ d512"), "prompt_tokens_min")), 768);
+        ASSERT_EQ(json_integer_value(json_object_get(row(doc, "pp256 @ d512"), "prompt_tokens_max")), 768);
+        check_fidelity(doc, s.log, jitter_ms);
+        sim_stop(&s);
+}
+
+TEST(fidelity_vllm)
+{
+        fidelity("vllm", 0);
+}
+
+TEST(fidelity_vllm_jitter)
+{
+        fidelity("vllm", 3.0);
+}
+
+TEST(fidelity_llama_server)
+{
+        fidelity("llama-server", 0);
+}
+
+TEST(failures_counted_not_dropped)
+{
+        const char *const extra[] = {"--mxsim-fault", "null-content", NULL};
+        struct sim s;
+        struct mx_bench_config cfg;
+        _cleanup_json_ json_t *doc = NULL;
+        unsigned failed;
+        json_t *f;
+
+        sim_start(&s, "vllm", 0, extra);
+        config(&cfg, s.port);
+        cfg.n_depth = 1;
+        cfg.runs = 3;
+        doc = run_bench(&cfg, &failed);
+        ASSERT_EQ(failed, 3);
+        ASSERT_EQ(json_integer_value(json_object_get(row(doc, "pp256"), "failed")), 3);
+        ASSERT_EQ(json_integer_value(json_object_get(row(doc, "pp256"), "requests")), 3);
+        f = json_object_get(doc, "failures");
+        ASSERT_EQ(json_array_size(f), 3);
+        ASSERT_CONTAINS(json_string_value(json_object_get(json_array_get(f, 0), "error")), "no event carried text");
+        /* no number is made from failed requests */
+        ASSERT_TRUE(json_is_null(json_object_get(json_object_get(row(doc, "tg32"), "tps"), "mean")));
+        sim_stop(&s);
+}
+
+TEST(unreachable_server_is_an_error)
+{
+        struct mx_bench_config cfg;
+        struct done d = {.base = event_base_new()};
+        _cleanup_(mx_bench_freep) struct mx_bench *b = NULL;
+        _cleanup_free_ char *err = NULL;
+
+        config(&cfg, free_port());
+        ASSERT_OK(mx_bench_new(d.base, &cfg, &b, &err));
+        ASSERT_OK(mx_bench_start(b, done_cb, NULL, &d));
+        ASSERT_OK(event_base_dispatch(d.base));
+        ASSERT_EQ(d.error, -ECONNREFUSED);
+        ASSERT_CONTAINS(d.reason, "/v1/models");
+        free(d.reason);
+        b = mx_bench_free(b);
+        event_base_free(d.base);
+}
+
+TEST(config_checked)
+{
+        struct mx_bench_config cfg;
+        _cleanup_free_ char *err = NULL;
+
+        config(&cfg, 1);
+        cfg.tg[0] = 1;
+        ASSERT_ERR(mx_bench_config_check(&cfg, &err), EINVAL);
+        ASSERT_CONTAINS(err, "tg 1");
+        free(TAKE_PTR(err));
+        config(&cfg, 1);
+        cfg.url = "https://x";
+        ASSERT_ERR(mx_bench_config_check(&cfg, &err), EINVAL);
+        free(TAKE_PTR(err));
+        config(&cfg, 1);
+        cfg.concurrency = MX_BENCH_CONCURRENCY_MAX + 1;
+        ASSERT_ERR(mx_bench_config_check(&cfg, &err), EINVAL);
+        free(TAKE_PTR(err));
+        config(&cfg, 1);
+        cfg.n_depth = MX_BENCH_LIST_MAX + 1;
+        ASSERT_ERR(mx_bench_config_check(&cfg, &err), E2BIG);
+}
