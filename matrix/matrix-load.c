@@ -4,6 +4,7 @@
  * then every key is checked here against docs/mxmatrix.json.5. The first
  * error rejects the whole file; it names FILE:LINE:COL and the key's path.
  */
+#include "levelcat.h"
 #include "matrix.h"
 #include "profile.h"
 #include "expand.h"
@@ -816,7 +817,7 @@ static int parse_feature(struct loader *l, json_t *node, struct mx_matrix_featur
 {
         static const char *const keys[] = { "name",       "title",      "description", "priority",
                                             "set",        "hypothesis", "criteria",    "status",
-                                            "depends_on", "gate",       NULL };
+                                            "depends_on", "gate",       "levels",      NULL };
         _cleanup_free_ char *status = NULL;
         json_t *prio, *set, *crit, *c;
         size_t i;
@@ -1436,7 +1437,8 @@ static int check_constraints(struct loader *l)
 static int parse_root(struct loader *l)
 {
         static const char *const keys[] = { "matrix", "name",     "description", "target",      "profiles",
-                                            "axes",   "baseline", "features",    "constraints", NULL };
+                                            "axes",   "baseline", "features",    "constraints", "levels",
+                                            NULL };
         struct mx_matrix *m = l->m;
         json_t *root = m->root, *version;
         int r;
@@ -1482,6 +1484,9 @@ static int parse_root(struct loader *l)
         if (r < 0)
                 return r;
         r = check_constraints(l);
+        if (r < 0)
+                return r;
+        r = mx_matrix_levels_check(m, l->reterr);
         if (r < 0)
                 return r;
         /* The runner's part of target and profiles, checked here so a bad file is refused as a whole. */

@@ -376,6 +376,9 @@ int sim_config_parse(struct sim_config *c, int argc, char **argv, char **reterr)
         if ((r = parse_flavor(c, reterr)) < 0 || (r = parse_knobs(c, reterr)) < 0 ||
             (r = parse_spec(c, reterr)) < 0 || (r = parse_faults(c, reterr)) < 0)
                 return r;
+        /* short-context=N: the server runs with a context of N tokens, as /v1/models and the log say. */
+        if (sim_fault_on(&c->faults, SIM_FAULT_SHORT_CONTEXT))
+                c->max_model_len = MX_MAX(16, (int64_t)c->faults.value[SIM_FAULT_SHORT_CONTEXT]);
         v = sim_config_arg(c, "served-model-name");
         if (!v)
                 v = sim_config_arg(c, "alias"); /* llama-server */
