@@ -53,6 +53,28 @@ static const struct mx_level_setting l2_settings[] = {
         {},
 };
 
+static const struct mx_level_setting l3_settings[] = {
+        { "sequential", MX_LSET_INT, "100", 0, 100000, NULL,
+          "requests one after the other (seed 001: 100); the memory check spans them" },
+        { "concurrency", MX_LSET_INT, "10", 0, 256, NULL,
+          "requests sent at once after the sequential ones (seed 001: 10; template 000: 2-4)" },
+        { "max_tokens", MX_LSET_INT, "32", 1, 131072, NULL,
+          "tokens asked of each sequential and concurrent request, with ignore_eos" },
+        { "long_generation_tokens", MX_LSET_INT, "1024", 0, 1048576, NULL,
+          "tokens of the one long generation (seed 001: 1024+); 0: none" },
+        { "long_context_tokens", MX_LSET_INT, "32768", 0, 16777216, NULL,
+          "prompt tokens of the one long-context request (template 000: 32K+); a server whose max_model_len "
+          "(from /v1/models) cannot hold them fails; 0: none" },
+        { "memory_growth_max", MX_LSET_NUMBER, "0.10", 0, 100, NULL,
+          "the largest growth of the server's memory from the first sample to the last of the sequential "
+          "requests (seed 001: 10 %)" },
+        { "memory_every", MX_LSET_INT, "10", 1, 100000, NULL, "sample the memory every this many sequential requests" },
+        { "endpoint", MX_LSET_STRING, "\"completions\"", 0, 0, endpoint_choices, "the endpoint every request goes to" },
+        { "check_zombies", MX_LSET_BOOL, "true", 0, 0, NULL,
+          "fail when a process of the server's tree has a zombie child it never reaped" },
+        {},
+};
+
 /* Keep in the seed's order (seed 001, Phase 6). */
 const struct mx_level_def mx_level_defs[] = {
         { "L1", "smoke", "the server becomes ready in time and answers one completion; its log shows no crash",
@@ -65,6 +87,10 @@ const struct mx_level_def mx_level_defs[] = {
           "a fixed prompt set on each endpoint: coherent text, exact token counts, no NaN/Inf, valid logprobs, the "
           "same tokens for the same seed (twice, and again after other traffic), optional reference perplexity",
           .settings = l2_settings },
+        { "L3", "stress",
+          "100 sequential and 10 concurrent requests, one 1024-token generation, one 32K-token prompt, every reply "
+          "checked; memory growth under 10 %; no zombie and nothing left after the stop",
+          .settings = l3_settings },
 };
 const size_t mx_level_defs_count = ELEMENTSOF(mx_level_defs);
 

@@ -10,12 +10,14 @@
 extern const struct mx_level_ops mx_level_l1_ops;
 extern const struct mx_level_ops mx_level_l15_ops;
 extern const struct mx_level_ops mx_level_l2_ops;
+extern const struct mx_level_ops mx_level_l3_ops;
 
 /* Like tmux's cmd_table: one line per level file. */
 const struct mx_level_ops *const mx_level_table[] = {
         &mx_level_l1_ops,
         &mx_level_l15_ops,
         &mx_level_l2_ops,
+        &mx_level_l3_ops,
         NULL,
 };
 

@@ -161,7 +161,7 @@ _noreturn_ static void die_of(struct engine *e, enum sim_crash kind, const char 
         sim_crash_die(kind);
 }
 
-static void *memory_hog;
+static void *memory_hog, *weights;
 
 /* memory-growth=MB: allocate and touch MB per request, never freed (a leak the L3 drift check must see). */
 static void grow_memory(const struct sim_config *c)
@@ -359,6 +359,11 @@ static void load_weights(struct engine *e, double t)
                 "['TRITON_ATTN', 'FLASHINFER', 'FLASH_ATTN'].",
                 sim_attention_backend());
         sim_moe_log(&e->moe);
+        if (c->resident_mb > 0) {
+                /* The weights: resident for the engine's life, so memory drift is measured against a base. */
+                weights = xmalloc((size_t)(c->resident_mb * 1048576));
+                memset(weights, 0x5a, (size_t)(c->resident_mb * 1048576));
+        }
         sim_print(STDERR_FILENO,
                   "Loading safetensors checkpoint shards:   0%% Completed | 0/15 [00:00<?, ?it/s]");
         if (sim_fault_on(&c->faults, SIM_FAULT_HANG_START))

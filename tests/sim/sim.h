@@ -148,6 +148,7 @@ struct sim_config {
         size_t n_args;
         /* timing knobs (seconds / milliseconds) */
         double load_s;
+        double resident_mb; /* MXSIM_RESIDENT_MB: memory the engine holds once loaded (the weights' stand-in) */
         double watchdog_s;
         double token_ms;
         double shutdown_wait_s;

@@ -354,16 +354,6 @@ TEST(l2_every_injected_fault_fails_with_its_check_and_evidence)
         }
 }
 
-TEST(l2_failure_skips_later_levels_unless_continue_on_fail)
-{
-        struct rig g;
-
-        run_levels(&g, "l2-stops", "degenerate-text", L2_SMALL, "[\"L1\",\"L2\",\"L1.5\"]");
-        ASSERT_STREQ(verdict(&g, "L2"), "fail");
-        ASSERT_STREQ(verdict(&g, "L1"), "pass");
-        rig_done(&g);
-}
-
 TEST(l2_reference_perplexity_within_tolerance)
 {
         _cleanup_free_ char *ref = NULL, *settings = NULL, *text = NULL;
@@ -398,5 +388,84 @@ TEST(l2_reference_perplexity_within_tolerance)
         rig_done(&g);
         run_levels(&g, "l2-ref-good", "", settings, "[\"L2\"]");
         ASSERT_STREQ(verdict(&g, "L2"), "pass");
+        rig_done(&g);
+}
+
+/* L3 at a size a loaded 2-core machine runs in seconds; every phase included. */
+#define L3_SMALL                                                                                                   \
+        "{\"L3\": {\"sequential\": 20, \"concurrency\": 4, \"max_tokens\": 8, \"long_generation_tokens\": 1024, " \
+        "\"long_context_tokens\": 32768, \"memory_every\": 5}}"
+
+TEST(l3_passes_on_a_faithful_server)
+{
+        struct rig g;
+        json_t *m;
+
+        run_levels(&g, "l3-pass", "", L3_SMALL, "[\"L1\",\"L3\"]");
+        if (!streq(verdict(&g, "L3"), "pass"))
+                test_fail(__FILE__, __LINE__, "L3: %s",
+                          strna(json_string_value(json_object_get(level_rec(&g, "L3"), "message"))));
+        m = json_object_get(level_rec(&g, "L3"), "metrics");
+        ASSERT_EQ(json_integer_value(json_object_get(m, "requests")), 20 + 4 + 1 + 1);
+        ASSERT_EQ(json_integer_value(json_object_get(m, "long_generation_tokens")), 1024);
+        ASSERT_TRUE(json_integer_value(json_object_get(m, "long_context_prompt_tokens")) >= 32768);
+        ASSERT_EQ(json_integer_value(json_object_get(m, "max_model_len")), 131072);
+        ASSERT_TRUE(json_integer_value(json_object_get(json_object_get(m, "memory"), "first_bytes")) > 0);
+        ASSERT_TRUE(json_array_size(json_object_get(json_object_get(m, "memory"), "series")) >= 4);
+        rig_done(&g);
+}
+
+TEST(l3_every_injected_fault_fails_with_its_check)
+{
+        static const struct {
+                const char *fault, *check, *message;
+        } want[] = {
+                { "memory-growth=4", "memory", "memory grew" },
+                { "die-under-concurrency=3", NULL, "concurrent request" },
+                { "zombie-child", "zombie", "is a zombie" },
+                { "short-context=8192", "context", "max_model_len 8192" },
+                { "short-output=2", "tokens", "sequential request 1: completion_tokens 6" },
+                { "degenerate-text", "coherence", "sequential request 1: degenerate text" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                _cleanup_free_ char *name = xasprintf("l3-%s", want[i].fault);
+                const char *msg;
+                struct rig g;
+
+                run_levels(&g, name, want[i].fault, L3_SMALL, "[\"L3\"]");
+                msg = json_string_value(json_object_get(level_rec(&g, "L3"), "message"));
+                fprintf(stderr, "  %-24s %s %s: %s\n", want[i].fault, mx_outcome_to_string(g.outcome),
+                        strna(verdict(&g, "L3")), strna(msg));
+                ASSERT_STREQ(verdict(&g, "L3"), "fail");
+                if (want[i].check) {
+                        ASSERT_STREQ(json_string_value(json_object_get(first_failure(&g, "L3"), "check")),
+                                     want[i].check);
+                        ASSERT_CONTAINS(msg, want[i].message);
+                } else {
+                        /* The engine died under the concurrent requests: the run crashed, L3 says where. */
+                        ASSERT_STREQ(mx_outcome_to_string(g.outcome), "crashed");
+                        ASSERT_CONTAINS(msg, want[i].message);
+                }
+                rig_done(&g);
+        }
+}
+
+TEST(l3_failure_skips_nothing_before_and_continue_on_fail_goes_on)
+{
+        struct rig g;
+
+        /* L2 fails; without continue_on_fail L3 is skipped, with it L3 runs (and fails on the same fault). */
+        run_levels(&g, "l2-stops-l3", "degenerate-text", "{\"L2\": {\"max_tokens\": 12}, \"L3\": {\"sequential\": 2}}",
+                   "[\"L1\",\"L2\",\"L3\"]");
+        ASSERT_STREQ(verdict(&g, "L2"), "fail");
+        ASSERT_STREQ(verdict(&g, "L3"), "skipped");
+        ASSERT_CONTAINS(json_string_value(json_object_get(level_rec(&g, "L3"), "message")), "L2 failed");
+        rig_done(&g);
+        run_levels(&g, "l2-goes-on", "degenerate-text",
+                   "{\"L2\": {\"max_tokens\": 12, \"continue_on_fail\": true}, \"L3\": {\"sequential\": 2}}",
+                   "[\"L1\",\"L2\",\"L3\"]");
+        ASSERT_STREQ(verdict(&g, "L2"), "fail");
+        ASSERT_STREQ(verdict(&g, "L3"), "fail");
         rig_done(&g);
 }
