@@ -214,3 +214,21 @@ TEST(submission_settings_for_levels_not_run_are_refused)
         ASSERT_ERR(mx_levels_resolve(m, -1, sel, typo, &run, &set, &e2), EINVAL);
         ASSERT_CONTAINS(e2, "LEVEL.setting");
 }
+
+TEST(submit_words_set_levels_and_level_settings)
+{
+        const struct mx_proto *p = mx_proto_get();
+        const struct mx_proto_method *m = mx_proto_find(p, "submit");
+        char *argv[] = { "submit", "feature=cutlass", "levels=L1-L3", "L3.concurrency=4", "kernel=gemm", NULL };
+        char *argv2[] = { "submit", "cutlass", "L3.concurrency=4", "L3.concurrency=5", NULL };
+        _cleanup_json_ json_t *params = NULL, *twice = NULL;
+        _cleanup_free_ char *err = NULL;
+
+        ASSERT_OK(mx_proto_cli_parse(p, m, 5, argv, &params, &err));
+        ASSERT_STREQ(json_string_value(json_array_get(json_object_get(params, "levels"), 0)), "L1-L3");
+        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(params, "level_settings"), "L3.concurrency")),
+                     "4");
+        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(params, "pins"), "kernel")), "gemm");
+        ASSERT_ERR(mx_proto_cli_parse(p, m, 4, argv2, &twice, &err), EINVAL);
+        ASSERT_CONTAINS(err, "given twice");
+}
