@@ -246,7 +246,7 @@ static json_t *sim_spec(const char *faults, const char *settings)
                 "\"--port\", \"{port}\", \"--served-model-name\", \"{served_model_name}\", "
                 "\"--enforce-eager\", \"--disable-uvicorn-access-log\"], "
                 "\"env\": [\"MXSIM_LOAD_S=0.1\", \"MXSIM_WATCHDOG_S=1\", \"MXSIM_SHUTDOWN_WAIT_S=1\", "
-                "\"MXSIM_TOKEN_MS=0.2\", \"MXSIM_GPU_LOCK={run_dir}/gpu.lock\", \"VLLM_MXFP4_MOE_KERNEL=gemm\", "
+                "\"MXSIM_TOKEN_MS=0.2\", \"MXSIM_RESIDENT_MB=64\", \"MXSIM_GPU_LOCK={run_dir}/gpu.lock\", \"VLLM_MXFP4_MOE_KERNEL=gemm\", "
                 "\"MXSIM_FAULTS=%s\"], "
                 "\"model\": \"openai/gpt-oss-120b\", \"served_model_name\": \"gpt-oss-120b\", "
                 "\"expect\": null, \"level_settings\": %s, "
