@@ -5,6 +5,7 @@
  * so tests can point everything at a temporary directory with flags alone.
  */
 #include "daemon.h"
+#include "sampler.h"
 #include "log.h"
 
 #include <getopt.h>
@@ -50,6 +51,8 @@ void config_done(struct mx_config *c)
         free(c->matrix_path);
         free(c->log_sink);
         free(c->log_level);
+        free(c->gpu_source);
+        free(c->nvml_library);
 }
 
 static void set_str(char **dst, const char *v)
@@ -199,6 +202,12 @@ static int load_key(struct mx_config *c, const char *k, json_t *v)
                 return load_string_key(c, k, v, &c->log_sink);
         if (streq(k, "log_level"))
                 return load_string_key(c, k, v, &c->log_level);
+        if (streq(k, "gpu_source"))
+                return json_is_string(v) && mx_sample_source_from_string(json_string_value(v)) >= 0
+                               ? load_string_key(c, k, v, &c->gpu_source)
+                               : file_error(c->config_path, k, "expected \"auto\", \"nvml\", \"nvidia-smi\" or \"proc\"");
+        if (streq(k, "nvml_library"))
+                return load_string_key(c, k, v, &c->nvml_library);
         if (streq(k, "socket_mode"))
                 return json_is_string(v) && parse_mode(json_string_value(v), &c->socket_mode) >= 0
                                ? 0

@@ -48,6 +48,8 @@ struct mx_config {
         bool foreground;
         char *log_sink;
         char *log_level;
+        char *gpu_source;   /* the health gate's sampler (sampler.h): auto, nvml, nvidia-smi, proc; NULL: auto */
+        char *nvml_library; /* NULL: libnvidia-ml.so.1 */
 };
 
 struct mx_daemon {
@@ -67,6 +69,7 @@ struct mx_daemon {
         bool paused;
         char *pause_reason;       /* why the daemon paused the queue itself (health gate, leftovers, disk); NULL */
         struct mx_cgroup *cgroup; /* where runs' cgroups go (cgroup.h); NULL: runs have none */
+        struct mx_health *health; /* the GPU part of the health gate (health.h) */
         int lock_fd;              /* the state directory's lock, held for the daemon's life */
         bool stopping;
         char *boot_id;

@@ -6,6 +6,7 @@
  * (only once the database is open and the socket is served) and when it stops.
  */
 #include "cgroup.h"
+#include "health.h"
 #include "control.h"
 #include "daemon.h"
 #include "http.h"
@@ -275,6 +276,8 @@ static int setup(struct mx_daemon *d, struct listen_socket *ls)
                 return EXIT_FAILURE;
         }
         d->sched = sched_new(d);
+        (void)mx_health_new(d, &d->health);
+        sched_set_health_check(d->sched, mx_health_check, d->health);
         return 0;
 }
 
@@ -283,6 +286,7 @@ static void teardown(struct mx_daemon *d, struct listen_socket *ls)
         d->control = control_free(d->control);
         stream_free_all(d);
         d->sched = sched_free(d->sched);
+        d->health = mx_health_free(d->health);
         listen_close(ls);
         d->http = mx_http_free(d->http);
         d->reaper = proc_reaper_free(d->reaper);

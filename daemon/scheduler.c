@@ -883,9 +883,10 @@ static int gate_check(struct mx_sched *s)
                 _cleanup_free_ char *settle = mx_format_duration(gate_settle_ms(s) * 1000);
 
                 s->gate_deadline = now + gate_settle_ms(s) * 1000;
-                log_notice("health gate: %s; waiting up to %s for it to settle", reason, settle);
+                if (r != -EINPROGRESS) /* a sample on its way is no news */
+                        log_notice("health gate: %s; waiting up to %s for it to settle", reason, settle);
         }
-        if ((r == -EBUSY || r == -EAGAIN) && now < s->gate_deadline) {
+        if ((r == -EBUSY || r == -EAGAIN || r == -EINPROGRESS) && now < s->gate_deadline) {
                 struct timeval tv = { .tv_usec = SCHED_GATE_RETRY_MS * 1000 };
 
                 evtimer_add(s->gate_ev, &tv);

@@ -31,7 +31,8 @@ void sched_shutdown(struct mx_sched *s, void (*done)(void *ud), void *ud);
  * A check of the machine that the health gate runs before each run, after its
  * process check (no process of an earlier run alive): the GPU is readable and
  * its memory is back to the idle level within a tolerance (the sampler's).
- * Returns 0 when healthy; -EAGAIN when not yet (the gate looks again until
+ * Returns 0 when healthy; -EINPROGRESS while its sample is on its way and
+ * -EAGAIN when not yet healthy (the gate looks again, quietly for the first, until
  * the matrix's health.settle_ms is up, then pauses the queue); another
  * negative errno when broken (the queue is paused at once). *reason says what.
  */

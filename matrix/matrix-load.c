@@ -1606,13 +1606,14 @@ static int member_ms(struct loader *l, json_t *obj, const char *key, int64_t def
 /* "health": the daemon's check of the machine between runs (mxmatrix.json(5) HEALTH). */
 static int parse_health(struct loader *l, json_t *root)
 {
-        static const char *const keys[] = { "command", "timeout_ms", "settle_ms", NULL };
+        static const char *const keys[] = { "command", "timeout_ms", "settle_ms", "memory_tolerance_mb", NULL };
         struct mx_matrix *m = l->m;
-        json_t *h;
+        json_t *h, *tol;
         int r;
 
         m->health_timeout_ms = MX_MATRIX_HEALTH_TIMEOUT_MS;
         m->health_settle_ms = MX_MATRIX_HEALTH_SETTLE_MS;
+        m->health_memory_tolerance_mb = MX_MATRIX_HEALTH_MEMORY_TOLERANCE_MB;
         r = member(l, root, "health", KIND_OBJECT, false, &h);
         if (r < 0 || !h)
                 return r;
@@ -1627,7 +1628,17 @@ static int parse_health(struct loader *l, json_t *root)
         r = member_ms(l, h, "timeout_ms", MX_MATRIX_HEALTH_TIMEOUT_MS, &m->health_timeout_ms);
         if (r < 0)
                 return r;
-        return member_ms(l, h, "settle_ms", MX_MATRIX_HEALTH_SETTLE_MS, &m->health_settle_ms);
+        r = member_ms(l, h, "settle_ms", MX_MATRIX_HEALTH_SETTLE_MS, &m->health_settle_ms);
+        if (r < 0)
+                return r;
+        r = member(l, h, "memory_tolerance_mb", KIND_INTEGER, false, &tol);
+        if (r < 0 || !tol)
+                return r;
+        if (json_integer_value(tol) < 0 || json_integer_value(tol) > MX_MATRIX_HEALTH_MEMORY_TOLERANCE_MAX_MB)
+                return err(l, h, "memory_tolerance_mb", "%" JSON_INTEGER_FORMAT " MiB is outside 0..%d",
+                           json_integer_value(tol), MX_MATRIX_HEALTH_MEMORY_TOLERANCE_MAX_MB);
+        m->health_memory_tolerance_mb = json_integer_value(tol);
+        return 0;
 }
 
 /* ---- entry points ---- */

@@ -40,6 +40,9 @@
 /* health (the gate between runs): the command's time limit, and how long processes and memory may take to go. */
 #define MX_MATRIX_HEALTH_TIMEOUT_MS 60000
 #define MX_MATRIX_HEALTH_SETTLE_MS 30000
+/* GPU memory (system memory on unified GPUs) may stay this far above the idle level between runs. */
+#define MX_MATRIX_HEALTH_MEMORY_TOLERANCE_MB 2048
+#define MX_MATRIX_HEALTH_MEMORY_TOLERANCE_MAX_MB (1024 * 1024)
 #define MX_MATRIX_MAX_HEALTH_MS (24LL * 3600 * 1000)
 #define MX_MATRIX_MAX_PATTERNS 64 /* per must_see / must_not_see list, and alternatives per entry */
 #define MX_MATRIX_MAX_FEATURES 256
@@ -246,6 +249,7 @@ struct mx_matrix {
         char **health_command;
         int64_t health_timeout_ms;
         int64_t health_settle_ms;
+        int64_t health_memory_tolerance_mb;
 };
 
 /*

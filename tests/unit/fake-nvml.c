@@ -5,6 +5,8 @@
  * tests/fixtures/gpu-h200/nvml.txt, captured through pynvml on an H200).
  * FAKE_NVML_UNIFIED=1 answers memory queries NOT_SUPPORTED as the GB10 does;
  * FAKE_NVML_GROW=BYTES adds BYTES to the used memory at every query (a leak);
+ * FAKE_NVML_USED_FILE=PATH adds the number of MiB the file holds (read at every
+ * query: a test changes what the GPU holds while the daemon watches);
  * FAKE_NVML_INIT=ERR makes nvmlInit fail with that NVML error number;
  * FAKE_NVML_PROC_NA=1 reports the processes' memory as NVML_VALUE_NOT_AVAILABLE;
  * FAKE_NVML_THROTTLE=MASK sets the clocks event reasons.
@@ -61,6 +63,20 @@ static unsigned long long env_ull(const char *name)
         return v ? strtoull(v, NULL, 0) : 0;
 }
 
+static unsigned long long used_file_mib(void)
+{
+        const char *path = getenv("FAKE_NVML_USED_FILE");
+        unsigned long long mib = 0;
+        FILE *f;
+
+        if (!path || !(f = fopen(path, "re")))
+                return 0;
+        if (fscanf(f, "%llu", &mib) != 1)
+                mib = 0;
+        fclose(f);
+        return mib;
+}
+
 nvmlReturn_t nvmlInit_v2(void)
 {
         const char *path = getenv("FAKE_NVML_DUMP");
@@ -111,7 +127,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *m)
         if (env_ull("FAKE_NVML_UNIFIED"))
                 return 3; /* NVML_ERROR_NOT_SUPPORTED, as on the GB10 */
         m->total = dump.total;
-        m->used = dump.used + dump.grown;
+        m->used = dump.used + dump.grown + used_file_mib() * 1024 * 1024;
         m->free = dump.total - m->used;
         dump.grown += env_ull("FAKE_NVML_GROW");
         return 0;
