@@ -29,6 +29,7 @@
 #include "profile.h"
 #include "runner-util.h"
 #include "runner.h"
+#include "sampler.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -662,6 +663,26 @@ static const struct mx_levels_hooks levels_hooks = {
 };
 
 /* The levels of the run, each with its context: the server's address, model, log and run directory. */
+/*
+ * Levels' memory sample: the PSS of the run's processes (levels.h), plus what
+ * the attempt's GPU sampler saw last: the device memory of the run's compute
+ * processes, and the system's used memory (the GB10's unified memory).
+ */
+static int mem_sample(void *ud, struct mx_mem_sample *ret)
+{
+        struct mx_runner *r = ud;
+        const struct mx_sample *last = r->ctx.sampler ? mx_sampler_last(r->ctx.sampler) : NULL;
+        int q = mx_mem_sample_pss((void *)r->ctx.tag, ret);
+
+        if (q < 0 || !last)
+                return q;
+        if (last->gpu_ok && last->tree_gpu_bytes > 0)
+                ret->gpu_bytes = (uint64_t)last->tree_gpu_bytes;
+        if (last->sys_mem_used > 0)
+                ret->sys_used_bytes = (uint64_t)last->sys_mem_used;
+        return 0;
+}
+
 static int setup_levels(struct mx_runner *r, char **reterr)
 {
         const char *model = json_string_value(json_object_get(r->ctx.spec, "served_model_name"));
@@ -669,7 +690,7 @@ static int setup_levels(struct mx_runner *r, char **reterr)
                 .base = r->ctx.base, .http = r->ctx.http, .url = r->url,
                 .model = model ? model : json_string_value(json_object_get(r->ctx.spec, "model")),
                 .run_dir = r->ctx.run_dir, .tag = r->ctx.tag, .spec = r->ctx.spec, .profile = r->profile,
-                .crash = r->crash, .values = r->values, .mem_sample = mx_mem_sample_pss, .mem_ud = (void *)r->ctx.tag,
+                .crash = r->crash, .values = r->values, .mem_sample = mem_sample, .mem_ud = r,
         };
 
         return mx_levels_new(&lc, r->ctx.levels, r->ctx.level_timeout_ms, &levels_hooks, r, &r->levels, reterr);

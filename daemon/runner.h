@@ -25,6 +25,7 @@
 
 struct proc_reaper;
 struct mx_http;
+struct mx_sampler;
 
 /* What the scheduler hands a runner. Strings and JSON are borrowed for the runner's lifetime. */
 struct mx_run_ctx {
@@ -40,6 +41,7 @@ struct mx_run_ctx {
         json_t *levels;         /* levels to run, e.g. ["L1","L1.5"] */
         int64_t level_timeout_ms;
         size_t log_max_bytes;   /* cap for the captured server log */
+        struct mx_sampler *sampler; /* the attempt's GPU and memory sampler (sampler.h), or NULL */
 };
 
 struct mx_level_result {

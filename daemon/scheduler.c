@@ -7,6 +7,7 @@
 #include "meta.h"
 #include "notify.h"
 #include "recover.h"
+#include "sampler.h"
 #include "proc-reaper.h"
 #include "proc.h"
 
@@ -17,6 +18,9 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+
+struct run_sampling;
+static void run_sampling_free(struct run_sampling *rs);
 
 struct current {
         int64_t job, run, attempt_id;
@@ -32,6 +36,7 @@ struct current {
         bool ended;      /* finished() came (or the start failed); the outcome may still wait for the database */
         bool finished;   /* the outcome is recorded; free from the loop */
         char *storage_error; /* a write of this attempt failed: it ends as infra-error with this reason */
+        struct run_sampling *sampling; /* GPU and memory of the whole attempt (scope "run"), or NULL */
 };
 
 /*
@@ -97,6 +102,7 @@ struct mx_sched {
         struct event *hc_timer; /* its time limit */
         bool hc_timed_out;
         bool hc_passed;         /* it passed: the next kick starts a run without running it again */
+        struct run_sampling *closing; /* ended runs' samplers taking their last sample */
 };
 
 static void pending_write_free(struct pending_write *w)
@@ -126,6 +132,8 @@ static void current_free(struct current *c)
                 return;
         if (c->runner)
                 c->ops->free(c->runner);
+        if (c->sampling)
+                run_sampling_free(c->sampling);
         free(c->tag);
         free(c->config_key);
         free(c->run_dir);
@@ -430,6 +438,84 @@ static void sched_pause_because(struct mx_sched *s, const char *msgid, const str
         sched_update_status(s);
 }
 
+/*
+ * The attempt's GPU and memory sampler (sampler.h): from before the server
+ * starts to its end, at the sampler's default rate, over the processes of the
+ * run (its tag). At the end one last sample is taken (a short run may end
+ * before the first), then the summary is stored as the attempt's "run" scope
+ * (show rRUN) and the sampler freed; levels read its latest sample (L3's
+ * memory). A sampler that cannot be made (a gpu_source that does not load)
+ * leaves the run without one: the health gate reports a broken GPU source.
+ */
+struct run_sampling {
+        struct mx_sched *s;
+        int64_t attempt_id, run;
+        bool closing;
+        struct mx_sampler *sampler;
+        struct run_sampling *next; /* closing ones, in s->closing */
+};
+
+static void run_sampling_free(struct run_sampling *rs)
+{
+        mx_sampler_free(rs->sampler);
+        free(rs);
+}
+
+static void run_sample_cb(struct mx_sampler *sampler, const struct mx_sample *sample, void *ud)
+{
+        struct run_sampling *rs = ud, **p;
+        const struct mx_sample_summary *sum = mx_sampler_summary(sampler);
+        int r;
+
+        (void)sample;
+        if (!rs->closing)
+                return;
+        r = mx_sampler_store(rs->s->d->db, rs->attempt_id, "run", sum);
+        if (r < 0)
+                log_warning("cannot record the GPU and memory summary of run %" PRId64 ": %s", rs->run,
+                            strerror(-r));
+        for (p = &rs->s->closing; *p; p = &(*p)->next)
+                if (*p == rs) {
+                        *p = rs->next;
+                        break;
+                }
+        run_sampling_free(rs);
+}
+
+static void run_sampler_begin(struct mx_sched *s, struct current *c)
+{
+        struct mx_sampler_opts o = { .nvml_path = s->d->cfg.nvml_library };
+        struct proc_match m = { .tag = c->tag };
+        struct run_sampling *rs = xcalloc(1, sizeof(*rs));
+        _cleanup_free_ char *err = NULL;
+
+        *rs = (struct run_sampling){ .s = s, .attempt_id = c->attempt_id, .run = c->run };
+        o.source = s->d->cfg.gpu_source ? mx_sample_source_from_string(s->d->cfg.gpu_source)
+                                        : MX_SAMPLE_SOURCE_AUTO;
+        if (mx_sampler_new(s->d->base, s->d->reaper, &o, run_sample_cb, rs, &rs->sampler, &err) < 0) {
+                log_debug("run %" PRId64 " is not sampled: %s", c->run, strna(err));
+                free(rs);
+                return;
+        }
+        mx_sampler_set_tree(rs->sampler, &m, 0);
+        (void)mx_sampler_start(rs->sampler);
+        c->sampling = rs;
+}
+
+/* The run ended: its sampler takes a last sample, stores the summary and goes (run_sample_cb). */
+static void run_sampler_end(struct mx_sched *s, struct current *c)
+{
+        struct run_sampling *rs = TAKE_PTR(c->sampling);
+
+        if (!rs)
+                return;
+        mx_sampler_stop(rs->sampler);
+        rs->closing = true;
+        rs->next = s->closing;
+        s->closing = rs;
+        (void)mx_sampler_request(rs->sampler);
+}
+
 /* ---- runner callbacks ---- */
 
 static void ev_process(void *ud, pid_t pid, pid_t pgid, uint64_t proc_start)
@@ -572,6 +658,7 @@ static void ev_finished(void *ud, const struct mx_run_result *res)
         struct pending_write *w = write_new(s, W_FINISH);
         bool storage = c->storage_error != NULL;
 
+        run_sampler_end(s, c);
         w->finish = (struct queue_finish){
                 .outcome = storage ? MX_OUTCOME_INFRA_ERROR : res->outcome,
                 .crash_class = !storage && res->crash_class ? xstrdup(res->crash_class) : NULL,
@@ -747,7 +834,9 @@ static int start_next(struct mx_sched *s)
                 return 0;
         }
         c->ops = &runner_meta_ops; /* metadata first, then runner_for_spec(c->spec) */
+        run_sampler_begin(s, c);
         ctx = (struct mx_run_ctx){
+                .sampler = c->sampling ? c->sampling->sampler : NULL,
                 .base = s->d->base, .reaper = s->d->reaper, .http = s->d->http, .job = c->job, .run = c->run,
                 .attempt_id = c->attempt_id, .attempt = c->attempt, .tag = c->tag, .config_key = c->config_key,
                 .run_dir = c->run_dir, .spec = c->spec, .levels = c->levels,
@@ -1184,6 +1273,12 @@ struct mx_sched *sched_free(struct mx_sched *s)
                 return NULL;
         sched_final_sweep(s);
         current_free(s->cur);
+        while (s->closing) {
+                struct run_sampling *rs = s->closing;
+
+                s->closing = rs->next;
+                run_sampling_free(rs);
+        }
         while (s->writes) {
                 struct pending_write *w = s->writes;
 

@@ -105,13 +105,17 @@ static void sample(struct l3 *s, const char *when)
         struct mx_level *l = &s->base;
         struct mx_mem_sample m;
 
+        uint64_t held;
+
         if (!l->ctx->mem_sample || l->ctx->mem_sample(l->ctx->mem_ud, &m) < 0 || m.server_bytes == 0)
                 return;
+        /* What the server holds: its processes' memory and, on a discrete GPU, their device memory. */
+        held = m.server_bytes + m.gpu_bytes;
         s->mem_source = m.source;
         if (!s->mem_first)
-                s->mem_first = m.server_bytes;
-        s->mem_last = m.server_bytes;
-        s->mem_peak = MX_MAX(s->mem_peak, m.server_bytes);
+                s->mem_first = held;
+        s->mem_last = held;
+        s->mem_peak = MX_MAX(s->mem_peak, held);
         if (json_array_size(s->series) < L3_SERIES_MAX)
                 json_array_append_new(s->series,
                                       json_pack("{s:f,s:s,s:I,s:I,s:i}", "t_s",

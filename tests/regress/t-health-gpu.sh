@@ -68,6 +68,18 @@ mx resume >/dev/null || fail "resume"
 wait_until "job $j to finish" job_done "$j"
 [ "$(attempts)" = 4 ] || fail "not one attempt per run after resume"
 ok "with the memory back to the idle level the next run starts"
+
+step="each attempt's GPU and memory summary"
+# Run 2 left 5000 MiB held: its own summary (scope "run") saw the memory rise.
+sj=$(mxj show r2)
+src=$(jq -r '.run.attempt_history[0].samples.run.source' <<<"$sj")
+[ "$src" = nvml ] || fail "run 2's summary source: $src ($(jq -c '.run.attempt_history[0].samples' <<<"$sj"))"
+peak=$(jq -r '.run.attempt_history[0].samples.run.memory.peak' <<<"$sj")
+start=$(jq -r '.run.attempt_history[0].samples.run.memory.start' <<<"$sj")
+[ $((peak - start)) -ge $((4900 * 1048576)) ] || fail "run 2's summary misses the 5000 MiB: start $start peak $peak"
+expect_exit 0 "$MX_BIN" show r2
+has "$T/out" "run memory (nvml"
+ok "show r2 has the attempt's summary from NVML, with the memory it left held"
 mxd_stop TERM
 
 step="a GPU that cannot be read"
