@@ -41,9 +41,14 @@ mxd_stop
 echo '{"limits": {"connections": 2}}' >"$T/two.json"
 mxd_start SLEEP=1000 -- --config "$T/two.json"
 j=$(submit feature=fast mode=sleep)
-"$MX_BIN" follow "$j" >/dev/null 2>&1 &
-"$MX_BIN" follow "$j" >/dev/null 2>&1 &
+# Two followers hold both connections. One may be refused itself while the submit's
+# (or a check's) connection is still being closed: start it again until both hold.
+f1="" f2=""
 status_refused() {
+        kill -0 "${f1:-0}" 2>/dev/null || { "$MX_BIN" follow "$j" >/dev/null 2>&1 & f1=$!; }
+        kill -0 "${f2:-0}" 2>/dev/null || { "$MX_BIN" follow "$j" >/dev/null 2>&1 & f2=$!; }
+        sleep 0.2
+        kill -0 "$f1" 2>/dev/null && kill -0 "$f2" 2>/dev/null || return 1
         "$MX_BIN" status >"$T/out" 2>"$T/err"
         local st=$?
         [ "$st" = 0 ] && return 1
