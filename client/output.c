@@ -167,10 +167,9 @@ void output_jobs(json_t *jobs)
                                                       json_integer_value(json_object_get(c, "total")));
                 _cleanup_free_ char *results = mx_result_counts_text(c, false);
                 _cleanup_free_ char *when = output_time(json_object_get(j, "submitted_at"));
-                const char *row[] = {
-                        id,    user, feat,
-                        strat, prio, json_string_value(json_object_get(j, "state")),
-                        done,  when, json_integer_value(json_object_get(c, "done")) ? results : "-"};
+                const char *state = json_string_value(json_object_get(j, "state"));
+                const char *row[] = { id,   user, feat, strat, prio, state,
+                                      done, when, json_integer_value(json_object_get(c, "done")) ? results : "-" };
 
                 table_add(t, row);
         }

@@ -405,6 +405,41 @@ has "$T/err" "invalid-state: job $jx has no finished run that failed (2 xfail); 
 lacks "$T/out" "requeued 0"
 ok "job $jx: 2 xfail in follow, list, show, status and retry's refusal"
 
+step="show pages through a large job"
+# 35 x 35 = 1225 runs: more than the daemon's page of 1000, so the client fetches two.
+jq -n '{matrix: 1, name: "pages", target: {profile: "command", command: ["true"]},
+        axes: [{name: "a", values: [range(35) | {name: "a\(.)"}]}, {name: "b", values: [range(35) | {name: "b\(.)"}]}],
+        baseline: {a: "a0", b: "b0"},
+        features: [{name: "sweep", priority: 1, set: {}, hypothesis: "h",
+                    criteria: [{metric: "tg32_tps", min_gain_pct: 1}], status: "in-progress"}]}' >"$T/pages.json"
+expect_exit 0 mx pause
+out=$(mxj submit sweep --strategy full --matrix "$T/pages.json")
+jp=$(jqv "$out" '.job')
+[ "$(jq '[.total, (.runs | length), .more] | map(tostring) | join(",")' -r <<<"$out")" = "1225,1000,true" ] ||
+        fail "submit reply of job $jp: $(jq -c '{total, more, n: (.runs | length)}' <<<"$out")"
+expect_exit 0 mx submit sweep --strategy full --matrix "$T/pages.json" --dry-run
+all=$(mxj show "$jp")
+[ "$(jq '.runs | length' <<<"$all")" = 1225 ] || fail "show $jp gave $(jq '.runs | length' <<<"$all") runs"
+jq -e '[.runs[].seq] == [range(1; 1226)] and .more == false' >/dev/null <<<"$all" || fail "show $jp: order, more"
+expect_exit 0 mx show "$jp"
+[ "$(grep -cE '^r[0-9]+ ' "$T/out")" = 1225 ] || fail "show $jp printed $(grep -cE '^r[0-9]+ ' "$T/out") runs"
+has "$T/out" "runs: 1225 queued"
+page=$(mxj show "$jp" --limit 100)
+[ "$(jq '.runs | length' <<<"$page")" = 100 ] || fail "--limit 100: $(jq '.runs | length' <<<"$page")"
+r100=$(jq '.runs[-1].id' <<<"$page")
+[ "$(jq '.after' <<<"$page")" = "$r100" ] && [ "$(jq '.more' <<<"$page")" = true ] || fail "--limit 100: after, more"
+expect_exit 0 mx show "$jp" --limit 100
+has "$T/out" "(more: mxmatrix show $jp --after r$r100 --limit 100)"
+rest=$(mxj show "$jp" --after "r$r100")
+[ "$(jq '.runs | length' <<<"$rest")" = 1125 ] || fail "--after r$r100: $(jq '.runs | length' <<<"$rest") runs"
+[ "$(jq '.runs[0].id' <<<"$rest")" = $((r100 + 1)) ] || fail "--after r$r100 starts at r$(jq '.runs[0].id' <<<"$rest")"
+expect_exit 2 mx show "$jp" --after "r$r3"
+has "$T/err" "--after r$r3 is not a run of job $jp"
+expect_exit 2 mx show "r$r100" --limit 3
+expect_exit 0 mx cancel "$jp"
+expect_exit 0 mx resume
+ok "job $jp: 1225 runs over two pages, --limit 100, --after r$r100, the submit reply's first 1000"
+
 step="stop"
 mxd_stop TERM
 [ "$MXD_STATUS" = 0 ] || fail "SIGTERM: exit status $MXD_STATUS"
