@@ -392,7 +392,7 @@ static bool show_pump(struct showsub *sh)
         int r;
 
         for (;;) {
-                _cleanup_json_ json_t *runs = NULL;
+                _cleanup_json_ json_t *runs = NULL, *item = NULL;
                 int64_t last = 0;
                 json_t *tail;
 
@@ -417,7 +417,8 @@ static bool show_pump(struct showsub *sh)
                 sh->after_run = json_integer_value(json_object_get(tail, "id"));
                 sh->after_seq = last;
                 sh->left -= (int64_t)json_array_size(runs);
-                request_stream(sh->req, json_pack("{s:O}", "runs", runs));
+                item = json_pack("{s:O}", "runs", runs);
+                request_stream(sh->req, item); /* borrows item */
         }
         r = queue_job_json(d->db, sh->job, &job);
         if (r < 0) {
