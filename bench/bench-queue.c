@@ -470,9 +470,14 @@ static json_t *conn_take_line(struct conn *c, size_t len)
         return msg;
 }
 
-/* Call method; the result (caller decrefs), its latency and the reply's size. Fails on an error reply. */
-static json_t *conn_call(struct conn *c, const char *method, json_t *params, int64_t *ret_us,
-                         size_t *ret_bytes)
+/*
+ * Call method; the result (caller decrefs), its latency and the reply's size,
+ * stream items included (show JOB sends its runs as batches of them; an
+ * mxmatrixd before that sent them in the reply). runs, when given, gets the
+ * runs of the stream items. Fails on an error reply.
+ */
+static json_t *conn_call_stream(struct conn *c, const char *method, json_t *params, int64_t *ret_us,
+                                size_t *ret_bytes, json_t *runs)
 {
         _cleanup_json_ json_t *req = json_pack("{s:I,s:s,s:O?}", "id", (json_int_t)++c->next_id, "method",
                                                method, "params", params);
@@ -483,18 +488,35 @@ static json_t *conn_call(struct conn *c, const char *method, json_t *params, int
         size_t len;
         json_t *err;
 
+        size_t total = 0;
+
         conn_write(c, line, strlen(line));
-        len = conn_read_line(c);
+        for (;;) {
+                len = conn_read_line(c);
+                total += len + 1;
+                reply = conn_take_line(c, len);
+                if (!json_object_get(reply, "stream"))
+                        break;
+                if (runs)
+                        json_array_extend(runs, json_object_get(json_object_get(reply, "stream"), "runs"));
+                json_decref(reply);
+                reply = NULL;
+        }
         if (ret_us)
                 *ret_us = mx_now_mono_us() - t0;
         if (ret_bytes)
-                *ret_bytes = len + 1;
-        reply = conn_take_line(c, len);
+                *ret_bytes = total;
         err = json_object_get(reply, "error");
         if (err)
                 fail("%s: %s: %s", method, json_string_value(json_object_get(err, "code")),
                      json_string_value(json_object_get(err, "message")));
         return json_incref(json_object_get(reply, "result"));
+}
+
+static json_t *conn_call(struct conn *c, const char *method, json_t *params, int64_t *ret_us,
+                         size_t *ret_bytes)
+{
+        return conn_call_stream(c, method, params, ret_us, ret_bytes, NULL);
 }
 
 static void conn_open(struct conn *c, const char *socket_path)
@@ -686,7 +708,7 @@ struct bench {
         size_t next_pin;                      /* pin index of the next one-run job */
         bool history;                         /* scenario H: all but the newest big job done */
         uint64_t rng;
-        struct rss_row rss[8];
+        struct rss_row rss[12];
         size_t n_rss;
         struct idle_row idle[3];
         size_t n_idle;
@@ -698,6 +720,25 @@ static void rss_note(struct bench *b, const char *when)
                 fail("too many RSS rows");
         b->rss[b->n_rss].when = when;
         pstat_read(b->d.pid, &b->rss[b->n_rss++].p);
+}
+
+static int64_t file_size(const char *path)
+{
+        struct stat st;
+
+        return stat(path, &st) < 0 ? 0 : (int64_t)st.st_size;
+}
+
+/* The database's size on disk (with its WAL) and what that is per stored run. */
+static void disk_note(struct bench *b, const char *when)
+{
+        _cleanup_free_ char *db = xasprintf("%s/queue.db", b->d.state);
+        _cleanup_free_ char *wal = xasprintf("%s/queue.db-wal", b->d.state);
+        int64_t main_b = file_size(db), wal_b = file_size(wal);
+
+        printf("disk %-34s queue.db %7.1f MiB + WAL %5.1f MiB = %6.0f bytes per run (%" PRId64 " runs)\n",
+               when, (double)main_b / 1048576.0, (double)wal_b / 1048576.0,
+               (double)(main_b + wal_b) / (double)b->runs, b->runs);
 }
 
 static uint64_t rng_next(struct bench *b)
@@ -812,14 +853,17 @@ static void submit_big(struct bench *b, int k)
 
         res = conn_call(&b->c, "submit", p, &us, &bytes);
         runs = json_object_get(res, "runs");
-        n = json_array_size(runs);
+        /* The reply holds the first page of the runs (all of them before migration 003's mxmatrixd). */
+        n = json_is_integer(json_object_get(res, "total")) ? (size_t)result_int(res, "total")
+                                                            : json_array_size(runs);
         if (n != BIG_RUNS)
                 fail("--strategy full planned %zu runs, expected %d", n, BIG_RUNS);
         b->last_big = result_int(res, "job");
         if (b->first_big == 0)
                 b->first_big = b->last_big;
+        /* One transaction numbers a job's runs consecutively. */
         b->last_big_run0 = result_int(json_array_get(runs, 0), "id");
-        b->last_big_run1 = result_int(json_array_get(runs, n - 1), "id");
+        b->last_big_run1 = b->last_big_run0 + BIG_RUNS - 1;
         b->runs += BIG_RUNS;
         pstat_read(b->d.pid, &ps);
         printf("%6d %8" PRId64 " %7d %10.2f %10.1f %14.1f\n", k, b->last_big, BIG_RUNS,
@@ -848,6 +892,7 @@ static void section_submit(struct bench *b)
                 fail("status counts %" PRId64 " queued runs, the bench submitted %" PRId64,
                      (int64_t)result_int(json_object_get(res, "counts"), "queued"), b->runs);
         rss_note(b, "after the fill");
+        disk_note(b, "after the fill");
         printf("\n");
 }
 
@@ -904,10 +949,38 @@ static const struct row rows[] = {
         { "list", "list", p_none, "jobs", 50 },
         { "list --state active", "list", p_active, NULL, 0 },
         { "list --before 101", "list", p_before, "jobs", 50 },
-        { "show JOB (10000 runs)", "show", p_show_job, "runs", BIG_RUNS },
+        { "show JOB (10000, pages)", "show", p_show_job, "runs", BIG_RUNS },
         { "show rRUN (random)", "show", p_show_run, NULL, 0 },
         { "submit (1 run)", "submit", p_submit, "runs", 1 },
 };
+
+/*
+ * show JOB as the client does it: every page (with the runs streamed in
+ * batches), one request after the other; before paging, one reply. The
+ * latency is the whole job's, the bytes all lines of all pages.
+ */
+static json_t *show_job_all(struct bench *b, int64_t *ret_us, size_t *ret_bytes)
+{
+        _cleanup_json_ json_t *p = p_show_job(b);
+        json_t *runs = json_array();
+        int64_t t0 = mx_now_mono_us();
+        size_t bytes = 0;
+
+        for (;;) {
+                _cleanup_json_ json_t *res = NULL;
+                size_t got = 0;
+
+                res = conn_call_stream(&b->c, "show", p, NULL, &got, runs);
+                bytes += got;
+                json_array_extend(runs, json_object_get(res, "runs"));
+                if (!json_is_true(json_object_get(res, "more")))
+                        break;
+                json_object_set(p, "after", json_object_get(res, "after"));
+        }
+        *ret_us = mx_now_mono_us() - t0;
+        *ret_bytes = bytes;
+        return json_pack("{s:o}", "runs", runs);
+}
 
 static void measure_row(struct bench *b, const struct row *row)
 {
@@ -920,7 +993,10 @@ static void measure_row(struct bench *b, const struct row *row)
                 _cleanup_json_ json_t *res = NULL;
                 size_t got = 0, len;
 
-                res = conn_call(&b->c, row->method, p, &lat[n], &got);
+                if (row->params == p_show_job)
+                        res = show_job_all(b, &lat[n], &got);
+                else
+                        res = conn_call(&b->c, row->method, p, &lat[n], &got);
                 bytes += got;
                 len = row->array ? json_array_size(json_object_get(res, row->array)) : 0;
                 if (row->array && len != row->expect)
@@ -948,8 +1024,11 @@ static void section_latency(struct bench *b, const char *title)
         printf("%s\n", title);
         print_counts(b);
         printf("%-24s %5s %9s %9s %9s %10s\n", "call", "n", "p50-ms", "p99-ms", "max-ms", "reply-KiB");
-        for (size_t i = 0; i < ELEMENTSOF(rows); i++)
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
                 measure_row(b, &rows[i]);
+                if (rows[i].params == p_show_job)
+                        rss_note(b, b->history ? "after show JOB (H)" : "after show JOB (Q)");
+        }
         printf("\n");
 }
 
@@ -975,6 +1054,14 @@ static void section_latency(struct bench *b, const char *title)
         "ELSE 'pass' END WHERE job_id <> %" PRId64 ";"                                                      \
         "COMMIT;"
 
+/* Since migration 003 a run's result comes from an attempt it names, which carries the result too. */
+#define HISTORY_SQL_V3                                                                                      \
+        "BEGIN IMMEDIATE;"                                                                                  \
+        "UPDATE attempts SET result = (SELECT r.result FROM runs r WHERE r.id = attempts.run_id) "         \
+        "WHERE boot_id = 'bench-boot';"                                                                     \
+        "UPDATE runs SET result_attempt = 1 WHERE state = 'done' AND job_id <> %" PRId64 ";"                \
+        "COMMIT;"
+
 static void make_history(struct bench *b)
 {
         _cleanup_free_ char *path = xasprintf("%s/queue.db", b->d.state);
@@ -988,6 +1075,18 @@ static void make_history(struct bench *b)
                     SQLITE_OK ||
             sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
                 fail("writing the history into %s: %s", path, err ? err : sqlite3_errmsg(db));
+        {
+                _cleanup_free_ char *v3 = xasprintf(HISTORY_SQL_V3, b->last_big);
+                sqlite3_stmt *s = NULL;
+                int version = 0;
+
+                if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL) == SQLITE_OK &&
+                    sqlite3_step(s) == SQLITE_ROW)
+                        version = sqlite3_column_int(s, 0);
+                sqlite3_finalize(s);
+                if (version >= 6 && sqlite3_exec(db, v3, NULL, NULL, &err) != SQLITE_OK)
+                        fail("writing the history into %s: %s", path, err ? err : sqlite3_errmsg(db));
+        }
         sqlite3_close(db);
         b->history = true;
         printf("history written with SQL while the daemon was stopped (%.1f s): every run but those of "
@@ -1166,7 +1265,9 @@ static void phase_history(struct bench *b)
 
         conn_close(&b->c);
         daemon_stop(&b->d);
+        disk_note(b, "after the fill, daemon stopped");
         make_history(b);
+        disk_note(b, "with the history");
         ready = daemon_start(&b->d, &b->o, b->config, b->matrix, NULL);
         printf("restart on that database: READY=1 after %.1f ms\n\n", ms(ready));
         rss_note(b, "after the restart on the history");

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mxmatrix follow JOB: one line per event until every run of the job is done.
- * Exit status 0 when every run passed (or failed as expected), 1 otherwise.
+ * Exit status 0 when every run went as expected (pass or xfail, protocol.json's
+ * "expected" results), 1 otherwise.
  */
 #include "output.h"
 #include "remote.h"
@@ -29,18 +30,22 @@ static int stream(json_t *e, void *ud)
 
 static int render(json_t *params, json_t *job)
 {
-        json_t *c = json_object_get(job, "counts");
-        json_int_t good = json_integer_value(json_object_get(c, "pass")) + json_integer_value(json_object_get(c, "xfail"));
-        json_int_t total = json_integer_value(json_object_get(c, "total"));
+        json_t *c = json_object_get(job, "counts"), *e;
+        json_int_t good = 0, total = json_integer_value(json_object_get(c, "total"));
+        _cleanup_free_ char *results = mx_result_counts_text(c, true);
+        size_t i;
 
         (void)params;
+        json_array_foreach (mx_proto_results(), i, e)
+                if (mx_result_expected(json_string_value(e)))
+                        good += json_integer_value(json_object_get(c, json_string_value(e)));
         if (arg_json)
                 output_json(job);
         else
-                printf("job %" JSON_INTEGER_FORMAT " %s: %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
-                       " runs passed or failed as expected\n",
-                       json_integer_value(json_object_get(job, "id")), strna(json_string_value(json_object_get(job, "state"))),
-                       good, total);
+                printf("job %" JSON_INTEGER_FORMAT " %s: %s; %" JSON_INTEGER_FORMAT
+                       " of %" JSON_INTEGER_FORMAT " runs as expected (pass or xfail)\n",
+                       json_integer_value(json_object_get(job, "id")),
+                       strna(json_string_value(json_object_get(job, "state"))), results, good, total);
         return good == total ? MX_EXIT_OK : MX_EXIT_FAILURE;
 }
 

@@ -1,11 +1,56 @@
 /* SPDX-License-Identifier: MIT */
-/* mxmatrix show JOB | rRUN. */
+/* mxmatrix show JOB [--limit N] [--after rRUN] | rRUN. */
 #include "metadata.h"
 #include "output.h"
 #include "remote.h"
 
-static void show_job(json_t *job, json_t *runs)
+/* show JOB's runs arrive as stream items, a batch each: gather them. */
+static int gather_runs(json_t *item, void *ud)
 {
+        json_array_extend(ud, json_object_get(item, "runs"));
+        return 0;
+}
+
+/*
+ * show JOB asks for pages until the job has no more runs, unless --limit asks
+ * for one page; the result is one document {"job", "runs", "more", "after"}
+ * for the table and --json alike. show rRUN is one call.
+ */
+static int call(struct client_conn *c, json_t *params, json_t **ret_result)
+{
+        _cleanup_json_ json_t *runs = json_array(), *p = json_deep_copy(params);
+        bool one_page = json_object_get(params, "limit") != NULL;
+        json_t *res = NULL;
+
+        if (!json_object_get(params, "job"))
+                return client_call(c, "show", params, NULL, NULL, ret_result, NULL);
+        for (;;) {
+                int r;
+
+                json_decref(res);
+                res = NULL;
+                r = client_call(c, "show", p, gather_runs, runs, &res, NULL);
+                if (r != MX_EXIT_OK)
+                        return r;
+                if (one_page || !json_is_true(json_object_get(res, "more")) ||
+                    !json_is_integer(json_object_get(res, "after")))
+                        break;
+                json_object_set(p, "after", json_object_get(res, "after"));
+        }
+        json_object_set(res, "runs", runs);
+        *ret_result = res;
+        return MX_EXIT_OK;
+}
+
+static void show_job(json_t *params, json_t *res)
+{
+        json_t *job = json_object_get(res, "job"), *runs = json_object_get(res, "runs");
+        _cleanup_free_ char *counts = mx_result_counts_text(json_object_get(job, "counts"), true);
+        _cleanup_free_ char *limit =
+                json_is_integer(json_object_get(params, "limit"))
+                        ? xasprintf(" --limit %" JSON_INTEGER_FORMAT,
+                                    json_integer_value(json_object_get(params, "limit")))
+                        : NULL;
         _cleanup_free_ char *when = output_time(json_object_get(job, "submitted_at"));
         _cleanup_free_ char *levels = json_dumps(json_object_get(job, "levels"), JSON_COMPACT);
 
@@ -14,10 +59,17 @@ static void show_job(json_t *job, json_t *runs)
                json_string_value(json_object_get(job, "feature")) ?: "(pins only)",
                strna(json_string_value(json_object_get(job, "strategy"))),
                json_integer_value(json_object_get(job, "priority")));
-        printf("submitted %s by %s (uid %" JSON_INTEGER_FORMAT "), levels %s, matrix %s\n\n", when,
-               json_string_value(json_object_get(job, "user")) ?: "?", json_integer_value(json_object_get(job, "uid")),
-               strna(levels), strna(json_string_value(json_object_get(job, "matrix"))));
+        printf("submitted %s by %s (uid %" JSON_INTEGER_FORMAT "), levels %s, matrix %s\n", when,
+               json_string_value(json_object_get(job, "user")) ?: "?",
+               json_integer_value(json_object_get(job, "uid")), strna(levels),
+               strna(json_string_value(json_object_get(job, "matrix"))));
+        printf("runs: %s\n\n", counts);
         output_runs(runs);
+        if (json_is_true(json_object_get(res, "more")))
+                printf("(more: mxmatrix show %" JSON_INTEGER_FORMAT " --after r%" JSON_INTEGER_FORMAT
+                       "%s)\n",
+                       json_integer_value(json_object_get(job, "id")),
+                       json_integer_value(json_object_get(res, "after")), limit ? limit : "");
 }
 
 static void show_env_argv(json_t *spec)
@@ -100,8 +152,15 @@ static void show_attempt(json_t *a)
         const char *scope;
         size_t i;
 
-        printf("attempt %" JSON_INTEGER_FORMAT ": %s at %s, %s", json_integer_value(json_object_get(a, "n")),
-               json_string_value(json_object_get(a, "outcome")) ?: "running", start, el);
+        /* The attempt's result in the vocabulary of the job's table; the outcome when it says more. */
+        const char *result = json_string_value(json_object_get(a, "result"));
+        const char *outcome = json_string_value(json_object_get(a, "outcome"));
+
+        printf("attempt %" JSON_INTEGER_FORMAT ": %s", json_integer_value(json_object_get(a, "n")),
+               result ?: outcome ?: "running");
+        if (outcome && !streq_ptr(result, outcome) && !streq(outcome, "completed"))
+                printf(" (outcome %s)", outcome);
+        printf(" at %s, %s", start, el);
         if (json_is_string(json_object_get(a, "crash_class")))
                 printf(", crash class %s", json_string_value(json_object_get(a, "crash_class")));
         if (json_is_integer(json_object_get(a, "exit_status")))
@@ -136,6 +195,12 @@ static void show_run(json_t *run)
                json_integer_value(json_object_get(run, "seq")), strna(json_string_value(json_object_get(run, "state"))));
         if (json_is_string(json_object_get(run, "result")))
                 printf(", result %s", json_string_value(json_object_get(run, "result")));
+        /* A later attempt cancelled or interrupted does not replace the result of an earlier one. */
+        if (json_is_integer(json_object_get(run, "result_attempt")) &&
+            json_integer_value(json_object_get(run, "result_attempt")) !=
+                    json_integer_value(json_object_get(run, "attempts")))
+                printf(" (from attempt %" JSON_INTEGER_FORMAT ")",
+                       json_integer_value(json_object_get(run, "result_attempt")));
         printf("\nconfig: %s (%s)\nwhy:", strna(json_string_value(json_object_get(run, "config_key"))),
                strna(json_string_value(json_object_get(run, "config_hash"))));
         json_array_foreach (reasons, i, v)
@@ -150,14 +215,13 @@ static void show_run(json_t *run)
 
 static int render(json_t *params, json_t *res)
 {
-        (void)params;
         if (arg_json)
                 output_json(res);
         else if (json_object_get(res, "run"))
                 show_run(json_object_get(res, "run"));
         else
-                show_job(json_object_get(res, "job"), json_object_get(res, "runs"));
+                show_job(params, res);
         return MX_EXIT_OK;
 }
 
-const struct remote_verb remote_show = { "show", render, NULL };
+const struct remote_verb remote_show = { "show", render, NULL, call };

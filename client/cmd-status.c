@@ -7,22 +7,16 @@
 
 static void print_counts(json_t *counts)
 {
-        static const char *const order[] = { "pass", "fail", "xfail", "xpass", "crashed", "timeout",
-                                             "infra-error", "interrupted", "cancelled" };
-        struct mx_buf b = MX_BUF_INIT;
+        bool done = json_integer_value(json_object_get(counts, "done")) > 0;
+        _cleanup_free_ char *results = mx_result_counts_text(counts, false);
 
-        for (size_t i = 0; i < ELEMENTSOF(order); i++) {
-                json_int_t n = json_integer_value(json_object_get(counts, order[i]));
-                if (n > 0)
-                        mx_buf_printf(&b, "%s%" JSON_INTEGER_FORMAT " %s", b.len ? ", " : "", n, order[i]);
-        }
-        printf("runs:    %" JSON_INTEGER_FORMAT " queued, %" JSON_INTEGER_FORMAT " running, %" JSON_INTEGER_FORMAT
-               " done%s%s%s in %" JSON_INTEGER_FORMAT " jobs\n",
+        /* The results in the words of list and show: protocol.json's result vocabulary. */
+        printf("runs:    %" JSON_INTEGER_FORMAT " queued, %" JSON_INTEGER_FORMAT
+               " running, %" JSON_INTEGER_FORMAT " done%s%s%s in %" JSON_INTEGER_FORMAT " jobs\n",
                json_integer_value(json_object_get(counts, "queued")),
                json_integer_value(json_object_get(counts, "running")),
-               json_integer_value(json_object_get(counts, "done")), b.len ? " (" : "", strempty(b.data),
-               b.len ? ")" : "", json_integer_value(json_object_get(counts, "jobs")));
-        mx_buf_free(&b);
+               json_integer_value(json_object_get(counts, "done")), done ? " (" : "", done ? results : "",
+               done ? ")" : "", json_integer_value(json_object_get(counts, "jobs")));
 }
 
 static void print_current(json_t *cur)

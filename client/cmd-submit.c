@@ -26,10 +26,18 @@ static int render(json_t *params, json_t *res)
                 return MX_EXIT_OK;
         }
         if (json_is_integer(job))
-                printf("job %" JSON_INTEGER_FORMAT " queued: %zu runs\n\n", json_integer_value(job), json_array_size(runs));
+                printf("job %" JSON_INTEGER_FORMAT " queued: %" JSON_INTEGER_FORMAT " runs\n\n",
+                       json_integer_value(job),
+                       json_is_integer(json_object_get(res, "total"))
+                               ? json_integer_value(json_object_get(res, "total"))
+                               : (json_int_t)json_array_size(runs));
         else
                 printf("dry run: %zu runs would be queued\n\n", json_array_size(runs));
         output_runs(runs);
+        /* The reply holds the first page of a large job's runs. */
+        if (json_is_true(json_object_get(res, "more")))
+                printf("(%zu shown: mxmatrix show %" JSON_INTEGER_FORMAT " lists them all)\n",
+                       json_array_size(runs), json_integer_value(job));
         print_skipped(json_object_get(res, "skipped"));
         return MX_EXIT_OK;
 }

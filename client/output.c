@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "output.h"
+#include "protocol.h"
 
 #include <inttypes.h>
 
@@ -144,20 +145,15 @@ char *output_levels(json_t *levels)
 
 void output_jobs(json_t *jobs)
 {
-        static const char *const h[] = { "JOB", "USER", "FEATURE", "STRATEGY", "PRIO", "STATE", "DONE", "PASS",
-                                         "FAIL", "SUBMITTED", NULL };
+        /* RESULTS in the words of status and show (protocol.json's result vocabulary), never regrouped. */
+        static const char *const h[] = { "JOB",  "USER", "FEATURE",   "STRATEGY", "PRIO",
+                                         "STATE", "DONE", "SUBMITTED", "RESULTS",  NULL };
         _cleanup_(table_freep) struct table *t = table_new(h);
         size_t i;
         json_t *j;
 
         json_array_foreach (jobs, i, j) {
                 json_t *c = json_object_get(j, "counts");
-                json_int_t failed = json_integer_value(json_object_get(c, "total")) -
-                                    json_integer_value(json_object_get(c, "pass")) -
-                                    json_integer_value(json_object_get(c, "xfail")) -
-                                    json_integer_value(json_object_get(c, "queued")) -
-                                    json_integer_value(json_object_get(c, "running")) -
-                                    json_integer_value(json_object_get(c, "cancelled"));
                 _cleanup_free_ char *id = output_scalar(json_object_get(j, "id"));
                 _cleanup_free_ char *user = json_is_string(json_object_get(j, "user"))
                                                     ? output_scalar(json_object_get(j, "user"))
@@ -169,13 +165,11 @@ void output_jobs(json_t *jobs)
                 _cleanup_free_ char *done = xasprintf("%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT,
                                                       json_integer_value(json_object_get(c, "done")),
                                                       json_integer_value(json_object_get(c, "total")));
-                _cleanup_free_ char *pass = xasprintf("%" JSON_INTEGER_FORMAT,
-                                                      json_integer_value(json_object_get(c, "pass")) +
-                                                              json_integer_value(json_object_get(c, "xfail")));
-                _cleanup_free_ char *fail = xasprintf("%" JSON_INTEGER_FORMAT, failed);
+                _cleanup_free_ char *results = mx_result_counts_text(c, false);
                 _cleanup_free_ char *when = output_time(json_object_get(j, "submitted_at"));
-                const char *row[] = { id,   user, feat, strat, prio, json_string_value(json_object_get(j, "state")),
-                                      done, pass, fail, when };
+                const char *state = json_string_value(json_object_get(j, "state"));
+                const char *row[] = { id,   user, feat, strat, prio, state,
+                                      done, when, json_integer_value(json_object_get(c, "done")) ? results : "-" };
 
                 table_add(t, row);
         }

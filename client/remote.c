@@ -73,7 +73,8 @@ int remote_run(const struct mx_proto_method *m, int argc, char **argv)
         r = client_connect(&c);
         if (r != MX_EXIT_OK)
                 return r;
-        r = client_call(c, m->name, params, v->stream, NULL, &result, NULL);
+        r = v->call ? v->call(c, params, &result)
+                    : client_call(c, m->name, params, v->stream, NULL, &result, NULL);
         if (r != MX_EXIT_OK)
                 return r;
         /* Renderers print JSON themselves under --json, so exit codes stay meaningful. */

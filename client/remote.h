@@ -17,6 +17,8 @@ struct remote_verb {
         int (*render)(json_t *params, json_t *result);
         /* For streaming methods: print one item (human or, with --json, one JSON line). */
         client_stream_fn stream;
+        /* Optional: make the call(s) instead of one client_call() (show JOB fetches every page). */
+        int (*call)(struct client_conn *c, json_t *params, json_t **ret_result);
 };
 
 /* Renderers, one file each (cmd-<verb>.c). */

@@ -2,6 +2,7 @@
 #include "db.h"
 #include "embedded.h"
 
+#include <inttypes.h>
 #include <strings.h>
 
 extern const struct mx_embedded mx_migrations[];
@@ -251,6 +252,27 @@ static int db_migrate(struct mx_db *db, char **reterr)
         return 0;
 }
 
+/* mx_hash(text): FNV-1a 64 of the UTF-8 text in 16 hex digits, as db_hash() computes it. */
+static void db_hash_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+        const unsigned char *t = sqlite3_value_text(argv[0]);
+        char hex[DB_HASH_LEN + 1];
+
+        (void)argc;
+        if (!t) {
+                sqlite3_result_null(ctx);
+                return;
+        }
+        db_hash((const char *)t, (size_t)sqlite3_value_bytes(argv[0]), hex);
+        sqlite3_result_text(ctx, hex, DB_HASH_LEN, SQLITE_TRANSIENT);
+}
+
+char *db_hash(const char *text, size_t n, char ret[static DB_HASH_LEN + 1])
+{
+        snprintf(ret, DB_HASH_LEN + 1, "%016" PRIx64, mx_fnv1a64(text, n, MX_FNV1A64_INIT));
+        return ret;
+}
+
 /* Settings that make every committed transaction survive kill -9 and power loss. */
 static int db_configure(struct mx_db *db, char **reterr)
 {
@@ -259,6 +281,14 @@ static int db_configure(struct mx_db *db, char **reterr)
         int rc, r;
 
         sqlite3_busy_timeout(db->sql, 5000);
+        /* Migrations use it (003 keys the snapshots it moves out of runs). */
+        rc = sqlite3_create_function(db->sql, "mx_hash", 1,
+                                     SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL, db_hash_fn,
+                                     NULL, NULL);
+        if (rc != SQLITE_OK) {
+                *reterr = xasprintf("cannot register mx_hash(): %s", db_errmsg(db));
+                return db_errno(db, rc);
+        }
         rc = sqlite3_prepare_v2(db->sql, "PRAGMA journal_mode = WAL", -1, &s, NULL);
         if (rc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
                 mode = (const char *)sqlite3_column_text(s, 0);

@@ -36,6 +36,13 @@ int db_schema_version(void);
 int db_errno(struct mx_db *db, int rc);
 const char *db_errmsg(struct mx_db *db);
 
+/*
+ * The key of a stored snapshot: FNV-1a 64 of the text in 16 hex digits. SQL
+ * gets it as mx_hash(text). A lookup key only: the text itself decides a match.
+ */
+#define DB_HASH_LEN 16
+char *db_hash(const char *text, size_t n, char ret[static DB_HASH_LEN + 1]);
+
 /* Run SQL without results (several statements allowed). */
 int db_exec(struct mx_db *db, const char *sql);
 

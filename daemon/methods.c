@@ -100,19 +100,17 @@ static void m_list(struct mx_request *req)
 static void m_show(struct mx_request *req)
 {
         int64_t job = param_int(req, "job", 0), run = param_int(req, "run", 0);
-        json_t *a = NULL, *b = NULL;
+        json_t *a = NULL;
         int r;
 
         if (job > 0) {
-                r = queue_job_json(req->d->db, job, &a);
-                if (r >= 0)
-                        r = queue_job_runs_json(req->d->db, job, &b);
-                if (r < 0) {
-                        json_decref(a);
-                        request_error_errno(req, r, "show");
-                        return;
-                }
-                request_reply(req, json_pack("{s:o,s:o}", "job", a, "runs", b));
+                /* A page of the runs, streamed in batches (stream.c). */
+                stream_show_job_start(req, job, param_int(req, "after", 0), param_int(req, "limit", 0));
+                return;
+        }
+        if (json_object_get(req->params, "limit") || json_object_get(req->params, "after")) {
+                request_error(req, "bad-request",
+                              "--limit and --after page a job's runs: show JOB --limit N");
                 return;
         }
         r = queue_run_json(req->d->db, run, true, &a);
@@ -139,8 +137,8 @@ static int check_owner(struct mx_request *req, int64_t job, int64_t run, int64_t
                 return r;
         }
         if (!request_may_modify(req, owner)) {
-                request_error(req, "permission-denied", "%s %" PRId64 " belongs to uid %u", job > 0 ? "job" : "run",
-                              job > 0 ? job : run, (unsigned)owner);
+                request_error(req, "permission-denied", "%s%" PRId64 " belongs to uid %u",
+                              job > 0 ? "job " : "r", job > 0 ? job : run, (unsigned)owner);
                 return -EPERM;
         }
         *ret_job = run_job;
@@ -161,15 +159,16 @@ static void m_cancel(struct mx_request *req)
                         request_error(req, "invalid-state",
                                       "job %" PRId64 " has no queued or running run to cancel", job);
                 else
-                        request_error(req, "invalid-state", "run %" PRId64 " is not queued or running", run);
+                        request_error(req, "invalid-state", "r%" PRId64 " is not queued or running", run);
                 return;
         }
         if (r < 0) {
                 request_error_errno(req, r, "cancel");
                 return;
         }
-        log_info("uid %u cancelled %s %" PRId64 ": %" PRId64 " queued runs%s", (unsigned)req->uid,
-                 job > 0 ? "job" : "run", job > 0 ? job : run, cancelled, running ? ", stopping the running one" : "");
+        log_info("uid %u cancelled %s%" PRId64 ": %" PRId64 " queued runs%s", (unsigned)req->uid,
+                 job > 0 ? "job " : "r", job > 0 ? job : run, cancelled,
+                 running ? ", stopping the running one" : "");
         if (running && !sched_cancel_run(req->d->sched, running)) {
                 /* Recorded as running but not running here: nothing is stopped, so never answer "ok". */
                 if (cancelled == 0) {
@@ -214,6 +213,29 @@ static void m_resume(struct mx_request *req)
         set_paused(req, false);
 }
 
+/* Why a retry of a job requeued nothing, from its counts in the vocabulary of status and list. */
+static void retry_nothing(struct mx_request *req, int64_t job, bool all)
+{
+        _cleanup_json_ json_t *j = NULL;
+        _cleanup_free_ char *counts = NULL;
+        json_t *c;
+
+        if (queue_job_json(req->d->db, job, &j) < 0) {
+                request_error(req, "invalid-state", "job %" PRId64 " has no run to retry", job);
+                return;
+        }
+        c = json_object_get(j, "counts");
+        counts = mx_result_counts_text(c, true);
+        if (all)
+                request_error(req, "invalid-state", "job %" PRId64 " has no finished run to retry (%s)", job,
+                              counts);
+        else
+                request_error(req, "invalid-state",
+                              "job %" PRId64 " has no finished run that failed (%s); "
+                              "retry %" PRId64 " --all requeues every finished run",
+                              job, counts, job);
+}
+
 static void m_retry(struct mx_request *req)
 {
         int64_t job = param_int(req, "job", 0), run = param_int(req, "run", 0), n = 0, owner_job = 0, limit;
@@ -224,6 +246,15 @@ static void m_retry(struct mx_request *req)
         /* Requeued runs wait like submitted ones: the same per-user limit, root exempt. */
         limit = req->uid != 0 ? req->d->cfg.limits.queued_runs_per_uid : 0;
         r = queue_retry(req->d->db, job, run, param_bool(req, "all"), req->uid, limit, &n);
+        if (r == -ESTALE) {
+                retry_nothing(req, job, param_bool(req, "all"));
+                return;
+        }
+        if (r == -EBUSY) {
+                request_error(req, "invalid-state",
+                              "r%" PRId64 " is queued or running: only a finished run is retried", run);
+                return;
+        }
         if (r == -EDQUOT) {
                 request_error(req, "limit-exceeded",
                               "retry would leave the owner of job %" PRId64 " with more than %" PRId64

@@ -61,14 +61,60 @@ int queue_event(struct mx_db *db, int64_t job, int64_t run, const char *kind, in
         return event_insert(db, job, run, kind, uid, detail);
 }
 
+/*
+ * The id of a stored snapshot with this text, storing it if it is new
+ * (migration 003): an overnight sweep resubmits the same configurations, so
+ * most snapshots are stored already. The hash finds candidates, the text
+ * decides.
+ */
+static int snapshot_store(struct mx_db *db, json_t *spec, int64_t *ret)
+{
+        static const char find[] = "SELECT id FROM snapshots WHERE hash = ? AND spec = ?";
+        static const char ins[] = "INSERT INTO snapshots (hash, spec) VALUES (?, ?)";
+        _cleanup_stmt_ sqlite3_stmt *f = NULL, *i = NULL;
+        _cleanup_free_ char *text = json_dumps(spec, JSON_COMPACT);
+        char hash[DB_HASH_LEN + 1];
+        int r, rc;
+
+        if (!text)
+                mx_die("out of memory encoding JSON");
+        db_hash(text, strlen(text), hash);
+        r = db_stmt(db, find, &f);
+        if (r < 0)
+                return r;
+        db_bind_text(f, 1, hash);
+        db_bind_text(f, 2, text);
+        rc = sqlite3_step(f);
+        if (rc == SQLITE_ROW) {
+                *ret = sqlite3_column_int64(f, 0);
+                return 0;
+        }
+        if (rc != SQLITE_DONE)
+                return db_errno(db, rc);
+        r = db_stmt(db, ins, &i);
+        if (r < 0)
+                return r;
+        db_bind_text(i, 1, hash);
+        db_bind_text(i, 2, text);
+        r = db_step_done(db, i);
+        if (r < 0)
+                return r;
+        *ret = sqlite3_last_insert_rowid(db->sql);
+        return 0;
+}
+
 static int job_insert(struct mx_db *db, const struct queue_job_new *j, int64_t now, int64_t *ret)
 {
         static const char sql[] =
                 "INSERT INTO jobs (uid, gid, user_name, submitted_at, matrix_path, matrix_digest, feature, "
-                "strategy, levels, priority, request) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+                "strategy, levels, priority, request, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s);
+        int64_t snap = 0;
+        int r = j->spec_base ? snapshot_store(db, j->spec_base, &snap) : 0;
 
+        if (r < 0)
+                return r;
+        r = db_stmt(db, sql, &s);
         if (r < 0)
                 return r;
         db_bind_int64(s, 1, j->uid);
@@ -82,6 +128,7 @@ static int job_insert(struct mx_db *db, const struct queue_job_new *j, int64_t n
         db_bind_json(s, 9, j->levels);
         db_bind_int64(s, 10, j->priority);
         db_bind_json(s, 11, j->request);
+        db_bind_int64_or_null(s, 12, snap, snap <= 0);
         r = db_step_done(db, s);
         if (r < 0)
                 return r;
@@ -92,10 +139,14 @@ static int job_insert(struct mx_db *db, const struct queue_job_new *j, int64_t n
 static int run_insert(struct mx_db *db, int64_t job, int seq, const struct queue_run_new *n, int64_t now)
 {
         static const char sql[] = "INSERT INTO runs (job_id, seq, config_key, config_hash, config, reasons, "
-                                  "expect_fail, spec, queued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+                                  "expect_fail, snapshot, queued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s);
+        int64_t snap = 0;
+        int r = snapshot_store(db, n->spec, &snap);
 
+        if (r < 0)
+                return r;
+        r = db_stmt(db, sql, &s);
         if (r < 0)
                 return r;
         db_bind_int64(s, 1, job);
@@ -105,7 +156,7 @@ static int run_insert(struct mx_db *db, int64_t job, int seq, const struct queue
         db_bind_json(s, 5, n->config);
         db_bind_json(s, 6, n->reasons);
         db_bind_text(s, 7, n->expect_fail);
-        db_bind_json(s, 8, n->spec);
+        db_bind_int64(s, 8, snap);
         db_bind_int64(s, 9, now);
         return db_step_done(db, s);
 }
@@ -159,11 +210,28 @@ void queue_next_done(struct queue_next *n)
         *n = (struct queue_next){};
 }
 
+/* The snapshot a runner gets: the job's shared part (column base, may be NULL) with the run's own on top. */
+static json_t *spec_merge(sqlite3_stmt *s, int base, int own)
+{
+        json_t *spec = db_column_json(s, base), *o = db_column_json(s, own);
+
+        if (!json_is_object(spec)) {
+                json_decref(spec);
+                spec = json_object();
+        }
+        if (json_is_object(o))
+                json_object_update(spec, o);
+        json_decref(o);
+        return spec;
+}
+
 int queue_pick_next(struct mx_db *db, struct queue_next *ret)
 {
-        static const char sql[] = "SELECT r.job_id, r.id, r.config_key, r.spec, j.levels FROM runs r "
-                                  "JOIN jobs j ON j.id = r.job_id WHERE r.state = 'queued' "
-                                  "ORDER BY j.priority DESC, j.id, r.seq LIMIT 1";
+        static const char sql[] =
+                "SELECT r.job_id, r.id, r.config_key, s.spec, j.levels, b.spec FROM runs r "
+                "JOIN jobs j ON j.id = r.job_id JOIN snapshots s ON s.id = r.snapshot "
+                "LEFT JOIN snapshots b ON b.id = j.snapshot WHERE r.state = 'queued' "
+                "ORDER BY j.priority DESC, j.id, r.seq LIMIT 1";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = db_stmt(db, sql, &s), rc;
 
@@ -178,7 +246,7 @@ int queue_pick_next(struct mx_db *db, struct queue_next *ret)
                 .job = sqlite3_column_int64(s, 0),
                 .run = sqlite3_column_int64(s, 1),
                 .config_key = db_column_strdup(s, 2),
-                .spec = db_column_json(s, 3),
+                .spec = spec_merge(s, 5, 3),
                 .levels = db_column_json(s, 4),
         };
         return 0;
@@ -310,6 +378,7 @@ static char *result_of(enum mx_outcome o, bool any_failed_level, bool expect_fai
 
 struct attempt_facts {
         int64_t run, job;
+        int n;
         bool failed_level, expect_fail;
         bool cancelled; /* a cancel was acknowledged while the run ran */
 };
@@ -319,7 +388,7 @@ static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts
         static const char sql[] =
                 "SELECT a.run_id, r.job_id, r.expect_fail IS NOT NULL, "
                 "EXISTS (SELECT 1 FROM levels l WHERE l.attempt_id = a.id "
-                "AND l.verdict IN ('fail','invalid')), r.cancelled_at IS NOT NULL "
+                "AND l.verdict IN ('fail','invalid')), r.cancelled_at IS NOT NULL, a.n "
                 "FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ? AND a.finished_at IS NULL";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = db_stmt(db, sql, &s), rc;
@@ -338,7 +407,33 @@ static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts
                 .expect_fail = sqlite3_column_int(s, 2),
                 .failed_level = sqlite3_column_int(s, 3),
                 .cancelled = sqlite3_column_int(s, 4),
+                .n = sqlite3_column_int(s, 5),
         };
+        return 0;
+}
+
+/*
+ * The attempt a finished run shows (migration 003): its latest one that ran to
+ * an end, not cancelled or interrupted; a cancelled retry leaves the result
+ * before it. *ret_n = 0 when there is none.
+ */
+static int shown_attempt(struct mx_db *db, int64_t run, int *ret_n, char **ret_result)
+{
+        static const char sql[] = "SELECT n, result FROM attempts WHERE run_id = ? "
+                                  "AND result NOT IN ('cancelled', 'interrupted') ORDER BY n DESC LIMIT 1";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, run);
+        rc = sqlite3_step(s);
+        *ret_n = 0;
+        if (rc == SQLITE_ROW) {
+                *ret_n = sqlite3_column_int(s, 0);
+                *ret_result = db_column_strdup(s, 1);
+        } else if (rc != SQLITE_DONE)
+                return db_errno(db, rc);
         return 0;
 }
 
@@ -346,11 +441,12 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
                                char **ret_result)
 {
         static const char upd_a[] = "UPDATE attempts SET finished_at = ?, outcome = ?, crash_class = ?, "
-                                    "message = ?, exit_status = ?, exit_signal = ? WHERE id = ?";
-        static const char upd_r[] = "UPDATE runs SET state = ?, result = ?, queued_at = "
+                                    "message = ?, exit_status = ?, exit_signal = ?, result = ? WHERE id = ?";
+        static const char upd_r[] = "UPDATE runs SET state = ?, result = ?, result_attempt = ?, queued_at = "
                                     "CASE WHEN ? THEN ? ELSE queued_at END WHERE id = ?";
         _cleanup_stmt_ sqlite3_stmt *a = NULL, *u = NULL;
-        _cleanup_free_ char *result = NULL;
+        _cleanup_free_ char *result = NULL, *shown = NULL;
+        int shown_n = 0;
         _cleanup_(json_decrefp) json_t *d = NULL;
         struct attempt_facts fa = {};
         int64_t now = mx_now_real_us();
@@ -373,18 +469,29 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
         db_bind_text(a, 4, f->message);
         db_bind_int64_or_null(a, 5, f->exit_status, f->exit_status < 0);
         db_bind_int64_or_null(a, 6, f->exit_signal, f->exit_signal <= 0);
-        db_bind_int64(a, 7, attempt);
+        db_bind_text(a, 7, result);
+        db_bind_int64(a, 8, attempt);
         r = db_step_done(db, a);
         if (r < 0)
                 return r;
+        if (!requeue) {
+                r = shown_attempt(db, fa.run, &shown_n, &shown);
+                if (r < 0)
+                        return r;
+                if (shown_n == 0) {
+                        shown_n = fa.n;
+                        shown = xstrdup(result);
+                }
+        }
         r = db_stmt(db, upd_r, &u);
         if (r < 0)
                 return r;
         db_bind_text(u, 1, requeue ? "queued" : "done");
-        db_bind_text(u, 2, requeue ? NULL : result);
-        db_bind_int64(u, 3, requeue);
-        db_bind_int64(u, 4, now);
-        db_bind_int64(u, 5, fa.run);
+        db_bind_text(u, 2, requeue ? NULL : shown);
+        db_bind_int64_or_null(u, 3, shown_n, requeue);
+        db_bind_int64(u, 4, requeue);
+        db_bind_int64(u, 5, now);
+        db_bind_int64(u, 6, fa.run);
         r = db_step_done(db, u);
         if (r < 0)
                 return r;
@@ -492,8 +599,14 @@ int queue_run_owner(struct mx_db *db, int64_t run, uid_t *ret_uid, int64_t *ret_
 static int cancel_body(struct mx_db *db, int64_t job, int64_t run, uid_t by, int64_t *ret_cancelled,
                        int64_t *ret_running)
 {
-        static const char cq[] = "UPDATE runs SET state = 'done', result = 'cancelled', cancelled_at = ? "
-                                 "WHERE state = 'queued' AND (job_id = ? OR id = ?)";
+        /* A cancelled retry leaves the run with the result it had before (shown_attempt()). */
+        static const char cq[] =
+                "UPDATE runs SET state = 'done', cancelled_at = ?, "
+                "result_attempt = (SELECT a.n FROM attempts a WHERE a.run_id = runs.id "
+                "AND a.result NOT IN ('cancelled', 'interrupted') ORDER BY a.n DESC LIMIT 1), "
+                "result = coalesce((SELECT a.result FROM attempts a WHERE a.run_id = runs.id "
+                "AND a.result NOT IN ('cancelled', 'interrupted') ORDER BY a.n DESC LIMIT 1), 'cancelled') "
+                "WHERE state = 'queued' AND (job_id = ? OR id = ?)";
         /* Stored with the run, so a recovery after kill -9 does not requeue what was cancelled. */
         static const char cr[] = "UPDATE runs SET cancelled_at = ? WHERE state = 'running' "
                                  "AND (job_id = ? OR id = ?) RETURNING id";
@@ -578,11 +691,12 @@ static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_
                       int64_t *ret)
 {
         /* Failed = anything but pass and expected failure; cancelled runs only with --all. */
-        static const char rj[] = "UPDATE runs SET state = 'queued', result = NULL, cancelled_at = NULL, "
-                                 "queued_at = ? WHERE job_id = ? AND state = 'done' AND "
-                                 "(? OR result NOT IN ('pass', 'xfail', 'cancelled'))";
-        static const char rr[] = "UPDATE runs SET state = 'queued', result = NULL, cancelled_at = NULL, "
-                                 "queued_at = ? WHERE id = ? AND state = 'done'";
+        static const char rj[] =
+                "UPDATE runs SET state = 'queued', result = NULL, result_attempt = NULL, "
+                "cancelled_at = NULL, queued_at = ? WHERE job_id = ? AND state = 'done' AND "
+                "(? OR result NOT IN ('pass', 'xfail', 'cancelled'))";
+        static const char rr[] = "UPDATE runs SET state = 'queued', result = NULL, result_attempt = NULL, "
+                                 "cancelled_at = NULL, queued_at = ? WHERE id = ? AND state = 'done'";
         static const char uj[] = "UPDATE jobs SET cancelled_at = NULL, cancelled_by = NULL WHERE id = ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL, *u = NULL;
         _cleanup_(json_decrefp) json_t *d = NULL;
@@ -604,6 +718,8 @@ static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_
         *ret = sqlite3_changes(db->sql);
         if (job <= 0 && *ret == 0)
                 return -EBUSY; /* the run is queued or running */
+        if (*ret == 0)
+                return -ESTALE; /* nothing of the job to retry: the caller says why */
         if (max_queued > 0) {
                 int64_t queued = 0;
 
@@ -865,9 +981,10 @@ static int attempt_levels(struct mx_db *db, int64_t attempt, json_t **ret)
 
 static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
 {
-        static const char sql[] = "SELECT id, n, started_at, finished_at, outcome, crash_class, message, pid, "
-                                  "pgid, exit_status, exit_signal, log_path, tag FROM attempts WHERE run_id = ? "
-                                  "ORDER BY n";
+        static const char sql[] =
+                "SELECT id, n, started_at, finished_at, outcome, crash_class, message, pid, "
+                "pgid, exit_status, exit_signal, log_path, tag, result FROM attempts "
+                "WHERE run_id = ? ORDER BY n";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_(json_decrefp) json_t *a = json_array();
         int r = db_stmt(db, sql, &s), rc;
@@ -876,9 +993,10 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
                 return r;
         db_bind_int64(s, 1, run);
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                static const char *const keys[] = { "id",          "n",    "started_at", "finished_at", "outcome",
-                                                    "crash_class", "message", "pid",     "pgid",        "exit_status",
-                                                    "exit_signal", "log",  "tag",        NULL };
+                static const char *const keys[] = { "id",      "n",           "started_at",  "finished_at",
+                                                    "outcome", "crash_class", "message",     "pid",
+                                                    "pgid",    "exit_status", "exit_signal", "log",
+                                                    "tag",     "result",      NULL };
                 json_t *t = db_row_json(s, keys), *levels = NULL, *samples = NULL;
 
                 json_array_append_new(a, t);
@@ -899,10 +1017,42 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
         return 0;
 }
 
+/*
+ * A run's summary and the attempt it shows: the one running, or for a
+ * finished run the one its result is from (migration 003), whose levels come
+ * with it; a queued run shows none (its history is in show rRUN).
+ */
 #define RUN_COLUMNS                                                                                         \
-        "r.id, r.job_id, r.seq, r.config_key, r.config_hash, r.config, r.reasons, r.expect_fail, r.state, "  \
+        "r.id, r.job_id, r.seq, r.config_key, r.config_hash, r.config, r.reasons, r.expect_fail, r.state, " \
         "r.attempts, r.result, r.queued_at, a.outcome, a.crash_class, a.started_at, a.finished_at, a.id, "  \
-        "r.spec"
+        "a.n, r.cancelled_at"
+#define RUN_FROM                                                                                            \
+        " FROM runs r LEFT JOIN attempts a ON a.run_id = r.id AND a.n = CASE r.state WHEN 'running' "       \
+        "THEN r.attempts WHEN 'done' THEN r.result_attempt END "
+
+/* The run's snapshot as the runner got it: the job's shared part with the run's own on top. */
+static int run_spec_json(struct mx_db *db, int64_t run, json_t **ret)
+{
+        static const char sql[] =
+                "SELECT s.spec, b.spec FROM runs r JOIN jobs j ON j.id = r.job_id "
+                "JOIN snapshots s ON s.id = r.snapshot LEFT JOIN snapshots b ON b.id = j.snapshot "
+                "WHERE r.id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, run);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE) {
+                *ret = json_null();
+                return 0;
+        }
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret = spec_merge(s, 1, 0);
+        return 0;
+}
 
 static int run_row_json(struct mx_db *db, sqlite3_stmt *s, bool details, json_t **ret)
 {
@@ -926,6 +1076,8 @@ static int run_row_json(struct mx_db *db, sqlite3_stmt *s, bool details, json_t 
         db_json_set_text(j, "crash_class", s, 13);
         db_json_set_int(j, "started_at", s, 14);
         db_json_set_int(j, "finished_at", s, 15);
+        db_json_set_int(j, "result_attempt", s, 17);
+        db_json_set_int(j, "cancelled_at", s, 18);
         if (sqlite3_column_type(s, 16) != SQLITE_NULL) {
                 r = attempt_levels(db, sqlite3_column_int64(s, 16), &levels);
                 if (r < 0)
@@ -933,9 +1085,12 @@ static int run_row_json(struct mx_db *db, sqlite3_stmt *s, bool details, json_t 
         }
         json_object_set_new(j, "levels", levels ? levels : json_array());
         if (details) {
-                json_t *attempts = NULL;
+                json_t *attempts = NULL, *spec = NULL;
 
-                db_json_set_json(j, "spec", s, 17);
+                r = run_spec_json(db, sqlite3_column_int64(s, 0), &spec);
+                if (r < 0)
+                        return r;
+                json_object_set_new(j, "spec", spec);
                 r = run_attempts(db, sqlite3_column_int64(s, 0), &attempts);
                 if (r < 0)
                         return r;
@@ -947,8 +1102,7 @@ static int run_row_json(struct mx_db *db, sqlite3_stmt *s, bool details, json_t 
 
 int queue_run_json(struct mx_db *db, int64_t run, bool with_details, json_t **ret)
 {
-        static const char sql[] = "SELECT " RUN_COLUMNS " FROM runs r LEFT JOIN attempts a "
-                                  "ON a.run_id = r.id AND a.n = r.attempts WHERE r.id = ?";
+        static const char sql[] = "SELECT " RUN_COLUMNS RUN_FROM "WHERE r.id = ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = db_stmt(db, sql, &s), rc;
 
@@ -963,28 +1117,62 @@ int queue_run_json(struct mx_db *db, int64_t run, bool with_details, json_t **re
         return run_row_json(db, s, with_details, ret);
 }
 
-int queue_job_runs_json(struct mx_db *db, int64_t job, json_t **ret)
+int queue_job_run_seq(struct mx_db *db, int64_t job, int64_t run, int64_t *ret_seq)
 {
-        static const char sql[] = "SELECT " RUN_COLUMNS " FROM runs r LEFT JOIN attempts a "
-                                  "ON a.run_id = r.id AND a.n = r.attempts WHERE r.job_id = ? ORDER BY r.seq";
+        static const char sql[] = "SELECT seq FROM runs WHERE id = ? AND job_id = ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        _cleanup_(json_decrefp) json_t *a = json_array();
         int r = db_stmt(db, sql, &s), rc;
 
         if (r < 0)
                 return r;
+        db_bind_int64(s, 1, run);
+        db_bind_int64(s, 2, job);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret_seq = sqlite3_column_int64(s, 0);
+        return 0;
+}
+
+int queue_job_runs_json(struct mx_db *db, int64_t job, int64_t after_seq, int limit, json_t **ret,
+                        int64_t *ret_last_seq, bool *ret_more)
+{
+        /* One row past the page says whether there is more; (job_id, seq) is the UNIQUE index. */
+        static const char sql[] = "SELECT " RUN_COLUMNS RUN_FROM "WHERE r.job_id = ? AND r.seq > ? "
+                                  "ORDER BY r.seq LIMIT ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        _cleanup_(json_decrefp) json_t *a = json_array();
+        int r = db_stmt(db, sql, &s), rc;
+        int64_t last = after_seq;
+        bool more = false;
+
+        if (r < 0)
+                return r;
         db_bind_int64(s, 1, job);
+        db_bind_int64(s, 2, after_seq);
+        db_bind_int64(s, 3, limit > 0 ? (int64_t)limit + 1 : -1);
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
                 json_t *j = NULL;
 
+                if (limit > 0 && (int)json_array_size(a) == limit) {
+                        more = true;
+                        continue; /* let the statement finish */
+                }
                 r = run_row_json(db, s, false, &j);
                 if (r < 0)
                         return r;
+                last = sqlite3_column_int64(s, 2);
                 json_array_append_new(a, j);
         }
         if (rc != SQLITE_DONE)
                 return db_errno(db, rc);
         *ret = TAKE_PTR(a);
+        if (ret_last_seq)
+                *ret_last_seq = last;
+        if (ret_more)
+                *ret_more = more;
         return 0;
 }
 

@@ -40,7 +40,8 @@ struct queue_job_new {
         const char *strategy;
         json_t *levels;  /* array of strings */
         int priority;
-        json_t *request; /* the submit params as received */
+        json_t *request;   /* the submit params as received */
+        json_t *spec_base; /* optional: the snapshot part every run shares (runs[].spec goes on top) */
 };
 
 struct queue_run_new {
@@ -49,7 +50,7 @@ struct queue_run_new {
         json_t *config;  /* object axis -> value */
         json_t *reasons; /* array of strings */
         const char *expect_fail;
-        json_t *spec;    /* snapshot for the runner */
+        json_t *spec;    /* snapshot for the runner (its own part, over the job's spec_base) */
 };
 
 /* Store a job and its runs; returns the job id. */
@@ -128,7 +129,8 @@ int queue_cancel(struct mx_db *db, int64_t job, int64_t run, uid_t by, int64_t *
 /*
  * Requeue failed (or, with all, every finished) runs of a job, or one finished
  * run. max_queued > 0: the job owner's queued runs may not exceed it afterwards
- * (-EDQUOT, nothing changed), as for a submit.
+ * (-EDQUOT, nothing changed), as for a submit. -ESTALE: the job has no run to
+ * requeue; -EBUSY: the run is queued or running (nothing changed).
  */
 int queue_retry(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t max_queued,
                 int64_t *ret_requeued);
@@ -151,7 +153,15 @@ int queue_events(struct mx_db *db, int64_t job, int64_t after, int limit, json_t
 /* ---- read side (protocol reply shapes) ---- */
 int queue_job_json(struct mx_db *db, int64_t job, json_t **ret);
 int queue_run_json(struct mx_db *db, int64_t run, bool with_details, json_t **ret);
-int queue_job_runs_json(struct mx_db *db, int64_t job, json_t **ret);
+/*
+ * A page of a job's runs in plan order: those with seq > after_seq, at most
+ * limit (<= 0: all). *ret_last_seq: the seq of the last one returned (after_seq
+ * if none); *ret_more: runs follow the page. Either may be NULL.
+ */
+int queue_job_runs_json(struct mx_db *db, int64_t job, int64_t after_seq, int limit, json_t **ret,
+                        int64_t *ret_last_seq, bool *ret_more);
+/* The place in job's plan of run (-ENOENT: not a run of that job). */
+int queue_job_run_seq(struct mx_db *db, int64_t job, int64_t run, int64_t *ret_seq);
 struct queue_list_filter {
         const char *state; /* active, queued, running, done, cancelled, all (NULL = all) */
         bool has_uid;

@@ -550,6 +550,10 @@ static void ev_level_started(void *ud, const char *level)
         struct mx_sched *s = ud;
         struct mx_log_ctx ctx;
 
+        /* The target runner announces L1 at the server's start (the ready wait is L1's) and again at the
+         * completion: one level, one start. */
+        if (streq_ptr(s->cur->level, level))
+                return;
         free(s->cur->level);
         s->cur->level = xstrdup(level);
         ctx = current_ctx(s->cur);

@@ -11,6 +11,8 @@
 #include <malloc.h>
 #include <pwd.h>
 
+#define SUBMIT_REPLY_RUNS 1000 /* runs in a submit's reply; show JOB pages through the rest */
+
 /* The matrix a submission uses: the daemon's, or (admins only) a file it names. */
 static int submit_matrix(struct mx_request *req, struct mx_matrix **ret_owned, const struct mx_matrix **ret)
 {
@@ -72,11 +74,14 @@ static json_t *strv_json(char *const *l)
         return a;
 }
 
-/* The snapshot a runner gets: everything it needs, independent of later matrix edits. */
-static json_t *run_spec(const struct mx_matrix *m, const struct mx_plan *p, const struct mx_plan_run *r,
-                        json_t *levels, json_t *level_settings)
+/*
+ * The snapshot a runner gets is everything it needs, independent of later
+ * matrix edits: this part every run of the job shares (stored once per
+ * distinct text, queue.h), under each run's own (mx_plan_run_to_json()).
+ */
+static json_t *job_spec(const struct mx_matrix *m, json_t *levels, json_t *level_settings)
 {
-        json_t *spec = mx_plan_run_to_json(p, r);
+        json_t *spec = json_object();
 
         json_object_set_new(spec, "profile", json_incref(m->profile_resolved));
         json_object_set_new(spec, "model", m->model ? json_string(m->model) : json_null());
@@ -117,8 +122,7 @@ static void built_done(struct built *b)
         strv_free(b->owned);
 }
 
-static void build_runs(const struct mx_matrix *m, const struct mx_plan *p, json_t *levels, json_t *level_settings,
-                       struct built *b)
+static void build_runs(const struct mx_matrix *m, const struct mx_plan *p, struct built *b)
 {
         b->runs = xcalloc(p->n_runs ? p->n_runs : 1, sizeof(*b->runs));
         b->n = p->n_runs;
@@ -133,7 +137,7 @@ static void build_runs(const struct mx_matrix *m, const struct mx_plan *p, json_
                         .config_hash = b->owned[strv_length(b->owned) - 1],
                         .config = mx_config_to_json(m, r->config),
                         .reasons = strv_json(r->reasons),
-                        .spec = run_spec(m, p, r, levels, level_settings),
+                        .spec = mx_plan_run_to_json(p, r),
                 };
                 if (ef) {
                         strv_consume(&b->owned, ef);
@@ -195,18 +199,26 @@ static char *user_name(uid_t uid)
 }
 
 static void submit_store(struct mx_request *req, const struct mx_matrix *m, const struct mx_plan *p,
-                         struct built *b, json_t *levels)
+                         struct built *b, json_t *levels, json_t *level_settings)
 {
         json_t *params = req->params;
         _cleanup_free_ char *user = user_name(req->uid);
         char digest[MX_IDENT_HASH_LEN + 1];
-        _cleanup_json_ json_t *runs = NULL;
+        _cleanup_json_ json_t *runs = NULL, *base = job_spec(m, levels, level_settings);
+        bool more = false;
         struct queue_job_new job = {
-                .uid = req->uid, .gid = req->gid, .user_name = user, .matrix_path = m->path,
-                .matrix_digest = mx_ident_hash_format(mx_fnv1a64(m->text, m->text_len, MX_FNV1A64_INIT), digest),
+                .uid = req->uid,
+                .gid = req->gid,
+                .user_name = user,
+                .matrix_path = m->path,
+                .spec_base = base,
+                .matrix_digest =
+                        mx_ident_hash_format(mx_fnv1a64(m->text, m->text_len, MX_FNV1A64_INIT), digest),
                 .feature = json_string_value(json_object_get(params, "feature")),
-                .strategy = mx_plan_strategy_to_string(p->strategy), .levels = levels,
-                .priority = (int)json_integer_value(json_object_get(params, "priority")), .request = params,
+                .strategy = mx_plan_strategy_to_string(p->strategy),
+                .levels = levels,
+                .priority = (int)json_integer_value(json_object_get(params, "priority")),
+                .request = params,
         };
         _cleanup_free_ char *jf = NULL;
         struct mx_log_ctx ctx = {};
@@ -220,7 +232,8 @@ static void submit_store(struct mx_request *req, const struct mx_matrix *m, cons
                 return;
         }
         /* Stored: from here on the reply must carry the job id, or a resubmit would duplicate it. */
-        r = queue_job_runs_json(req->d->db, id, &runs);
+        /* A page, as show JOB gives: a 10 000-run reply would be megabytes built at once. */
+        r = queue_job_runs_json(req->d->db, id, 0, SUBMIT_REPLY_RUNS, &runs, NULL, &more);
         if (r < 0) {
                 log_warning_errno(r, "job %" PRId64 " stored, but its runs could not be read back", id);
                 runs = json_array();
@@ -233,8 +246,9 @@ static void submit_store(struct mx_request *req, const struct mx_matrix *m, cons
                     (unsigned)req->uid, job.feature, b->n, job.strategy, job.priority);
         /* Persisted: now acknowledge. The reply frees req, so kick the scheduler first. */
         sched_kick(req->d->sched);
-        request_reply(req, json_pack("{s:I,s:O,s:o,s:s,s:o}", "job", (json_int_t)id, "runs", runs, "skipped",
-                                     skipped_json(p), "resolved", p->resolved, "notes", strv_json(p->notes)));
+        request_reply(req, json_pack("{s:I,s:O,s:b,s:I,s:o,s:s,s:o}", "job", (json_int_t)id, "runs", runs,
+                                     "more", more, "total", (json_int_t)b->n, "skipped", skipped_json(p),
+                                     "resolved", p->resolved, "notes", strv_json(p->notes)));
 }
 
 void submit_handle(struct mx_request *req)
@@ -279,14 +293,14 @@ void submit_handle(struct mx_request *req)
                 request_error(req, "bad-request", "levels: %s", strna(err));
                 return;
         }
-        build_runs(m, plan, levels, level_settings, &b);
+        build_runs(m, plan, &b);
         if (json_is_true(json_object_get(params, "dry_run")))
                 request_reply(req, json_pack("{s:n,s:o,s:o,s:s,s:o,s:O,s:O}", "job", "runs", dry_runs(&b), "skipped",
                                              skipped_json(plan), "resolved", plan->resolved, "notes",
                                              strv_json(plan->notes), "levels", levels, "level_settings",
                                              level_settings));
         else if (check_limits(req, b.n) >= 0)
-                submit_store(req, m, plan, &b, levels);
+                submit_store(req, m, plan, &b, levels, level_settings);
         built_done(&b);
         /*
          * A large plan's snapshots leave the heap fragmented: bench-queue saw

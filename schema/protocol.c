@@ -289,8 +289,14 @@ static int cli_value(const struct mx_proto_method *m, const char *param, const c
         int64_t v;
 
         if (type && streq(type, "integer")) {
+                bool run = streq_ptr(json_string_value(json_object_get(schema, "format")), "run");
+
+                /* A run is written rN everywhere; a bare number is taken too. */
+                if (run && (word[0] == 'r' || word[0] == 'R'))
+                        word++;
                 if (mx_parse_int64(word, INT64_MIN, INT64_MAX, &v) < 0)
-                        return fail(reterr, param, "'%s' is not an integer", word);
+                        return fail(reterr, param,
+                                    run ? "'%s' is not a run (r<number>)" : "'%s' is not an integer", word);
                 *ret = json_integer(v);
         } else if (type && streq(type, "array") && json_is_string(split)) {
                 _cleanup_free_ char *copy = xstrdup(word);
@@ -306,10 +312,14 @@ static int cli_value(const struct mx_proto_method *m, const char *param, const c
         return 0;
 }
 
+/*
+ * The job or run a verb names. Everywhere, N and jN are job N and rN is run N;
+ * a verb that takes only one of them refuses the other with a hint, so that
+ * "logs 1" never silently means run 1 while "show 1" means job 1.
+ */
 static int cli_target(const struct mx_proto_method *m, const char *word, json_t *params, char **reterr)
 {
-        bool has_job = json_object_get(m->params, "job") != NULL;
-        const char *param = has_job ? "job" : "run";
+        const char *param = "job";
         const char *num = word;
         int64_t id;
 
@@ -319,9 +329,18 @@ static int cli_target(const struct mx_proto_method *m, const char *word, json_t 
         } else if (word[0] == 'j' || word[0] == 'J')
                 num = word + 1;
         if (mx_parse_int64(num, 1, INT64_MAX, &id) < 0)
-                return fail(reterr, m->name, "'%s' is neither a job number nor r<run number>", word);
-        if (!json_object_get(m->params, param))
-                return fail(reterr, m->name, "%s takes a run (r<number>), not a job", m->name);
+                return fail(reterr, m->name, "'%s' is neither a job number (N or jN) nor a run (rN)", word);
+        if (!json_object_get(m->params, param)) {
+                if (streq(param, "job"))
+                        return fail(reterr, m->name,
+                                    "%s takes a run (r<number>), and '%s' is job %" PRId64 ": use r%" PRId64
+                                    " for run %" PRId64 ", or mxmatrix show %" PRId64
+                                    " to list the job's runs",
+                                    m->name, word, id, id, id, id);
+                return fail(reterr, m->name,
+                            "%s takes a job (N or jN), and '%s' is a run: mxmatrix show %s names its job",
+                            m->name, word, word);
+        }
         if (json_object_get(params, "job") || json_object_get(params, "run"))
                 return fail(reterr, m->name, "more than one job or run given");
         json_object_set_new(params, param, json_integer(id));
@@ -507,8 +526,10 @@ static void cli_help_words(const struct mx_proto_method *m, FILE *f)
 
         if (json_is_true(json_object_get(m->cli, "target")))
                 fprintf(f, "\n%s\n",
-                        has_job ? "JOB is a job number (12 or j12); rRUN a run number (r34)."
-                                : "rRUN is a run number (r34).");
+                        has_job && json_object_get(m->params, "run")
+                                ? "JOB is a job number (12 or j12); rRUN a run number (r34)."
+                        : has_job ? "JOB is a job number (12 or j12); a run (r34) is refused."
+                                  : "rRUN is a run number (r34); a job number (12 or j12) is refused.");
         if (as)
                 fprintf(f,
                         "\n%s=X (or a bare X) names what to test; other axis=value words pin that "
@@ -553,4 +574,48 @@ void mx_proto_cli_help(const struct mx_proto *p, const struct mx_proto_method *m
         fputs("  --json                   print the result as JSON (also before the verb)\n"
               "  -h, --help               this help\n\nSee mxmatrix(1).\n",
               f);
+}
+
+/* ---- the result vocabulary ---- */
+
+json_t *mx_proto_results(void)
+{
+        return json_object_get(json_object_get(mx_proto_get()->types, "result"), "enum");
+}
+
+bool mx_result_expected(const char *result)
+{
+        json_t *ex = json_object_get(json_object_get(mx_proto_get()->types, "result"), "expected"), *e;
+        size_t i;
+
+        json_array_foreach (ex, i, e)
+                if (streq_ptr(json_string_value(e), result))
+                        return true;
+        return false;
+}
+
+char *mx_result_counts_text(json_t *counts, bool states)
+{
+        static const char *const state_names[] = { "queued", "running" };
+        struct mx_buf b = MX_BUF_INIT;
+        json_t *e;
+        size_t i;
+
+        for (size_t k = 0; states && k < ELEMENTSOF(state_names); k++) {
+                json_int_t n = json_integer_value(json_object_get(counts, state_names[k]));
+
+                if (n > 0)
+                        mx_buf_printf(&b, "%s%" JSON_INTEGER_FORMAT " %s", b.len ? ", " : "", n,
+                                      state_names[k]);
+        }
+        json_array_foreach (mx_proto_results(), i, e) {
+                json_int_t n = json_integer_value(json_object_get(counts, json_string_value(e)));
+
+                if (n > 0)
+                        mx_buf_printf(&b, "%s%" JSON_INTEGER_FORMAT " %s", b.len ? ", " : "", n,
+                                      json_string_value(e));
+        }
+        if (b.len == 0)
+                mx_buf_puts(&b, "no runs");
+        return mx_buf_steal(&b);
 }

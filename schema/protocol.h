@@ -80,3 +80,17 @@ int mx_proto_cli_parse(const struct mx_proto *p, const struct mx_proto_method *m
                        json_t **ret_params, char **reterr);
 /* Print "mxmatrix SYNOPSIS" and the options with their documentation. */
 void mx_proto_cli_help(const struct mx_proto *p, const struct mx_proto_method *m, FILE *f);
+
+/*
+ * The run results of protocol.json's "result" type, in its order: the one
+ * vocabulary that status, list, show, follow and the daemon's messages use.
+ */
+json_t *mx_proto_results(void);
+/* Is this result one that went as expected (pass, xfail: the type's "expected")? */
+bool mx_result_expected(const char *result);
+/*
+ * A counts object (job or queue counts: state and result names -> n) as
+ * "2 queued, 1 running, 6 pass, 4 xfail": the states with states, then each
+ * result with a non-zero count, in the vocabulary's order; "no runs" if none.
+ */
+char *mx_result_counts_text(json_t *counts, bool states);

@@ -45,8 +45,8 @@ j=$(submit feature=fast mode=sleep)
 # (or a check's) connection is still being closed: start it again until both hold.
 f1="" f2=""
 status_refused() {
-        kill -0 "${f1:-0}" 2>/dev/null || { "$MX_BIN" follow "$j" >/dev/null 2>&1 & f1=$!; }
-        kill -0 "${f2:-0}" 2>/dev/null || { "$MX_BIN" follow "$j" >/dev/null 2>&1 & f2=$!; }
+        { [ -n "$f1" ] && kill -0 "$f1" 2>/dev/null; } || { "$MX_BIN" follow "$j" >/dev/null 2>&1 & f1=$!; }
+        { [ -n "$f2" ] && kill -0 "$f2" 2>/dev/null; } || { "$MX_BIN" follow "$j" >/dev/null 2>&1 & f2=$!; }
         sleep 0.2
         kill -0 "$f1" 2>/dev/null && kill -0 "$f2" 2>/dev/null || return 1
         "$MX_BIN" status >"$T/out" 2>"$T/err"

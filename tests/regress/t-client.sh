@@ -33,12 +33,20 @@ expect_exit 2 mx frobnicate
 has "$T/err" "unknown verb 'frobnicate'"
 expect_exit 2 mx show
 expect_exit 2 mx show x12
-has "$T/err" "'x12' is neither a job number nor r<run number>"
+has "$T/err" "'x12' is neither a job number (N or jN) nor a run (rN)"
 expect_exit 2 mx show 1 2
 expect_exit 2 mx logs
 has "$T/err" "missing required parameter 'run'"
 expect_exit 2 mx cancel 1 r2
 has "$T/err" "more than one job or run given"
+# N and jN are jobs, rN runs, in every verb: a verb that takes only one says so, the right way round.
+expect_exit 2 mx follow r2
+has "$T/err" "follow takes a job (N or jN), and 'r2' is a run: mxmatrix show r2 names its job"
+expect_exit 2 mx logs 1
+has "$T/err" "logs takes a run (r<number>), and '1' is job 1: use r1 for run 1, or mxmatrix show 1"
+expect_exit 2 mx logs j1
+expect_exit 2 mx show r1 --limit 5 --after x
+has "$T/err" "'x' is not a run (r<number>)"
 expect_exit 2 mx submit feature=fast --priority
 expect_exit 2 mx list --frobnicate
 ok "exit 2 before any connection"
@@ -69,7 +77,7 @@ j1=1
 expect_exit 0 follow_job $j1
 has "$T/follow" "run-started"
 has "$T/follow" "run-finished"
-has "$T/follow" "job $j1 done: 2 of 2 runs passed or failed as expected"
+has "$T/follow" "job $j1 done: 2 pass; 2 of 2 runs as expected (pass or xfail)"
 ok "job $j1 ran, follow exit 0"
 
 step="submit --json, --strategy, --priority, pins"
@@ -78,7 +86,7 @@ j2=$(jqv "$out" '.job')
 [ "$(jq '.runs | length' <<<"$out")" = 2 ] || fail "want 2 runs: $out"
 jq -e 'all(.runs[]; .config_key | startswith("mode=fail,"))' >/dev/null <<<"$out" || fail "pin lost: $out"
 expect_exit 1 follow_job "$j2"
-has "$T/follow" "job $j2 done: 0 of 2 runs passed"
+has "$T/follow" "job $j2 done: 2 fail; 0 of 2 runs as expected"
 out=$(mxj show "$j2")
 [ "$(jq -r '.job.strategy' <<<"$out")" = full ] || fail "strategy: $out"
 [ "$(jq -r '.job.priority' <<<"$out")" = 3 ] || fail "priority: $out"
@@ -169,7 +177,7 @@ expect_exit 1 mx cancel "$j1"
 has "$T/err" "invalid-state: job $j1 has no queued or running run to cancel"
 [ "$(job_field "$j1" '.job.state')" = done ] || fail "job $j1 is $(job_field "$j1" '.job.state') after cancel"
 expect_exit 1 mx cancel "r$r3"
-has "$T/err" "invalid-state: run $r3 is not queued or running"
+has "$T/err" "invalid-state: r$r3 is not queued or running"
 ok "job $j5: 2 runs cancelled before they ran; cancel of finished job $j1 and r$r3 refused"
 
 step="cancel a running run"
@@ -245,14 +253,28 @@ out=$(mxj retry "$j8" --all)
 [ "$(jqv "$out" '.requeued')" = 5 ] || fail "retry --all: $out"
 [ "$(job_field "$j8" '[.runs[].state] | unique | join(",")')" = queued ] || fail "runs of $j8 not all queued"
 expect_exit 1 mx retry "r${r8[0]}"
-has "$T/err" "invalid-state"
+has "$T/err" "invalid-state: r${r8[0]} is queued or running"
 expect_exit 0 mx cancel "$j8"
 has "$T/out" "cancelled 5 queued run(s)"
+# Cancelling the retries leaves each run with the result it had, and that attempt's levels.
+[ "$(job_field "$j8" '[.runs[].result] | join(",")')" = "pass,pass,fail,crashed,cancelled" ] ||
+        fail "results after the cancelled retry: $(job_field "$j8" '[.runs[].result] | join(",")')"
+[ "$(job_field "$j8" '[.runs[0].levels[].verdict] | join(",")')" = "pass,skipped" ] ||
+        fail "levels of r${r8[0]}: $(job_field "$j8" '.runs[0].levels')"
+[ "$(job_field "$j8" '[.runs[4].levels[]] | length')" = 0 ] || fail "r${r8[4]} shows levels of a cancelled attempt"
+expect_exit 0 mx show "$j8"
+has "$T/out" "runs: 2 pass, 1 fail, 1 crashed, 1 cancelled"
+expect_exit 0 mx show "r${r8[2]}"
+has "$T/out" "result fail"
+has "$T/out" "attempt 1: fail"
+has "$T/out" "attempt 2: fail"
 expect_exit 0 mx resume
 out=$(mxj retry "r${r8[0]}")
 [ "$(jqv "$out" '.requeued')" = 1 ] || fail "retry r${r8[0]}: $out"
 wait_until "r${r8[0]} to run again" run_in_state "${r8[0]}" done
 [ "$(run_field "${r8[0]}" '.run.attempts')" = 2 ] || fail "r${r8[0]} attempts"
+[ "$(run_field "${r8[0]}" '[.run.attempt_history[] | "\(.n):\(.result):\([.levels[].verdict] | join("+"))"] | join(",")')" = \
+        "1:pass:pass+skipped,2:pass:pass+skipped" ] || fail "history of r${r8[0]}: $(run_field "${r8[0]}" '.run.attempt_history')"
 ok "retry requeued the failed 2 of 5, --all all 5, a queued run refused, one run retried"
 
 step="list"
@@ -357,9 +379,66 @@ wait "$follow_pid"
 st=$?
 [ "$st" = 1 ] || fail "follow $jc exited $st, want 1 (124: it still waited after its last run was cancelled)"
 has "$T/follow-c" "run-cancelled"
-has "$T/follow-c" "job $jc done: 0 of 2 runs"
+has "$T/follow-c" "job $jc done: 2 cancelled; 0 of 2 runs"
 expect_exit 0 mx resume
 ok "follow $jc ended when r$rc2, its last run, was cancelled by number"
+
+step="one vocabulary: status, list, show, follow, retry"
+# The same matrix with mode=crash marked known-incompatible: its runs end xfail.
+jq '.constraints = {"known_incompatible": [{"when": {"mode": "crash"}, "expect": "crash",
+        "reason": "crashes on purpose"}]}' "$MX_FIXTURE_MATRIX" >"$T/xfail.json"
+jx=$(submit feature=fast mode=crash --matrix "$T/xfail.json")
+expect_exit 0 follow_job "$jx"
+has "$T/follow" "job $jx done: 2 xfail; 2 of 2 runs as expected (pass or xfail)"
+expect_exit 0 mx list
+row=$(grep -E "^$jx +" "$T/out") || fail "no row for job $jx in list"
+[[ $row == *"2 xfail" ]] || fail "list says '$row' for job $jx, want its RESULTS '2 xfail'"
+lacks "$T/out" "PASS"
+expect_exit 0 mx show "$jx"
+has "$T/out" "runs: 2 xfail"
+expect_exit 0 mx status
+has "$T/out" "2 xfail"
+[ "$(mxj list | jq ".jobs[] | select(.id == $jx) | .counts.xfail")" = 2 ] || fail "list --json counts of $jx"
+# Nothing to retry: say why, in the same words, and exit 1 (invalid-state).
+expect_exit 1 mx retry "$jx"
+has "$T/err" "invalid-state: job $jx has no finished run that failed (2 xfail); retry $jx --all requeues every finished run"
+lacks "$T/out" "requeued 0"
+ok "job $jx: 2 xfail in follow, list, show, status and retry's refusal"
+
+step="show pages through a large job"
+# 35 x 35 = 1225 runs: more than the daemon's page of 1000, so the client fetches two.
+jq -n '{matrix: 1, name: "pages", target: {profile: "command", command: ["true"]},
+        axes: [{name: "a", values: [range(35) | {name: "a\(.)"}]}, {name: "b", values: [range(35) | {name: "b\(.)"}]}],
+        baseline: {a: "a0", b: "b0"},
+        features: [{name: "sweep", priority: 1, set: {}, hypothesis: "h",
+                    criteria: [{metric: "tg32_tps", min_gain_pct: 1}], status: "in-progress"}]}' >"$T/pages.json"
+expect_exit 0 mx pause
+out=$(mxj submit sweep --strategy full --matrix "$T/pages.json")
+jp=$(jqv "$out" '.job')
+[ "$(jq '[.total, (.runs | length), .more] | map(tostring) | join(",")' -r <<<"$out")" = "1225,1000,true" ] ||
+        fail "submit reply of job $jp: $(jq -c '{total, more, n: (.runs | length)}' <<<"$out")"
+expect_exit 0 mx submit sweep --strategy full --matrix "$T/pages.json" --dry-run
+all=$(mxj show "$jp")
+[ "$(jq '.runs | length' <<<"$all")" = 1225 ] || fail "show $jp gave $(jq '.runs | length' <<<"$all") runs"
+jq -e '[.runs[].seq] == [range(1; 1226)] and .more == false' >/dev/null <<<"$all" || fail "show $jp: order, more"
+expect_exit 0 mx show "$jp"
+[ "$(grep -cE '^r[0-9]+ ' "$T/out")" = 1225 ] || fail "show $jp printed $(grep -cE '^r[0-9]+ ' "$T/out") runs"
+has "$T/out" "runs: 1225 queued"
+page=$(mxj show "$jp" --limit 100)
+[ "$(jq '.runs | length' <<<"$page")" = 100 ] || fail "--limit 100: $(jq '.runs | length' <<<"$page")"
+r100=$(jq '.runs[-1].id' <<<"$page")
+[ "$(jq '.after' <<<"$page")" = "$r100" ] && [ "$(jq '.more' <<<"$page")" = true ] || fail "--limit 100: after, more"
+expect_exit 0 mx show "$jp" --limit 100
+has "$T/out" "(more: mxmatrix show $jp --after r$r100 --limit 100)"
+rest=$(mxj show "$jp" --after "r$r100")
+[ "$(jq '.runs | length' <<<"$rest")" = 1125 ] || fail "--after r$r100: $(jq '.runs | length' <<<"$rest") runs"
+[ "$(jq '.runs[0].id' <<<"$rest")" = $((r100 + 1)) ] || fail "--after r$r100 starts at r$(jq '.runs[0].id' <<<"$rest")"
+expect_exit 2 mx show "$jp" --after "r$r3"
+has "$T/err" "--after r$r3 is not a run of job $jp"
+expect_exit 2 mx show "r$r100" --limit 3
+expect_exit 0 mx cancel "$jp"
+expect_exit 0 mx resume
+ok "job $jp: 1225 runs over two pages, --limit 100, --after r$r100, the submit reply's first 1000"
 
 step="stop"
 mxd_stop TERM

@@ -82,7 +82,7 @@ expect_exit 4 as_nobody cancel "$root_job"
 has "$T/err" "permission-denied"
 has "$T/err" "job $root_job belongs to uid 0"
 expect_exit 4 as_nobody cancel "r$root_run"
-has "$T/err" "run $root_run belongs to uid 0"
+has "$T/err" "r$root_run belongs to uid 0"
 expect_exit 4 as_nobody retry "$root_job"
 expect_exit 4 as_nobody retry "r$root_run" --all
 expect_exit 4 as_nobody resume

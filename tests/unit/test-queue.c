@@ -155,7 +155,7 @@ TEST(attempt_results_and_levels)
                 ASSERT_STREQ(result, expect[i]);
                 queue_next_done(&n);
         }
-        ASSERT_OK(queue_job_runs_json(db, job, &runs));
+        ASSERT_OK(queue_job_runs_json(db, job, 0, 0, &runs, NULL, NULL));
         ASSERT_EQ(json_array_size(runs), 3);
         for (size_t i = 0; i < 3; i++) {
                 json_t *r = json_array_get(runs, i);
@@ -239,9 +239,8 @@ TEST(cancel_and_retry)
         }
         ASSERT_OK(queue_job_json(db, job, &jj));
         ASSERT_STREQ(json_string_value(json_object_get(jj, "state")), "cancelled");
-        /* Plain retry leaves cancelled runs alone; --all brings every run back. */
-        ASSERT_OK(queue_retry(db, job, 0, false, 1000, 0, &requeued));
-        ASSERT_EQ(requeued, 0);
+        /* Plain retry leaves cancelled runs alone (nothing to do: -ESTALE); --all brings every run back. */
+        ASSERT_ERR(queue_retry(db, job, 0, false, 1000, 0, &requeued), ESTALE);
         ASSERT_OK(queue_retry(db, job, 0, true, 1000, 0, &requeued));
         ASSERT_EQ(requeued, 4);
         json_decref(jj);
@@ -421,7 +420,7 @@ TEST(retry_keeps_the_queued_limit)
         ASSERT_OK(queue_job_json(db, job, &jj));
         ASSERT_STREQ(json_string_value(json_object_get(jj, "state")), "cancelled");
         /* One run fits, a second does not. */
-        ASSERT_OK(queue_job_runs_json(db, job, &runs));
+        ASSERT_OK(queue_job_runs_json(db, job, 0, 0, &runs, NULL, NULL));
         r1 = json_integer_value(json_object_get(json_array_get(runs, 0), "id"));
         r2 = json_integer_value(json_object_get(json_array_get(runs, 1), "id"));
         ASSERT_OK(queue_retry(db, 0, r1, false, 1000, 3, &n));
@@ -625,4 +624,324 @@ TEST(list_state_filters_over_a_history)
         for (size_t i = 0; i < json_array_size(jobs); i++)
                 ASSERT_STREQ(json_string_value(json_object_get(json_array_get(jobs, i), "state")), "done");
         queue_next_done(&n);
+}
+
+/* Start the next queued run, record one L1 verdict, finish it with an outcome. */
+static int64_t run_with_level(struct mx_db *db, const char *tag, const char *verdict, enum mx_outcome o)
+{
+        struct queue_level l1 = {.level = "L1", .verdict = verdict, .started_at = 1, .finished_at = 2};
+        struct queue_finish f = {.outcome = o, .exit_status = -1};
+        struct queue_next n = {};
+        int64_t att, run;
+        int num;
+
+        ASSERT_OK(queue_pick_next(db, &n));
+        run = n.run;
+        ASSERT_OK(queue_attempt_start(db, n.run, tag, "boot", &att, &num));
+        ASSERT_OK(queue_level_record(db, att, &l1));
+        ASSERT_OK(queue_attempt_finish(db, att, &f, NULL));
+        queue_next_done(&n);
+        return run;
+}
+
+static json_t *run_json(struct mx_db *db, int64_t run, bool details)
+{
+        json_t *j = NULL;
+
+        ASSERT_OK(queue_run_json(db, run, details, &j));
+        check_shape("run_summary", j);
+        return j;
+}
+
+static const char *verdict_of(json_t *levels, size_t i)
+{
+        return json_string_value(json_object_get(json_array_get(levels, i), "verdict"));
+}
+
+/*
+ * Issue 7 item 6: a retry followed by a cancel kept the cancel as the run's
+ * result beside the levels of the attempt before it. The run shows the
+ * latest attempt that came to a result, with that attempt's levels, and
+ * every attempt stays in its history with its own.
+ */
+TEST(cancelled_retry_keeps_the_earlier_result)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("retry-cancel.db");
+        int64_t job = submit(db, 1000, 0, 2), run, cancelled, running, requeued, att;
+        _cleanup_json_ json_t *j = NULL, *jj = NULL;
+        struct queue_next n = {};
+        json_t *hist;
+        int num;
+
+        run = run_with_level(db, "p1", "pass", MX_OUTCOME_COMPLETED);
+        (void)run_with_level(db, "f1", "fail", MX_OUTCOME_COMPLETED);
+        ASSERT_OK(queue_retry(db, job, 0, true, 1000, 0, &requeued));
+        ASSERT_EQ(requeued, 2);
+        /* Queued again: no result, and no levels of the attempt before (they are in its history). */
+        j = run_json(db, run, false);
+        ASSERT_TRUE(json_is_null(json_object_get(j, "result")));
+        ASSERT_EQ(json_array_size(json_object_get(j, "levels")), 0);
+        json_decref(j);
+        ASSERT_OK(queue_cancel(db, job, 0, 1000, &cancelled, &running));
+        ASSERT_EQ(cancelled, 2);
+        j = run_json(db, run, true);
+        ASSERT_STREQ(json_string_value(json_object_get(j, "state")), "done");
+        ASSERT_STREQ(json_string_value(json_object_get(j, "result")), "pass");
+        ASSERT_EQ(json_integer_value(json_object_get(j, "result_attempt")), 1);
+        ASSERT_STREQ(verdict_of(json_object_get(j, "levels"), 0), "pass");
+        ASSERT_OK(queue_job_json(db, job, &jj));
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(jj, "counts"), "pass")), 1);
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(jj, "counts"), "fail")), 1);
+        ASSERT_NULL(json_object_get(json_object_get(jj, "counts"), "cancelled"));
+        check_counts_match_runs(db);
+        json_decref(j);
+
+        /* A retry cancelled while it runs: attempt 2 ends cancelled with its own levels; the run shows 1. */
+        ASSERT_OK(queue_retry(db, 0, run, false, 1000, 0, &requeued));
+        ASSERT_OK(queue_pick_next(db, &n));
+        ASSERT_EQ(n.run, run);
+        ASSERT_OK(queue_attempt_start(db, n.run, "p2", "boot", &att, &num));
+        ASSERT_EQ(num, 2);
+        {
+                struct queue_level l = {.level = "L1", .verdict = "fail", .started_at = 5, .finished_at = 6};
+                struct queue_finish f = {.outcome = MX_OUTCOME_CANCELLED, .exit_status = -1};
+                _cleanup_free_ char *result = NULL;
+
+                ASSERT_OK(queue_level_record(db, att, &l));
+                ASSERT_OK(queue_cancel(db, 0, run, 1000, &cancelled, &running));
+                ASSERT_EQ(running, run);
+                ASSERT_OK(queue_attempt_finish(db, att, &f, &result));
+                ASSERT_STREQ(result, "cancelled"); /* what the attempt came to */
+        }
+        queue_next_done(&n);
+        j = run_json(db, run, true);
+        ASSERT_STREQ(json_string_value(json_object_get(j, "result")), "pass");
+        ASSERT_EQ(json_integer_value(json_object_get(j, "result_attempt")), 1);
+        ASSERT_EQ(json_array_size(json_object_get(j, "levels")), 1);
+        ASSERT_STREQ(verdict_of(json_object_get(j, "levels"), 0), "pass");
+        hist = json_object_get(j, "attempt_history");
+        ASSERT_EQ(json_array_size(hist), 2);
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(hist, 0), "result")), "pass");
+        ASSERT_STREQ(verdict_of(json_object_get(json_array_get(hist, 0), "levels"), 0), "pass");
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(hist, 1), "result")), "cancelled");
+        ASSERT_STREQ(verdict_of(json_object_get(json_array_get(hist, 1), "levels"), 0), "fail");
+        check_counts_match_runs(db);
+
+        /* A plain retry takes the failed run back, not the one that passed. */
+        ASSERT_OK(queue_retry(db, job, 0, false, 1000, 0, &requeued));
+        ASSERT_EQ(requeued, 1);
+}
+
+/* A run cancelled before it ever ran, or whose only attempt was cancelled, is cancelled. */
+TEST(cancel_without_an_earlier_result)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("cancel-plain.db");
+        int64_t job = submit(db, 1000, 0, 2), cancelled, running, att;
+        _cleanup_json_ json_t *j1 = NULL, *j2 = NULL;
+        struct queue_next n = {};
+        int num;
+
+        ASSERT_OK(queue_pick_next(db, &n));
+        ASSERT_OK(queue_attempt_start(db, n.run, "x", "boot", &att, &num));
+        ASSERT_OK(queue_cancel(db, job, 0, 1000, &cancelled, &running));
+        {
+                struct queue_level l = {.level = "L1", .verdict = "pass", .started_at = 1, .finished_at = 2};
+                struct queue_finish f = {.outcome = MX_OUTCOME_CANCELLED, .exit_status = -1};
+
+                ASSERT_OK(queue_level_record(db, att, &l));
+                ASSERT_OK(queue_attempt_finish(db, att, &f, NULL));
+        }
+        j1 = run_json(db, n.run, false);
+        ASSERT_STREQ(json_string_value(json_object_get(j1, "result")), "cancelled");
+        ASSERT_STREQ(json_string_value(json_object_get(j1, "outcome")), "cancelled");
+        ASSERT_EQ(json_integer_value(json_object_get(j1, "result_attempt")), 1);
+        ASSERT_EQ(json_array_size(json_object_get(j1, "levels")), 1); /* its own levels */
+        j2 = run_json(db, n.run + 1, false);
+        ASSERT_STREQ(json_string_value(json_object_get(j2, "result")), "cancelled");
+        ASSERT_TRUE(json_is_null(json_object_get(j2, "result_attempt")));
+        ASSERT_EQ(json_array_size(json_object_get(j2, "levels")), 0);
+        check_counts_match_runs(db);
+        queue_next_done(&n);
+}
+
+/* Submit n runs whose own snapshot part depends on i % distinct, under a shared part. */
+static int64_t submit_specs(struct mx_db *db, int n_runs, int distinct, const char *base_text)
+{
+        _cleanup_json_ json_t *levels = json_pack("[s]", "L1");
+        _cleanup_json_ json_t *req = json_object();
+        _cleanup_json_ json_t *base =
+                json_pack("{s:s,s:{s:s}}", "model", base_text, "profile", "name", "vllm");
+        struct queue_job_new job = {
+                .uid = 1000,
+                .gid = 1000,
+                .matrix_path = "/m.json",
+                .matrix_digest = "d",
+                .strategy = "full",
+                .levels = levels,
+                .request = req,
+                .spec_base = base,
+        };
+        struct queue_run_new *runs = xcalloc(n_runs, sizeof(*runs));
+        int64_t id = 0;
+
+        for (int i = 0; i < n_runs; i++) {
+                runs[i].config_key = xasprintf("k=%d", i);
+                runs[i].config_hash = "0000000000000000";
+                runs[i].config = json_object();
+                runs[i].reasons = json_array();
+                runs[i].spec = json_pack("{s:[s,s],s:s}", "argv", "serve", "--x", "env", distinct ? "" : "");
+                json_object_set_new(runs[i].spec, "env", json_sprintf("K=%d", i % distinct));
+        }
+        ASSERT_OK(queue_submit(db, &job, runs, n_runs, &id));
+        for (int i = 0; i < n_runs; i++) {
+                free((char *)runs[i].config_key);
+                json_decref(runs[i].config);
+                json_decref(runs[i].reasons);
+                json_decref(runs[i].spec);
+        }
+        free(runs);
+        return id;
+}
+
+/* Issue 7 item 11: each distinct snapshot is stored once; the runner and show get the merged one. */
+TEST(snapshots_stored_once)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("snapshots.db");
+        _cleanup_json_ json_t *j = NULL;
+        struct queue_next n = {};
+        json_t *spec;
+
+        submit_specs(db, 40, 8, "m1");
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM snapshots"), 8 + 1);
+        submit_specs(db, 40, 8, "m1"); /* the same sweep again: nothing new */
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM snapshots"), 8 + 1);
+        submit_specs(db, 10, 10, "m2"); /* 2 new run parts, a new shared part */
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM snapshots"), 10 + 2);
+        /* A hash collision cannot share a snapshot: the text decides. */
+        ASSERT_OK(db_exec(db, "UPDATE snapshots SET hash = 'collide'"));
+        submit_specs(db, 1, 1, "m3");
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM snapshots"), 10 + 2 + 2);
+        ASSERT_OK(queue_pick_next(db, &n));
+        spec = n.spec;
+        ASSERT_STREQ(json_string_value(json_object_get(spec, "model")), "m1");
+        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(spec, "profile"), "name")), "vllm");
+        ASSERT_STREQ(json_string_value(json_object_get(spec, "env")), "K=0");
+        ASSERT_EQ(json_array_size(json_object_get(spec, "argv")), 2);
+        j = run_json(db, n.run, true);
+        ASSERT_TRUE(json_equal(json_object_get(j, "spec"), spec));
+        queue_next_done(&n);
+}
+
+/* Issue 7 item 11: show JOB pages through a job's runs in plan order. */
+TEST(job_runs_in_pages)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("pages.db");
+        int64_t job = submit_specs(db, 25, 25, "m"), after = 0, last = -1, seen = 0;
+        bool more = true;
+
+        submit_specs(db, 5, 5, "m"); /* another job's runs in between must not show */
+        while (more) {
+                _cleanup_json_ json_t *page = NULL;
+
+                ASSERT_OK(queue_job_runs_json(db, job, after, 10, &page, &last, &more));
+                for (size_t i = 0; i < json_array_size(page); i++) {
+                        json_t *r = json_array_get(page, i);
+
+                        check_shape("run_summary", r);
+                        ASSERT_EQ(json_integer_value(json_object_get(r, "seq")), seen + 1);
+                        ASSERT_EQ(json_integer_value(json_object_get(r, "job")), job);
+                        seen++;
+                }
+                ASSERT_EQ(last, seen);
+                ASSERT_TRUE(json_array_size(page) == 10 || !more);
+                after = last;
+        }
+        ASSERT_EQ(seen, 25);
+        ASSERT_OK(queue_job_run_seq(db, job, 3, &last));
+        ASSERT_EQ(last, 3);
+        ASSERT_ERR(queue_job_run_seq(db, job, 27, &last), ENOENT); /* a run of the other job */
+}
+
+/*
+ * Migration 003 on a database that 001 and 002 made, holding runs: every
+ * run keeps its snapshot (now stored once per distinct text), each finished
+ * attempt gets its result, and a run whose retry was cancelled shows the
+ * result it had before.
+ */
+TEST(migration_006_moves_snapshots_and_results)
+{
+        _cleanup_free_ char *path = xasprintf("%s/v2.db", test_tmpdir());
+        _cleanup_free_ char *err = NULL;
+        _cleanup_json_ json_t *j1 = NULL, *j2 = NULL, *j3 = NULL, *j4 = NULL, *jj = NULL;
+        struct mx_db *db = NULL;
+        sqlite3 *raw = NULL;
+        static const char spec_a[] = "{\"argv\":[\"a\"],\"env\":[\"X=1\"],\"profile\":{\"name\":\"vllm\"}}";
+        static const char spec_b[] = "{\"argv\":[\"b\"],\"env\":[]}";
+        _cleanup_free_ char *fill = xasprintf(
+                "PRAGMA user_version = 2;"
+                "INSERT INTO jobs (id, uid, gid, submitted_at, matrix_path, matrix_digest, strategy, "
+                "levels, "
+                "request) VALUES (1, 1000, 1000, 0, 'm', 'd', 'default', '[]', '{}');"
+                "INSERT INTO runs (id, job_id, seq, config_key, config_hash, config, reasons, spec, "
+                "queued_at, "
+                "state, result, attempts, expect_fail, cancelled_at) VALUES "
+                "(1, 1, 1, 'k1', 'h', '{}', '[]', '%s', 0, 'done', 'pass', 1, NULL, NULL),"
+                "(2, 1, 2, 'k2', 'h', '{}', '[]', '%s', 0, 'done', 'cancelled', 1, NULL, 5),"
+                "(3, 1, 3, 'k3', 'h', '{}', '[]', '%s', 0, 'done', 'xfail', 1, 'known', NULL),"
+                "(4, 1, 4, 'k4', 'h', '{}', '[]', '%s', 0, 'queued', NULL, 0, NULL, NULL);"
+                "INSERT INTO attempts (id, run_id, n, started_at, finished_at, outcome, tag) VALUES "
+                "(1, 1, 1, 1, 2, 'completed', 't1'), (2, 2, 1, 1, 2, 'completed', 't2'), "
+                "(3, 3, 1, 1, 2, 'crashed', 't3');"
+                "INSERT INTO levels (attempt_id, level, verdict, started_at, finished_at) VALUES "
+                "(1, 'L1', 'pass', 1, 2), (2, 'L1', 'fail', 1, 2), (3, 'L1', 'fail', 1, 2);",
+                spec_a, spec_a, spec_b, spec_a);
+
+        /* A version-2 database with runs in it, as an mxmatrixd before migrations 003-006 left it. */
+        ASSERT_EQ(sqlite3_open(path, &raw), SQLITE_OK);
+        ASSERT_EQ(sqlite3_exec(raw, mx_migrations[0].data, NULL, NULL, NULL), SQLITE_OK);
+        ASSERT_EQ(sqlite3_exec(raw, mx_migrations[1].data, NULL, NULL, NULL), SQLITE_OK);
+        ASSERT_EQ(sqlite3_exec(raw, fill, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(raw);
+
+        ASSERT_OK(db_open(path, &db, &err));
+        ASSERT_TRUE(db->version >= 3);
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM snapshots"), 2);
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM runs WHERE snapshot IS NULL"), 0);
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'spec'"), 0);
+        j1 = run_json(db, 1, true);
+        j4 = run_json(db, 4, true);
+        ASSERT_STREQ(
+                json_string_value(json_array_get(json_object_get(json_object_get(j1, "spec"), "argv"), 0)),
+                "a");
+        ASSERT_STREQ(json_string_value(json_object_get(
+                             json_object_get(json_object_get(j4, "spec"), "profile"), "name")),
+                     "vllm");
+        ASSERT_STREQ(json_string_value(json_object_get(j1, "result")), "pass");
+        ASSERT_STREQ(json_string_value(json_object_get(
+                             json_array_get(json_object_get(j1, "attempt_history"), 0), "result")),
+                     "pass");
+        /* Its retry was cancelled: it shows attempt 1's fail, with attempt 1's level. */
+        j2 = run_json(db, 2, false);
+        ASSERT_STREQ(json_string_value(json_object_get(j2, "result")), "fail");
+        ASSERT_EQ(json_integer_value(json_object_get(j2, "result_attempt")), 1);
+        ASSERT_STREQ(verdict_of(json_object_get(j2, "levels"), 0), "fail");
+        j3 = run_json(db, 3, true);
+        ASSERT_STREQ(json_string_value(json_object_get(j3, "result")), "xfail");
+        ASSERT_STREQ(
+                json_string_value(json_array_get(json_object_get(json_object_get(j3, "spec"), "argv"), 0)),
+                "b");
+        check_counts_match_runs(db);
+        ASSERT_OK(queue_job_json(db, 1, &jj));
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(jj, "counts"), "fail")), 1);
+        ASSERT_NULL(json_object_get(json_object_get(jj, "counts"), "cancelled"));
+        /* The queue goes on: the queued run gets its snapshot, a new submit shares the stored one. */
+        {
+                struct queue_next n = {};
+
+                ASSERT_OK(queue_pick_next(db, &n));
+                ASSERT_EQ(n.run, 4);
+                ASSERT_STREQ(json_string_value(json_array_get(json_object_get(n.spec, "env"), 0)), "X=1");
+                queue_next_done(&n);
+        }
+        db_close(db);
 }

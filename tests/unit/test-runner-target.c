@@ -195,6 +195,42 @@ static void wait_current(int fd, int64_t run, const char *level)
         test_fail(__FILE__, __LINE__, "run %" PRId64 " never reached %s", run, level);
 }
 
+static unsigned count_lines_with(const char *text, const char *needle)
+{
+        unsigned n = 0;
+
+        for (const char *p = text; p && (p = strstr(p, needle)); p += strlen(needle))
+                n++;
+        return n;
+}
+
+/*
+ * Issue 7 item 6: the daemon logged "level L1 started" twice per run (once at
+ * the server's start, once at the completion). One start per level.
+ */
+TEST(each_level_starts_once)
+{
+        _cleanup_json_ json_t *runs = NULL;
+        _cleanup_free_ char *log = NULL, *l1 = NULL, *l15 = NULL;
+        int64_t run;
+        int fd;
+
+        start("levels-once");
+        fd = testd_session(&t);
+        runs = wait_job(fd, submit(fd, "none"));
+        ASSERT_EQ(json_array_size(runs), 1);
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(runs, 0), "result")), "pass");
+        run = json_integer_value(json_object_get(json_array_get(runs, 0), "id"));
+        close(fd);
+        ASSERT_EQ(testd_stop(&t, SIGTERM), 0);
+        log = test_read_file(t.log, NULL);
+        l1 = xasprintf("run %" PRId64 ": level L1 started", run);
+        l15 = xasprintf("run %" PRId64 ": level L1.5 started", run);
+        ASSERT_EQ(count_lines_with(log, l1), 1);
+        ASSERT_TRUE(count_lines_with(log, l15) <= 1); /* the gate after the stop is not announced (yet) */
+        testd_done(&t);
+}
+
 TEST(cancel_while_starting_leaves_nothing)
 {
         _cleanup_json_ json_t *runs = NULL, *p = NULL, *c = NULL;

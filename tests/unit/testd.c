@@ -465,7 +465,8 @@ json_t *testd_request(int fd, const char *method, json_t *params)
                                                params);
         _cleanup_free_ char *text = json_dumps(req, JSON_COMPACT);
         _cleanup_free_ char *line = xasprintf("%s\n", text);
-        json_t *reply;
+        _cleanup_json_ json_t *runs = json_array();
+        json_t *reply, *res;
 
         testd_send(fd, line);
         for (;;) {
@@ -474,9 +475,15 @@ json_t *testd_request(int fd, const char *method, json_t *params)
                         return NULL;
                 reply = json_loads(r, 0, NULL);
                 if (!reply || !json_object_get(reply, "stream"))
-                        return reply;
+                        break;
+                /* show JOB sends its runs in batches: gather them into the result, as the client does. */
+                json_array_extend(runs, json_object_get(json_object_get(reply, "stream"), "runs"));
                 json_decref(reply);
         }
+        res = json_object_get(reply, "result");
+        if (streq(method, "show") && json_is_object(res) && json_object_get(res, "job"))
+                json_object_set(res, "runs", runs);
+        return reply;
 }
 
 int testd_session(struct testd *t)

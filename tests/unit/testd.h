@@ -91,7 +91,11 @@ void testd_send(int fd, const char *text);
 char *testd_recv_line(int fd, int timeout_ms);
 /* True when the daemon closed fd (EOF within timeout_ms). */
 bool testd_closed(int fd, int timeout_ms);
-/* Send a request and return the reply message (the whole {"id":..} object). */
+/*
+ * Send a request and return the reply message (the whole {"id":..} object).
+ * Stream items are skipped, but show JOB's batches of runs are gathered into
+ * result.runs, as the client does.
+ */
 json_t *testd_request(int fd, const char *method, json_t *params);
 /* Connect and say hello; asserts success. */
 int testd_session(struct testd *t);
