@@ -7,7 +7,55 @@
 
 #include <inttypes.h>
 
+/* How many confirmation jobs up the chain attribute reads (each --confirm of the last). */
+#define ATTRIBUTE_MAX_CHAIN 16
+
+/* The job a confirmation job confirms (its submit request's "confirm"), or 0. */
+static int confirmed_job(struct mx_db *db, int64_t job, int64_t *ret)
+{
+        static const char sql[] = "SELECT request FROM jobs WHERE id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        _cleanup_json_ json_t *request = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, job);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        request = db_column_json(s, 0);
+        *ret = json_integer_value(json_object_get(request, "confirm"));
+        return 0;
+}
+
+static int load_one(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t *configs, char **reterr);
+
 int attribute_load(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t **ret_configs, char **reterr)
+{
+        _cleanup_json_ json_t *configs = json_array();
+        int r;
+
+        /* A confirmation job's runs are evidence together with the job it confirms (and so on up). */
+        for (unsigned depth = 0; job > 0 && depth < ATTRIBUTE_MAX_CHAIN; depth++) {
+                int64_t up = 0;
+
+                r = load_one(db, job, a, configs, reterr);
+                if (r >= 0)
+                        r = confirmed_job(db, job, &up);
+                if (r == -ENOENT && depth > 0)
+                        break; /* the confirmed job was deleted: what is left still counts */
+                if (r < 0)
+                        return r;
+                job = up;
+        }
+        *ret_configs = TAKE_PTR(configs);
+        return 0;
+}
+
+static int load_one(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t *configs, char **reterr)
 {
         /* Every attempt of every run, in plan order; the levels of each attempt as a JSON array. */
         static const char sql[] =
@@ -16,7 +64,6 @@ int attribute_load(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t **
                 " FROM levels l WHERE l.attempt_id = a.id) "
                 "FROM runs r LEFT JOIN attempts a ON a.run_id = r.id WHERE r.job_id = ? ORDER BY r.seq, a.n";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        _cleanup_json_ json_t *configs = json_array();
         _cleanup_json_ json_t *config = NULL, *results = NULL;
         int64_t current = 0;
         uid_t owner;
@@ -37,10 +84,16 @@ int attribute_load(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t **
                         return db_errno(db, rc);
                 id = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
                 if (id != current && config) {
+                        bool passed = json_array_size(results) > 0;
+                        size_t k;
+                        json_t *x;
+
                         r = mx_attrib_add_run(a, current, config, results, reterr);
                         if (r < 0)
                                 return r;
-                        json_array_append(configs, config);
+                        json_array_foreach (results, k, x)
+                                passed = passed && json_is_string(x);
+                        json_array_append_new(configs, json_pack("{s:O,s:b}", "config", config, "pass", passed));
                         json_decref(TAKE_PTR(config));
                         json_decref(TAKE_PTR(results));
                 }
@@ -65,7 +118,6 @@ int attribute_load(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t **
                                 json_array_append_new(results, res);
                 }
         }
-        *ret_configs = TAKE_PTR(configs);
         return 0;
 }
 

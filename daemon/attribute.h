@@ -14,7 +14,9 @@
 /*
  * Read every run of a job with each attempt's result into a (every attempt
  * of a run: one that passed and one that failed make it flaky), the runs'
- * configurations into *ret_configs (an array, caller frees). -ENOENT: no
+ * configurations into *ret_configs (an array of {"config", "pass": every
+ * attempt passed}, caller frees). A job made by
+ * submit --confirm N brings job N's runs too (and N's confirmed job ...). -ENOENT: no
  * such job; -E2BIG / -EINVAL with *reterr when the job exceeds attrib.h's
  * limits.
  */

@@ -695,7 +695,7 @@ static void analyse_class(const struct work *w, int cls, unsigned t, struct mx_a
         size_t L_max = 0;
         _cleanup_free_ uint64_t *scratch = xcalloc(MX_MAX(w->words, (size_t)1), sizeof(uint64_t));
         _cleanup_free_ bool *e2 = NULL;
-        _cleanup_free_ bool *covered = NULL;
+        _cleanup_free_ bool *covered = NULL, *covered_smaller = NULL;
         size_t n = 0;
 
         for (size_t c = 0; c < w->n_cfg; c++)
@@ -719,35 +719,45 @@ static void analyse_class(const struct work *w, int cls, unsigned t, struct mx_a
         sort_result = res;
         qsort(cl->sets, n, sizeof(struct mx_attrib_set), cmp_sets);
         /*
-         * Count who else holds each set, best ranked first. A set that runs failing another
-         * way hold, and whose failures of this class better-ranked sets already explain,
-         * explains nothing they do not: it is there only because the other failures did
-         * not veto it (kernel=cutlass ∧ tile=64x128 under a crash that hit every run with
-         * graphs=on ∧ spec=eagle3). Sets only this class's failures hold all stay: ties.
+         * Count who else holds each set, best ranked first, and drop the redundant ones:
+         *  - a set all of whose failures of this class smaller sets already explain (Occam:
+         *    activation=mxfp4 ∧ graphs=off when every such run also had sinks=on);
+         *  - a set that runs failing another way hold, whose failures of this class
+         *    better-ranked sets already explain: it is there only because the other failures
+         *    did not veto it (kernel=cutlass ∧ tile=64x128 under a crash that hit every run
+         *    with graphs=on ∧ spec=eagle3).
+         * Sets of one size that add failures stay, ties included.
          */
         covered = xcalloc(MX_MAX(w->n_cfg, (size_t)1), sizeof(bool));
+        covered_smaller = xcalloc(MX_MAX(w->n_cfg, (size_t)1), sizeof(bool));
         {
                 size_t kept = 0, examined = 0;
+                unsigned size = 0;
 
                 for (size_t i = 0; i < n; i++) {
                         struct mx_attrib_set *s = &cl->sets[i];
-                        bool adds = false;
+                        bool adds = false, adds_to_smaller = false;
 
                         if (kept >= MX_ATTRIB_MAX_SETS || ++examined > MX_ATTRIB_MAX_EXAMINED) {
                                 cl->truncated = true;
                                 break;
                         }
+                        if (s->n != size) {
+                                memcpy(covered_smaller, covered, w->n_cfg * sizeof(bool));
+                                size = s->n;
+                        }
                         for (size_t c = 0; c < w->n_cfg; c++) {
                                 if (!holds(w, c, s))
                                         continue;
-                                if (w->cfg[c].status == cls)
+                                if (w->cfg[c].status == cls) {
                                         adds = adds || !covered[c];
-                                else if (w->cfg[c].status == STATUS_FLAKY)
+                                        adds_to_smaller = adds_to_smaller || !covered_smaller[c];
+                                } else if (w->cfg[c].status == STATUS_FLAKY)
                                         s->flaky += w->cfg[c].weight;
                                 else if (w->cfg[c].status >= 0)
                                         s->other += w->cfg[c].weight;
                         }
-                        if (s->other > 0 && !adds)
+                        if (!adds_to_smaller || (s->other > 0 && !adds))
                                 continue;
                         for (size_t c = 0; c < w->n_cfg; c++)
                                 if (w->cfg[c].status == cls && holds(w, c, s))

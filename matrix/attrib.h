@@ -11,10 +11,12 @@
  * when no proper subset explains C. Sets are searched up to size t (the
  * covering strength, MX_ATTRIB_MAX_T at most) and ranked by size, then by the
  * failing runs they cover (support), then by name. A set that covers only
- * some of C's failures is reported with its coverage. A set that runs
- * failing another way hold is left out when better-ranked sets of C already
- * explain all of its C failures (it owes its place to the other failures not
- * vetoing it).
+ * some of C's failures is reported with its coverage. Redundant sets are
+ * left out: one whose C failures smaller sets all explain already, and one
+ * that runs failing another way hold whose C failures better-ranked sets all
+ * explain (it owes its place to the other failures not vetoing it). A
+ * failing run some minimal set explains is always explained by a reported
+ * one (up to MX_ATTRIB_MAX_SETS).
  *
  * Noise: a configuration whose results disagree (a run passed on one attempt
  * and failed on another, or two runs of the same configuration came to

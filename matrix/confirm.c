@@ -55,10 +55,13 @@ static bool holds(const int *config, const int *axes, const int *values, unsigne
 }
 
 /* The runs for one candidate set (already in the matrix's indices). */
-static void confirm_set(const struct mx_matrix *m, const int *tried, size_t n_tried, const int *axes,
-                        const int *values, unsigned n, const char *text, struct pending *pd)
+static void confirm_set(const struct mx_matrix *m, const int *tried, const bool *passed, size_t n_tried,
+                        const int *axes, const int *values, unsigned n, const char *text, struct pending *pd)
 {
+        _cleanup_free_ bool *used = xcalloc(MX_MAX(n_tried, (size_t)1), sizeof(bool));
+        unsigned rows = 0;
         _cleanup_free_ uint64_t *seen = xcalloc(MX_MAX(m->n_axes, (size_t)1), sizeof(uint64_t));
+        _cleanup_free_ uint64_t *picked = xcalloc(MX_MAX(m->n_axes, (size_t)1), sizeof(uint64_t));
         _cleanup_free_ int *row = mx_config_new(m);
         _cleanup_free_ char *reason = xasprintf("confirm: %s", text);
         const int *base = NULL;
@@ -76,8 +79,49 @@ static void confirm_set(const struct mx_matrix *m, const int *tried, size_t n_tr
         }
         if (!base)
                 return;
+        /*
+         * S added to configurations that passed: the one change is S. The bases are picked to
+         * differ from each other most (a value no base picked so far has counts), since S's
+         * failing runs may owe their failure to another cause they share.
+         */
+        while (rows < MX_CONFIRM_MAX_PASSING) {
+                size_t best = SIZE_MAX, best_gain = 0;
+
+                for (size_t i = 0; i < n_tried; i++) {
+                        size_t gain = 0;
+
+                        if (!passed[i] || used[i])
+                                continue;
+                        memcpy(row, tried + i * m->n_axes, m->n_axes * sizeof(int));
+                        for (unsigned q = 0; q < n; q++)
+                                row[axes[q]] = values[q];
+                        if (!valid(m, row)) {
+                                used[i] = true;
+                                continue;
+                        }
+                        for (size_t a = 0; a < m->n_axes; a++)
+                                gain += row[a] >= 0 && !(picked[a] & (UINT64_C(1) << row[a]));
+                        if (best == SIZE_MAX || gain > best_gain) {
+                                best = i;
+                                best_gain = gain;
+                        }
+                }
+                if (best == SIZE_MAX)
+                        break;
+                used[best] = true;
+                memcpy(row, tried + best * m->n_axes, m->n_axes * sizeof(int));
+                for (unsigned q = 0; q < n; q++)
+                        row[axes[q]] = values[q];
+                pending_add(m, pd, row, reason);
+                rows++;
+                for (size_t a = 0; a < m->n_axes; a++)
+                        if (row[a] >= 0) {
+                                seen[a] |= UINT64_C(1) << row[a];
+                                picked[a] |= UINT64_C(1) << row[a];
+                        }
+        }
         /* Holding S, every other axis moved to a value not yet tried with S, as far as the rules allow. */
-        for (unsigned k = 0; k < MX_CONFIRM_MAX_ROWS; k++) {
+        while (rows < MX_CONFIRM_MAX_ROWS) {
                 bool moved = false;
 
                 memcpy(row, base, m->n_axes * sizeof(int));
@@ -105,6 +149,7 @@ static void confirm_set(const struct mx_matrix *m, const int *tried, size_t n_tr
                 if (!moved)
                         break;
                 pending_add(m, pd, row, reason);
+                rows++;
                 for (size_t a = 0; a < m->n_axes; a++)
                         if (row[a] >= 0)
                                 seen[a] |= UINT64_C(1) << row[a];
@@ -148,13 +193,16 @@ int mx_confirm_plan(const struct mx_matrix *m, const struct mx_attrib_result *re
 {
         size_t na = MX_MAX(m->n_axes, (size_t)1), n_tried = 0, n_sets = 0, i;
         _cleanup_free_ int *tried = xcalloc(MX_MAX(json_array_size(tried_json), (size_t)1) * na, sizeof(int));
+        _cleanup_free_ bool *passed = xcalloc(MX_MAX(json_array_size(tried_json), (size_t)1), sizeof(bool));
         struct pending pd = {};
         json_t *c;
         int r;
 
         json_array_foreach (tried_json, i, c)
-                if (config_from_json(m, c, tried + n_tried * na))
+                if (config_from_json(m, json_object_get(c, "config"), tried + n_tried * na)) {
+                        passed[n_tried] = json_is_true(json_object_get(c, "pass"));
                         n_tried++;
+                }
         for (size_t k = 0; k < res->n_classes && n_sets < MX_CONFIRM_MAX_SETS; k++)
                 for (size_t s = 0; s < res->classes[k].n_sets && n_sets < MX_CONFIRM_MAX_SETS; s++) {
                         const struct mx_attrib_set *set = &res->classes[k].sets[s];
@@ -174,7 +222,7 @@ int mx_confirm_plan(const struct mx_matrix *m, const struct mx_attrib_result *re
                                 strv_consume(&pd.notes, xasprintf("%s: not in the matrix %s", text, m->path));
                                 continue;
                         }
-                        confirm_set(m, tried, n_tried, axes, values, set->n, text, &pd);
+                        confirm_set(m, tried, passed, n_tried, axes, values, set->n, text, &pd);
                         n_sets++;
                 }
         if (pd.n == 0) {
