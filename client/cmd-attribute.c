@@ -45,6 +45,9 @@ int attribute_render(json_t *params, json_t *res)
                "values\n",
                json_integer_value(json_object_get(res, "job")), jsize(at, "runs"), jsize(at, "passing"),
                json_array_size(flaky), jsize(at, "t"));
+        if (jsize(at, "t") < jsize(at, "t_asked"))
+                printf("(sets of %zu values would take too long with this many axes and failures)\n",
+                       jsize(at, "t_asked"));
         if (json_array_size(flaky) > 0) {
                 printf("flaky (results disagree; evidence for nothing):");
                 json_array_foreach (flaky, i, c)

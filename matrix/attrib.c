@@ -800,6 +800,19 @@ int mx_attrib_analyse(struct mx_attrib *a, unsigned t, struct mx_attrib_result *
         }
         build_hold(&w);
         res = xcalloc(1, sizeof(*res));
+        res->t_asked = t;
+        if (t == 3) {
+                uint64_t triples = 0;
+
+                for (size_t c = 0; c < w.n_cfg; c++)
+                        if (w.cfg[c].status >= 0) {
+                                uint64_t L = w.cfg[c].n_pairs;
+
+                                triples += L * (L - 1) * (L - 2) / 6;
+                        }
+                if (triples > MX_ATTRIB_MAX_TRIPLES)
+                        t = 2;
+        }
         res->t = t;
         res->n_axes = a->axes.n;
         res->axes = strv_copy(a->axes.v);
@@ -1038,6 +1051,7 @@ json_t *mx_attrib_result_to_json(const struct mx_attrib *a, const struct mx_attr
                                                 "unexplained", (json_int_t)c->unexplained, "truncated", c->truncated,
                                                 "sets", sets, "groups", groups));
         }
-        return json_pack("{s:i,s:I,s:I,s:o,s:o}", "t", (int)r->t, "runs", (json_int_t)r->runs, "passing",
+        return json_pack("{s:i,s:i,s:I,s:I,s:o,s:o}", "t", (int)r->t, "t_asked", (int)r->t_asked, "runs",
+                         (json_int_t)r->runs, "passing",
                          (json_int_t)r->passing, "flaky", flaky, "classes", classes);
 }

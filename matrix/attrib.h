@@ -49,6 +49,8 @@
 #define MX_ATTRIB_MAX_FOUND 200000     /* minimal sets found per class before the search stops */
 #define MX_ATTRIB_MAX_SETS 200         /* sets reported per class (best ranked) */
 #define MX_ATTRIB_MAX_EXAMINED 20000   /* ranked sets checked for redundancy per class */
+/* Triples one analysis may test (about 2 s); past it t = 3 becomes 2 (result's t says so). */
+#define MX_ATTRIB_MAX_TRIPLES (UINT64_C(1) << 30)
 
 /* What kind of failure a class is (known_incompatible's "expect": crash for crashes, else fail). */
 enum mx_attrib_kind {
@@ -124,7 +126,8 @@ struct mx_attrib_class {
 };
 
 struct mx_attrib_result {
-        unsigned t;
+        unsigned t;       /* the size searched: t_asked, or 2 when triples would exceed MX_ATTRIB_MAX_TRIPLES */
+        unsigned t_asked;
         size_t runs;    /* runs with a result */
         size_t passing; /* runs that passed (not flaky) */
         size_t n_flaky;
