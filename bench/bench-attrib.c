@@ -61,8 +61,8 @@ static void one(unsigned axes, unsigned runs, unsigned values, unsigned noise, u
                 sets += r->classes[k].n_sets;
         if (r->n_classes > 0 && r->classes[0].n_sets > 0)
                 best = mx_attrib_set_describe(r, &r->classes[0].sets[0]);
-        printf("%5u %6u %6u %2u %8zu %10.1f %10.1f %6zu  %s\n", axes, runs, values, t, failing, (t1 - t0) / 1000.0,
-               (t2 - t1) / 1000.0, sets, strna(best));
+        printf("%5u %6u %6u %2u %8zu %10.1f %10.1f %6zu  %s\n", axes, runs, values, t, failing,
+               (t1 - t0) / 1000.0, (t2 - t1) / 1000.0, sets, strna(best));
         free(row);
 }
 

@@ -15,7 +15,8 @@ static size_t jsize(json_t *o, const char *k)
 /* "graphs=on ∧ spec=eagle3-* → illegal-instruction (3 of 3 failing runs, 0 passing hold it)" */
 static void print_group(json_t *cls, json_t *g)
 {
-        printf("  %s → %s (%zu of %zu failing runs, 0 passing hold it", json_string_value(json_object_get(g, "text")),
+        printf("  %s → %s (%zu of %zu failing runs, 0 passing hold it",
+               json_string_value(json_object_get(g, "text")),
                json_string_value(json_object_get(cls, "class")), jsize(g, "support"), jsize(cls, "failing"));
         if (jsize(g, "other") > 0)
                 printf("; %zu failing another way", jsize(g, "other"));
@@ -35,13 +36,15 @@ int attribute_render(json_t *params, json_t *res)
                 return MX_EXIT_OK;
         }
         if (json_is_true(json_object_get(params, "as_matrix"))) {
-                _cleanup_free_ char *s = json_dumps(json_object_get(res, "known_incompatible"), JSON_INDENT(2));
+                _cleanup_free_ char *s =
+                        json_dumps(json_object_get(res, "known_incompatible"), JSON_INDENT(2));
 
                 /* The member as it goes into "constraints", ready to paste. */
                 printf("\"known_incompatible\": %s\n", s);
                 return MX_EXIT_OK;
         }
-        printf("job %" JSON_INTEGER_FORMAT ": %zu runs with a result, %zu passed, %zu flaky; sets of up to %zu axis "
+        printf("job %" JSON_INTEGER_FORMAT
+               ": %zu runs with a result, %zu passed, %zu flaky; sets of up to %zu axis "
                "values\n",
                json_integer_value(json_object_get(res, "job")), jsize(at, "runs"), jsize(at, "passing"),
                json_array_size(flaky), jsize(at, "t"));
@@ -73,4 +76,4 @@ int attribute_render(json_t *params, json_t *res)
         return MX_EXIT_OK;
 }
 
-const struct remote_verb remote_attribute = { "attribute", attribute_render, NULL };
+const struct remote_verb remote_attribute = {"attribute", attribute_render, NULL};

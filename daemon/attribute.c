@@ -93,7 +93,8 @@ static int load_one(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t *
                                 return r;
                         json_array_foreach (results, k, x)
                                 passed = passed && json_is_string(x);
-                        json_array_append_new(configs, json_pack("{s:O,s:b}", "config", config, "pass", passed));
+                        json_array_append_new(configs,
+                                              json_pack("{s:O,s:b}", "config", config, "pass", passed));
                         json_decref(TAKE_PTR(config));
                         json_decref(TAKE_PTR(results));
                 }
@@ -104,8 +105,8 @@ static int load_one(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t *
                         config = db_column_json(s, 1);
                         results = json_array();
                         if (!json_is_object(config)) {
-                                *reterr = xasprintf("run %" PRId64 ": its stored configuration is not an object",
-                                                    id);
+                                *reterr = xasprintf(
+                                        "run %" PRId64 ": its stored configuration is not an object", id);
                                 return -EINVAL;
                         }
                 }
@@ -198,10 +199,10 @@ static json_t *known_incompatible(const struct mx_attrib *a, const struct mx_att
                 for (size_t g = 0; g < c->n_groups; g++) {
                         const struct mx_attrib_group *gr = &c->groups[g];
                         _cleanup_free_ char *text = mx_attrib_group_describe(a, res, c, gr);
-                        _cleanup_free_ char *reason = xasprintf(
-                                "%s → %s: observed in %zu of %zu failing runs of job %" PRId64
-                                ", no passing run holds it (mxmatrix attribute)",
-                                text, c->name, gr->support, c->failing, job);
+                        _cleanup_free_ char *reason =
+                                xasprintf("%s → %s: observed in %zu of %zu failing runs of job %" PRId64
+                                          ", no passing run holds it (mxmatrix attribute)",
+                                          text, c->name, gr->support, c->failing, job);
 
                         json_array_append_new(list, json_pack("{s:o,s:s,s:s}", "when",
                                                               mx_attrib_group_when(res, c, gr), "expect",
@@ -243,7 +244,7 @@ int attribute_confirm_plan(struct mx_request *req, const struct mx_matrix *m, in
                 return r;
         r = mx_confirm_plan(m, res, configs, input, max_runs, ret, &err);
         if (r < 0)
-                request_error(req, r == -E2BIG ? "limit-exceeded" : "matrix-error", "job %" PRId64 ": %s", job,
-                              strna(err));
+                request_error(req, r == -E2BIG ? "limit-exceeded" : "matrix-error", "job %" PRId64 ": %s",
+                              job, strna(err));
         return r;
 }

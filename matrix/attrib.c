@@ -232,8 +232,8 @@ int mx_attrib_add_run(struct mx_attrib *a, int64_t id, json_t *config, json_t *r
         int r;
 
         if (!json_is_object(config) || !json_is_array(results)) {
-                *reterr = xasprintf("run %" PRId64 ": expected a configuration object and an array of results",
-                                    id);
+                *reterr = xasprintf(
+                        "run %" PRId64 ": expected a configuration object and an array of results", id);
                 return -EINVAL;
         }
         if (json_array_size(results) > MX_ATTRIB_MAX_RESULTS) {
@@ -261,8 +261,8 @@ int mx_attrib_add_run(struct mx_attrib *a, int64_t id, json_t *config, json_t *r
                 int ax, vi;
 
                 if (!name_ok(k) || !name_ok(val)) {
-                        *reterr = xasprintf("run %" PRId64 ": axis '%s': names are strings of 1 to %d bytes", id,
-                                            k, MX_ATTRIB_MAX_NAME);
+                        *reterr = xasprintf("run %" PRId64 ": axis '%s': names are strings of 1 to %d bytes",
+                                            id, k, MX_ATTRIB_MAX_NAME);
                         r = -EINVAL;
                         goto undo;
                 }
@@ -284,8 +284,7 @@ int mx_attrib_add_run(struct mx_attrib *a, int64_t id, json_t *config, json_t *r
         qsort(a->pairs + first, a->n_pairs - first, sizeof(uint32_t), cmp_u32);
         MX_GROW(a->runs, a->runs_allocated, a->n_runs + 1);
         a->runs[a->n_runs++] = (struct run){
-                .id = id, .first = first, .n_pairs = (unsigned)(a->n_pairs - first), .status = status
-        };
+                .id = id, .first = first, .n_pairs = (unsigned)(a->n_pairs - first), .status = status};
         return 0;
 undo:
         /* Names interned on the way stay: harmless, they only lengthen the tables. */
@@ -398,14 +397,17 @@ static int build_configs(struct work *w, char **reterr)
                         continue;
                 }
                 MX_GROW(w->cfg, allocated, w->n_cfg + 1);
-                w->cfg[w->n_cfg] = (struct config){
-                        .first = run->first, .n_pairs = run->n_pairs, .status = run->status, .weight = 1, .hash = h
-                };
+                w->cfg[w->n_cfg] = (struct config){.first = run->first,
+                                                   .n_pairs = run->n_pairs,
+                                                   .status = run->status,
+                                                   .weight = 1,
+                                                   .hash = h};
                 w->run_cfg[i] = w->n_cfg;
                 slots[s] = ++w->n_cfg;
         }
         if (w->n_axes > 0 && w->n_cfg > MX_ATTRIB_MAX_CELLS / w->n_axes) {
-                *reterr = xasprintf("%zu configurations x %zu axes is more than the limit of %" PRIu64 " cells",
+                *reterr = xasprintf("%zu configurations x %zu axes is more than the limit of %" PRIu64
+                                    " cells",
                                     w->n_cfg, w->n_axes, (uint64_t)MX_ATTRIB_MAX_CELLS);
                 return -E2BIG;
         }
@@ -523,7 +525,7 @@ static void found_add(struct found_table *t, uint64_t key, size_t weight)
                 t->full = true;
                 return;
         }
-        t->v[s] = (struct found){ .key = key, .support = weight };
+        t->v[s] = (struct found){.key = key, .support = weight};
         t->n++;
 }
 
@@ -549,7 +551,7 @@ static void search_config(const struct work *w, size_t f, unsigned t, struct fou
                 for (size_t j = i + 1; j < L; j++) {
                         e2[i * L + j] = !e1[i] && !e1[j] && empty2(sp[i], sp[j], W);
                         if (e2[i * L + j]) {
-                                uint32_t q[2] = { p[i], p[j] };
+                                uint32_t q[2] = {p[i], p[j]};
 
                                 found_add(out, pack(q, 2), c->weight);
                         }
@@ -567,7 +569,7 @@ static void search_config(const struct work *w, size_t f, unsigned t, struct fou
                         for (size_t k = j + 1; k < L; k++) {
                                 if (e1[k] || e2[i * L + k] || e2[j * L + k] || !empty2(scratch, sp[k], W))
                                         continue;
-                                uint32_t q[3] = { p[i], p[j], p[k] };
+                                uint32_t q[3] = {p[i], p[j], p[k]};
 
                                 found_add(out, pack(q, 3), c->weight);
                         }
@@ -581,7 +583,7 @@ static void unpack(uint64_t key, struct mx_attrib_set *s)
         for (unsigned i = 0; i < s->n; i++) {
                 uint32_t pr = (uint32_t)(key >> (16 * i)) & 0xffff;
 
-                s->pairs[i] = (struct mx_attrib_pair){ .axis = pr >> 6, .value = pr & 63 };
+                s->pairs[i] = (struct mx_attrib_pair){.axis = pr >> 6, .value = pr & 63};
         }
 }
 
@@ -618,8 +620,8 @@ static int cmp_sets(const void *xa, const void *ya)
 static void sort_pairs(const struct mx_attrib_result *r, struct mx_attrib_set *s)
 {
         for (unsigned i = 1; i < s->n; i++)
-                for (unsigned j = i; j > 0 && strcmp(r->axes[s->pairs[j - 1].axis], r->axes[s->pairs[j].axis]) > 0;
-                     j--) {
+                for (unsigned j = i;
+                     j > 0 && strcmp(r->axes[s->pairs[j - 1].axis], r->axes[s->pairs[j].axis]) > 0; j--) {
                         struct mx_attrib_pair t = s->pairs[j];
 
                         s->pairs[j] = s->pairs[j - 1];
@@ -786,11 +788,12 @@ static int cmp_classes(const void *xa, const void *ya)
 int mx_attrib_analyse(struct mx_attrib *a, unsigned t, struct mx_attrib_result **ret, char **reterr)
 {
         _cleanup_(mx_attrib_result_freep) struct mx_attrib_result *res = NULL;
-        struct work w = { .a = a, .n_axes = a->axes.n };
+        struct work w = {.a = a, .n_axes = a->axes.n};
         int r;
 
         if (t < 1 || t > MX_ATTRIB_MAX_T) {
-                *reterr = xasprintf("sets of 1 to %d axis values can be searched, not %u", MX_ATTRIB_MAX_T, t);
+                *reterr =
+                        xasprintf("sets of 1 to %d axis values can be searched, not %u", MX_ATTRIB_MAX_T, t);
                 return -EINVAL;
         }
         r = build_configs(&w, reterr);
@@ -911,7 +914,8 @@ char *mx_attrib_set_describe(const struct mx_attrib_result *r, const struct mx_a
 static char *values_describe(const struct mx_attrib *a, const struct mx_attrib_result *r, unsigned axis,
                              uint64_t set)
 {
-        char *const *universe = a && axis < a->axes.n && a->universe[axis] ? a->universe[axis] : r->values[axis];
+        char *const *universe =
+                a && axis < a->axes.n && a->universe[axis] ? a->universe[axis] : r->values[axis];
         _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
         const char *first = NULL;
         size_t prefix = SIZE_MAX;
@@ -1002,7 +1006,8 @@ json_t *mx_attrib_group_when(const struct mx_attrib_result *r, const struct mx_a
                                         json_array_append_new(list, json_string(r->values[ax][v]));
                         json_object_set_new(when, r->axes[ax], list);
                 } else
-                        json_object_set_new(when, r->axes[ax], json_string(r->values[ax][s->pairs[i].value]));
+                        json_object_set_new(when, r->axes[ax],
+                                            json_string(r->values[ax][s->pairs[i].value]));
         }
         return when;
 }
@@ -1015,9 +1020,9 @@ static json_t *set_json(const struct mx_attrib_result *r, const struct mx_attrib
         for (unsigned i = 0; i < s->n; i++)
                 json_object_set_new(set, r->axes[s->pairs[i].axis],
                                     json_string(r->values[s->pairs[i].axis][s->pairs[i].value]));
-        return json_pack("{s:o,s:s,s:i,s:I,s:I,s:I,s:b}", "set", set, "text", text, "size", (int)s->n, "support",
-                         (json_int_t)s->support, "other", (json_int_t)s->other, "flaky", (json_int_t)s->flaky,
-                         "complete", s->complete);
+        return json_pack("{s:o,s:s,s:i,s:I,s:I,s:I,s:b}", "set", set, "text", text, "size", (int)s->n,
+                         "support", (json_int_t)s->support, "other", (json_int_t)s->other, "flaky",
+                         (json_int_t)s->flaky, "complete", s->complete);
 }
 
 json_t *mx_attrib_result_to_json(const struct mx_attrib *a, const struct mx_attrib_result *r)
@@ -1039,19 +1044,19 @@ json_t *mx_attrib_result_to_json(const struct mx_attrib *a, const struct mx_attr
 
                         for (size_t i = 0; i < gr->n_sets; i++)
                                 json_array_append_new(members, json_integer((json_int_t)gr->sets[i]));
-                        json_array_append_new(
-                                groups, json_pack("{s:o,s:s,s:I,s:I,s:I,s:o}", "when", mx_attrib_group_when(r, c, gr),
-                                                  "text", text, "support", (json_int_t)gr->support, "other",
-                                                  (json_int_t)gr->other, "flaky", (json_int_t)gr->flaky, "sets",
-                                                  members));
+                        json_array_append_new(groups, json_pack("{s:o,s:s,s:I,s:I,s:I,s:o}", "when",
+                                                                mx_attrib_group_when(r, c, gr), "text", text,
+                                                                "support", (json_int_t)gr->support, "other",
+                                                                (json_int_t)gr->other, "flaky",
+                                                                (json_int_t)gr->flaky, "sets", members));
                 }
-                json_array_append_new(classes,
-                                      json_pack("{s:s,s:s,s:I,s:I,s:b,s:o,s:o}", "class", c->name, "kind",
-                                                mx_attrib_kind_to_string(c->kind), "failing", (json_int_t)c->failing,
-                                                "unexplained", (json_int_t)c->unexplained, "truncated", c->truncated,
-                                                "sets", sets, "groups", groups));
+                json_array_append_new(classes, json_pack("{s:s,s:s,s:I,s:I,s:b,s:o,s:o}", "class", c->name,
+                                                         "kind", mx_attrib_kind_to_string(c->kind),
+                                                         "failing", (json_int_t)c->failing, "unexplained",
+                                                         (json_int_t)c->unexplained, "truncated",
+                                                         c->truncated, "sets", sets, "groups", groups));
         }
         return json_pack("{s:i,s:i,s:I,s:I,s:o,s:o}", "t", (int)r->t, "t_asked", (int)r->t_asked, "runs",
-                         (json_int_t)r->runs, "passing",
-                         (json_int_t)r->passing, "flaky", flaky, "classes", classes);
+                         (json_int_t)r->runs, "passing", (json_int_t)r->passing, "flaky", flaky, "classes",
+                         classes);
 }

@@ -37,18 +37,18 @@
 
 #include <jansson.h>
 
-#define MX_ATTRIB_MAX_T 3              /* largest explaining set searched */
+#define MX_ATTRIB_MAX_T 3 /* largest explaining set searched */
 #define MX_ATTRIB_DEFAULT_T 3
-#define MX_ATTRIB_MAX_RUNS 100000      /* runs one analysis takes */
-#define MX_ATTRIB_MAX_AXES 1024        /* distinct axes (= MX_MATRIX_MAX_AXES) */
-#define MX_ATTRIB_MAX_VALUES 64        /* distinct values per axis (= MX_MATRIX_MAX_VALUES) */
+#define MX_ATTRIB_MAX_RUNS 100000               /* runs one analysis takes */
+#define MX_ATTRIB_MAX_AXES 1024                 /* distinct axes (= MX_MATRIX_MAX_AXES) */
+#define MX_ATTRIB_MAX_VALUES 64                 /* distinct values per axis (= MX_MATRIX_MAX_VALUES) */
 #define MX_ATTRIB_MAX_CELLS (UINT64_C(1) << 26) /* distinct configurations x axes, the dense table */
-#define MX_ATTRIB_MAX_RESULTS 1000     /* results (attempts) per run */
-#define MX_ATTRIB_MAX_CLASSES 256      /* distinct failure classes */
-#define MX_ATTRIB_MAX_NAME 128         /* axis, value and class names */
-#define MX_ATTRIB_MAX_FOUND 200000     /* minimal sets found per class before the search stops */
-#define MX_ATTRIB_MAX_SETS 200         /* sets reported per class (best ranked) */
-#define MX_ATTRIB_MAX_EXAMINED 20000   /* ranked sets checked for redundancy per class */
+#define MX_ATTRIB_MAX_RESULTS 1000              /* results (attempts) per run */
+#define MX_ATTRIB_MAX_CLASSES 256               /* distinct failure classes */
+#define MX_ATTRIB_MAX_NAME 128                  /* axis, value and class names */
+#define MX_ATTRIB_MAX_FOUND 200000              /* minimal sets found per class before the search stops */
+#define MX_ATTRIB_MAX_SETS 200                  /* sets reported per class (best ranked) */
+#define MX_ATTRIB_MAX_EXAMINED 20000            /* ranked sets checked for redundancy per class */
 /* Triples one analysis may test (about 2 s); past it t = 3 becomes 2 (result's t says so). */
 #define MX_ATTRIB_MAX_TRIPLES (UINT64_C(1) << 30)
 
@@ -95,10 +95,10 @@ struct mx_attrib_pair {
 struct mx_attrib_set {
         struct mx_attrib_pair pairs[MX_ATTRIB_MAX_T]; /* by axis index */
         unsigned n;
-        size_t support;      /* runs failing with the class that hold the set */
-        size_t other;        /* runs failing another way that hold it */
-        size_t flaky;        /* flaky runs that hold it */
-        bool complete;       /* support covers every failing run of the class */
+        size_t support; /* runs failing with the class that hold the set */
+        size_t other;   /* runs failing another way that hold it */
+        size_t flaky;   /* flaky runs that hold it */
+        bool complete;  /* support covers every failing run of the class */
 };
 
 /*
@@ -108,7 +108,7 @@ struct mx_attrib_set {
 struct mx_attrib_group {
         size_t *sets; /* indices into the class's sets */
         size_t n_sets;
-        int varying;    /* the axis whose values differ, -1 for a group of one */
+        int varying;     /* the axis whose values differ, -1 for a group of one */
         uint64_t values; /* the varying axis's values (bit set) */
         size_t support, other, flaky;
 };
@@ -126,7 +126,7 @@ struct mx_attrib_class {
 };
 
 struct mx_attrib_result {
-        unsigned t;       /* the size searched: t_asked, or 2 when triples would exceed MX_ATTRIB_MAX_TRIPLES */
+        unsigned t; /* the size searched: t_asked, or 2 when triples would exceed MX_ATTRIB_MAX_TRIPLES */
         unsigned t_asked;
         size_t runs;    /* runs with a result */
         size_t passing; /* runs that passed (not flaky) */

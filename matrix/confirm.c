@@ -136,7 +136,8 @@ static void confirm_set(const struct mx_matrix *m, const int *tried, const bool 
                         for (size_t v = 0; v < ax->n_values; v++) {
                                 int old = row[a];
 
-                                if (!(ax->product_set & (UINT64_C(1) << v)) || (seen[a] & (UINT64_C(1) << v)))
+                                if (!(ax->product_set & (UINT64_C(1) << v)) ||
+                                    (seen[a] & (UINT64_C(1) << v)))
                                         continue;
                                 row[a] = (int)v;
                                 if (valid(m, row)) {
@@ -179,9 +180,9 @@ static void confirm_set(const struct mx_matrix *m, const int *tried, const bool 
                 }
                 row[axes[i]] = pick;
                 {
-                        _cleanup_free_ char *r = xasprintf("confirm: %s (without %s=%s: %s=%s)", text, ax->name,
-                                                           ax->values[values[i]].name, ax->name,
-                                                           ax->values[pick].name);
+                        _cleanup_free_ char *r =
+                                xasprintf("confirm: %s (without %s=%s: %s=%s)", text, ax->name,
+                                          ax->values[values[i]].name, ax->name, ax->values[pick].name);
 
                         pending_add(m, pd, row, r);
                 }
@@ -192,7 +193,8 @@ int mx_confirm_plan(const struct mx_matrix *m, const struct mx_attrib_result *re
                     const char *input, size_t max_runs, struct mx_plan **ret, char **reterr)
 {
         size_t na = MX_MAX(m->n_axes, (size_t)1), n_tried = 0, n_sets = 0, i;
-        _cleanup_free_ int *tried = xcalloc(MX_MAX(json_array_size(tried_json), (size_t)1) * na, sizeof(int));
+        _cleanup_free_ int *tried =
+                xcalloc(MX_MAX(json_array_size(tried_json), (size_t)1) * na, sizeof(int));
         _cleanup_free_ bool *passed = xcalloc(MX_MAX(json_array_size(tried_json), (size_t)1), sizeof(bool));
         struct pending pd = {};
         json_t *c;
@@ -212,14 +214,16 @@ int mx_confirm_plan(const struct mx_matrix *m, const struct mx_attrib_result *re
 
                         for (unsigned q = 0; q < set->n; q++) {
                                 axes[q] = mx_matrix_axis_index(m, res->axes[set->pairs[q].axis]);
-                                values[q] = axes[q] >= 0 ? mx_matrix_value_index(&m->axes[axes[q]],
-                                                                                 res->values[set->pairs[q].axis]
-                                                                                            [set->pairs[q].value])
-                                                         : -1;
+                                values[q] = axes[q] >= 0
+                                                    ? mx_matrix_value_index(&m->axes[axes[q]],
+                                                                            res->values[set->pairs[q].axis]
+                                                                                       [set->pairs[q].value])
+                                                    : -1;
                                 known = known && values[q] >= 0;
                         }
                         if (!known) {
-                                strv_consume(&pd.notes, xasprintf("%s: not in the matrix %s", text, m->path));
+                                strv_consume(&pd.notes,
+                                             xasprintf("%s: not in the matrix %s", text, m->path));
                                 continue;
                         }
                         confirm_set(m, tried, passed, n_tried, axes, values, set->n, text, &pd);

@@ -25,14 +25,14 @@
 #include "attrib.h"
 #include "plan.h"
 
-#define MX_CONFIRM_MAX_SETS 16 /* candidate sets one confirmation tests */
+#define MX_CONFIRM_MAX_SETS 16   /* candidate sets one confirmation tests */
 #define MX_CONFIRM_MAX_ROWS 16   /* runs holding one set */
 #define MX_CONFIRM_MAX_PASSING 4 /* of those, passing configurations with the set added */
 
 /*
  * tried: the configurations already run (the job's): an array of
- * {"config": {axis: value name}, "pass": true when every attempt passed}. Names the matrix does not know are skipped with a note.
- * -ENOENT with *reterr when no candidate gives a run.
+ * {"config": {axis: value name}, "pass": true when every attempt passed}. Names the matrix does not know are
+ * skipped with a note. -ENOENT with *reterr when no candidate gives a run.
  */
 int mx_confirm_plan(const struct mx_matrix *m, const struct mx_attrib_result *res, json_t *tried,
                     const char *input, size_t max_runs, struct mx_plan **ret, char **reterr);

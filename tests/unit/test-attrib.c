@@ -6,7 +6,9 @@
  * checks the sets and their minimality on random sweeps.
  */
 #include "attrib.h"
+#include "confirm.h"
 #include "cover.h"
+#include "matrix.h"
 #include "test.h"
 
 #include <limits.h>
@@ -45,7 +47,8 @@ static json_t *result_json(const char *r)
         return json_pack("{s:s,s:s}", "kind", kind, "class", colon + 1);
 }
 
-static void add(struct mx_attrib *a, int64_t id, const struct sweep *s, const int *row, const char *const *results)
+static void add(struct mx_attrib *a, int64_t id, const struct sweep *s, const int *row,
+                const char *const *results)
 {
         _cleanup_json_ json_t *config = config_json(s, row), *res = json_array();
         _cleanup_free_ char *err = NULL;
@@ -63,7 +66,7 @@ static size_t add_product(struct mx_attrib *a, const struct sweep *s, truth_fn t
         size_t n = 0;
 
         for (;;) {
-                const char *r[2] = { truth(s, row), NULL };
+                const char *r[2] = {truth(s, row), NULL};
                 unsigned k;
 
                 add(a, (int64_t)++n, s, row, r);
@@ -124,16 +127,16 @@ static char *sets_text(const struct mx_attrib_result *r, const struct mx_attrib_
                                   (expected));                                                              \
         } while (0)
 
-static const char *const kernels[] = { "marlin", "cutlass", "gemv", NULL };
-static const char *const tiles[] = { "auto", "128x128", "64x128", NULL };
-static const char *const specs[] = { "off", "eagle3-short", "eagle3-long", NULL };
-static const char *const onoff[] = { "on", "off", NULL };
+static const char *const kernels[] = {"marlin", "cutlass", "gemv", NULL};
+static const char *const tiles[] = {"auto", "128x128", "64x128", NULL};
+static const char *const specs[] = {"off", "eagle3-short", "eagle3-long", NULL};
+static const char *const onoff[] = {"on", "off", NULL};
 
 static const struct sweep demo = {
         .n_axes = 4,
-        .n_values = { 3, 3, 3, 2 },
-        .axis_names = { "kernel", "tile", "spec", "graphs" },
-        .value_names = { kernels, tiles, specs, onoff },
+        .n_values = {3, 3, 3, 2},
+        .axis_names = {"kernel", "tile", "spec", "graphs"},
+        .value_names = {kernels, tiles, specs, onoff},
 };
 
 static struct mx_attrib_result *analyse(struct mx_attrib *a, unsigned t)
@@ -171,8 +174,9 @@ TEST(single_value_cause)
 
 static const char *interaction(const struct sweep *s, const int *row)
 {
-        return has(s, row, "graphs", "on") && has(s, row, "spec", "eagle3-short") ? "crash:illegal-instruction"
-                                                                                  : "pass";
+        return has(s, row, "graphs", "on") && has(s, row, "spec", "eagle3-short")
+                       ? "crash:illegal-instruction"
+                       : "pass";
 }
 
 TEST(two_value_interaction)
@@ -236,7 +240,8 @@ TEST(two_interacting_causes_of_different_classes)
         r = analyse(a, 3);
         ASSERT_EQ(r->n_classes, 2);
         ASSERT_TRUE(streq(r->classes[0].name, "illegal-instruction")); /* most failures first */
-        ASSERT_SETS(r, "illegal-instruction", "graphs=on ∧ spec=eagle3-long (9)\ngraphs=on ∧ spec=eagle3-short (9)\n");
+        ASSERT_SETS(r, "illegal-instruction",
+                    "graphs=on ∧ spec=eagle3-long (9)\ngraphs=on ∧ spec=eagle3-short (9)\n");
         /* The fail class's runs that crashed instead neither veto nor support it: they are "other". */
         ASSERT_SETS(r, "L1.5-invalid", "kernel=cutlass ∧ tile=64x128 (4)\n");
         c = find_class(r, "L1.5-invalid");
@@ -256,7 +261,7 @@ TEST(two_interacting_causes_of_different_classes)
         }
         /* With a value the runs never tried the glob would claim it: list the values instead. */
         {
-                char *universe[] = { "off", "eagle3-short", "eagle3-long", "eagle3-throughput", NULL };
+                char *universe[] = {"off", "eagle3-short", "eagle3-long", "eagle3-throughput", NULL};
                 _cleanup_free_ char *t2 = NULL;
 
                 mx_attrib_axis_values(a, "spec", universe);
@@ -279,7 +284,7 @@ TEST(flaky_runs_neither_veto_nor_support)
                 for (row[1] = 0; row[1] < 3; row[1]++)
                         for (row[2] = 0; row[2] < 3; row[2]++)
                                 for (row[3] = 0; row[3] < 2; row[3]++) {
-                                        const char *res[3] = { single_cause(&demo, row), NULL, NULL };
+                                        const char *res[3] = {single_cause(&demo, row), NULL, NULL};
 
                                         id++;
                                         /* a failing configuration that passed once (retried) */
@@ -297,7 +302,7 @@ TEST(flaky_runs_neither_veto_nor_support)
         /* The same configuration as run 1 in a second run with another result: flaky too. */
         {
                 int row1[MAX_AXES] = {};
-                const char *res[] = { "crash:tma-layout", NULL };
+                const char *res[] = {"crash:tma-layout", NULL};
 
                 add(a, 1000, &demo, row1, res);
         }
@@ -362,9 +367,9 @@ TEST(random_sweeps_match_brute_force)
         for (unsigned round = 0; round < 60; round++) {
                 _cleanup_(mx_attrib_freep) struct mx_attrib *a = mx_attrib_new();
                 _cleanup_(mx_attrib_result_freep) struct mx_attrib_result *r = NULL;
-                static const char *const vals[] = { "v0", "v1", "v2", NULL };
-                static const char *const names[] = { "a", "b", "c", "d", "e", "f", "g" };
-                struct sweep s = { .n_axes = 7 };
+                static const char *const vals[] = {"v0", "v1", "v2", NULL};
+                static const char *const names[] = {"a", "b", "c", "d", "e", "f", "g"};
+                struct sweep s = {.n_axes = 7};
                 struct obs o[40];
                 size_t n = 20 + round % 20, found = 0, explained = 0, failing = 0;
                 bool expl[40] = {};
@@ -395,7 +400,8 @@ TEST(random_sweeps_match_brute_force)
                                 int ax[MX_ATTRIB_MAX_T], val[MX_ATTRIB_MAX_T];
 
                                 for (unsigned q = 0; q < st->n; q++) {
-                                        ax[q] = (int)(strchr("abcdefg", r->axes[st->pairs[q].axis][0]) - "abcdefg");
+                                        ax[q] = (int)(strchr("abcdefg", r->axes[st->pairs[q].axis][0]) -
+                                                      "abcdefg");
                                         val[q] = r->values[st->pairs[q].axis][st->pairs[q].value][1] - '0';
                                 }
                                 ASSERT_TRUE(minimal(o, n, ax, val, st->n));
@@ -443,16 +449,16 @@ TEST(random_sweeps_match_brute_force)
 TEST(cause_behind_a_pairwise_covering_array)
 {
         /* 8 axes of 3 values, a strength-2 covering array; the cause is the pair x3=v2 ∧ x6=v0. */
-        static const char *const vals[] = { "v0", "v1", "v2", NULL };
-        static const char *const names[] = { "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7" };
-        unsigned nv[8] = { 3, 3, 3, 3, 3, 3, 3, 3 };
-        struct mx_cover_model model = { .n_params = 8, .n_values = nv };
-        struct mx_cover_options opt = { .t = 2, .seed = 7 };
+        static const char *const vals[] = {"v0", "v1", "v2", NULL};
+        static const char *const names[] = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7"};
+        unsigned nv[8] = {3, 3, 3, 3, 3, 3, 3, 3};
+        struct mx_cover_model model = {.n_params = 8, .n_values = nv};
+        struct mx_cover_options opt = {.t = 2, .seed = 7};
         _cleanup_(mx_attrib_freep) struct mx_attrib *a = mx_attrib_new();
         _cleanup_(mx_attrib_result_freep) struct mx_attrib_result *r = NULL;
         _cleanup_free_ int *rows = NULL;
         _cleanup_free_ char *err = NULL;
-        struct sweep s = { .n_axes = 8 };
+        struct sweep s = {.n_axes = 8};
         size_t n_rows = 0, failing = 0;
         const struct mx_attrib_class *c;
         bool found = false;
@@ -465,7 +471,8 @@ TEST(cause_behind_a_pairwise_covering_array)
         ASSERT_EQ(mx_cover_generate(&model, &opt, &rows, &n_rows, &err), 0);
         for (size_t i = 0; i < n_rows; i++) {
                 const int *row = rows + i * 8;
-                const char *res[2] = { row[3] == 2 && row[6] == 0 ? "crash:illegal-instruction" : "pass", NULL };
+                const char *res[2] = {row[3] == 2 && row[6] == 0 ? "crash:illegal-instruction" : "pass",
+                                      NULL};
 
                 failing += res[0][0] == 'c';
                 add(a, (int64_t)i + 1, &s, row, res);
@@ -508,9 +515,9 @@ TEST(bad_input)
 
 TEST(attempt_results)
 {
-        _cleanup_json_ json_t *levels = json_pack("[{s:s,s:s},{s:s,s:s},{s:s,s:s}]", "level", "L2", "verdict", "fail",
-                                                  "level", "L1", "verdict", "pass", "level", "L1.5", "verdict",
-                                                  "invalid");
+        _cleanup_json_ json_t *levels =
+                json_pack("[{s:s,s:s},{s:s,s:s},{s:s,s:s}]", "level", "L2", "verdict", "fail", "level", "L1",
+                          "verdict", "pass", "level", "L1.5", "verdict", "invalid");
         _cleanup_json_ json_t *passed = json_pack("[{s:s,s:s}]", "level", "L1", "verdict", "pass");
         _cleanup_json_ json_t *r1 = mx_attrib_attempt_result("completed", NULL, levels);
         _cleanup_json_ json_t *r2 = mx_attrib_attempt_result("crashed", "illegal-instruction", NULL);
@@ -524,4 +531,63 @@ TEST(attempt_results)
         ASSERT_STREQ(json_string_value(json_object_get(r4, "kind")), "timeout");
         ASSERT_TRUE(mx_attrib_attempt_result("infra-error", NULL, NULL) == NULL);
         ASSERT_TRUE(mx_attrib_attempt_result("interrupted", NULL, NULL) == NULL);
+}
+
+/* The demo matrix: confirmation runs stay within its rule (tile only with cutlass) and say what they test.
+ */
+TEST(confirm_plan_within_constraints)
+{
+        _cleanup_free_ char *path = test_source_path("matrix/demo-sim.json");
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = NULL;
+        _cleanup_(mx_attrib_freep) struct mx_attrib *a = mx_attrib_new();
+        _cleanup_(mx_attrib_result_freep) struct mx_attrib_result *r = NULL;
+        _cleanup_(mx_plan_freep) struct mx_plan *p = NULL;
+        _cleanup_json_ json_t *tried = json_array();
+        _cleanup_free_ char *err = NULL;
+        static const char *const runs[][3] = {
+                /* kernel, tile, result */
+                {"cutlass", "auto", "pass"},
+                {"cutlass", "64x128", "crash"},
+                {"marlin", "auto", "pass"},
+                {"cutlass", "128x128", "pass"},
+        };
+        size_t holding = 0, without = 0;
+
+        ASSERT_EQ(mx_matrix_load_file(path, &m, &err), 0);
+        for (size_t i = 0; i < ELEMENTSOF(runs); i++) {
+                _cleanup_json_ json_t *config =
+                        json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "kernel", runs[i][0], "tile", runs[i][1],
+                                  "activation", "bf16", "sinks", "off", "spec", "off", "graphs", "on");
+                _cleanup_json_ json_t *res =
+                        streq(runs[i][2], "pass")
+                                ? json_pack("[s]", "pass")
+                                : json_pack("[{s:s,s:s}]", "kind", "crash", "class", "tma-layout");
+
+                ASSERT_EQ(mx_attrib_add_run(a, (int64_t)i + 1, config, res, &err), 0);
+                json_array_append_new(
+                        tried, json_pack("{s:O,s:b}", "config", config, "pass", streq(runs[i][2], "pass")));
+        }
+        r = analyse(a, 3);
+        ASSERT_SETS(r, "tma-layout", "tile=64x128 (1)\n");
+        ASSERT_EQ(mx_confirm_plan(m, r, tried, "confirm job 1", 0, &p, &err), 0);
+        ASSERT_EQ(p->n_skipped, 0);
+        for (size_t i = 0; i < p->n_runs; i++) {
+                const struct mx_plan_run *run = &p->runs[i];
+                int tile = mx_matrix_axis_index(m, "tile"), kernel = mx_matrix_axis_index(m, "kernel");
+
+                ASSERT_TRUE(mx_matrix_broken_rule(m, run->config) < 0);
+                ASSERT_TRUE(mx_matrix_excluded(m, run->config) < 0);
+                /* The rule allows tile=64x128 with cutlass only: every run holding it keeps cutlass. */
+                if (run->config[tile] == mx_matrix_value_index(&m->axes[tile], "64x128")) {
+                        ASSERT_EQ(run->config[kernel], mx_matrix_value_index(&m->axes[kernel], "cutlass"));
+                        ASSERT_TRUE(strv_contains(run->reasons, "confirm: tile=64x128"));
+                        holding++;
+                } else {
+                        ASSERT_TRUE(strv_contains(run->reasons,
+                                                  "confirm: tile=64x128 (without tile=64x128: tile=auto)"));
+                        without++;
+                }
+        }
+        ASSERT_TRUE(holding >= 2); /* the passing configurations with cutlass, and moved ones */
+        ASSERT_EQ(without, 1);
 }
