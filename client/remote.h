@@ -21,7 +21,8 @@ struct remote_verb {
 
 /* Renderers, one file each (cmd-<verb>.c). */
 extern const struct remote_verb remote_submit, remote_status, remote_list, remote_show, remote_logs,
-        remote_follow, remote_cancel, remote_pause, remote_resume, remote_retry, remote_reload, remote_attribute;
+        remote_follow, remote_cancel, remote_pause, remote_resume, remote_retry, remote_reload,
+        remote_attribute;
 /* attribute's renderer, for other verbs that show an attribution (params: as_matrix). */
 int attribute_render(json_t *params, json_t *result);
 

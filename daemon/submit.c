@@ -204,7 +204,8 @@ static void submit_store(struct mx_request *req, const struct mx_matrix *m, cons
                 .uid = req->uid, .gid = req->gid, .user_name = user, .matrix_path = m->path,
                 .matrix_digest = mx_ident_hash_format(mx_fnv1a64(m->text, m->text_len, MX_FNV1A64_INIT), digest),
                 .feature = json_string_value(json_object_get(params, "feature")),
-                .strategy = json_object_get(params, "confirm") ? "confirm" : mx_plan_strategy_to_string(p->strategy),
+                .strategy = json_object_get(params, "confirm") ? "confirm"
+                                                               : mx_plan_strategy_to_string(p->strategy),
                 .levels = levels,
                 .priority = (int)json_integer_value(json_object_get(params, "priority")), .request = params,
         };
@@ -263,7 +264,8 @@ void submit_handle(struct mx_request *req)
                 return;
         }
         if (pr.feature && confirm > 0) {
-                request_error(req, "bad-request", "--confirm JOB plans its own runs: name no feature with it");
+                request_error(req, "bad-request",
+                              "--confirm JOB plans its own runs: name no feature with it");
                 return;
         }
         if (!levels || json_array_size(levels) == 0) {

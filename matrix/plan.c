@@ -887,8 +887,8 @@ int mx_plan_build(const struct mx_matrix *m, const struct mx_plan_request *req, 
         return 0;
 }
 
-int mx_plan_build_explicit(const struct mx_matrix *m, const char *input, const int *configs, char *const *reasons,
-                           size_t n, size_t max_runs, struct mx_plan **ret, char **reterr)
+int mx_plan_build_explicit(const struct mx_matrix *m, const char *input, const int *configs,
+                           char *const *reasons, size_t n, size_t max_runs, struct mx_plan **ret, char **reterr)
 {
         _cleanup_(mx_plan_freep) struct mx_plan *p = xcalloc(1, sizeof(*p));
         struct builder b = { .p = p, .max_runs = max_runs ? max_runs : MX_PLAN_DEFAULT_MAX_RUNS };
