@@ -6,6 +6,7 @@
  * and answer with request_reply() or request_error(). Every mutation is
  * committed before the reply.
  */
+#include "attribute.h"
 #include "control.h"
 #include "log.h"
 #include "meta.h"
@@ -301,6 +302,7 @@ static const struct {
         { "hello", m_hello },   { "submit", m_submit }, { "status", m_status }, { "list", m_list },
         { "show", m_show },     { "cancel", m_cancel }, { "pause", m_pause },   { "resume", m_resume },
         { "retry", m_retry },   { "logs", m_logs },     { "follow", m_follow }, { "reload", m_reload },
+        { "attribute", attribute_handle },
 };
 
 mx_method_fn methods_lookup(const char *name)

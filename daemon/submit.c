@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "submit.h"
+#include "attribute.h"
 #include "ident.h"
 #include "levelcat.h"
 #include "log.h"
@@ -215,7 +216,8 @@ static void submit_store(struct mx_request *req, const struct mx_matrix *m, cons
                 .matrix_digest =
                         mx_ident_hash_format(mx_fnv1a64(m->text, m->text_len, MX_FNV1A64_INIT), digest),
                 .feature = json_string_value(json_object_get(params, "feature")),
-                .strategy = mx_plan_strategy_to_string(p->strategy),
+                .strategy = json_object_get(params, "confirm") ? "confirm"
+                                                               : mx_plan_strategy_to_string(p->strategy),
                 .levels = levels,
                 .priority = (int)json_integer_value(json_object_get(params, "priority")),
                 .request = params,
@@ -239,11 +241,11 @@ static void submit_store(struct mx_request *req, const struct mx_matrix *m, cons
                 runs = json_array();
         }
         ctx.job = id;
-        jf = xasprintf("MXMATRIX_FEATURE=%s", job.feature);
+        jf = xasprintf("MXMATRIX_FEATURE=%s", job.feature ?: p->input);
         extra[0] = jf;
         mx_log_full(LOG_INFO, 0, MX_MSGID_JOB_ACCEPTED, &ctx, extra,
                     "job %" PRId64 " accepted from uid %u: feature '%s', %zu runs, strategy %s, priority %d", id,
-                    (unsigned)req->uid, job.feature, b->n, job.strategy, job.priority);
+                    (unsigned)req->uid, job.feature ?: p->input, b->n, job.strategy, job.priority);
         /* Persisted: now acknowledge. The reply frees req, so kick the scheduler first. */
         sched_kick(req->d->sched);
         request_reply(req, json_pack("{s:I,s:O,s:b,s:I,s:o,s:s,s:o}", "job", (json_int_t)id, "runs", runs,
@@ -269,21 +271,32 @@ void submit_handle(struct mx_request *req)
                 .max_runs = (size_t)req->d->cfg.limits.plan_runs,
         };
         struct built b = {};
+        int64_t confirm = json_integer_value(json_object_get(params, "confirm"));
         int r;
 
-        if (!pr.feature) {
+        if (!pr.feature && confirm == 0) {
                 request_error(req, "bad-request", "nothing to submit: name a feature (feature=X)");
+                return;
+        }
+        if (pr.feature && confirm > 0) {
+                request_error(req, "bad-request", "--confirm JOB plans its own runs: name no feature with it");
                 return;
         }
         if (submit_matrix(req, &owned, &m) < 0)
                 return;
-        r = mx_plan_build(m, &pr, &plan, &err);
+        if (confirm > 0) {
+                /* The follow-up runs of a job's attribution (attribute.h); errors are sent. */
+                if (attribute_confirm_plan(req, m, confirm, pr.max_runs, &plan) < 0)
+                        return;
+                r = 0;
+        } else
+                r = mx_plan_build(m, &pr, &plan, &err);
         if (r < 0) {
                 request_error(req, r == -E2BIG ? "limit-exceeded" : "matrix-error", "%s", err ? err : strerror(-r));
                 return;
         }
         if (plan->n_runs == 0) {
-                request_error(req, "matrix-error", "the plan for '%s' has no runs", pr.feature);
+                request_error(req, "matrix-error", "the plan for '%s' has no runs", plan->input);
                 return;
         }
         /* Names and ranges ("L1-L3") in the seed's order, with their settings (levelcat.h). */

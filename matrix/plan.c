@@ -887,6 +887,31 @@ int mx_plan_build(const struct mx_matrix *m, const struct mx_plan_request *req, 
         return 0;
 }
 
+int mx_plan_build_explicit(const struct mx_matrix *m, const char *input, const int *configs,
+                           char *const *reasons, size_t n, size_t max_runs, struct mx_plan **ret, char **reterr)
+{
+        _cleanup_(mx_plan_freep) struct mx_plan *p = xcalloc(1, sizeof(*p));
+        struct builder b = { .p = p, .max_runs = max_runs ? max_runs : MX_PLAN_DEFAULT_MAX_RUNS };
+        int r = 0;
+
+        p->m = m;
+        p->input = xstrdup(input);
+        p->resolved = xstrdup(input);
+        p->feature = -1;
+        p->assignment = mx_config_new(m);
+        p->pins = mx_config_new(m);
+        p->stack = mx_config_new(m);
+        p->settings = m->settings;
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = add_candidate(&b, configs + i * m->n_axes, reasons[i], false, reterr);
+        free(b.slot_hash);
+        free(b.slot_index);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
 size_t mx_plan_n_known_incompatible(const struct mx_plan *p)
 {
         size_t n = 0;

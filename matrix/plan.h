@@ -119,6 +119,15 @@ int mx_plan_build(const struct mx_matrix *m, const struct mx_plan_request *req, 
 struct mx_plan *mx_plan_free(struct mx_plan *p);
 DEFINE_POINTER_CLEANUP(struct mx_plan, mx_plan_free)
 
+/*
+ * A plan of given configurations (n x m->n_axes values), each planned for
+ * reasons[i]; they go through exclude, include and rules as planned runs do,
+ * and one configuration planned twice is one run with both reasons. input
+ * names the plan ("confirm job 7"). For follow-up runs (confirm.h).
+ */
+int mx_plan_build_explicit(const struct mx_matrix *m, const char *input, const int *configs,
+                           char *const *reasons, size_t n, size_t max_runs, struct mx_plan **ret, char **reterr);
+
 /* Number of runs marked known-incompatible. */
 size_t mx_plan_n_known_incompatible(const struct mx_plan *p);
 
