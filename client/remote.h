@@ -17,6 +17,8 @@ struct remote_verb {
         int (*render)(json_t *params, json_t *result);
         /* For streaming methods: print one item (human or, with --json, one JSON line). */
         client_stream_fn stream;
+        /* Optional, for streams: called about once a second while the stream is quiet. */
+        void (*idle)(void *ud);
 };
 
 /* Renderers, one file each (cmd-<verb>.c). */
