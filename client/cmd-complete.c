@@ -125,7 +125,7 @@ static char **proto_options(const struct mx_proto_method *m)
 
         json_array_foreach (opts, i, o)
                 strv_consume(&out, xasprintf("%s\t%s", json_string_value(json_object_get(o, "flag")),
-                                          strempty(json_string_value(json_object_get(o, "arg")))));
+                                             strempty(json_string_value(json_object_get(o, "arg")))));
         strv_push(&out, "json\t");
         strv_push(&out, "help\t");
         return out;
