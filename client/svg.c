@@ -267,10 +267,30 @@ static int point_cmp_x(const void *a, const void *b)
         return (p->x > q->x) - (p->x < q->x);
 }
 
+/* Rows the legend takes (none for one series), wrapping as svg_xy_chart() draws it. */
+static size_t legend_rows(const struct svg_xy *c, double L, double W)
+{
+        size_t rows = 1;
+        double x = L;
+
+        if (c->n_series < 2)
+                return 0;
+        for (size_t s = 0; s < c->n_series; s++) {
+                double w = 24 + CHAR_W * (double)label_chars(c->series[s].name);
+
+                if (x > L && x + w > W - 8) {
+                        x = L;
+                        rows++;
+                }
+                x += w;
+        }
+        return rows;
+}
+
 void svg_xy_chart(struct mx_buf *b, const struct svg_xy *c)
 {
-        const double W = 760, H = 380, L = 70, R = c->pareto ? 150 : 24, B = 50;
-        double T = 44 + (c->n_series > 1 ? 16 : 0) + 12.0 * (double)c->n_yrefs;
+        const double W = 760, L = 70, R = c->pareto ? 150 : 24, B = 50;
+        double T = 44 + 16.0 * (double)legend_rows(c, L, W) + 12.0 * (double)c->n_yrefs, H = 364 + T;
         double xmin = DBL_MAX, xmax = -DBL_MAX, ymax = 0, ymin = 0;
         struct svg_axis ax, ay;
         size_t total = 0;
@@ -325,19 +345,25 @@ void svg_xy_chart(struct mx_buf *b, const struct svg_xy *c)
                       (T + H - B) / 2);
         svg_escape_to(b, c->ylabel);
         mx_buf_puts(b, "</text>\n");
-        /* legend */
+        /* legend, wrapped to the chart's width */
         if (c->n_series > 1) {
-                double x = L;
+                double x = L, y = 28;
 
                 for (size_t s = 0; s < c->n_series; s++) {
+                        double w = 24 + CHAR_W * (double)label_chars(c->series[s].name);
+
+                        if (x > L && x + w > W - 8) {
+                                x = L;
+                                y += 16;
+                        }
                         mx_buf_printf(b,
-                                      "<rect class=\"swatch s%zu\" x=\"%.1f\" y=\"28\" width=\"10\" "
+                                      "<rect class=\"swatch s%zu\" x=\"%.1f\" y=\"%.1f\" width=\"10\" "
                                       "height=\"10\"/>"
-                                      "<text class=\"legend\" x=\"%.1f\" y=\"37\">",
-                                      s % PALETTE, x, x + 14);
+                                      "<text class=\"legend\" x=\"%.1f\" y=\"%.1f\">",
+                                      s % PALETTE, x, y, x + 14, y + 9);
                         put_label(b, c->series[s].name);
                         mx_buf_puts(b, "</text>");
-                        x += 24 + CHAR_W * (double)label_chars(c->series[s].name);
+                        x += w;
                 }
                 mx_buf_puts(b, "\n");
         }
