@@ -16,7 +16,9 @@ source "$MX_SOURCE_DIR/client/mxmatrix.bash-completion"
 [ "$(complete -p mxmatrix)" = "complete -F _mxmatrix mxmatrix" ] || fail "complete -p: $(complete -p mxmatrix)"
 ok "sourced; mxmatrix completes with _mxmatrix"
 
-GB10=$MX_SOURCE_DIR/matrix/mxfp4-gb10.json
+# Absolute: the files step below changes directory.
+GB10=$(cd "$MX_SOURCE_DIR" && pwd)/matrix/mxfp4-gb10.json
+MX_FIXTURE_MATRIX=$(cd "$(dirname "$MX_FIXTURE_MATRIX")" && pwd)/$(basename "$MX_FIXTURE_MATRIX")
 # complete LINE: run _mxmatrix as bash would with the cursor at the end of LINE; COMPREPLY in $got (sorted).
 complete_line() {
         COMP_LINE=$1
