@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* mxmatrix status: the queue, the current run with its level and elapsed time, counts. */
 #include "output.h"
+#include "progress.h"
 #include "remote.h"
 
 #include <inttypes.h>
@@ -37,6 +38,25 @@ static void print_current(json_t *cur)
                strna(json_string_value(json_object_get(cur, "config_key"))));
 }
 
+/* The same summary as follow's progress line, for each job under way. */
+static void print_progress(json_t *jobs)
+{
+        size_t i;
+        json_t *j;
+
+        json_array_foreach (jobs, i, j) {
+                struct progress p;
+                _cleanup_free_ char *s = NULL;
+
+                if (!json_object_get(j, "progress"))
+                        continue;
+                progress_from_job(j, mx_now_real_us(), &p);
+                s = progress_format(&p);
+                printf("job %" JSON_INTEGER_FORMAT ":  %s\n", json_integer_value(json_object_get(j, "id")),
+                       s);
+        }
+}
+
 static int render(json_t *params, json_t *res)
 {
         json_t *d = json_object_get(res, "daemon");
@@ -70,6 +90,7 @@ static int render(json_t *params, json_t *res)
         }
         print_current(json_object_get(res, "current"));
         print_counts(json_object_get(res, "counts"));
+        print_progress(json_object_get(res, "queue"));
         if (json_array_size(json_object_get(res, "queue")) > 0) {
                 putchar('\n');
                 output_jobs(json_object_get(res, "queue"));

@@ -19,7 +19,17 @@ struct client_conn {
         int64_t next_id;
         int64_t timeout_ms; /* for each answer; 0: wait forever */
         int64_t deadline;   /* monotonic µs; 0: none (a stream is flowing) */
+        void (*idle)(void *ud); /* called every idle_ms while a stream is quiet */
+        void *idle_ud;
+        int idle_ms;
 };
+
+void client_on_idle(struct client_conn *c, void (*fn)(void *ud), void *ud, int interval_ms)
+{
+        c->idle = fn;
+        c->idle_ud = ud;
+        c->idle_ms = interval_ms;
+}
 
 int client_timeout_ms(int64_t *ret)
 {
@@ -117,6 +127,17 @@ static int read_line(struct client_conn *c, char **ret)
                                 return -errno;
                         if (k == 0)
                                 return -ETIMEDOUT;
+                } else if (c->idle) {
+                        /* A quiet stream: wake now and then for the caller (follow's progress line). */
+                        struct pollfd p = { .fd = c->fd, .events = POLLIN };
+                        int k = poll(&p, 1, c->idle_ms);
+
+                        if (k < 0 && errno != EINTR)
+                                return -errno;
+                        if (k <= 0) {
+                                c->idle(c->idle_ud);
+                                continue;
+                        }
                 }
                 n = recv(c->fd, chunk, sizeof(chunk), 0);
                 if (n < 0 && errno == EINTR)

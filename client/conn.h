@@ -35,6 +35,9 @@ typedef int (*client_stream_fn)(json_t *item, void *ud);
 int client_call(struct client_conn *c, const char *method, json_t *params, client_stream_fn stream, void *ud,
                 json_t **ret_result, char **ret_error_code);
 
+/* While a stream is quiet, call fn(ud) every interval_ms (follow redraws its progress line). */
+void client_on_idle(struct client_conn *c, void (*fn)(void *ud), void *ud, int interval_ms);
+
 /* How long to wait for each answer (--timeout, else $MXMATRIX_TIMEOUT, else 60 s; 0: no limit). */
 int client_timeout_ms(int64_t *ret);
 

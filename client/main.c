@@ -93,6 +93,8 @@ int main(int argc, char **argv)
                 help(stderr);
                 return MX_EXIT_USAGE;
         }
+        if (streq(argv[optind], "__complete"))
+                return cmd_complete(argc - optind, argv + optind);
         for (size_t i = 0; i < ELEMENTSOF(local_verbs); i++)
                 if (streq(argv[optind], local_verbs[i].name))
                         return local_verbs[i].run(argc - optind, argv + optind);

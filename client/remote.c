@@ -74,6 +74,8 @@ int remote_run(const struct mx_proto_method *m, int argc, char **argv)
         r = client_connect(&c);
         if (r != MX_EXIT_OK)
                 return r;
+        if (v->idle)
+                client_on_idle(c, v->idle, NULL, 1000);
         r = v->call ? v->call(c, params, &result)
                     : client_call(c, m->name, params, v->stream, NULL, &result, NULL);
         if (r != MX_EXIT_OK)

@@ -19,6 +19,8 @@ struct remote_verb {
         client_stream_fn stream;
         /* Optional: make the call(s) instead of one client_call() (show JOB fetches every page). */
         int (*call)(struct client_conn *c, json_t *params, json_t **ret_result);
+        /* Optional, for streams: called about once a second while the stream is quiet. */
+        void (*idle)(void *ud);
 };
 
 /* Renderers, one file each (cmd-<verb>.c). */

@@ -52,6 +52,28 @@ static void m_submit(struct mx_request *req)
         submit_handle(req);
 }
 
+/* Timing for the jobs under way (a run running or some done), for status's progress lines. */
+static int status_progress(struct mx_daemon *d, json_t *jobs)
+{
+        size_t i;
+        json_t *j;
+
+        json_array_foreach (jobs, i, j) {
+                json_t *c = json_object_get(j, "counts"), *p = NULL;
+                json_int_t started = json_integer_value(json_object_get(c, "running")) +
+                                     json_integer_value(json_object_get(c, "done"));
+                int r;
+
+                if (started == 0)
+                        continue;
+                r = queue_job_progress(d->db, json_integer_value(json_object_get(j, "id")), &p);
+                if (r < 0)
+                        return r;
+                json_object_set_new(j, "progress", p);
+        }
+        return 0;
+}
+
 static void m_status(struct mx_request *req)
 {
         struct mx_daemon *d = req->d;
@@ -64,6 +86,8 @@ static void m_status(struct mx_request *req)
         r = queue_counts_json(d->db, &counts);
         if (r >= 0)
                 r = queue_list_json(d->db, &f, &queue, &more);
+        if (r >= 0)
+                r = status_progress(d, queue);
         if (r < 0) {
                 json_decref(current);
                 request_error_errno(req, r, "status");

@@ -838,8 +838,10 @@ int queue_run_interruptions(struct mx_db *db, int64_t run, int *ret)
 
 int queue_events(struct mx_db *db, int64_t job, int64_t after, int limit, json_t **ret)
 {
-        static const char sql[] = "SELECT id, at, run_id, kind, uid, detail FROM events "
-                                  "WHERE job_id = ? AND id > ? ORDER BY id LIMIT ?";
+        /* The run's configuration rides along, so follow can print "r12 backend=cutlass ..." lines. */
+        static const char sql[] = "SELECT e.id, e.at, e.run_id, e.kind, e.uid, e.detail, r.config_key "
+                                  "FROM events e LEFT JOIN runs r ON r.id = e.run_id "
+                                  "WHERE e.job_id = ? AND e.id > ? ORDER BY e.id LIMIT ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_(json_decrefp) json_t *a = json_array();
         int r = db_stmt(db, sql, &s), rc;
@@ -851,7 +853,11 @@ int queue_events(struct mx_db *db, int64_t job, int64_t after, int limit, json_t
         db_bind_int64(s, 3, limit);
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
                 static const char *const keys[] = { "id", "at", "run", "kind", "uid", "json:detail", NULL };
-                json_array_append_new(a, db_row_json(s, keys));
+                json_t *e = db_row_json(s, keys);
+
+                if (sqlite3_column_type(s, 6) == SQLITE_TEXT)
+                        db_json_set_text(e, "config_key", s, 6);
+                json_array_append_new(a, e);
         }
         if (rc != SQLITE_DONE)
                 return db_errno(db, rc);
@@ -1297,5 +1303,38 @@ int queue_attempt_log_path(struct mx_db *db, int64_t run, int n, char **ret_path
         *ret_n = sqlite3_column_int(s, 1);
         if (ret_outcome)
                 *ret_outcome = db_column_strdup(s, 2);
+        return 0;
+}
+
+/*
+ * How far a job has got, for follow's progress line and status: when its first
+ * attempt started, how many finished runs ran and the time their attempts
+ * took (the ETA's mean), and when the attempt in flight started. One pass over
+ * the job's runs and their attempts, through runs_job and attempts(run_id, n).
+ */
+int queue_job_progress(struct mx_db *db, int64_t job, json_t **ret)
+{
+        static const char sql[] =
+                "SELECT min(a.started_at), "
+                "count(DISTINCT CASE WHEN r.state = 'done' THEN r.id END), "
+                "sum(CASE WHEN r.state = 'done' AND a.finished_at IS NOT NULL "
+                "THEN a.finished_at - a.started_at END), "
+                "max(CASE WHEN a.finished_at IS NULL THEN a.started_at END) "
+                "FROM runs r JOIN attempts a ON a.run_id = r.id WHERE r.job_id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        _cleanup_(json_decrefp) json_t *p = json_object();
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, job);
+        rc = sqlite3_step(s);
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        db_json_set_int(p, "started_at", s, 0);
+        json_object_set_new(p, "timed_runs", json_integer(sqlite3_column_int64(s, 1)));
+        json_object_set_new(p, "timed_us", json_integer(sqlite3_column_int64(s, 2)));
+        db_json_set_int(p, "running_since", s, 3);
+        *ret = TAKE_PTR(p);
         return 0;
 }

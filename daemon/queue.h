@@ -152,6 +152,8 @@ int queue_events(struct mx_db *db, int64_t job, int64_t after, int limit, json_t
 
 /* ---- read side (protocol reply shapes) ---- */
 int queue_job_json(struct mx_db *db, int64_t job, json_t **ret);
+/* A job's timing for progress lines: {started_at, timed_runs, timed_us, running_since}, times or null. */
+int queue_job_progress(struct mx_db *db, int64_t job, json_t **ret);
 int queue_run_json(struct mx_db *db, int64_t run, bool with_details, json_t **ret);
 /*
  * A page of a job's runs in plan order: those with seq > after_seq, at most

@@ -34,6 +34,7 @@ struct follow {
         struct mx_request *req;
         int64_t job;
         int64_t last_event;
+        bool progress_due; /* events went out since the last progress item */
         struct follow *next;
 };
 
@@ -95,7 +96,7 @@ static void follow_drain_cb(struct mx_request *req, void *ud);
 static bool follow_pump(struct follow *f)
 {
         struct mx_daemon *d = f->req->d;
-        _cleanup_json_ json_t *job = NULL;
+        _cleanup_json_ json_t *job = NULL, *progress = NULL;
         const char *state;
         int r;
 
@@ -116,18 +117,39 @@ static bool follow_pump(struct follow *f)
                         }
                         f->last_event = json_integer_value(json_object_get(e, "id"));
                         request_stream(f->req, e);
+                        f->progress_due = true;
                 }
                 if (json_array_size(events) < FOLLOW_BATCH)
                         break;
         }
         r = queue_job_json(d->db, f->job, &job);
+        if (r >= 0)
+                r = queue_job_progress(d->db, f->job, &progress);
         if (r < 0) {
                 request_error_errno(f->req, r, "follow");
                 return true;
         }
+        json_object_set(job, "progress", progress);
         state = json_string_value(json_object_get(job, "state"));
-        if (streq(state, "queued") || streq(state, "running"))
+        if (streq(state, "queued") || streq(state, "running")) {
+                /*
+                 * Not stored: the job's counts and timing after what was just sent, for the
+                 * client's progress line (one per batch, not per event).
+                 */
+                if (f->progress_due) {
+                        _cleanup_json_ json_t *item = NULL;
+
+                        if (request_output_pending(f->req) > d->cfg.limits.output_bytes / 4) {
+                                request_on_drain(f->req, follow_drain_cb, f);
+                                return false;
+                        }
+                        item = json_pack("{s:s,s:I,s:O}", "kind", "progress", "at",
+                                         (json_int_t)mx_now_real_us(), "job", job);
+                        request_stream(f->req, item);
+                        f->progress_due = false;
+                }
                 return false;
+        }
         request_reply(f->req, TAKE_PTR(job));
         return true;
 }

@@ -4,7 +4,8 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config groff-base
       libevent-dev libjansson-dev libsqlite3-dev libsystemd-dev libcurl4-openssl-dev
       systemd sqlite3 util-linux procps psmisc curl valgrind jq
-      clang libclang-rt-14-dev) # libFuzzer targets (tests/fuzz/run.sh)
+      clang libclang-rt-14-dev # libFuzzer targets (tests/fuzz/run.sh)
+      chromium)                # the HTML report in a browser (unit/test-report-chromium; 122 MB, 25 packages)
 missing=()
 for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -75,8 +75,8 @@ has "$T/out" "mode=ok,speed=slow"
 has "$T/out" "mode=ok,speed=fast"
 j1=1
 expect_exit 0 follow_job $j1
-has "$T/follow" "run-started"
-has "$T/follow" "run-finished"
+has "$T/follow" "mode=ok,speed=fast  started"
+has "$T/follow" "mode=ok,speed=fast  finished: pass"
 has "$T/follow" "job $j1 done: 2 pass; 2 of 2 runs as expected (pass or xfail)"
 ok "job $j1 ran, follow exit 0"
 
@@ -371,14 +371,14 @@ jc=$(submit feature=fast mode=ok)
 read -r rc1 rc2 < <(job_runs "$jc" | tr '\n' ' ')
 timeout "$MX_WAIT_S" "$MX_BIN" follow "$jc" >"$T/follow-c" 2>&1 &
 follow_pid=$!
-follow_started() { grep -q job-accepted "$T/follow-c"; }
+follow_started() { grep -q "job accepted" "$T/follow-c"; }
 wait_until "follow to print job $jc's first event" follow_started
 expect_exit 0 mx cancel "r$rc1"
 expect_exit 0 mx cancel "r$rc2"
 wait "$follow_pid"
 st=$?
 [ "$st" = 1 ] || fail "follow $jc exited $st, want 1 (124: it still waited after its last run was cancelled)"
-has "$T/follow-c" "run-cancelled"
+has "$T/follow-c" "run cancelled"
 has "$T/follow-c" "job $jc done: 2 cancelled; 0 of 2 runs"
 expect_exit 0 mx resume
 ok "follow $jc ended when r$rc2, its last run, was cancelled by number"

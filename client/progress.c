@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+#include "progress.h"
+
+#include <inttypes.h>
+
+static int64_t count(json_t *counts, const char *key)
+{
+        return json_integer_value(json_object_get(counts, key));
+}
+
+void progress_from_job(json_t *job, int64_t now_us, struct progress *ret)
+{
+        json_t *c = json_object_get(job, "counts"), *t = json_object_get(job, "progress");
+        json_t *started = json_object_get(t, "started_at"), *since = json_object_get(t, "running_since");
+        int64_t timed = json_integer_value(json_object_get(t, "timed_runs"));
+        int64_t timed_us = json_integer_value(json_object_get(t, "timed_us"));
+        struct progress p = {
+                .total = count(c, "total"),
+                .done = count(c, "done"),
+                /* As follow's exit status counts them: a known-incompatible run that failed is expected. */
+                .passed = count(c, "pass") + count(c, "xfail"),
+                .cancelled = count(c, "cancelled"),
+                .elapsed_us = -1,
+                .eta_us = -1,
+        };
+        int64_t left = MX_MAX(p.total - p.done, 0);
+
+        p.failed = MX_MAX(p.done - p.passed - p.cancelled, 0);
+        if (json_is_integer(started))
+                p.elapsed_us = MX_MAX(now_us - json_integer_value(started), 0);
+        if (left == 0)
+                p.eta_us = 0;
+        else if (timed > 0) {
+                /* One GPU, one run at a time: what is left takes the mean run time each. */
+                int64_t mean = MX_MAX(timed_us, 0) / timed;
+
+                p.eta_us = left * mean;
+                /* The run in flight has used part of its share (and no more than all of it). */
+                if (json_is_integer(since))
+                        p.eta_us -= MX_MIN(MX_MAX(now_us - json_integer_value(since), 0), mean);
+        }
+        *ret = p;
+}
+
+char *progress_format(const struct progress *p)
+{
+        struct mx_buf b = MX_BUF_INIT;
+
+        mx_buf_printf(&b, "%" PRId64 "/%" PRId64 " runs, %" PRId64 " passed, %" PRId64 " failed", p->done,
+                      p->total, p->passed, p->failed);
+        if (p->cancelled > 0)
+                mx_buf_printf(&b, ", %" PRId64 " cancelled", p->cancelled);
+        if (p->elapsed_us >= 0) {
+                _cleanup_free_ char *e = mx_format_duration(p->elapsed_us);
+
+                mx_buf_printf(&b, ", %s elapsed", e);
+        }
+        if (p->done < p->total) {
+                _cleanup_free_ char *e = p->eta_us >= 0 ? mx_format_duration(p->eta_us) : NULL;
+
+                mx_buf_printf(&b, ", ETA %s", e ? e : "unknown (no run finished yet)");
+        }
+        return mx_buf_steal(&b);
+}

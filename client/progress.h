@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A job's progress for people: runs done of the total, passes, failures,
+ * elapsed time and an ETA from the durations of the runs done so far. Pure
+ * functions of the job summary (with the daemon's "progress" timing) and the
+ * time now, shared by follow's progress line and status.
+ */
+#pragma once
+
+#include "util.h"
+
+#include <jansson.h>
+
+struct progress {
+        int64_t total, done, passed, failed, cancelled;
+        int64_t elapsed_us; /* since the job's first attempt started; -1: none started */
+        int64_t eta_us;     /* -1: unknown (no run has finished yet); 0 when nothing is left */
+};
+
+/* Fill *ret from a job summary (counts, progress) at now_us (µs, the real clock). */
+void progress_from_job(json_t *job, int64_t now_us, struct progress *ret);
+/* "7/12 runs, 5 passed, 2 failed, 12m30s elapsed, ETA 10m40s" (parts without data left out). */
+char *progress_format(const struct progress *p);

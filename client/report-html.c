@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: MIT */
+#include "report-html.h"
+#include "svg.h"
+
+#include <inttypes.h>
+#include <math.h>
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define HEAT_AXES_MAX 64 /* distinct values of one axis in the grid */
+
+struct hrun {
+        int64_t id;
+        const char *key, *result;
+        json_t *config;
+        bool baseline;
+        double tg32, pp2048, ttft; /* NAN: not measured */
+        json_t *l4;                /* L4's metrics (borrowed), or NULL */
+        json_t *samples;           /* one sampler summary (borrowed), or NULL */
+        char *name;                /* "r12 kernel=cutlass,..." */
+};
+
+static double num(json_t *v)
+{
+        return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* The run's latest levels and samples: on the run itself, or in its last attempt. */
+static json_t *run_member(json_t *run, const char *key)
+{
+        json_t *v = json_object_get(run, key), *hist = json_object_get(run, "attempt_history");
+
+        if (!v && json_array_size(hist) > 0)
+                v = json_object_get(json_array_get(hist, json_array_size(hist) - 1), key);
+        return v;
+}
+
+/* The bench result document within L4's metrics: the metrics themselves, or one member holding "results". */
+static json_t *bench_doc(json_t *metrics)
+{
+        const char *k;
+        json_t *v;
+
+        if (json_object_get(metrics, "results"))
+                return metrics;
+        json_object_foreach (metrics, k, v)
+                if (json_is_object(v) && json_object_get(v, "results"))
+                        return v;
+        return NULL;
+}
+
+static bool is_good(const char *result)
+{
+        return streq_ptr(result, "pass") || streq_ptr(result, "xfail");
+}
+
+static void hrun_load(struct hrun *h, json_t *run)
+{
+        json_t *levels = run_member(run, "levels"), *samples = run_member(run, "samples"), *l, *res;
+        json_t *reasons = json_object_get(run, "reasons"), *v;
+        size_t i;
+
+        *h = (struct hrun){
+                .id = json_integer_value(json_object_get(run, "id")),
+                .key = json_string_value(json_object_get(run, "config_key")),
+                .result = json_string_value(json_object_get(run, "result")),
+                .config = json_object_get(run, "config"),
+                .baseline = json_is_true(json_object_get(run, "baseline")),
+                .tg32 = NAN,
+                .pp2048 = NAN,
+                .ttft = NAN,
+        };
+        json_array_foreach (reasons, i, v)
+                if (streq_ptr(json_string_value(v), "baseline"))
+                        h->baseline = true;
+        json_array_foreach (levels, i, l)
+                if (streq_ptr(json_string_value(json_object_get(l, "level")), "L4"))
+                        h->l4 = bench_doc(json_object_get(l, "metrics"));
+        res = json_object_get(h->l4, "results");
+        h->tg32 = num(json_object_get(json_object_get(res, "throughput"), "tg32_tps"));
+        h->pp2048 = num(json_object_get(json_object_get(res, "throughput"), "pp2048_tps"));
+        h->ttft = num(json_object_get(json_object_get(res, "latency"), "ttft_p50_ms"));
+        h->samples = json_object_get(samples, "run");
+        if (!h->samples && json_object_size(samples) > 0)
+                h->samples = json_object_iter_value(json_object_iter(samples));
+        h->name = xasprintf("r%" PRId64 " %s", h->id, strna(h->key));
+}
+
+static void put(FILE *f, const char *s)
+{
+        struct mx_buf b = MX_BUF_INIT;
+
+        svg_escape_to(&b, s);
+        fputs(strempty(b.data), f);
+        mx_buf_free(&b);
+}
+
+static void put_num(FILE *f, double v, const char *unit)
+{
+        _cleanup_free_ char *s = svg_number(v);
+
+        if (isfinite(v))
+                fprintf(f, "%s%s%s", s, unit ? " " : "", strempty(unit));
+        else
+                fputs("<span class=\"na\">-</span>", f);
+}
+
+struct metric {
+        const char *id, *title, *unit, *definition;
+        size_t offset; /* of the double in struct hrun */
+        bool lower_is_better;
+};
+
+static const struct metric metrics[] = {
+        { "tg32", "tg32: decode throughput per configuration", "tokens/s",
+          "mean tokens/s of the depth-0 tg32 rows (llama-benchy's tg: completion tokens after the first, over "
+          "the time from the first to the last token), L4 results.throughput.tg32_tps",
+          offsetof(struct hrun, tg32), false },
+        { "pp2048", "pp2048: prefill throughput per configuration", "tokens/s",
+          "mean tokens/s of the depth-0 pp2048 rows (prompt tokens over the time to the first token), L4 "
+          "results.throughput.pp2048_tps",
+          offsetof(struct hrun, pp2048), false },
+        { "ttft", "TTFT p50 per configuration (lower is better)", "ms",
+          "median time to first token over every valid depth-0 request (vllm bench serve's TTFT), L4 "
+          "results.latency.ttft_p50_ms",
+          offsetof(struct hrun, ttft), true },
+};
+
+static double metric_of(const struct hrun *h, const struct metric *m)
+{
+        return *(const double *)((const char *)h + m->offset);
+}
+
+static void bars_section(FILE *f, const struct hrun *runs, size_t n, const struct hrun *base, const struct metric *m,
+                         json_t *targets)
+{
+        _cleanup_free_ struct svg_bar *bars = xcalloc(MX_MAX(n, (size_t)1), sizeof(*bars));
+        _cleanup_free_ struct svg_ref *refs = NULL;
+        _cleanup_strv_free_ char **tips = NULL;
+        size_t n_refs = 0, measured = 0, i;
+        double bv = base ? metric_of(base, m) : NAN;
+        struct mx_buf b = MX_BUF_INIT;
+        json_t *t;
+
+        refs = xcalloc(json_array_size(targets) + 1, sizeof(*refs));
+        if (isfinite(bv))
+                refs[n_refs++] = (struct svg_ref){ bv, "baseline", "baseline" };
+        json_array_foreach (targets, i, t)
+                if (streq_ptr(json_string_value(json_object_get(t, "metric")), m->id) ||
+                    streq_ptr(json_string_value(json_object_get(t, "metric")),
+                              streq(m->id, "ttft") ? "ttft_p50_ms" : m->id))
+                        refs[n_refs++] = (struct svg_ref){ num(json_object_get(t, "value")),
+                                                           json_string_value(json_object_get(t, "label")) ?: "target",
+                                                           "target" };
+        for (i = 0; i < n; i++) {
+                double v = metric_of(&runs[i], m);
+                bool better = m->lower_is_better ? v <= bv : v >= bv;
+                _cleanup_free_ char *vs = svg_number(v);
+
+                measured += isfinite(v);
+                strv_consume(&tips, xasprintf("%s: %s %s", runs[i].name, vs, m->unit));
+                bars[i] = (struct svg_bar){
+                        runs[i].name, v,
+                        runs[i].baseline    ? "baseline"
+                        : !isfinite(bv)     ? NULL
+                        : better            ? "good"
+                                            : "bad",
+                        tips[i],
+                };
+        }
+        {
+                struct svg_bars c = { m->id, m->title, m->unit, bars, n, refs, n_refs };
+                svg_bar_chart(&b, &c);
+        }
+        fprintf(f, "<section id=\"%s\" class=\"metric\"><h2>", m->id);
+        put(f, m->title);
+        fprintf(f, "</h2>\n<p class=\"def\">");
+        put(f, m->definition);
+        fprintf(f, "; %zu of %zu runs measured; one value per run (its latest attempt).", measured, n);
+        if (isfinite(bv))
+                fprintf(f, " Green: as good as the baseline or better; red: worse.");
+        fprintf(f, "</p>\n%s</section>\n", b.data);
+        mx_buf_free(&b);
+}
+
+static void pareto_section(FILE *f, const struct hrun *runs, size_t n)
+{
+        _cleanup_free_ struct svg_series *series = xcalloc(MX_MAX(n, (size_t)1), sizeof(*series));
+        struct svg_point **pts = xcalloc(MX_MAX(n, (size_t)1), sizeof(*pts));
+        _cleanup_strv_free_ char **labels = NULL;
+        size_t ns = 0, total = 0;
+        struct mx_buf b = MX_BUF_INIT;
+
+        for (size_t i = 0; i < n; i++) {
+                json_t *rows = json_object_get(runs[i].l4, "tests"), *row;
+                size_t k, np = 0;
+
+                pts[i] = xcalloc(MX_MAX(json_array_size(rows), (size_t)1), sizeof(**pts));
+                json_array_foreach (rows, k, row) {
+                        json_int_t c = json_integer_value(json_object_get(row, "concurrency"));
+                        double total_tps = num(json_object_get(json_object_get(row, "tps"), "mean"));
+                        double user = num(json_object_get(json_object_get(row, "tps_req"), "mean"));
+
+                        if (!streq_ptr(json_string_value(json_object_get(row, "kind")), "tg") ||
+                            json_integer_value(json_object_get(row, "depth")) != 0 || !isfinite(total_tps))
+                                continue;
+                        /* One stream: its rate is the user's; several: each request's own rate. */
+                        if (!isfinite(user))
+                                user = c > 1 ? total_tps / (double)c : total_tps;
+                        strv_consume(&labels, xasprintf("r%" PRId64 " c=%" JSON_INTEGER_FORMAT, runs[i].id,
+                                                        c > 0 ? c : 1));
+                        pts[i][np++] = (struct svg_point){ user, total_tps, labels[strv_length(labels) - 1],
+                                                           runs[i].name };
+                }
+                if (np > 0)
+                        series[ns++] = (struct svg_series){ runs[i].name, pts[i], np, NULL };
+                total += np;
+        }
+        {
+                struct svg_xy c = { "pareto",       "Throughput against interactivity (Pareto frontier)",
+                                    "tokens/s per user (each request's decode rate)",
+                                    "tokens/s per GPU (all requests)",
+                                    series,         ns,
+                                    NULL,           0,
+                                    false,          true };
+                svg_xy_chart(&b, &c);
+        }
+        fprintf(f, "<section id=\"pareto\"><h2>Throughput against interactivity</h2>\n<p class=\"def\">One point "
+                   "per L4 tg row at depth 0 and one concurrency (%zu points): x the mean decode rate of one "
+                   "request (tps_req, or tps for one stream), y the mean rate of all requests together (tps); "
+                   "the dashed line joins the points no other point beats on both, as vllm bench sweep "
+                   "plot_pareto draws tokens/s/user against tokens/s/GPU (one GPU here).</p>\n%s</section>\n",
+                total, b.data);
+        for (size_t i = 0; i < n; i++)
+                free(pts[i]);
+        free(pts);
+        mx_buf_free(&b);
+}
+
+static void memory_section(FILE *f, const struct hrun *runs, size_t n)
+{
+        _cleanup_free_ struct svg_series *series = xcalloc(MX_MAX(n, (size_t)1), sizeof(*series));
+        struct svg_point **pts = xcalloc(MX_MAX(n, (size_t)1), sizeof(*pts));
+        size_t ns = 0;
+        bool unified = false;
+        struct mx_buf b = MX_BUF_INIT;
+
+        for (size_t i = 0; i < n; i++) {
+                json_t *s = json_object_get(runs[i].samples, "series");
+                json_t *t = json_object_get(s, "t"), *mem = json_object_get(s, "mem");
+                size_t np = 0;
+
+                pts[i] = xcalloc(MX_MAX(json_array_size(t), (size_t)1), sizeof(**pts));
+                for (size_t k = 0; k < json_array_size(t) && k < json_array_size(mem); k++) {
+                        double x = num(json_array_get(t, k)), y = num(json_array_get(mem, k));
+
+                        if (isfinite(x) && isfinite(y))
+                                pts[i][np++] = (struct svg_point){ x, y / GIB, NULL, NULL };
+                }
+                unified |= json_is_true(json_object_get(runs[i].samples, "unified"));
+                if (np > 0)
+                        series[ns++] = (struct svg_series){ runs[i].name, pts[i], np, NULL };
+        }
+        {
+                struct svg_xy c = { "memory", "Memory over time per run", "seconds since the run's first sample",
+                                    unified ? "GiB used (system memory: unified GPU)" : "GiB used (GPU)",
+                                    series, ns, NULL, 0, true, false };
+                svg_xy_chart(&b, &c);
+        }
+        fprintf(f, "<section id=\"memory-over-time\"><h2>Memory over time</h2>\n<p class=\"def\">The sampler's "
+                   "series for each run's whole attempt (scope \"run\"; at most 120 points each, neighbours merged "
+                   "keeping their peak): GPU memory used as NVML or nvidia-smi counts it, or on a unified-memory "
+                   "GPU the system's MemTotal - MemAvailable; %zu runs with samples.</p>\n%s</section>\n",
+                ns, b.data);
+        for (size_t i = 0; i < n; i++)
+                free(pts[i]);
+        free(pts);
+        mx_buf_free(&b);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The distinct values of axis among the runs, sorted. */
+static char **axis_values(const struct hrun *runs, size_t n, const char *axis)
+{
+        char **out = NULL;
+
+        for (size_t i = 0; i < n; i++) {
+                const char *v = json_string_value(json_object_get(runs[i].config, axis));
+
+                if (v && !strv_contains(out, v) && strv_length(out) < HEAT_AXES_MAX)
+                        strv_push(&out, v);
+        }
+        if (out)
+                qsort(out, strv_length(out), sizeof(char *), cmp_str);
+        return out;
+}
+
+static void grid_section(FILE *f, const struct hrun *runs, size_t n)
+{
+        _cleanup_strv_free_ char **axes = NULL, **rows = NULL, **cols = NULL, **texts = NULL, **tips = NULL;
+        const char *ax_r = NULL, *ax_c = NULL;
+        size_t best_r = 1, best_c = 1, nr, nc;
+        _cleanup_free_ struct svg_cell *cells = NULL;
+        struct mx_buf b = MX_BUF_INIT;
+
+        /* The two axes that vary most among the runs: rows the most varied, columns the next. */
+        for (size_t i = 0; i < n; i++) {
+                const char *k;
+                json_t *v;
+
+                json_object_foreach (runs[i].config, k, v)
+                        if (!strv_contains(axes, k))
+                                strv_push(&axes, k);
+        }
+        if (axes)
+                qsort(axes, strv_length(axes), sizeof(char *), cmp_str);
+        for (char **a = axes; a && *a; a++) {
+                _cleanup_strv_free_ char **vals = axis_values(runs, n, *a);
+                size_t k = strv_length(vals);
+
+                if (k > best_r) {
+                        best_c = best_r;
+                        ax_c = ax_r;
+                        best_r = k;
+                        ax_r = *a;
+                } else if (k > best_c) {
+                        best_c = k;
+                        ax_c = *a;
+                }
+        }
+        rows = ax_r ? axis_values(runs, n, ax_r) : NULL;
+        cols = ax_c ? axis_values(runs, n, ax_c) : NULL;
+        if (!rows)
+                strv_push(&rows, "all runs");
+        if (!cols)
+                strv_push(&cols, ax_r ? "(one varying axis)" : "all runs");
+        nr = strv_length(rows);
+        nc = strv_length(cols);
+        cells = xcalloc(nr * nc, sizeof(*cells));
+        for (size_t r = 0; r < nr; r++)
+                for (size_t c = 0; c < nc; c++) {
+                        size_t good = 0, all = 0;
+                        struct mx_buf tip = MX_BUF_INIT;
+
+                        for (size_t i = 0; i < n; i++) {
+                                if (ax_r && !streq_ptr(json_string_value(json_object_get(runs[i].config, ax_r)),
+                                                       rows[r]))
+                                        continue;
+                                if (ax_c && !streq_ptr(json_string_value(json_object_get(runs[i].config, ax_c)),
+                                                       cols[c]))
+                                        continue;
+                                all++;
+                                good += is_good(runs[i].result);
+                                mx_buf_printf(&tip, "%s%s: %s", tip.len ? "\n" : "", runs[i].name,
+                                              runs[i].result ?: "not finished");
+                        }
+                        strv_consume(&texts, all ? xasprintf("%zu/%zu", good, all) : xstrdup(""));
+                        strv_consume(&tips, mx_buf_steal(&tip));
+                        cells[r * nc + c] = (struct svg_cell){ all ? texts[strv_length(texts) - 1] : NULL,
+                                                               all == 0       ? "none"
+                                                               : good == all ? "pass"
+                                                               : good == 0   ? "fail"
+                                                                              : "mixed",
+                                                               all ? tips[strv_length(tips) - 1] : NULL };
+                }
+        {
+                struct svg_heat c = { "grid",
+                                      "Pass/fail by configuration",
+                                      ax_c ?: "",
+                                      ax_r ?: "",
+                                      (const char *const *)cols,
+                                      nc,
+                                      (const char *const *)rows,
+                                      nr,
+                                      cells };
+                svg_heatmap(&b, &c);
+        }
+        fprintf(f, "<section id=\"pass-fail\"><h2>Pass/fail grid</h2>\n<p class=\"def\">Runs passed (pass, or "
+                   "failed as a known incompatibility expects) of the runs finished in each cell, by ");
+        put(f, ax_r ? ax_r : "(no axis varies)");
+        if (ax_c) {
+                fputs(" &#215; ", f);
+                put(f, ax_c);
+        }
+        fprintf(f, " (the axes that vary most among the %zu runs); green all passed, red none, yellow some; "
+                   "hover a cell for its runs.</p>\n%s</section>\n",
+                n, b.data);
+        mx_buf_free(&b);
+}
+
+static void table_section(FILE *f, const struct hrun *runs, size_t n)
+{
+        fputs("<section id=\"runs\"><h2>Runs</h2>\n<table><thead><tr><th>run</th><th>configuration</th>"
+              "<th>result</th><th>tg32 tok/s</th><th>pp2048 tok/s</th><th>TTFT p50 ms</th>"
+              "<th>peak memory GiB</th></tr></thead><tbody>\n",
+              f);
+        for (size_t i = 0; i < n; i++) {
+                json_t *mem = json_object_get(runs[i].samples, "memory");
+
+                fprintf(f, "<tr class=\"%s\"><td>r%" PRId64 "%s</td><td>", is_good(runs[i].result) ? "ok" : "ko",
+                        runs[i].id, runs[i].baseline ? " (baseline)" : "");
+                put(f, runs[i].key);
+                fputs("</td><td>", f);
+                put(f, runs[i].result ?: "not finished");
+                fputs("</td><td class=\"n\">", f);
+                put_num(f, runs[i].tg32, NULL);
+                fputs("</td><td class=\"n\">", f);
+                put_num(f, runs[i].pp2048, NULL);
+                fputs("</td><td class=\"n\">", f);
+                put_num(f, runs[i].ttft, NULL);
+                fputs("</td><td class=\"n\">", f);
+                put_num(f, num(json_object_get(mem, "peak")) / GIB, NULL);
+                fputs("</td></tr>\n", f);
+        }
+        fputs("</tbody></table></section>\n", f);
+}
+
+int report_html_write(json_t *doc, FILE *f, char **reterr)
+{
+        json_t *runs_j = json_object_get(doc, "runs"), *targets = json_object_get(doc, "targets"), *job, *r;
+        _cleanup_json_ json_t *default_targets = NULL;
+        _cleanup_free_ struct hrun *runs = NULL;
+        const struct hrun *base = NULL;
+        size_t n, i, good = 0;
+        const char *title = json_string_value(json_object_get(doc, "title"));
+        _cleanup_free_ char *deftitle = NULL;
+
+        if (!json_is_array(runs_j)) {
+                *reterr = xstrdup("not a report document: no \"runs\" array");
+                return -EINVAL;
+        }
+        if (!json_is_array(targets)) {
+                default_targets = json_pack("[{s:s,s:s,s:f},{s:s,s:s,s:f},{s:s,s:s,s:f}]", "metric", "tg32",
+                                            "label", "minimum", "value", REPORT_TG32_MINIMUM, "metric", "tg32",
+                                            "label", "target", "value", REPORT_TG32_TARGET, "metric", "tg32",
+                                            "label", "stretch", "value", REPORT_TG32_STRETCH);
+                targets = default_targets;
+        }
+        n = json_array_size(runs_j);
+        runs = xcalloc(MX_MAX(n, (size_t)1), sizeof(*runs));
+        json_array_foreach (runs_j, i, r) {
+                hrun_load(&runs[i], r);
+                if (runs[i].baseline && !base)
+                        base = &runs[i];
+                good += is_good(runs[i].result);
+        }
+        job = json_object_get(doc, "job");
+        if (!title)
+                title = deftitle = json_is_object(job)
+                                           ? xasprintf("mxmatrix report: job %" JSON_INTEGER_FORMAT "%s%s",
+                                                       json_integer_value(json_object_get(job, "id")),
+                                                       json_string_value(json_object_get(job, "feature"))
+                                                               ? ", feature "
+                                                               : "",
+                                                       strempty(json_string_value(json_object_get(job, "feature"))))
+                                           : xstrdup("mxmatrix report");
+        fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+              "<meta name=\"generator\" content=\"mxmatrix " MX_VERSION "\">\n<title>",
+              f);
+        put(f, title);
+        fputs("</title>\n<style>\nbody{font:14px sans-serif;margin:16px 24px;color:#222;max-width:1100px}\n"
+              "h1{font-size:20px}h2{font-size:16px;margin-top:28px}.def{color:#555;max-width:900px}\n"
+              "table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}\n"
+              "td.n{text-align:right;font-variant-numeric:tabular-nums}tr.ko td:nth-child(3){color:#b00}\n"
+              ".na{color:#999}.summary span{margin-right:18px}\n",
+              f);
+        fputs(svg_style(), f);
+        fputs("</style></head><body>\n<h1>", f);
+        put(f, title);
+        fprintf(f, "</h1>\n<p class=\"summary\"><span>%zu runs</span><span>%zu passed or failed as "
+                   "expected</span><span>%zu other</span>",
+                n, good, n - good);
+        if (base) {
+                fputs("<span>baseline: ", f);
+                put(f, base->name);
+                fputs("</span>", f);
+        } else
+                fputs("<span>no baseline run in this report</span>", f);
+        {
+                json_t *at = json_object_get(doc, "generated_at");
+
+                if (json_is_integer(at)) {
+                        _cleanup_free_ char *s = mx_format_time(json_integer_value(at));
+                        fprintf(f, "<span>generated %s</span>", s);
+                }
+        }
+        fputs("</p>\n<p class=\"def\">Targets: ", f);
+        json_array_foreach (targets, i, r) {
+                _cleanup_free_ char *v = svg_number(num(json_object_get(r, "value")));
+
+                fputs(i ? ", " : "", f);
+                put(f, json_string_value(json_object_get(r, "label")) ?: "target");
+                fputs(" ", f);
+                put(f, json_string_value(json_object_get(r, "metric")) ?: "?");
+                fprintf(f, " &#8805; %s", v);
+        }
+        fputs(" (seed 001's Success Criteria unless the document names its own).</p>\n", f);
+        for (i = 0; i < ELEMENTSOF(metrics); i++)
+                bars_section(f, runs, n, base, &metrics[i], targets);
+        pareto_section(f, runs, n);
+        memory_section(f, runs, n);
+        grid_section(f, runs, n);
+        table_section(f, runs, n);
+        fputs("</body></html>\n", f);
+        for (i = 0; i < n; i++)
+                free(runs[i].name);
+        return ferror(f) ? -EIO : 0;
+}
