@@ -4,7 +4,7 @@
 #include "output.h"
 #include "remote.h"
 
-static void show_job(json_t *job, json_t *runs)
+static void show_job(json_t *job, json_t *runs, json_t *criteria)
 {
         _cleanup_free_ char *when = output_time(json_object_get(job, "submitted_at"));
         _cleanup_free_ char *levels = json_dumps(json_object_get(job, "levels"), JSON_COMPACT);
@@ -18,6 +18,7 @@ static void show_job(json_t *job, json_t *runs)
                json_string_value(json_object_get(job, "user")) ?: "?", json_integer_value(json_object_get(job, "uid")),
                strna(levels), strna(json_string_value(json_object_get(job, "matrix"))));
         output_runs(runs);
+        output_criteria(criteria);
 }
 
 static void show_env_argv(json_t *spec)
@@ -156,7 +157,7 @@ static int render(json_t *params, json_t *res)
         else if (json_object_get(res, "run"))
                 show_run(json_object_get(res, "run"));
         else
-                show_job(json_object_get(res, "job"), json_object_get(res, "runs"));
+                show_job(json_object_get(res, "job"), json_object_get(res, "runs"), json_object_get(res, "criteria"));
         return MX_EXIT_OK;
 }
 

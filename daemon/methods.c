@@ -7,6 +7,7 @@
  * committed before the reply.
  */
 #include "control.h"
+#include "gates.h"
 #include "log.h"
 #include "meta.h"
 #include "scheduler.h"
@@ -112,7 +113,9 @@ static void m_show(struct mx_request *req)
                         request_error_errno(req, r, "show");
                         return;
                 }
-                request_reply(req, json_pack("{s:o,s:o}", "job", a, "runs", b));
+                /* The feature's success criteria from these runs (gates.h). */
+                request_reply(req, json_pack("{s:o,s:o,s:o}", "criteria", gates_job_criteria(req->d, a), "job", a,
+                                             "runs", b));
                 return;
         }
         r = queue_run_json(req->d->db, run, true, &a);
@@ -263,6 +266,11 @@ static void m_reload(struct mx_request *req)
         request_reply(req, json_pack("{s:s}", "matrix", strempty(req->d->cfg.matrix_path)));
 }
 
+static void m_gates(struct mx_request *req)
+{
+        gates_method(req);
+}
+
 static const struct {
         const char *name;
         mx_method_fn fn;
@@ -270,6 +278,7 @@ static const struct {
         { "hello", m_hello },   { "submit", m_submit }, { "status", m_status }, { "list", m_list },
         { "show", m_show },     { "cancel", m_cancel }, { "pause", m_pause },   { "resume", m_resume },
         { "retry", m_retry },   { "logs", m_logs },     { "follow", m_follow }, { "reload", m_reload },
+        { "gates", m_gates },
 };
 
 mx_method_fn methods_lookup(const char *name)
