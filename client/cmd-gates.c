@@ -14,9 +14,18 @@ static char *number(json_t *v)
 {
         double x = json_number_value(v);
 
+        char *t, *end;
+
         if (!json_is_number(v) || !isfinite(x))
                 return xstrdup("-");
-        return xasprintf("%.*f", fabs(x) >= 100 || x == floor(x) ? 0 : 2, x);
+        /* Two decimals at most, trailing zeros dropped: 29.26, 61.5, 4800. */
+        t = xasprintf("%.2f", x);
+        end = t + strlen(t);
+        while (end > t && end[-1] == '0')
+                *--end = '\0';
+        if (end > t && end[-1] == '.')
+                end[-1] = '\0';
+        return t;
 }
 
 /* "29.26 (r11)" / "29.26 (declared)": a number with where it came from. */
@@ -30,7 +39,9 @@ static char *sourced(json_t *v, json_t *from)
         if (!f)
                 return TAKE_PTR(n);
         /* "r12 L4" -> "r12": the run is what a reader looks up; the rest is in --json. */
-        return xasprintf("%s (%.*s)", n, (int)strcspn(f, " "), f);
+        if (f[0] == 'r' && f[1] >= '0' && f[1] <= '9')
+                return xasprintf("%s (%.*s)", n, (int)strcspn(f, " "), f);
+        return xasprintf("%s (%s)", n, f);
 }
 
 static void criteria_rows(json_t *rows)

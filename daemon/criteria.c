@@ -313,13 +313,13 @@ static void measure(const struct mx_matrix_criterion *c, json_t *runs, const str
                 ra = criteria_crashes(runs, true, &n, &why_a);
                 if (ra >= 0) {
                         r->actual = (double)n;
-                        r->actual_from = xstrdup("runs with the feature on");
+                        r->actual_from = xstrdup("feature-on runs");
                 }
                 if (needs_baseline(c)) {
                         rb = criteria_crashes(runs, false, &n, &why_b);
                         if (rb >= 0) {
                                 r->baseline = (double)n;
-                                r->baseline_from = xstrdup("runs with the feature off");
+                                r->baseline_from = xstrdup("feature-off runs");
                         }
                 }
         } else {
