@@ -17,8 +17,10 @@
  *
  * for the latest attempt of each run. L4's numbers are the bench engine's
  * "results" (seed 002's Results keys: throughput.tg32_tps, latency.ttft_p50_ms,
- * resource.gpu_memory_peak_gb ...); a run whose L4 says valid: false, or whose
- * L1.5 verdict is fail or invalid, has no number that passes anything.
+ * and resource.gpu_memory_peak_gb where present), its "ready_s" and its
+ * memory summary's peak in bytes (as GiB, as seed 002's YAML writes it); a run
+ * whose L4 says valid: false, or whose L1.5 verdict is fail or invalid, has
+ * no number that passes anything.
  *
  * Which runs are compared: the feature on against the feature off, on the
  * merged stack when the plan has one (reasons L1-on:stack / L1-off:stack: the

@@ -1125,7 +1125,7 @@ static const char evidence_sql[] =
         "json_extract(s.summary, '$.memory.peak'), l.level, l.verdict, l.message, "
         "CASE WHEN l.level = 'L4' AND r.reasons LIKE '%\"L1-o%' THEN json_object("
         "'results', json_extract(l.metrics, '$.results'), 'ready_s', json_extract(l.metrics, '$.ready_s'), "
-        "'memory_peak_bytes', json_extract(l.metrics, '$.memory.memory.peak'), 'valid', " BOOL_AT("$.valid") ") "
+        "'memory_peak_bytes', json_extract(l.metrics, '$.memory.peak'), 'valid', " BOOL_AT("$.valid") ") "
         "WHEN l.level = 'L1.5' THEN json_object('kernel_evidence', " BOOL_AT("$.kernels.evidence") ") "
         "WHEN l.level = 'L3' THEN json_object('failures', json_extract(l.metrics, '$.failures')) "
         "WHEN l.level = 'L1' THEN json_object('ready_s', json_extract(l.metrics, '$.ready_s')) END "

@@ -53,7 +53,8 @@ off=$(jq -r '.criteria.compared.off' <<<"$out")
 ok "job $job: incomplete without L4, comparing r$on (feature on) with r$off (off)"
 mxd_stop
 
-# level_rows RUN TG32 TTFT50 MEM_GB READY VALID: store the L4 and L3 a run's latest attempt would have.
+# level_rows RUN TG32 TTFT50 MEM_GB READY VALID: store the L4 and L3 a run's latest attempt would have
+# (L4's metrics: the engine's result document, ready_s, the memory summary in bytes, valid).
 DB=$MXD_STATE/queue.db
 level_rows() {
         local att l4
@@ -63,9 +64,9 @@ level_rows() {
         l4=$(jq -nc --argjson tg "$2" --argjson ttft "$3" --argjson mem "$4" --argjson ready "$5" --argjson valid "$6" '{
                 tool: "mxmatrix bench", measured: 30, failed: 0,
                 results: {throughput: {pp2048_tps: 4800.5, tg32_tps: $tg, tg128_tps: ($tg - 1)},
-                          latency: {ttft_p50_ms: $ttft, ttft_p99_ms: ($ttft * 1.5), tpot_p50_ms: 30, tpot_p99_ms: 35},
-                          resource: {gpu_memory_peak_gb: $mem}},
-                ready_s: $ready, valid: $valid}')
+                          latency: {ttft_p50_ms: $ttft, ttft_p99_ms: ($ttft * 1.5), tpot_p50_ms: 30, tpot_p99_ms: 35}},
+                memory: {figure: "gpu", peak: ($mem * 1073741824 | floor), samples: 12},
+                ready_s: $ready, valid: $valid, kernel_gate: "pass"}')
         sqlite3 "$DB" "DELETE FROM levels WHERE attempt_id = $att AND level IN ('L3', 'L4');
                 INSERT INTO levels (attempt_id, level, verdict, started_at, finished_at, metrics, message)
                 VALUES ($att, 'L4', 'pass', 1, 2, '$l4', NULL),
