@@ -464,6 +464,20 @@ TEST(gates_kernels_metric_level)
         json_decref(res);
         jobs_done(&js);
 
+        /* kernels_verified judges the compared run: an L6 run failing its own L1.5 does not hold it back; L2 does. */
+        jobs_init(&js);
+        runs = fast_job(500, true);
+        json_array_append_new(runs, ev_run(3, "L6:s=on", "completed"));
+        ev_level(run_of(runs, 3), "L1.5", "fail", "s=on's log line is missing");
+        ev_level(run_of(runs, 3), "L2", "fail", "NaN in the logprobs");
+        jobs_add(&js, 0, 3, runs);
+        res = criteria_gates_json(m, js.j);
+        ASSERT_STREQ(gate_verdict(res, 1, 0), "pass");
+        ASSERT_STREQ(gate_verdict(res, 1, 2), "fail");
+        ASSERT_EQ(json_integer_value(json_object_get(gate_of(res, 1, 2), "run")), 3);
+        json_decref(res);
+        jobs_done(&js);
+
         /* L2 not run, only an invalid TTFT: unknown, saying why. */
         jobs_init(&js);
         runs = fast_job(500, true);
