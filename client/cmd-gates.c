@@ -46,16 +46,18 @@ static char *sourced(json_t *v, json_t *from)
 
 static void criteria_rows(json_t *rows)
 {
-        static const char *const headers[] = { "METRIC", "BASELINE", "TARGET", "ACTUAL", "PASS?", NULL };
+        static const char *const headers[] = {"METRIC", "BASELINE", "TARGET", "ACTUAL", "PASS?", NULL};
         _cleanup_(table_freep) struct table *t = table_new(headers);
         json_t *row;
         size_t i;
 
         json_array_foreach (rows, i, row) {
                 const char *unit = json_string_value(json_object_get(row, "unit")), *tgt;
-                _cleanup_free_ char *metric = NULL, *base = NULL, *target = NULL, *actual = NULL, *bound = NULL;
+                _cleanup_free_ char *metric = NULL, *base = NULL, *target = NULL, *actual = NULL,
+                                    *bound = NULL;
 
-                metric = unit && *unit ? xasprintf("%s (%s)", json_string_value(json_object_get(row, "metric")), unit)
+                metric = unit && *unit ? xasprintf("%s (%s)",
+                                                   json_string_value(json_object_get(row, "metric")), unit)
                                        : xstrdup(strna(json_string_value(json_object_get(row, "metric"))));
                 base = sourced(json_object_get(row, "baseline"), json_object_get(row, "baseline_from"));
                 actual = sourced(json_object_get(row, "actual"), json_object_get(row, "actual_from"));
@@ -65,8 +67,8 @@ static void criteria_rows(json_t *rows)
                 target = json_is_number(json_object_get(row, "target_value")) && strpbrk(tgt, "+-")
                                  ? xasprintf("%s (%s)", tgt, bound)
                                  : xstrdup(tgt);
-                table_add(t, (const char *const[]){ metric, base, target, actual,
-                                                    json_string_value(json_object_get(row, "pass")) });
+                table_add(t, (const char *const[]){metric, base, target, actual,
+                                                   json_string_value(json_object_get(row, "pass"))});
         }
         table_print(t, stdout);
         json_array_foreach (rows, i, row)
@@ -83,7 +85,8 @@ void output_criteria(json_t *c)
         if (!c)
                 return;
         if (streq_ptr(overall, "none")) {
-                printf("\nsuccess criteria: none (%s)\n", strna(json_string_value(json_object_get(c, "why"))));
+                printf("\nsuccess criteria: none (%s)\n",
+                       strna(json_string_value(json_object_get(c, "why"))));
                 return;
         }
         printf("\nsuccess criteria of %s (%s)", strna(json_string_value(json_object_get(c, "feature"))),
@@ -130,7 +133,7 @@ static int render(json_t *params, json_t *res)
                 printf("%-4s %-24s %-12s %s\n", strna(json_string_value(json_object_get(f, "id"))),
                        strna(json_string_value(json_object_get(f, "feature"))),
                        strna(json_string_value(json_object_get(f, "status"))),
-                       streq_ptr(v, "open")   ? (json_array_size(gates) ? "may start" : "may start (no gate)")
+                       streq_ptr(v, "open") ? (json_array_size(gates) ? "may start" : "may start (no gate)")
                        : streq_ptr(v, "held") ? "held back"
                                               : "not yet known");
                 if (json_is_string(json_object_get(f, "text")))
@@ -146,9 +149,11 @@ static int render(json_t *params, json_t *res)
                                 printf(", %s", n);
                         }
                         if (json_is_integer(json_object_get(g, "run")))
-                                printf(" in r%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(g, "run")));
+                                printf(" in r%" JSON_INTEGER_FORMAT,
+                                       json_integer_value(json_object_get(g, "run")));
                         if (json_is_integer(json_object_get(g, "job")))
-                                printf(" (job %" JSON_INTEGER_FORMAT ")", json_integer_value(json_object_get(g, "job")));
+                                printf(" (job %" JSON_INTEGER_FORMAT ")",
+                                       json_integer_value(json_object_get(g, "job")));
                         if (json_is_string(json_object_get(g, "why")))
                                 printf(": %s", json_string_value(json_object_get(g, "why")));
                         putchar('\n');
@@ -159,4 +164,4 @@ static int render(json_t *params, json_t *res)
         return MX_EXIT_OK;
 }
 
-const struct remote_verb remote_gates = { "gates", render, NULL };
+const struct remote_verb remote_gates = {"gates", render, NULL};

@@ -10,7 +10,7 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 enum row_state { ROW_PASS, ROW_FAIL, ROW_INVALID, ROW_MISSING };
-static const char *const row_state_names[] = { "pass", "fail", "invalid", "missing" };
+static const char *const row_state_names[] = {"pass", "fail", "invalid", "missing"};
 
 static json_t *level_of(json_t *run, const char *level)
 {
@@ -41,7 +41,8 @@ static bool has_reason(json_t *run, const char *prefix, bool exact)
         return false;
 }
 
-/* Does the run have the feature on? Every reason but the baseline, the feature off and L5's prior features. */
+/* Does the run have the feature on? Every reason but the baseline, the feature off and L5's prior features.
+ */
 static bool feature_on(json_t *run)
 {
         json_t *v;
@@ -63,8 +64,9 @@ static char *run_invalid(json_t *run)
         const char *v15 = verdict_of(run, "L1.5");
 
         if (v15 && (streq(v15, "fail") || streq(v15, "invalid")))
-                return xasprintf("r%" PRId64 "'s numbers are invalid: L1.5 %s (%s)", run_id(run), v15,
-                                 strna(json_string_value(json_object_get(level_of(run, "L1.5"), "message"))));
+                return xasprintf(
+                        "r%" PRId64 "'s numbers are invalid: L1.5 %s (%s)", run_id(run), v15,
+                        strna(json_string_value(json_object_get(level_of(run, "L1.5"), "message"))));
         if (json_is_false(json_object_get(l4, "valid")))
                 return xasprintf("r%" PRId64 "'s L4 is marked invalid%s%s", run_id(run),
                                  json_is_string(json_object_get(l4, "message")) ? ": " : "",
@@ -75,7 +77,7 @@ static char *run_invalid(json_t *run)
 /* A number from L4's results: throughput, latency or resource. */
 static json_t *result_number(json_t *l4, const char *metric)
 {
-        static const char *const groups[] = { "throughput", "latency", "resource" };
+        static const char *const groups[] = {"throughput", "latency", "resource"};
         json_t *results = json_object_get(l4, "results");
 
         for (size_t i = 0; i < ELEMENTSOF(groups); i++) {
@@ -100,7 +102,8 @@ static char *no_l4(json_t *run)
                                  json_is_string(json_object_get(run, "outcome")) ? "; it ended " : "",
                                  strempty(json_string_value(json_object_get(run, "outcome"))));
         }
-        return xasprintf("r%" PRId64 "'s L4 %s%s%s", run_id(run), strna(json_string_value(json_object_get(l4, "verdict"))),
+        return xasprintf("r%" PRId64 "'s L4 %s%s%s", run_id(run),
+                         strna(json_string_value(json_object_get(l4, "verdict"))),
                          json_is_string(json_object_get(l4, "message")) ? ": " : "",
                          strempty(json_string_value(json_object_get(l4, "message"))));
 }
@@ -189,7 +192,8 @@ int criteria_crashes(json_t *runs, bool on, int64_t *ret, char **ret_why)
         }
         if (!judged) {
                 if (ret_why)
-                        *ret_why = xasprintf("no run with the feature %s ran L3 (the stress test)", on ? "on" : "off");
+                        *ret_why = xasprintf("no run with the feature %s ran L3 (the stress test)",
+                                             on ? "on" : "off");
                 return -ENODATA;
         }
         *ret = n;
@@ -207,7 +211,7 @@ static void pick_pair(json_t *runs, struct pair *ret)
         json_t *run;
         size_t i;
 
-        *ret = (struct pair){ .basis = "baseline" };
+        *ret = (struct pair){.basis = "baseline"};
         json_array_foreach (runs, i, run)
                 if (has_reason(run, "L1-on:stack", false)) {
                         ret->basis = "merged stack";
@@ -265,7 +269,8 @@ static void judge(const struct mx_matrix_criterion *c, struct row *r)
                 if (b <= 0) {
                         r->state = ROW_MISSING;
                         free(r->why);
-                        r->why = xasprintf("the baseline %s is %g: a percentage of it means nothing", c->metric, b);
+                        r->why = xasprintf("the baseline %s is %g: a percentage of it means nothing",
+                                           c->metric, b);
                         return;
                 }
                 r->bound = up == gain ? b * (1 + x / 100) : b * (1 - x / 100);
@@ -330,13 +335,15 @@ static void measure(const struct mx_matrix_criterion *c, json_t *runs, const str
                 if (p->off && p->off != p->on)
                         rb = criteria_run_metric(p->off, c->metric, &r->baseline, &r->baseline_from, &why_b);
                 else if (p->off)
-                        why_b = xasprintf("the feature sets no axis: on and off are one run (r%" PRId64
-                                          "); declare a baseline in the matrix or compare with an earlier job",
-                                          run_id(p->off));
+                        why_b = xasprintf(
+                                "the feature sets no axis: on and off are one run (r%" PRId64
+                                "); declare a baseline in the matrix or compare with an earlier job",
+                                run_id(p->off));
                 else
                         why_b = xstrdup("the job has no run with the feature off (L1-off)");
                 if (rb < 0 && rb != -EINVAL && c->has_baseline) {
-                        /* Seed 000's Baseline column: the declared number stands in for a missing measurement. */
+                        /* Seed 000's Baseline column: the declared number stands in for a missing
+                         * measurement. */
                         r->baseline = c->baseline;
                         free(r->baseline_from);
                         r->baseline_from = xstrdup("declared");
@@ -363,10 +370,11 @@ static json_t *row_json(const struct mx_matrix_criterion *c, const struct row *r
         if (isfinite(r->actual) && isfinite(r->baseline) && r->baseline != 0)
                 change = (r->actual - r->baseline) / fabs(r->baseline) * 100;
         o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:s?,s:o,s:s?,s:o,s:s,s:s?,s:s?}", "metric", c->metric, "unit",
-                      mi ? mi->unit : "", "target", target, "target_value", num_or_null(r->bound), "baseline",
-                      num_or_null(r->baseline), "baseline_from", r->baseline_from, "actual", num_or_null(r->actual),
-                      "actual_from", r->actual_from, "change_pct", num_or_null(change), "pass",
-                      row_state_names[r->state], "why", r->why, "note", c->note);
+                      mi ? mi->unit : "", "target", target, "target_value", num_or_null(r->bound),
+                      "baseline", num_or_null(r->baseline), "baseline_from", r->baseline_from, "actual",
+                      num_or_null(r->actual), "actual_from", r->actual_from, "change_pct",
+                      num_or_null(change), "pass", row_state_names[r->state], "why", r->why, "note",
+                      c->note);
         return o;
 }
 
@@ -407,11 +415,11 @@ json_t *criteria_job_json(const struct mx_matrix *m, size_t fi, json_t *runs)
         hard = mx_feature_hard(m, f, &n_hard);
         rows = rows_json(f->criteria, f->n_criteria, runs, &p, &worst, missing);
         cons = rows_json(hard, n_hard, runs, &p, &worst, missing);
-        return json_pack("{s:s,s:s,s:s?,s:s,s:{s:s,s:o,s:o},s:o,s:o,s:s,s:o}", "feature", f->name, "id", id, "title",
-                         f->title, "hypothesis", f->hypothesis, "compared", "basis", p.basis, "on",
+        return json_pack("{s:s,s:s,s:s?,s:s,s:{s:s,s:o,s:o},s:o,s:o,s:s,s:o}", "feature", f->name, "id", id,
+                         "title", f->title, "hypothesis", f->hypothesis, "compared", "basis", p.basis, "on",
                          p.on ? json_integer(run_id(p.on)) : json_null(), "off",
-                         p.off ? json_integer(run_id(p.off)) : json_null(), "rows", rows, "constraints", cons,
-                         "overall",
+                         p.off ? json_integer(run_id(p.off)) : json_null(), "rows", rows, "constraints",
+                         cons, "overall",
                          worst == ROW_PASS   ? "pass"
                          : worst == ROW_FAIL ? "fail"
                                              : "incomplete",
@@ -421,7 +429,7 @@ json_t *criteria_job_json(const struct mx_matrix *m, size_t fi, json_t *runs)
 /* ---- gates ---- */
 
 enum gate_state { GATE_PASS, GATE_FAIL, GATE_UNKNOWN };
-static const char *const gate_state_names[] = { "pass", "fail", "unknown" };
+static const char *const gate_state_names[] = {"pass", "fail", "unknown"};
 
 struct gate_result {
         enum gate_state state;
@@ -504,15 +512,17 @@ static void level_gate(json_t *jobs, const char *level, bool kernels, struct gat
                         g->run = run_id(run);
                         if (!streq(v, "pass")) {
                                 g->state = GATE_FAIL;
-                                g->why = xasprintf("%s %s%s%s", level, v,
-                                                   json_is_string(json_object_get(l, "message")) ? ": " : "",
-                                                   strempty(json_string_value(json_object_get(l, "message"))));
+                                g->why = xasprintf(
+                                        "%s %s%s%s", level, v,
+                                        json_is_string(json_object_get(l, "message")) ? ": " : "",
+                                        strempty(json_string_value(json_object_get(l, "message"))));
                                 return;
                         }
                         if (kernels && !json_is_true(json_object_get(l, "kernel_evidence"))) {
                                 g->state = GATE_FAIL;
-                                g->why = xasprintf("L1.5 passed without a profiler report: the kernels were not "
-                                                   "verified (the matrix's target.profiler)");
+                                g->why = xasprintf(
+                                        "L1.5 passed without a profiler report: the kernels were not "
+                                        "verified (the matrix's target.profiler)");
                                 return;
                         }
                 }
@@ -527,10 +537,10 @@ static void level_gate(json_t *jobs, const char *level, bool kernels, struct gat
                                        : xstrdup("no run measured yet");
 }
 
-static void gate_judge(const struct mx_matrix *m, const struct mx_matrix_gate *gt, json_t *jobs, json_t *const *all,
-                       struct gate_result *g)
+static void gate_judge(const struct mx_matrix *m, const struct mx_matrix_gate *gt, json_t *jobs,
+                       json_t *const *all, struct gate_result *g)
 {
-        *g = (struct gate_result){ .actual = NAN };
+        *g = (struct gate_result){.actual = NAN};
         switch (gt->kind) {
         case MX_GATE_METRIC:
                 if (newest_metric(jobs, gt->metric, &g->actual, &g->job, &g->run, &g->why) < 0) {
@@ -566,15 +576,17 @@ static void gate_judge(const struct mx_matrix *m, const struct mx_matrix_gate *g
                 }
                 if (base <= 0 || g->actual <= 0) {
                         g->state = GATE_UNKNOWN;
-                        g->why = xasprintf("%s of %g against %g: no speedup can be computed", gt->metric, g->actual,
-                                           base);
+                        g->why = xasprintf("%s of %g against %g: no speedup can be computed", gt->metric,
+                                           g->actual, base);
                         return;
                 }
                 /* Faster: more tokens per second, or less time. */
-                g->actual = (mi && !mi->higher_is_better ? base / g->actual - 1 : g->actual / base - 1) * 100;
+                g->actual =
+                        (mi && !mi->higher_is_better ? base / g->actual - 1 : g->actual / base - 1) * 100;
                 g->state = g->actual >= gt->value - 1e-9 ? GATE_PASS : GATE_FAIL;
-                g->why = xasprintf("%+.1f %% against %s's r%" PRId64 " (job %" PRId64 ")%s", g->actual, vs_id, run,
-                                   job, g->state == GATE_FAIL ? ", below the gate's minimum" : "");
+                g->why =
+                        xasprintf("%+.1f %% against %s's r%" PRId64 " (job %" PRId64 ")%s", g->actual, vs_id,
+                                  run, job, g->state == GATE_FAIL ? ", below the gate's minimum" : "");
                 return;
         }
         default:
@@ -610,28 +622,28 @@ json_t *criteria_gates_json(const struct mx_matrix *m, json_t *const *jobs)
                                 else if (g.state == GATE_UNKNOWN && worst == GATE_PASS)
                                         worst = GATE_UNKNOWN;
                                 json_array_append_new(
-                                        gates, json_pack("{s:s,s:s,s:s,s:s?,s:s,s:o,s:o,s:o,s:s?}", "of", of->name,
-                                                         "of_id", of_id, "condition", cond, "note", gt->note,
-                                                         "verdict", gate_state_names[g.state], "actual",
-                                                         num_or_null(g.actual), "job",
-                                                         g.job ? json_integer(g.job) : json_null(), "run",
-                                                         g.run ? json_integer(g.run) : json_null(), "why", g.why));
+                                        gates,
+                                        json_pack("{s:s,s:s,s:s,s:s?,s:s,s:o,s:o,s:o,s:s?}", "of", of->name,
+                                                  "of_id", of_id, "condition", cond, "note", gt->note,
+                                                  "verdict", gate_state_names[g.state], "actual",
+                                                  num_or_null(g.actual), "job",
+                                                  g.job ? json_integer(g.job) : json_null(), "run",
+                                                  g.run ? json_integer(g.run) : json_null(), "why", g.why));
                                 free(g.why);
                         }
                 }
-                json_array_append_new(
-                        features,
-                        json_pack("{s:s,s:s,s:s?,s:s,s:o,s:s,s:o,s:s?,s:o}", "feature", f->name, "id", id, "title",
-                                  f->title, "status", mx_feature_status_to_string(f->status), "depends_on", deps,
-                                  "verdict",
-                                  worst == GATE_PASS   ? "open"
-                                  : worst == GATE_FAIL ? "held"
-                                                       : "unknown",
-                                  "may_start",
-                                  worst == GATE_PASS   ? json_true()
-                                  : worst == GATE_FAIL ? json_false()
-                                                       : json_null(),
-                                  "text", f->gate, "gates", gates));
+                json_array_append_new(features, json_pack("{s:s,s:s,s:s?,s:s,s:o,s:s,s:o,s:s?,s:o}",
+                                                          "feature", f->name, "id", id, "title", f->title,
+                                                          "status", mx_feature_status_to_string(f->status),
+                                                          "depends_on", deps, "verdict",
+                                                          worst == GATE_PASS   ? "open"
+                                                          : worst == GATE_FAIL ? "held"
+                                                                               : "unknown",
+                                                          "may_start",
+                                                          worst == GATE_PASS   ? json_true()
+                                                          : worst == GATE_FAIL ? json_false()
+                                                                               : json_null(),
+                                                          "text", f->gate, "gates", gates));
         }
         return json_pack("{s:o}", "features", features);
 }

@@ -47,7 +47,8 @@ json_t *gates_job_criteria(struct mx_daemon *d, json_t *job)
         int f, r;
 
         if (!word)
-                return none("job %" PRId64 " was submitted with pins only: no feature, no success criteria", id);
+                return none("job %" PRId64 " was submitted with pins only: no feature, no success criteria",
+                            id);
         /* The job's own matrix: the daemon's, or the file an admin named at submit. */
         if (!m || !streq_ptr(m->path, path)) {
                 r = path ? mx_matrix_load_file(path, &owned, &err) : -ENOENT;
@@ -58,8 +59,9 @@ json_t *gates_job_criteria(struct mx_daemon *d, json_t *job)
         }
         f = job_feature(m, word);
         if (f < 0)
-                return none("'%s' is not a feature of %s (an axis value no feature sets): no success criteria", word,
-                            m->path);
+                return none(
+                        "'%s' is not a feature of %s (an axis value no feature sets): no success criteria",
+                        word, m->path);
         r = queue_job_evidence_json(d->db, id, &runs);
         if (r < 0)
                 return none("the job's runs cannot be read: %s", strerror(-r));
@@ -119,7 +121,8 @@ static int gather(struct mx_daemon *d, const struct mx_matrix *m, json_t **jobs)
                         r = queue_job_evidence_json(d->db, ids[k], &runs);
                         if (r < 0)
                                 return r;
-                        json_array_append_new(jobs[i], json_pack("{s:I,s:o}", "job", (json_int_t)ids[k], "runs", runs));
+                        json_array_append_new(
+                                jobs[i], json_pack("{s:I,s:o}", "job", (json_int_t)ids[k], "runs", runs));
                 }
         }
         return 0;

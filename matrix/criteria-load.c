@@ -51,8 +51,8 @@ char *mx_feature_id(const struct mx_matrix_feature *f)
         return xasprintf("P%d", f->priority);
 }
 
-const struct mx_matrix_criterion *mx_feature_hard(const struct mx_matrix *m, const struct mx_matrix_feature *f,
-                                                  size_t *ret_n)
+const struct mx_matrix_criterion *mx_feature_hard(const struct mx_matrix *m,
+                                                  const struct mx_matrix_feature *f, size_t *ret_n)
 {
         *ret_n = f->has_hard ? f->n_hard : m->n_hard;
         return f->has_hard ? f->hard : m->hard;
@@ -81,8 +81,8 @@ char *mx_criterion_target(const struct mx_matrix_criterion *c)
         }
 }
 
-int mx_criterion_parse_target(const char *metric, const char *s, enum mx_criterion_op *ret_op, double *ret_value,
-                              char **reterr)
+int mx_criterion_parse_target(const char *metric, const char *s, enum mx_criterion_op *ret_op,
+                              double *ret_value, char **reterr)
 {
         const struct mx_metric_info *mi = mx_metric_lookup(metric);
         bool up = mi && mi->higher_is_better, ge, pct = false, sign = false, minus = false;
@@ -151,10 +151,11 @@ int mx_criterion_parse_target(const char *metric, const char *s, enum mx_criteri
                         return 0;
                 }
                 if (reterr)
-                        *reterr = xasprintf("'%s': %s is better %s, so a relative target reads %s X %% (better by "
-                                            "at least X %%) or %s X %% (worse by at most X %%)",
-                                            s, metric, up ? "higher" : "lower", up ? ">= +" : "<= -",
-                                            up ? ">= -" : "<= +");
+                        *reterr = xasprintf(
+                                "'%s': %s is better %s, so a relative target reads %s X %% (better by "
+                                "at least X %%) or %s X %% (worse by at most X %%)",
+                                s, metric, up ? "higher" : "lower", up ? ">= +" : "<= -",
+                                up ? ">= -" : "<= +");
                 return -EINVAL;
         }
         if (!ge && !minus) {
@@ -168,16 +169,18 @@ int mx_criterion_parse_target(const char *metric, const char *s, enum mx_criteri
                 return 0;
         }
         if (reterr)
-                *reterr = xasprintf("'%s': a change in units reads <= +X (at most X above the baseline) or >= -X "
-                                    "(at most X below); for a gain write a percentage",
-                                    s);
+                *reterr = xasprintf(
+                        "'%s': a change in units reads <= +X (at most X above the baseline) or >= -X "
+                        "(at most X below); for a gain write a percentage",
+                        s);
         return -EINVAL;
 bad:
         if (reterr)
-                *reterr = xasprintf("'%s' is not a target: write '>= 52' or '<= 500' (absolute), '>= +10 %%' or "
-                                    "'<= +3 %%' (percent against the baseline), '<= +2' (units against the "
-                                    "baseline)",
-                                    s);
+                *reterr = xasprintf(
+                        "'%s' is not a target: write '>= 52' or '<= 500' (absolute), '>= +10 %%' or "
+                        "'<= +3 %%' (percent against the baseline), '<= +2' (units against the "
+                        "baseline)",
+                        s);
         return -EINVAL;
 }
 
@@ -239,8 +242,8 @@ static int check_keys(const struct mx_matrix *m, json_t *obj, const char *const 
                 e = mx_escape(k, MX_MATRIX_MAX_NAME);
                 for (size_t i = 0; allowed[i]; i++)
                         mx_buf_printf(&known, "%s%s", i > 0 ? ", " : "", allowed[i]);
-                return mx_matrix_error_at(m, obj, k, reterr, "unknown key '%s' in %s (known keys: %s)", e, what,
-                                          known.data);
+                return mx_matrix_error_at(m, obj, k, reterr, "unknown key '%s' in %s (known keys: %s)", e,
+                                          what, known.data);
         }
         return 0;
 }
@@ -257,7 +260,8 @@ static int opt_string(const struct mx_matrix *m, json_t *obj, const char *key, s
         if (!json_is_string(v))
                 return mx_matrix_error_at(m, obj, key, reterr, "expected a string, got %s", kind_of(v));
         if (json_string_length(v) > max)
-                return mx_matrix_error_at(m, obj, key, reterr, "string of %zu bytes is longer than the limit of %zu",
+                return mx_matrix_error_at(m, obj, key, reterr,
+                                          "string of %zu bytes is longer than the limit of %zu",
                                           json_string_length(v), max);
         *ret = xstrdup(json_string_value(v));
         return 0;
@@ -289,14 +293,24 @@ static int metric_member(const struct mx_matrix *m, json_t *obj, char **ret, cha
 
 int mx_criterion_load(const struct mx_matrix *m, json_t *node, struct mx_matrix_criterion *c, char **reterr)
 {
-        static const char *const keys[] = { "metric", "min_gain_pct", "max_regression_pct", "max_increase",
-                                            "max_decrease", "max", "min", "target", "baseline", "note", NULL };
+        static const char *const keys[] = {"metric",
+                                           "min_gain_pct",
+                                           "max_regression_pct",
+                                           "max_increase",
+                                           "max_decrease",
+                                           "max",
+                                           "min",
+                                           "target",
+                                           "baseline",
+                                           "note",
+                                           NULL};
         _cleanup_free_ char *target = NULL;
         json_t *b;
         int found = 0, r;
 
         if (!json_is_object(node))
-                return mx_matrix_error_at(m, node, NULL, reterr, "expected an object, got %s", kind_of(node));
+                return mx_matrix_error_at(m, node, NULL, reterr, "expected an object, got %s",
+                                          kind_of(node));
         r = check_keys(m, node, keys, "a criterion", reterr);
         if (r < 0)
                 return r;
@@ -310,13 +324,15 @@ int mx_criterion_load(const struct mx_matrix *m, json_t *node, struct mx_matrix_
                 if (!v)
                         continue;
                 if (!json_is_number(v))
-                        return mx_matrix_error_at(m, node, k, reterr, "expected a number, got %s", kind_of(v));
+                        return mx_matrix_error_at(m, node, k, reterr, "expected a number, got %s",
+                                                  kind_of(v));
                 if (found++)
                         return mx_matrix_error_at(m, node, k, reterr,
                                                   "a criterion has exactly one comparison; split it in two");
                 c->op = op;
                 c->value = json_number_value(v);
-                if (!isfinite(c->value) || (op != MX_CRITERION_MAX && op != MX_CRITERION_MIN && c->value < 0))
+                if (!isfinite(c->value) ||
+                    (op != MX_CRITERION_MAX && op != MX_CRITERION_MIN && c->value < 0))
                         return mx_matrix_error_at(m, node, k, reterr, "expected a non-negative number");
         }
         r = opt_string(m, node, "target", MX_MATRIX_MAX_NAME, &target, reterr);
@@ -333,9 +349,10 @@ int mx_criterion_load(const struct mx_matrix *m, json_t *node, struct mx_matrix_
                         return mx_matrix_error_at(m, node, "target", reterr, "%s", why);
         }
         if (!found)
-                return mx_matrix_error_at(m, node, NULL, reterr,
-                                          "a criterion needs one of min_gain_pct, max_regression_pct, max_increase, "
-                                          "max_decrease, max, min, or a target such as \">= +10 %%\"");
+                return mx_matrix_error_at(
+                        m, node, NULL, reterr,
+                        "a criterion needs one of min_gain_pct, max_regression_pct, max_increase, "
+                        "max_decrease, max, min, or a target such as \">= +10 %%\"");
         b = json_object_get(node, "baseline");
         if (b) {
                 if (!json_is_number(b) || !isfinite(json_number_value(b)))
@@ -347,9 +364,10 @@ int mx_criterion_load(const struct mx_matrix *m, json_t *node, struct mx_matrix_
         return opt_string(m, node, "note", MX_MATRIX_MAX_STRING, &c->note, reterr);
 }
 
-/* A hard_constraints array of parent (0 to MX_MATRIX_MAX_CRITERIA criteria); *ret_present false when absent. */
-static int load_hard(const struct mx_matrix *m, json_t *parent, struct mx_matrix_criterion **ret, size_t *ret_n,
-                     bool *ret_present, char **reterr)
+/* A hard_constraints array of parent (0 to MX_MATRIX_MAX_CRITERIA criteria); *ret_present false when absent.
+ */
+static int load_hard(const struct mx_matrix *m, json_t *parent, struct mx_matrix_criterion **ret,
+                     size_t *ret_n, bool *ret_present, char **reterr)
 {
         json_t *arr = json_object_get(parent, "hard_constraints"), *c;
         size_t i;
@@ -363,8 +381,8 @@ static int load_hard(const struct mx_matrix *m, json_t *parent, struct mx_matrix
                                           kind_of(arr));
         if (json_array_size(arr) > MX_MATRIX_MAX_CRITERIA)
                 return mx_matrix_error_at(m, parent, "hard_constraints", reterr,
-                                          "%zu hard constraints, more than the limit of %d", json_array_size(arr),
-                                          MX_MATRIX_MAX_CRITERIA);
+                                          "%zu hard constraints, more than the limit of %d",
+                                          json_array_size(arr), MX_MATRIX_MAX_CRITERIA);
         *ret = xcalloc(MX_MAX(json_array_size(arr), 1), sizeof(**ret));
         json_array_foreach (arr, i, c) {
                 if (!json_is_object(c))
@@ -386,17 +404,17 @@ static void default_hard(struct mx_matrix *m)
                 double value;
                 const char *note;
         } seed[] = {
-                { "ttft_p50_ms", MX_CRITERION_MAX_REGRESSION_PCT, 3, "seed 000: no TTFT regression > 3%" },
-                { "memory_gb", MX_CRITERION_MAX_INCREASE, 2, "seed 000: no memory increase > 2GB" },
-                { "crashes", MX_CRITERION_MAX, 0, "seed 000: no crashes in stress test" },
+                {"ttft_p50_ms", MX_CRITERION_MAX_REGRESSION_PCT, 3, "seed 000: no TTFT regression > 3%"},
+                {"memory_gb", MX_CRITERION_MAX_INCREASE, 2, "seed 000: no memory increase > 2GB"},
+                {"crashes", MX_CRITERION_MAX, 0, "seed 000: no crashes in stress test"},
         };
 
         m->hard = xcalloc(ELEMENTSOF(seed), sizeof(*m->hard));
         for (size_t i = 0; i < ELEMENTSOF(seed); i++)
-                m->hard[i] = (struct mx_matrix_criterion){ .metric = xstrdup(seed[i].metric),
-                                                           .op = seed[i].op,
-                                                           .value = seed[i].value,
-                                                           .note = xstrdup(seed[i].note) };
+                m->hard[i] = (struct mx_matrix_criterion){.metric = xstrdup(seed[i].metric),
+                                                          .op = seed[i].op,
+                                                          .value = seed[i].value,
+                                                          .note = xstrdup(seed[i].note)};
         m->n_hard = ELEMENTSOF(seed);
 }
 
@@ -421,7 +439,8 @@ static int feature_ref(const struct mx_matrix *m, const char *s)
 static int feature_ref_error(const struct mx_matrix *m, json_t *node, const char *key, size_t index,
                              const char *s, char **reterr)
 {
-#define NO_FEATURE "no feature is named '%s' (a feature's name, or P and its priority when one feature has it)"
+#define NO_FEATURE                                                                                          \
+        "no feature is named '%s' (a feature's name, or P and its priority when one feature has it)"
         _cleanup_free_ char *e = mx_escape(s, MX_MATRIX_MAX_NAME);
 
         if (index != SIZE_MAX)
@@ -441,10 +460,11 @@ static int load_gate_of(const struct mx_matrix *m, size_t self, json_t *node, st
 
         if (!of) {
                 if (f->n_depends_on == 0)
-                        return mx_matrix_error_at(m, node, NULL, reterr,
-                                                  "a gate judges the runs of the features named by 'of', or of "
-                                                  "the feature's depends_on; '%s' has neither",
-                                                  f->name);
+                        return mx_matrix_error_at(
+                                m, node, NULL, reterr,
+                                "a gate judges the runs of the features named by 'of', or of "
+                                "the feature's depends_on; '%s' has neither",
+                                f->name);
                 g->of = xcalloc(f->n_depends_on, sizeof(size_t));
                 memcpy(g->of, f->depends_on, f->n_depends_on * sizeof(size_t));
                 g->n_of = f->n_depends_on;
@@ -475,18 +495,21 @@ static int load_gate_of(const struct mx_matrix *m, size_t self, json_t *node, st
                 if (k < 0)
                         return feature_ref_error(m, of, NULL, i, json_string_value(v), reterr);
                 if ((size_t)k == self)
-                        return err_index(m, of, i, reterr,
-                                         "a gate holds its feature back until other features' runs pass it: it "
-                                         "cannot judge the feature's own runs");
+                        return err_index(
+                                m, of, i, reterr,
+                                "a gate holds its feature back until other features' runs pass it: it "
+                                "cannot judge the feature's own runs");
                 for (size_t j = 0; j < g->n_of; j++)
                         if (g->of[j] == (size_t)k)
-                                return err_index(m, of, i, reterr, "'%s' is named twice", json_string_value(v));
+                                return err_index(m, of, i, reterr, "'%s' is named twice",
+                                                 json_string_value(v));
                 g->of[g->n_of++] = (size_t)k;
         }
         return 0;
 }
 
-static int number_member(const struct mx_matrix *m, json_t *node, const char *key, double *ret, char **reterr)
+static int number_member(const struct mx_matrix *m, json_t *node, const char *key, double *ret,
+                         char **reterr)
 {
         json_t *v = json_object_get(node, key);
 
@@ -500,10 +523,10 @@ static int number_member(const struct mx_matrix *m, json_t *node, const char *ke
 
 /* Which keys a kind of gate condition takes, besides of and note. */
 static const char *const gate_kind_keys[_MX_GATE_KIND_MAX][4] = {
-        [MX_GATE_METRIC] = { "metric", "op", "value", NULL },
-        [MX_GATE_LEVEL] = { "level", NULL },
-        [MX_GATE_KERNELS_VERIFIED] = { "kernels_verified", NULL },
-        [MX_GATE_SPEEDUP] = { "speedup_vs", "metric", "min_percent", NULL },
+        [MX_GATE_METRIC] = {"metric", "op", "value", NULL},
+        [MX_GATE_LEVEL] = {"level", NULL},
+        [MX_GATE_KERNELS_VERIFIED] = {"kernels_verified", NULL},
+        [MX_GATE_SPEEDUP] = {"speedup_vs", "metric", "min_percent", NULL},
 };
 
 /*
@@ -512,7 +535,7 @@ static const char *const gate_kind_keys[_MX_GATE_KIND_MAX][4] = {
  */
 static bool seed_level(const char *s)
 {
-        static const char *const names[] = { "L1", "L1.5", "L2", "L3", "L4", "L5", "L6" };
+        static const char *const names[] = {"L1", "L1.5", "L2", "L3", "L4", "L5", "L6"};
 
         for (size_t i = 0; i < ELEMENTSOF(names); i++)
                 if (streq(names[i], s))
@@ -523,8 +546,9 @@ static bool seed_level(const char *s)
 static int load_gate(const struct mx_matrix *m, size_t self, json_t *node, struct mx_matrix_gate *g,
                      char **reterr)
 {
-        static const char *const keys[] = { "of",    "metric", "op",         "value",       "level",
-                                            "kernels_verified", "speedup_vs", "min_percent", "note", NULL };
+        static const char *const keys[] = {
+                "of",         "metric",      "op",   "value", "level", "kernels_verified",
+                "speedup_vs", "min_percent", "note", NULL};
         const char *const *want;
         json_t *v;
         int r;
@@ -553,10 +577,11 @@ static int load_gate(const struct mx_matrix *m, size_t self, json_t *node, struc
                 for (size_t j = 0; want[j]; j++)
                         ok = ok || streq(want[j], keys[i]);
                 if (!ok && json_object_get(node, keys[i]))
-                        return mx_matrix_error_at(m, node, keys[i], reterr,
-                                                  "'%s' does not belong in a %s gate (one condition per gate; "
-                                                  "split it in two)",
-                                                  keys[i], want[0]);
+                        return mx_matrix_error_at(
+                                m, node, keys[i], reterr,
+                                "'%s' does not belong in a %s gate (one condition per gate; "
+                                "split it in two)",
+                                keys[i], want[0]);
         }
         r = load_gate_of(m, self, node, g, reterr);
         if (r < 0)
@@ -580,7 +605,8 @@ static int load_gate(const struct mx_matrix *m, size_t self, json_t *node, struc
                 if (g->op < 0) {
                         _cleanup_free_ char *e = mx_escape(op, MX_MATRIX_MAX_NAME);
 
-                        return mx_matrix_error_at(m, node, "op", reterr, "unknown op '%s' (<, <=, >, >=)", e);
+                        return mx_matrix_error_at(m, node, "op", reterr, "unknown op '%s' (<, <=, >, >=)",
+                                                  e);
                 }
                 return number_member(m, node, "value", &g->value, reterr);
         }
@@ -592,29 +618,32 @@ static int load_gate(const struct mx_matrix *m, size_t self, json_t *node, struc
                 if (!seed_level(json_string_value(v))) {
                         _cleanup_free_ char *e = mx_escape(json_string_value(v), MX_MATRIX_MAX_NAME);
 
-                        return mx_matrix_error_at(m, node, "level", reterr,
-                                                  "unknown level '%s' (seed 001's levels: L1, L1.5, L2, L3, L4, "
-                                                  "L5, L6)",
-                                                  e);
+                        return mx_matrix_error_at(
+                                m, node, "level", reterr,
+                                "unknown level '%s' (seed 001's levels: L1, L1.5, L2, L3, L4, "
+                                "L5, L6)",
+                                e);
                 }
                 g->level = xstrdup(json_string_value(v));
                 return 0;
         }
         case MX_GATE_KERNELS_VERIFIED:
                 if (!json_is_true(json_object_get(node, "kernels_verified")))
-                        return mx_matrix_error_at(m, node, NULL, reterr,
-                                                  "kernels_verified takes true (leave the condition out instead)");
+                        return mx_matrix_error_at(
+                                m, node, NULL, reterr,
+                                "kernels_verified takes true (leave the condition out instead)");
                 return 0;
         case MX_GATE_SPEEDUP: {
                 int k;
 
                 v = json_object_get(node, "speedup_vs");
                 if (!json_is_string(v))
-                        return mx_matrix_error_at(m, node, "speedup_vs", reterr, "expected a feature name, got %s",
-                                                  kind_of(v));
+                        return mx_matrix_error_at(m, node, "speedup_vs", reterr,
+                                                  "expected a feature name, got %s", kind_of(v));
                 k = feature_ref(m, json_string_value(v));
                 if (k < 0)
-                        return feature_ref_error(m, node, "speedup_vs", SIZE_MAX, json_string_value(v), reterr);
+                        return feature_ref_error(m, node, "speedup_vs", SIZE_MAX, json_string_value(v),
+                                                 reterr);
                 for (size_t i = 0; i < g->n_of; i++)
                         if (g->of[i] == (size_t)k)
                                 return mx_matrix_error_at(m, node, "speedup_vs", reterr,
@@ -643,11 +672,13 @@ static int load_gates(struct mx_matrix *m, size_t self, char **reterr)
                 return 0;
         if (json_is_string(gate))
                 return opt_string(m, f->node, "gate", MX_MATRIX_MAX_STRING, &f->gate, reterr);
-        if (!json_is_array(gate) || json_array_size(gate) == 0 || json_array_size(gate) > MX_MATRIX_MAX_GATES)
-                return mx_matrix_error_at(m, f->node, "gate", reterr,
-                                          "expected a string (for people) or an array of 1 to %d conditions, "
-                                          "got %s",
-                                          MX_MATRIX_MAX_GATES, kind_of(gate));
+        if (!json_is_array(gate) || json_array_size(gate) == 0 ||
+            json_array_size(gate) > MX_MATRIX_MAX_GATES)
+                return mx_matrix_error_at(
+                        m, f->node, "gate", reterr,
+                        "expected a string (for people) or an array of 1 to %d conditions, "
+                        "got %s",
+                        MX_MATRIX_MAX_GATES, kind_of(gate));
         f->gates = xcalloc(json_array_size(gate), sizeof(*f->gates));
         json_array_foreach (gate, i, c) {
                 if (!json_is_object(c))
@@ -695,7 +726,8 @@ char *mx_gate_describe(const struct mx_matrix *m, const struct mx_matrix_gate *g
         case MX_GATE_SPEEDUP: {
                 _cleanup_free_ char *id = mx_feature_id(&m->features[g->vs]);
 
-                return xasprintf("%s >= +%g %% vs %s (%s)", g->metric, g->value, id, m->features[g->vs].name);
+                return xasprintf("%s >= +%g %% vs %s (%s)", g->metric, g->value, id,
+                                 m->features[g->vs].name);
         }
         default:
                 return xstrdup("?");

@@ -42,8 +42,8 @@ static json_t *ev_run(int id, const char *reasons, const char *outcome)
 
         for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
                 json_array_append_new(rs, json_string(t));
-        return json_pack("{s:i,s:o,s:s,s:s,s:{}}", "run", id, "reasons", rs, "state", "done", "outcome", outcome,
-                         "levels");
+        return json_pack("{s:i,s:o,s:s,s:s,s:{}}", "run", id, "reasons", rs, "state", "done", "outcome",
+                         outcome, "levels");
 }
 
 static void ev_level(json_t *run, const char *level, const char *verdict, const char *message)
@@ -52,13 +52,14 @@ static void ev_level(json_t *run, const char *level, const char *verdict, const 
                             json_pack("{s:s,s:s?}", "verdict", verdict, "message", message));
 }
 
-/* L4 as the level stores it (the engine's results, ready_s, the memory summary's peak in bytes); valid: 1, 0, -1. */
+/* L4 as the level stores it (the engine's results, ready_s, the memory summary's peak in bytes); valid: 1,
+ * 0, -1. */
 static void ev_l4(json_t *run, double tg32, double ttft50, double mem_gb, double ready_s, int valid)
 {
         json_t *l4 = json_pack("{s:s,s:{s:{s:f,s:f},s:{s:f,s:f}},s:f,s:I}", "verdict", "pass", "results",
-                               "throughput", "tg32_tps", tg32, "pp2048_tps", 4900.0, "latency", "ttft_p50_ms",
-                               ttft50, "ttft_p99_ms", ttft50 * 2, "ready_s", ready_s, "memory_peak_bytes",
-                               (json_int_t)(mem_gb * 1024 * 1024 * 1024));
+                               "throughput", "tg32_tps", tg32, "pp2048_tps", 4900.0, "latency",
+                               "ttft_p50_ms", ttft50, "ttft_p99_ms", ttft50 * 2, "ready_s", ready_s,
+                               "memory_peak_bytes", (json_int_t)(mem_gb * 1024 * 1024 * 1024));
 
         if (valid >= 0)
                 json_object_set_new(l4, "valid", json_boolean(valid));
@@ -119,7 +120,8 @@ static json_t *l4_of(json_t *runs, int id)
 
 static void set_result(json_t *runs, int id, const char *group, const char *metric, double v)
 {
-        json_object_set_new(json_object_get(json_object_get(l4_of(runs, id), "results"), group), metric, json_real(v));
+        json_object_set_new(json_object_get(json_object_get(l4_of(runs, id), "results"), group), metric,
+                            json_real(v));
 }
 
 TEST(criteria_pass_relative_and_absolute)
@@ -129,7 +131,8 @@ TEST(criteria_pass_relative_and_absolute)
         _cleanup_(json_decrefp) json_t *c = criteria_job_json(m, 0, runs);
 
         ASSERT_STREQ(json_string_value(json_object_get(c, "overall")), "pass");
-        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(c, "compared"), "basis")), "baseline");
+        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(c, "compared"), "basis")),
+                     "baseline");
         ASSERT_EQ(json_integer_value(json_object_get(json_object_get(c, "compared"), "on")), 2);
         ASSERT_EQ(json_integer_value(json_object_get(json_object_get(c, "compared"), "off")), 1);
         /* tg32 >= +10 % against the measured 29 (not the declared one): 31.9; actual 33. */
@@ -206,8 +209,9 @@ TEST(criteria_crashes)
         ASSERT_OK(criteria_crashes(runs, true, &n, NULL));
         ASSERT_EQ(n, 0);
         /* A request that failed in L3 (check http) counts; a wrong text does not. */
-        json_object_set_new(json_object_get(json_object_get(run_of(runs, 2), "levels"), "L3"), "failures",
-                            json_pack("[{s:s},{s:s},{s:s}]", "check", "http", "check", "coherence", "check", "http"));
+        json_object_set_new(
+                json_object_get(json_object_get(run_of(runs, 2), "levels"), "L3"), "failures",
+                json_pack("[{s:s},{s:s},{s:s}]", "check", "http", "check", "coherence", "check", "http"));
         ASSERT_OK(criteria_crashes(runs, true, &n, NULL));
         ASSERT_EQ(n, 2);
         /* The baseline crashing is not the feature's crash. */
@@ -225,8 +229,8 @@ TEST(criteria_missing_numbers)
 
         /* The feature's run has no L4: incomplete, naming what is missing; startup comes from L1 then. */
         json_object_del(json_object_get(run_of(runs, 2), "levels"), "L4");
-        json_object_set_new(json_object_get(run_of(runs, 2), "levels"), "L1", json_pack("{s:s,s:f}", "verdict", "pass",
-                                                                                          "ready_s", 42.0));
+        json_object_set_new(json_object_get(run_of(runs, 2), "levels"), "L1",
+                            json_pack("{s:s,s:f}", "verdict", "pass", "ready_s", 42.0));
         c = criteria_job_json(m, 0, runs);
         ASSERT_STREQ(json_string_value(json_object_get(c, "overall")), "incomplete");
         ASSERT_STREQ(row_pass(c, "rows", 0), "missing");
@@ -262,7 +266,8 @@ TEST(criteria_missing_numbers)
         json_decref(c);
 
         /* A metric L4 did not report. */
-        json_object_del(json_object_get(json_object_get(l4_of(runs, 2), "results"), "throughput"), "tg32_tps");
+        json_object_del(json_object_get(json_object_get(l4_of(runs, 2), "results"), "throughput"),
+                        "tg32_tps");
         ASSERT_ERR(criteria_run_metric(run_of(runs, 2), "tg32_tps", &v, NULL, &why), ENODATA);
         ASSERT_STREQ(why, "r2's L4 has no tg32_tps");
 }
@@ -283,7 +288,8 @@ TEST(criteria_invalid_l4)
         ASSERT_STREQ(row_pass(c, "rows", 1), "invalid");
         ASSERT_TRUE(near(row_num(c, "rows", 0, "actual"), 100)); /* shown, not counted */
         ASSERT_STREQ(json_string_value(json_object_get(c, "overall")), "incomplete");
-        ASSERT_CONTAINS(json_string_value(json_object_get(row(c, "rows", 0), "why")), "r2's L4 is marked invalid");
+        ASSERT_CONTAINS(json_string_value(json_object_get(row(c, "rows", 0), "why")),
+                        "r2's L4 is marked invalid");
         json_decref(c);
 
         /* The L1.5 verdict alone makes them invalid too (a wrong kernel path ran). */
@@ -302,8 +308,8 @@ TEST(criteria_stack_and_switchless_feature)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(MATRIX);
         _cleanup_(json_decrefp) json_t *runs = good_job(), *one = json_array();
-        json_t *c, *r4 = ev_run(4, "L1-off:stack(P1)", "completed"), *r5 = ev_run(5, "L1-on:stack(P1)", "completed"),
-                   *r;
+        json_t *c, *r4 = ev_run(4, "L1-off:stack(P1)", "completed"),
+                   *r5 = ev_run(5, "L1-on:stack(P1)", "completed"), *r;
 
         /* With a merged stack the feature is judged as it would be merged: r5 against r4. */
         ev_l4(r4, 40, 100, 60, 50, 1);
@@ -311,7 +317,8 @@ TEST(criteria_stack_and_switchless_feature)
         json_array_append_new(runs, r4);
         json_array_append_new(runs, r5);
         c = criteria_job_json(m, 0, runs);
-        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(c, "compared"), "basis")), "merged stack");
+        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(c, "compared"), "basis")),
+                     "merged stack");
         ASSERT_EQ(json_integer_value(json_object_get(json_object_get(c, "compared"), "on")), 5);
         ASSERT_STREQ(row_pass(c, "rows", 0), "fail"); /* +2.5 % on the stack */
         json_decref(c);
@@ -359,12 +366,14 @@ static void jobs_add(struct jobs *js, size_t feature, int job, json_t *runs)
 /* Feature fi's gate k (over its first "of"): verdict and why. */
 static json_t *gate_of(json_t *res, size_t fi, size_t k)
 {
-        return json_array_get(json_object_get(json_array_get(json_object_get(res, "features"), fi), "gates"), k);
+        return json_array_get(json_object_get(json_array_get(json_object_get(res, "features"), fi), "gates"),
+                              k);
 }
 
 static const char *feature_verdict(json_t *res, size_t fi)
 {
-        return json_string_value(json_object_get(json_array_get(json_object_get(res, "features"), fi), "verdict"));
+        return json_string_value(
+                json_object_get(json_array_get(json_object_get(res, "features"), fi), "verdict"));
 }
 
 static const char *gate_verdict(json_t *res, size_t fi, size_t k)
@@ -386,14 +395,16 @@ TEST(gates_nothing_measured)
         jobs_init(&js);
         res = criteria_gates_json(m, js.j);
         ASSERT_STREQ(feature_verdict(res, 0), "open"); /* no gate */
-        ASSERT_TRUE(json_is_true(json_object_get(json_array_get(json_object_get(res, "features"), 0), "may_start")));
+        ASSERT_TRUE(json_is_true(
+                json_object_get(json_array_get(json_object_get(res, "features"), 0), "may_start")));
         ASSERT_STREQ(feature_verdict(res, 1), "unknown");
         for (size_t k = 0; k < 3; k++) {
                 ASSERT_STREQ(gate_verdict(res, 1, k), "unknown");
                 ASSERT_STREQ(gate_why(res, 1, k), "no run measured yet");
         }
         ASSERT_STREQ(json_string_value(json_object_get(gate_of(res, 1, 0), "of")), "fast");
-        ASSERT_STREQ(json_string_value(json_object_get(gate_of(res, 1, 1), "condition")), "ttft_p50_ms < 1000");
+        ASSERT_STREQ(json_string_value(json_object_get(gate_of(res, 1, 1), "condition")),
+                     "ttft_p50_ms < 1000");
         ASSERT_STREQ(feature_verdict(res, 2), "unknown");
         json_decref(res);
         jobs_done(&js);
@@ -436,7 +447,8 @@ TEST(gates_kernels_metric_level)
         jobs_add(&js, 0, 3, fast_job(500, true));
         res = criteria_gates_json(m, js.j);
         ASSERT_STREQ(feature_verdict(res, 1), "held");
-        ASSERT_TRUE(json_is_false(json_object_get(json_array_get(json_object_get(res, "features"), 1), "may_start")));
+        ASSERT_TRUE(json_is_false(
+                json_object_get(json_array_get(json_object_get(res, "features"), 1), "may_start")));
         ASSERT_STREQ(gate_verdict(res, 1, 0), "fail");
         ASSERT_CONTAINS(gate_why(res, 1, 0), "L1.5 passed without a profiler report");
         ASSERT_STREQ(gate_verdict(res, 1, 1), "fail");
@@ -445,7 +457,8 @@ TEST(gates_kernels_metric_level)
         json_decref(res);
         jobs_done(&js);
 
-        /* L1.5 failed (Marlin ran), L2 failed; the newest job's invalid L4 makes the older valid one count. */
+        /* L1.5 failed (Marlin ran), L2 failed; the newest job's invalid L4 makes the older valid one count.
+         */
         jobs_init(&js);
         runs = fast_job(500, true);
         ev_level(run_of(runs, 2), "L1.5", "fail", "the wrong kernel path ran");
@@ -464,7 +477,8 @@ TEST(gates_kernels_metric_level)
         json_decref(res);
         jobs_done(&js);
 
-        /* kernels_verified judges the compared run: an L6 run failing its own L1.5 does not hold it back; L2 does. */
+        /* kernels_verified judges the compared run: an L6 run failing its own L1.5 does not hold it back; L2
+         * does. */
         jobs_init(&js);
         runs = fast_job(500, true);
         json_array_append_new(runs, ev_run(3, "L6:s=on", "completed"));
@@ -487,7 +501,8 @@ TEST(gates_kernels_metric_level)
         res = criteria_gates_json(m, js.j);
         ASSERT_STREQ(feature_verdict(res, 1), "unknown");
         ASSERT_STREQ(gate_verdict(res, 1, 1), "unknown");
-        ASSERT_CONTAINS(gate_why(res, 1, 1), "no valid ttft_p50_ms measured yet (newest: job 4: r2's L4 is marked");
+        ASSERT_CONTAINS(gate_why(res, 1, 1),
+                        "no valid ttft_p50_ms measured yet (newest: job 4: r2's L4 is marked");
         ASSERT_STREQ(gate_verdict(res, 1, 2), "unknown");
         ASSERT_STREQ(gate_why(res, 1, 2), "no run with the feature on has recorded L2 yet");
         json_decref(res);
