@@ -164,10 +164,11 @@ static json_t *criteria_to_json(const struct mx_matrix_criterion *cs, size_t n)
         json_t *crit = json_array();
 
         for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *text = mx_criterion_describe(&cs[i]), *target = mx_criterion_target(&cs[i]);
+                _cleanup_free_ char *text = mx_criterion_describe(&cs[i]),
+                                    *target = mx_criterion_target(&cs[i]);
                 json_t *o = json_pack("{s:s,s:s,s:f,s:s,s:s?,s:s}", "metric", cs[i].metric, "op",
-                                      mx_criterion_op_to_string(cs[i].op), "value", cs[i].value, "target", target,
-                                      "note", cs[i].note, "text", text);
+                                      mx_criterion_op_to_string(cs[i].op), "value", cs[i].value, "target",
+                                      target, "note", cs[i].note, "text", text);
 
                 if (cs[i].has_baseline)
                         json_object_set_new(o, "baseline", json_real(cs[i].baseline));
@@ -205,9 +206,10 @@ static json_t *feature_to_json(const struct mx_matrix *m, const struct mx_matrix
         hard = mx_feature_hard(m, f, &n_hard);
         o = json_pack("{s:s,s:s?,s:s?,s:i,s:s,s:o,s:s,s:o,s:o,s:o,s:s?}", "name", f->name, "title", f->title,
                       "description", f->description, "priority", f->priority, "status",
-                      mx_feature_status_to_string(f->status), "set", mx_config_to_json(m, f->set), "hypothesis",
-                      f->hypothesis, "criteria", criteria_to_json(f->criteria, f->n_criteria), "hard_constraints",
-                      criteria_to_json(hard, n_hard), "depends_on", deps, "gate", f->gate);
+                      mx_feature_status_to_string(f->status), "set", mx_config_to_json(m, f->set),
+                      "hypothesis", f->hypothesis, "criteria", criteria_to_json(f->criteria, f->n_criteria),
+                      "hard_constraints", criteria_to_json(hard, n_hard), "depends_on", deps, "gate",
+                      f->gate);
         json_object_set_new(o, "gates", gates_to_json(m, f));
         return o;
 }
@@ -418,7 +420,8 @@ static void show_features(const struct mx_matrix *m)
                         _cleanup_buf_ struct mx_buf of = MX_BUF_INIT;
 
                         for (size_t k = 0; k < f->gates[g].n_of; k++)
-                                mx_buf_printf(&of, "%sP%d", k ? ", " : "", m->features[f->gates[g].of[k]].priority);
+                                mx_buf_printf(&of, "%sP%d", k ? ", " : "",
+                                              m->features[f->gates[g].of[k]].priority);
                         printf("    gate:       %s %s%s%s%s\n", of.data, cond, f->gates[g].note ? " (" : "",
                                strempty(f->gates[g].note), f->gates[g].note ? ")" : "");
                 }

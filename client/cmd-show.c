@@ -157,7 +157,8 @@ static int render(json_t *params, json_t *res)
         else if (json_object_get(res, "run"))
                 show_run(json_object_get(res, "run"));
         else
-                show_job(json_object_get(res, "job"), json_object_get(res, "runs"), json_object_get(res, "criteria"));
+                show_job(json_object_get(res, "job"), json_object_get(res, "runs"),
+                         json_object_get(res, "criteria"));
         return MX_EXIT_OK;
 }
 

@@ -114,8 +114,8 @@ static void m_show(struct mx_request *req)
                         return;
                 }
                 /* The feature's success criteria from these runs (gates.h). */
-                request_reply(req, json_pack("{s:o,s:o,s:o}", "criteria", gates_job_criteria(req->d, a), "job", a,
-                                             "runs", b));
+                request_reply(req, json_pack("{s:o,s:o,s:o}", "criteria", gates_job_criteria(req->d, a),
+                                             "job", a, "runs", b));
                 return;
         }
         r = queue_run_json(req->d->db, run, true, &a);

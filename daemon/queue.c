@@ -1119,13 +1119,16 @@ int queue_attempt_log_path(struct mx_db *db, int64_t run, int n, char **ret_path
  * SQLite so that an L4 document of many KB is never loaded whole. L4's
  * numbers only for the runs criteria compare (reasons L1-on / L1-off).
  */
-#define BOOL_AT(path) "CASE json_type(l.metrics, '" path "') WHEN 'true' THEN json('true') WHEN 'false' THEN json('false') END"
+#define BOOL_AT(path)                                                                                       \
+        "CASE json_type(l.metrics, '" path "') WHEN 'true' THEN json('true') "                              \
+        "WHEN 'false' THEN json('false') END"
 static const char evidence_sql[] =
         "SELECT r.id, r.seq, r.reasons, r.expect_fail, r.state, a.outcome, a.crash_class, "
         "json_extract(s.summary, '$.memory.peak'), l.level, l.verdict, l.message, "
         "CASE WHEN l.level = 'L4' AND r.reasons LIKE '%\"L1-o%' THEN json_object("
         "'results', json_extract(l.metrics, '$.results'), 'ready_s', json_extract(l.metrics, '$.ready_s'), "
-        "'memory_peak_bytes', json_extract(l.metrics, '$.memory.peak'), 'valid', " BOOL_AT("$.valid") ") "
+        "'memory_peak_bytes', json_extract(l.metrics, '$.memory.peak'), "
+        "'valid', " BOOL_AT("$.valid") ") "
         "WHEN l.level = 'L1.5' THEN json_object('kernel_evidence', " BOOL_AT("$.kernels.evidence") ") "
         "WHEN l.level = 'L3' THEN json_object('failures', json_extract(l.metrics, '$.failures')) "
         "WHEN l.level = 'L1' THEN json_object('ready_s', json_extract(l.metrics, '$.ready_s')) END "
@@ -1163,7 +1166,8 @@ int queue_job_evidence_json(struct mx_db *db, int64_t job, json_t **ret)
                 }
                 db_json_set_text(l, "verdict", s, 9);
                 db_json_set_text(l, "message", s, 10);
-                json_object_set_new(json_object_get(run, "levels"), (const char *)sqlite3_column_text(s, 8), l);
+                json_object_set_new(json_object_get(run, "levels"), (const char *)sqlite3_column_text(s, 8),
+                                    l);
         }
         if (rc != SQLITE_DONE)
                 return db_errno(db, rc);
@@ -1173,8 +1177,8 @@ int queue_job_evidence_json(struct mx_db *db, int64_t job, json_t **ret)
 
 int queue_feature_jobs_json(struct mx_db *db, const char *matrix_path, size_t per_feature, json_t **ret)
 {
-        static const char sql[] = "SELECT id, feature FROM jobs WHERE matrix_path = ? AND feature IS NOT NULL "
-                                  "ORDER BY id DESC";
+        static const char sql[] = "SELECT id, feature FROM jobs WHERE matrix_path = ? "
+                                  "AND feature IS NOT NULL ORDER BY id DESC";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_(json_decrefp) json_t *o = json_object();
         int r = db_stmt(db, sql, &s), rc;

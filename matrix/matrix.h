@@ -222,9 +222,9 @@ struct mx_matrix_gate {
         size_t n_of;
         char *metric; /* METRIC, SPEEDUP */
         enum mx_gate_op op;
-        double value;     /* METRIC: the bound; SPEEDUP: the minimum percent */
-        char *level;      /* LEVEL */
-        size_t vs;        /* SPEEDUP: feature index */
+        double value; /* METRIC: the bound; SPEEDUP: the minimum percent */
+        char *level;  /* LEVEL */
+        size_t vs;    /* SPEEDUP: feature index */
         char *note;
         json_t *node;
 };
@@ -241,7 +241,7 @@ struct mx_matrix_feature {
         enum mx_feature_status status;
         size_t *depends_on; /* feature indices */
         size_t n_depends_on;
-        char *gate; /* "gate" given as a string: for people only, never judged */
+        char *gate;                   /* "gate" given as a string: for people only, never judged */
         struct mx_matrix_gate *gates; /* "gate" given as conditions: what must hold before it may start */
         size_t n_gates;
         /* hard constraints (seed 000): the feature's own when has_hard, else the matrix's */
@@ -365,11 +365,11 @@ char *mx_criterion_target(const struct mx_matrix_criterion *c);
  * change against the baseline (with %: percent; without: units), an unsigned
  * one an absolute bound. -EINVAL with a reason (caller frees) otherwise.
  */
-int mx_criterion_parse_target(const char *metric, const char *s, enum mx_criterion_op *ret_op, double *ret_value,
-                              char **reterr);
+int mx_criterion_parse_target(const char *metric, const char *s, enum mx_criterion_op *ret_op,
+                              double *ret_value, char **reterr);
 /* The hard constraints that apply to feature f (its own, else the matrix's). */
-const struct mx_matrix_criterion *mx_feature_hard(const struct mx_matrix *m, const struct mx_matrix_feature *f,
-                                                  size_t *ret_n);
+const struct mx_matrix_criterion *mx_feature_hard(const struct mx_matrix *m,
+                                                  const struct mx_matrix_feature *f, size_t *ret_n);
 /* "P3": a feature's id, as plans and matrix show print it (caller frees). */
 char *mx_feature_id(const struct mx_matrix_feature *f);
 

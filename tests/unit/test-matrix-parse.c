@@ -480,21 +480,22 @@ TEST(dependencies)
 /* Targets written as seed 000's Target column, declared baselines, hard constraints (criteria-load.c). */
 TEST(criteria_targets)
 {
-#define CT(metric, target) FEAT("{" F1 ", \"criteria\": [{\"metric\": \"" metric "\", \"target\": \"" target "\"}]}")
+#define CT(metric, target)                                                                                  \
+        FEAT("{" F1 ", \"criteria\": [{\"metric\": \"" metric "\", \"target\": \"" target "\"}]}")
         static const struct {
                 const char *metric, *target;
                 enum mx_criterion_op op;
                 double value;
                 const char *shown;
         } ok[] = {
-                { "tg32_tps", ">= 52", MX_CRITERION_MIN, 52, ">= 52" },
-                { "ttft_p50_ms", "<=500", MX_CRITERION_MAX, 500, "<= 500" },
-                { "tg32_tps", ">= +10 %", MX_CRITERION_MIN_GAIN_PCT, 10, ">= +10 %" },
-                { "tg32_tps", ">= -3%", MX_CRITERION_MAX_REGRESSION_PCT, 3, ">= -3 %" },
-                { "ttft_p50_ms", "<= +3 %", MX_CRITERION_MAX_REGRESSION_PCT, 3, "<= +3 %" },
-                { "ttft_p50_ms", "<= -20 %", MX_CRITERION_MIN_GAIN_PCT, 20, "<= -20 %" },
-                { "memory_gb", "<= +2", MX_CRITERION_MAX_INCREASE, 2, "<= +2" },
-                { "pp2048_tps", ">= -100", MX_CRITERION_MAX_DECREASE, 100, ">= -100" },
+                {"tg32_tps", ">= 52", MX_CRITERION_MIN, 52, ">= 52"},
+                {"ttft_p50_ms", "<=500", MX_CRITERION_MAX, 500, "<= 500"},
+                {"tg32_tps", ">= +10 %", MX_CRITERION_MIN_GAIN_PCT, 10, ">= +10 %"},
+                {"tg32_tps", ">= -3%", MX_CRITERION_MAX_REGRESSION_PCT, 3, ">= -3 %"},
+                {"ttft_p50_ms", "<= +3 %", MX_CRITERION_MAX_REGRESSION_PCT, 3, "<= +3 %"},
+                {"ttft_p50_ms", "<= -20 %", MX_CRITERION_MIN_GAIN_PCT, 20, "<= -20 %"},
+                {"memory_gb", "<= +2", MX_CRITERION_MAX_INCREASE, 2, "<= +2"},
+                {"pp2048_tps", ">= -100", MX_CRITERION_MAX_DECREASE, 100, ">= -100"},
         };
 
         for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
@@ -519,12 +520,17 @@ TEST(criteria_targets)
         ERROR_AT(CT("tg32_tps", "~ 52"), "\"target\": \"", "'~ 52' is not a target");
         ERROR_AT(CT("tg32_tps", ">= 52 tok/s"), "\"target\": \"", "'>= 52 tok/s' is not a target");
         ERROR_AT(CT("memory_gb", "<= -2"), "\"target\": \"", "a change in units reads <= +X");
-        ERROR_AT(FEAT("{" F1 ", \"criteria\": [{\"metric\": \"tg32_tps\", \"min\": 1, \"target\": \">= 2\"}]}"),
-                 "\"target\": \"", "key 'features[0].criteria[0].target': a criterion has exactly one comparison");
-        ERROR_AT(FEAT("{" F1 ", \"criteria\": [{\"metric\": \"tg32_tps\", \"min\": 1, \"baseline\": \"29\"}]}"),
-                 "\"baseline\": \"29\"", "key 'features[0].criteria[0].baseline': expected a number, got a string");
+        ERROR_AT(FEAT("{" F1
+                      ", \"criteria\": [{\"metric\": \"tg32_tps\", \"min\": 1, \"target\": \">= 2\"}]}"),
+                 "\"target\": \"",
+                 "key 'features[0].criteria[0].target': a criterion has exactly one comparison");
+        ERROR_AT(FEAT("{" F1
+                      ", \"criteria\": [{\"metric\": \"tg32_tps\", \"min\": 1, \"baseline\": \"29\"}]}"),
+                 "\"baseline\": \"29\"",
+                 "key 'features[0].criteria[0].baseline': expected a number, got a string");
 
-        /* Seed 000's hard constraints by default; the matrix's replace them, a feature's replace the matrix's. */
+        /* Seed 000's hard constraints by default; the matrix's replace them, a feature's replace the
+         * matrix's. */
         {
                 _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(FEAT("{" F1 ", " C1 "}"));
                 const struct mx_matrix_criterion *h;
@@ -541,10 +547,11 @@ TEST(criteria_targets)
         }
         {
                 _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(
-                        HEAD AXES BASE ",\n  \"hard_constraints\": [{\"metric\": \"pp2048_tps\", \"min\": 4500}],\n"
-                                       "  \"features\": [{" F1 ", " C1 "}, {\"name\": \"g\", \"priority\": 2, "
-                                       "\"set\": {}, \"hypothesis\": \"h\", \"status\": \"blocked\", " C1
-                                       ", \"hard_constraints\": []}]" TAIL);
+                        HEAD AXES BASE
+                        ",\n  \"hard_constraints\": [{\"metric\": \"pp2048_tps\", \"min\": 4500}],\n"
+                        "  \"features\": [{" F1 ", " C1 "}, {\"name\": \"g\", \"priority\": 2, "
+                        "\"set\": {}, \"hypothesis\": \"h\", \"status\": \"blocked\", " C1
+                        ", \"hard_constraints\": []}]" TAIL);
                 size_t n;
 
                 ASSERT_STREQ(mx_feature_hard(m, &m->features[0], &n)[0].metric, "pp2048_tps");
@@ -553,7 +560,8 @@ TEST(criteria_targets)
                 ASSERT_EQ(n, 0);
         }
         ERROR_AT(FEAT("{" F1 ", " C1 ", \"hard_constraints\": [{\"metric\": \"crash\", \"max\": 0}]}"),
-                 "\"metric\": \"crash\"", "key 'features[0].hard_constraints[0].metric': unknown metric 'crash'");
+                 "\"metric\": \"crash\"",
+                 "key 'features[0].hard_constraints[0].metric': unknown metric 'crash'");
         ERROR_AT(HEAD AXES BASE ",\n  \"hard_constraints\": {}" TAIL, "\"hard_constraints\"",
                  "key 'hard_constraints': expected an array, got an object");
 #undef CT
@@ -567,11 +575,19 @@ TEST(gates_syntax)
         "\"not-started\", " C1 ", \"depends_on\": " deps ", \"gate\": " gate "}"
 #define TWO(gate) FEAT(FG("p1", "1", "[]", "\"free text\"") ", " FG("p2", "2", "[\"p1\"]", gate))
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(FEAT(
-                FG("p1", "1", "[]", "\"P1 -> P2: for people\"") ", " FG("p2", "2", "[\"p1\"]",
-                "[{\"kernels_verified\": true, \"note\": \"n\"}, {\"metric\": \"ttft_p50_ms\", \"op\": \"<\", "
-                "\"value\": 1000}, {\"level\": \"L2\", \"of\": \"P1\"}]") ", " FG("p3", "3", "[\"p2\"]",
-                "[{\"speedup_vs\": \"p1\", \"metric\": \"tg32_tps\", \"min_percent\": 30}, {\"of\": [\"p1\", "
-                "\"P2\"], \"metric\": \"tg32_tps\", \"op\": \">=\", \"value\": 40}]")));
+                FG("p1", "1", "[]",
+                   "\"P1 -> P2: for people\"") ", " FG("p2", "2", "[\"p1\"]",
+                                                       "[{\"kernels_verified\": true, \"note\": \"n\"}, "
+                                                       "{\"metric\": \"ttft_p50_ms\", \"op\": \"<\", "
+                                                       "\"value\": 1000}, {\"level\": \"L2\", \"of\": "
+                                                       "\"P1\"}]") ", " FG("p3", "3", "[\"p2\"]",
+                                                                           "[{\"speedup_vs\": \"p1\", "
+                                                                           "\"metric\": \"tg32_tps\", "
+                                                                           "\"min_percent\": 30}, {\"of\": "
+                                                                           "[\"p1\", "
+                                                                           "\"P2\"], \"metric\": "
+                                                                           "\"tg32_tps\", \"op\": \">=\", "
+                                                                           "\"value\": 40}]")));
         const struct mx_matrix_feature *f2 = &m->features[1], *f3 = &m->features[2];
 
         ASSERT_STREQ(m->features[0].gate, "P1 -> P2: for people");
@@ -599,10 +615,12 @@ TEST(gates_syntax)
                 ASSERT_STREQ(d, "tg32_tps >= +30 % vs P1 (p1)");
         }
 
-        ERROR_AT(FEAT(FG("p1", "1", "[]", "[{\"level\": \"L2\"}]")), "{\"level\"",
-                 "key 'features[0].gate[0]': a gate judges the runs of the features named by 'of', or of the "
-                 "feature's depends_on; 'p1' has neither");
-        ERROR_AT(TWO("[{\"level\": \"L9\"}]"), "\"level\": \"L9\"", "key 'features[1].gate[0].level': unknown level 'L9'");
+        ERROR_AT(
+                FEAT(FG("p1", "1", "[]", "[{\"level\": \"L2\"}]")), "{\"level\"",
+                "key 'features[0].gate[0]': a gate judges the runs of the features named by 'of', or of the "
+                "feature's depends_on; 'p1' has neither");
+        ERROR_AT(TWO("[{\"level\": \"L9\"}]"), "\"level\": \"L9\"",
+                 "key 'features[1].gate[0].level': unknown level 'L9'");
         ERROR_AT(TWO("[{\"metric\": \"tg32_tps\", \"op\": \"=>\", \"value\": 40}]"), "\"op\": \"=>\"",
                  "key 'features[1].gate[0].op': unknown op '=>' (<, <=, >, >=)");
         ERROR_AT(TWO("[{\"metric\": \"tg32_tps\", \"op\": \">=\"}]"), "{\"metric\": \"tg32_tps\", \"op\"",
@@ -615,14 +633,17 @@ TEST(gates_syntax)
         ERROR_AT(TWO("[{\"level\": \"L2\", \"of\": [\"p1\", \"p2\"]}]"), "\"p1\", |\"p2\"",
                  "key 'features[1].gate[0].of[1]': a gate holds its feature back until other features' runs "
                  "pass it");
-        ERROR_AT(TWO("[{\"speedup_vs\": \"p1\", \"metric\": \"tg32_tps\", \"min_percent\": 30}]"), "\"speedup_vs\": \"p1\", \"metric",
-                 "key 'features[1].gate[0].speedup_vs': a feature's speedup is measured against another feature");
+        ERROR_AT(TWO("[{\"speedup_vs\": \"p1\", \"metric\": \"tg32_tps\", \"min_percent\": 30}]"),
+                 "\"speedup_vs\": \"p1\", \"metric",
+                 "key 'features[1].gate[0].speedup_vs': a feature's speedup is measured against another "
+                 "feature");
         ERROR_AT(TWO("[{\"kernels_verified\": false}]"), "{\"kernels_verified\"",
                  "key 'features[1].gate[0]': kernels_verified takes true");
         ERROR_AT(TWO("[{\"of\": \"p1\"}]"), "{\"of\"", "key 'features[1].gate[0]': a gate needs one of");
         ERROR_AT(TWO("[{\"level\": \"L2\", \"when\": 1}]"), "\"when\"",
                  "key 'features[1].gate[0].when': unknown key 'when' in a gate");
-        ERROR_AT(TWO("[]"), "\"gate\": []", "key 'features[1].gate': expected a string (for people) or an array");
+        ERROR_AT(TWO("[]"), "\"gate\": []",
+                 "key 'features[1].gate': expected a string (for people) or an array");
 #undef TWO
 #undef FG
 }
