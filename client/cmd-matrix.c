@@ -158,25 +158,60 @@ static json_t *value_to_json(const struct mx_matrix_value *v)
                          "expect", mx_expect_to_json(&v->expect));
 }
 
+/* Criteria (or hard constraints) as JSON for matrix show. */
+static json_t *criteria_to_json(const struct mx_matrix_criterion *cs, size_t n)
+{
+        json_t *crit = json_array();
+
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *text = mx_criterion_describe(&cs[i]),
+                                    *target = mx_criterion_target(&cs[i]);
+                json_t *o = json_pack("{s:s,s:s,s:f,s:s,s:s?,s:s}", "metric", cs[i].metric, "op",
+                                      mx_criterion_op_to_string(cs[i].op), "value", cs[i].value, "target",
+                                      target, "note", cs[i].note, "text", text);
+
+                if (cs[i].has_baseline)
+                        json_object_set_new(o, "baseline", json_real(cs[i].baseline));
+                json_array_append_new(crit, o);
+        }
+        return crit;
+}
+
+/* A feature's gate conditions: "P1 kernels verified (...)" with the features they judge. */
+static json_t *gates_to_json(const struct mx_matrix *m, const struct mx_matrix_feature *f)
+{
+        json_t *gates = json_array();
+
+        for (size_t i = 0; i < f->n_gates; i++) {
+                _cleanup_free_ char *cond = mx_gate_describe(m, &f->gates[i]);
+                json_t *of = json_array();
+
+                for (size_t k = 0; k < f->gates[i].n_of; k++)
+                        json_array_append_new(of, json_string(m->features[f->gates[i].of[k]].name));
+                json_array_append_new(gates, json_pack("{s:o,s:s,s:s?}", "of", of, "condition", cond, "note",
+                                                       f->gates[i].note));
+        }
+        return gates;
+}
+
 /* A feature with its criteria as JSON for matrix show. */
 static json_t *feature_to_json(const struct mx_matrix *m, const struct mx_matrix_feature *f)
 {
-        json_t *crit = json_array(), *deps = json_array();
+        json_t *deps = json_array(), *o;
+        const struct mx_matrix_criterion *hard;
+        size_t n_hard;
 
-        for (size_t i = 0; i < f->n_criteria; i++) {
-                _cleanup_free_ char *text = mx_criterion_describe(&f->criteria[i]);
-
-                json_array_append_new(
-                        crit, json_pack("{s:s,s:s,s:f,s:s?,s:s}", "metric", f->criteria[i].metric, "op",
-                                        mx_criterion_op_to_string(f->criteria[i].op), "value",
-                                        f->criteria[i].value, "note", f->criteria[i].note, "text", text));
-        }
         for (size_t i = 0; i < f->n_depends_on; i++)
                 json_array_append_new(deps, json_string(m->features[f->depends_on[i]].name));
-        return json_pack("{s:s,s:s?,s:s?,s:i,s:s,s:o,s:s,s:o,s:o,s:s?}", "name", f->name, "title", f->title,
-                         "description", f->description, "priority", f->priority, "status",
-                         mx_feature_status_to_string(f->status), "set", mx_config_to_json(m, f->set),
-                         "hypothesis", f->hypothesis, "criteria", crit, "depends_on", deps, "gate", f->gate);
+        hard = mx_feature_hard(m, f, &n_hard);
+        o = json_pack("{s:s,s:s?,s:s?,s:i,s:s,s:o,s:s,s:o,s:o,s:o,s:s?}", "name", f->name, "title", f->title,
+                      "description", f->description, "priority", f->priority, "status",
+                      mx_feature_status_to_string(f->status), "set", mx_config_to_json(m, f->set),
+                      "hypothesis", f->hypothesis, "criteria", criteria_to_json(f->criteria, f->n_criteria),
+                      "hard_constraints", criteria_to_json(hard, n_hard), "depends_on", deps, "gate",
+                      f->gate);
+        json_object_set_new(o, "gates", gates_to_json(m, f));
+        return o;
 }
 
 /* The constraints, each with its place in the file, as JSON for matrix show. */
@@ -372,8 +407,33 @@ static void show_features(const struct mx_matrix *m)
                         printf("    criterion:  %s%s%s%s\n", text, f->criteria[c].note ? " (" : "",
                                strempty(f->criteria[c].note), f->criteria[c].note ? ")" : "");
                 }
+                if (f->has_hard)
+                        for (size_t c = 0; c < f->n_hard; c++) {
+                                _cleanup_free_ char *text = mx_criterion_describe(&f->hard[c]);
+
+                                printf("    hard:       %s\n", text);
+                        }
                 if (f->gate)
-                        printf("    gate:       %s\n", f->gate);
+                        printf("    gate:       %s (for people, not judged)\n", f->gate);
+                for (size_t g = 0; g < f->n_gates; g++) {
+                        _cleanup_free_ char *cond = mx_gate_describe(m, &f->gates[g]);
+                        _cleanup_buf_ struct mx_buf of = MX_BUF_INIT;
+
+                        for (size_t k = 0; k < f->gates[g].n_of; k++)
+                                mx_buf_printf(&of, "%sP%d", k ? ", " : "",
+                                              m->features[f->gates[g].of[k]].priority);
+                        printf("    gate:       %s %s%s%s%s\n", of.data, cond, f->gates[g].note ? " (" : "",
+                               strempty(f->gates[g].note), f->gates[g].note ? ")" : "");
+                }
+        }
+        if (m->n_hard > 0) {
+                printf("\n  hard constraints of every feature without its own:\n");
+                for (size_t c = 0; c < m->n_hard; c++) {
+                        _cleanup_free_ char *text = mx_criterion_describe(&m->hard[c]);
+
+                        printf("    hard:       %s%s%s%s\n", text, m->hard[c].note ? " (" : "",
+                               strempty(m->hard[c].note), m->hard[c].note ? ")" : "");
+                }
         }
 }
 

@@ -70,6 +70,7 @@ static void show_job(json_t *params, json_t *res)
                        "%s)\n",
                        json_integer_value(json_object_get(job, "id")),
                        json_integer_value(json_object_get(res, "after")), limit ? limit : "");
+        output_criteria(json_object_get(res, "criteria"));
 }
 
 static void show_env_argv(json_t *spec)

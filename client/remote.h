@@ -25,10 +25,12 @@ struct remote_verb {
 
 /* Renderers, one file each (cmd-<verb>.c). */
 extern const struct remote_verb remote_submit, remote_status, remote_list, remote_show, remote_logs,
-        remote_follow, remote_cancel, remote_pause, remote_resume, remote_retry, remote_reload,
+        remote_follow, remote_cancel, remote_pause, remote_resume, remote_retry, remote_reload, remote_gates,
         remote_attribute;
 /* attribute's renderer, for other verbs that show an attribution (params: as_matrix). */
 int attribute_render(json_t *params, json_t *result);
+/* show JOB's success-criteria table (cmd-gates.c); nothing for NULL. */
+void output_criteria(json_t *criteria);
 
 /* Run a daemon verb; argv[0] is the verb. */
 int remote_run(const struct mx_proto_method *m, int argc, char **argv);

@@ -8,6 +8,7 @@
  */
 #include "attribute.h"
 #include "control.h"
+#include "gates.h"
 #include "log.h"
 #include "meta.h"
 #include "scheduler.h"
@@ -319,6 +320,11 @@ static void m_reload(struct mx_request *req)
         request_reply(req, json_pack("{s:s}", "matrix", strempty(req->d->cfg.matrix_path)));
 }
 
+static void m_gates(struct mx_request *req)
+{
+        gates_method(req);
+}
+
 static const struct {
         const char *name;
         mx_method_fn fn;
@@ -326,7 +332,7 @@ static const struct {
         { "hello", m_hello },   { "submit", m_submit }, { "status", m_status }, { "list", m_list },
         { "show", m_show },     { "cancel", m_cancel }, { "pause", m_pause },   { "resume", m_resume },
         { "retry", m_retry },   { "logs", m_logs },     { "follow", m_follow }, { "reload", m_reload },
-        { "attribute", attribute_handle },
+        { "attribute", attribute_handle }, { "gates", m_gates },
 };
 
 mx_method_fn methods_lookup(const char *name)

@@ -1338,3 +1338,94 @@ int queue_job_progress(struct mx_db *db, int64_t job, json_t **ret)
         *ret = TAKE_PTR(p);
         return 0;
 }
+
+/* ---- evidence for success criteria and gates (daemon/criteria.h) ---- */
+
+/*
+ * What criteria.c reads of each level, taken out of the stored metrics by
+ * SQLite so that an L4 document of many KB is never loaded whole. L4's
+ * numbers only for the runs criteria compare (reasons L1-on / L1-off).
+ */
+#define BOOL_AT(path)                                                                                       \
+        "CASE json_type(l.metrics, '" path "') WHEN 'true' THEN json('true') "                              \
+        "WHEN 'false' THEN json('false') END"
+static const char evidence_sql[] =
+        "SELECT r.id, r.seq, r.reasons, r.expect_fail, r.state, a.outcome, a.crash_class, "
+        "json_extract(s.summary, '$.memory.peak'), l.level, l.verdict, l.message, "
+        "CASE WHEN l.level = 'L4' AND r.reasons LIKE '%\"L1-o%' THEN json_object("
+        "'results', json_extract(l.metrics, '$.results'), 'ready_s', json_extract(l.metrics, '$.ready_s'), "
+        "'memory_peak_bytes', json_extract(l.metrics, '$.memory.peak'), "
+        "'valid', " BOOL_AT("$.valid") ") "
+        "WHEN l.level = 'L1.5' THEN json_object('kernel_evidence', " BOOL_AT("$.kernels.evidence") ") "
+        "WHEN l.level = 'L3' THEN json_object('failures', json_extract(l.metrics, '$.failures')) "
+        "WHEN l.level = 'L1' THEN json_object('ready_s', json_extract(l.metrics, '$.ready_s')) END "
+        "FROM runs r LEFT JOIN attempts a ON a.run_id = r.id AND a.n = coalesce(r.result_attempt, r.attempts) "
+        "LEFT JOIN samples s ON s.attempt_id = a.id AND s.scope = 'run' "
+        "LEFT JOIN levels l ON l.attempt_id = a.id WHERE r.job_id = ? ORDER BY r.seq, l.id";
+#undef BOOL_AT
+
+int queue_job_evidence_json(struct mx_db *db, int64_t job, json_t **ret)
+{
+        static const char *const keys[] = { "run", "seq", "json:reasons", "expect_fail", "state", "outcome",
+                                            "crash_class", "sample_peak_bytes", NULL };
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        _cleanup_(json_decrefp) json_t *a = json_array();
+        json_t *run = NULL;
+        int r = db_stmt(db, evidence_sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, job);
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                json_t *l;
+
+                if (!run || json_integer_value(json_object_get(run, "run")) != sqlite3_column_int64(s, 0)) {
+                        run = db_row_json(s, keys);
+                        json_object_set_new(run, "levels", json_object());
+                        json_array_append_new(a, run);
+                }
+                if (sqlite3_column_type(s, 8) == SQLITE_NULL)
+                        continue;
+                l = db_column_json(s, 11);
+                if (!json_is_object(l)) {
+                        json_decref(l);
+                        l = json_object();
+                }
+                db_json_set_text(l, "verdict", s, 9);
+                db_json_set_text(l, "message", s, 10);
+                json_object_set_new(json_object_get(run, "levels"), (const char *)sqlite3_column_text(s, 8),
+                                    l);
+        }
+        if (rc != SQLITE_DONE)
+                return db_errno(db, rc);
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+int queue_feature_jobs_json(struct mx_db *db, const char *matrix_path, size_t per_feature, json_t **ret)
+{
+        static const char sql[] = "SELECT id, feature FROM jobs WHERE matrix_path = ? "
+                                  "AND feature IS NOT NULL ORDER BY id DESC";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        _cleanup_(json_decrefp) json_t *o = json_object();
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_text(s, 1, matrix_path);
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                const char *f = (const char *)sqlite3_column_text(s, 1);
+                json_t *ids = json_object_get(o, f);
+
+                if (!ids) {
+                        ids = json_array();
+                        json_object_set_new(o, f, ids);
+                }
+                if (json_array_size(ids) < per_feature)
+                        json_array_append_new(ids, json_integer(sqlite3_column_int64(s, 0)));
+        }
+        if (rc != SQLITE_DONE)
+                return db_errno(db, rc);
+        *ret = TAKE_PTR(o);
+        return 0;
+}

@@ -174,6 +174,13 @@ struct queue_list_filter {
 int queue_list_json(struct mx_db *db, const struct queue_list_filter *f, json_t **ret_jobs, bool *ret_more);
 /* Counts of runs by state/result over the whole queue. */
 int queue_counts_json(struct mx_db *db, json_t **ret);
+/*
+ * Success criteria and gates (daemon/criteria.h): each run of a job with its
+ * latest attempt's outcome and the level figures criteria.c reads.
+ */
+int queue_job_evidence_json(struct mx_db *db, int64_t job, json_t **ret);
+/* Jobs of matrix_path by the feature they were submitted for: {"feature as given": [ids newest first]}. */
+int queue_feature_jobs_json(struct mx_db *db, const char *matrix_path, size_t per_feature, json_t **ret);
 /* The log path and the latest attempt number of a run's attempt n (0 = latest). */
 int queue_attempt_log_path(struct mx_db *db, int64_t run, int n, char **ret_path, int *ret_n,
                            char **ret_outcome);

@@ -7,6 +7,7 @@
  * stream until its output buffer drains.
  */
 #include "stream.h"
+#include "gates.h"
 #include "control.h"
 #include "log.h"
 #include "scheduler.h"
@@ -447,8 +448,10 @@ static bool show_pump(struct showsub *sh)
                 request_error_errno(sh->req, r, "show");
                 return true;
         }
-        request_reply(sh->req, json_pack("{s:O,s:b,s:o}", "job", job, "more", sh->more && !sh->done, "after",
-                                         sh->after_run > 0 ? json_integer(sh->after_run) : json_null()));
+        /* The feature's success criteria from the job's runs (gates.h), with its last page. */
+        request_reply(sh->req, json_pack("{s:O,s:b,s:o,s:o}", "job", job, "more", sh->more && !sh->done, "after",
+                                         sh->after_run > 0 ? json_integer(sh->after_run) : json_null(),
+                                         "criteria", gates_job_criteria(d, job)));
         return true;
 }
 

@@ -822,57 +822,12 @@ static int parse_settings(struct loader *l, json_t *parent, struct mx_matrix_set
 
 /* ---- features ---- */
 
-static int parse_criterion(struct loader *l, json_t *node, struct mx_matrix_criterion *c)
-{
-        static const char *const keys[] = { "metric",       "min_gain_pct", "max_regression_pct",
-                                            "max_increase", "max_decrease", "max",
-                                            "min",          "note",         NULL };
-        int found = 0, r;
-
-        r = check_keys(l, node, keys, "a criterion");
-        if (r < 0)
-                return r;
-        r = member_string(l, node, "metric", true, MX_MATRIX_MAX_NAME, &c->metric);
-        if (r < 0)
-                return r;
-        if (!mx_metric_lookup(c->metric)) {
-                _cleanup_buf_ struct mx_buf known = MX_BUF_INIT;
-                _cleanup_free_ char *e = mx_escape(c->metric, MX_MATRIX_MAX_NAME);
-
-                for (size_t i = 0; i < mx_n_metrics; i++)
-                        mx_buf_printf(&known, "%s%s", i > 0 ? ", " : "", mx_metrics[i].name);
-                return err(l, node, "metric", "unknown metric '%s' (metrics: %s)", e, known.data);
-        }
-        for (int op = 0; op < _MX_CRITERION_OP_MAX; op++) {
-                const char *k = mx_criterion_op_to_string(op);
-                json_t *v;
-
-                r = member(l, node, k, KIND_NUMBER, false, &v);
-                if (r < 0)
-                        return r;
-                if (!v)
-                        continue;
-                if (found++)
-                        return err(l, node, k, "a criterion has exactly one comparison; split it in two");
-                c->op = op;
-                c->value = json_number_value(v);
-                if (!isfinite(c->value) ||
-                    (op != MX_CRITERION_MAX && op != MX_CRITERION_MIN && c->value < 0))
-                        return err(l, node, k, "expected a non-negative number");
-        }
-        if (!found)
-                return err(l, node, NULL,
-                           "a criterion needs one of min_gain_pct, max_regression_pct, max_increase, "
-                           "max_decrease, max, min");
-        return member_string(l, node, "note", false, MX_MATRIX_MAX_STRING, &c->note);
-}
-
 /* One feature; dependencies are resolved once all names are known. */
 static int parse_feature(struct loader *l, json_t *node, struct mx_matrix_feature *f)
 {
         static const char *const keys[] = { "name",       "title",      "description", "priority", "set",
                                             "hypothesis", "criteria",   "status",      "depends_on", "gate",
-                                            "settings",   "levels",     NULL };
+                                            "settings",   "levels",     "hard_constraints", NULL };
         _cleanup_free_ char *status = NULL;
         json_t *prio, *set, *crit, *c;
         size_t i;
@@ -919,7 +874,7 @@ static int parse_feature(struct loader *l, json_t *node, struct mx_matrix_featur
                 if (!json_is_object(c))
                         return err_index(l, crit, i, "expected an object, got %s", json_kind(c));
                 f->n_criteria = i + 1;
-                r = parse_criterion(l, c, &f->criteria[i]);
+                r = mx_criterion_load(l->m, c, &f->criteria[i], l->reterr);
                 if (r < 0)
                         return r;
         }
@@ -934,10 +889,8 @@ static int parse_feature(struct loader *l, json_t *node, struct mx_matrix_featur
                            "unknown status '%s' (not-started, in-progress, completed or merged, blocked)",
                            e);
         }
-        r = parse_settings(l, node, &f->settings);
-        if (r < 0)
-                return r;
-        return member_string(l, node, "gate", false, MX_MATRIX_MAX_STRING, &f->gate);
+        /* gate and hard_constraints: criteria-load.c, once every feature is known */
+        return parse_settings(l, node, &f->settings);
 }
 
 /* Turn a feature's depends_on names into indices. */
@@ -1647,7 +1600,7 @@ static int parse_root(struct loader *l)
 {
         static const char *const keys[] = { "matrix",      "name",     "description", "target",   "profiles",
                                             "axes",        "baseline", "features",    "health",   "metadata",
-                                            "constraints", "settings", "levels",      NULL };
+                                            "constraints", "settings", "levels",      "hard_constraints", NULL };
         struct mx_matrix *m = l->m;
         json_t *root = m->root, *version;
         int r;
@@ -1687,6 +1640,9 @@ static int parse_root(struct loader *l)
         if (r < 0)
                 return r;
         r = parse_features(l, root);
+        if (r < 0)
+                return r;
+        r = mx_criteria_load(m, l->reterr);
         if (r < 0)
                 return r;
         r = parse_constraints(l, root);

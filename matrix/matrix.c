@@ -149,13 +149,21 @@ static void feature_done(struct mx_matrix_feature *f)
         free(f->description);
         free(f->set);
         free(f->hypothesis);
-        for (size_t i = 0; i < f->n_criteria; i++) {
-                free(f->criteria[i].metric);
-                free(f->criteria[i].note);
-        }
+        for (size_t i = 0; i < f->n_criteria; i++)
+                mx_criterion_done(&f->criteria[i]);
         free(f->criteria);
+        for (size_t i = 0; i < f->n_hard; i++)
+                mx_criterion_done(&f->hard[i]);
+        free(f->hard);
         free(f->depends_on);
         free(f->gate);
+        for (size_t i = 0; i < f->n_gates; i++) {
+                free(f->gates[i].of);
+                free(f->gates[i].metric);
+                free(f->gates[i].level);
+                free(f->gates[i].note);
+        }
+        free(f->gates);
 }
 
 struct mx_matrix *mx_matrix_free(struct mx_matrix *m)
@@ -176,6 +184,9 @@ struct mx_matrix *mx_matrix_free(struct mx_matrix *m)
         for (size_t i = 0; i < m->n_features; i++)
                 feature_done(&m->features[i]);
         free(m->features);
+        for (size_t i = 0; i < m->n_hard; i++)
+                mx_criterion_done(&m->hard[i]);
+        free(m->hard);
         for (size_t i = 0; i < m->n_excludes; i++)
                 mx_matrix_cond_done(&m->excludes[i].cond);
         free(m->excludes);

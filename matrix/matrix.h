@@ -46,7 +46,8 @@
 #define MX_MATRIX_MAX_HEALTH_MS (24LL * 3600 * 1000)
 #define MX_MATRIX_MAX_PATTERNS 64 /* per must_see / must_not_see list, and alternatives per entry */
 #define MX_MATRIX_MAX_FEATURES 256
-#define MX_MATRIX_MAX_CRITERIA 32      /* per feature */
+#define MX_MATRIX_MAX_CRITERIA 32      /* per feature, and hard constraints per feature or matrix */
+#define MX_MATRIX_MAX_GATES 32         /* gate conditions per feature */
 #define MX_MATRIX_MAX_CONSTRAINTS 1024 /* entries per constraint list */
 #define MX_MATRIX_MAX_COND_DEPTH 8     /* nesting of any/not in one condition */
 /* Forbidden patterns one rule may compile into (covering arrays), and all rules and excludes together. */
@@ -182,11 +183,53 @@ void mx_matrix_settings_overlay(struct mx_matrix_settings *base, const struct mx
 /* The set limits as {"run_timeout_ms": N, ...} (unset ones left out). */
 json_t *mx_matrix_settings_to_json(const struct mx_matrix_settings *s);
 
+/* One success criterion or hard constraint (criteria-load.c parses it; daemon/criteria.c judges it). */
 struct mx_matrix_criterion {
         char *metric;
         enum mx_criterion_op op;
         double value;
         char *note;
+        bool has_baseline; /* a declared baseline (seed 000's Baseline column), used when none is measured */
+        double baseline;
+};
+
+/* How a gate condition compares (seed 001's "TTFT < 1s", "tg32 >= 40"). */
+enum mx_gate_op {
+        MX_GATE_OP_LT,
+        MX_GATE_OP_LE,
+        MX_GATE_OP_GT,
+        MX_GATE_OP_GE,
+        _MX_GATE_OP_MAX,
+        _MX_GATE_OP_INVALID = -EINVAL,
+};
+const char *mx_gate_op_to_string(enum mx_gate_op op); /* "<", "<=", ">", ">=" */
+enum mx_gate_op mx_gate_op_from_string(const char *s);
+bool mx_gate_op_holds(enum mx_gate_op op, double a, double b); /* a OP b */
+
+enum mx_gate_kind {
+        MX_GATE_METRIC,           /* {"metric", "op", "value"}: a number of the feature's measured runs */
+        MX_GATE_LEVEL,            /* {"level": "L2"}: every run of the feature that ran the level passed */
+        MX_GATE_KERNELS_VERIFIED, /* {"kernels_verified": true}: L1.5 passed on a profiler report */
+        MX_GATE_SPEEDUP,          /* {"speedup_vs": F, "metric", "min_percent"}: better than F's by X % */
+        _MX_GATE_KIND_MAX,
+};
+
+/*
+ * A gate between phases (seed 001 "Gate Criteria Between Phases"), declared
+ * on the feature it holds back: the condition must hold on the runs of each
+ * feature in of[] (by default the feature's depends_on) before it may start.
+ */
+struct mx_matrix_gate {
+        enum mx_gate_kind kind;
+        size_t *of; /* feature indices */
+        size_t n_of;
+        char *metric; /* METRIC, SPEEDUP */
+        enum mx_gate_op op;
+        double value; /* METRIC: the bound; SPEEDUP: the minimum percent */
+        char *level;  /* LEVEL */
+        size_t vs;    /* SPEEDUP: feature index */
+        char *note;
+        json_t *node;
 };
 
 struct mx_matrix_feature {
@@ -201,7 +244,13 @@ struct mx_matrix_feature {
         enum mx_feature_status status;
         size_t *depends_on; /* feature indices */
         size_t n_depends_on;
-        char *gate; /* free text: the gate to pass before the next feature */
+        char *gate;                   /* "gate" given as a string: for people only, never judged */
+        struct mx_matrix_gate *gates; /* "gate" given as conditions: what must hold before it may start */
+        size_t n_gates;
+        /* hard constraints (seed 000): the feature's own when has_hard, else the matrix's */
+        struct mx_matrix_criterion *hard;
+        size_t n_hard;
+        bool has_hard;
         struct mx_matrix_settings settings;
         json_t *node;
 };
@@ -232,6 +281,10 @@ struct mx_matrix {
         unsigned *axes_by_name; /* axis indices sorted by name (bytewise): identity order */
 
         int *baseline; /* per axis */
+
+        /* hard constraints of every feature (seed 000's three unless the file says otherwise) */
+        struct mx_matrix_criterion *hard;
+        size_t n_hard;
 
         struct mx_matrix_feature *features;
         size_t n_features;
@@ -309,6 +362,31 @@ char *mx_config_describe(const struct mx_matrix *m, const int *config);
 char *mx_matrix_cond_describe(const struct mx_matrix *m, const struct mx_matrix_cond *c);
 /* "tg32_tps >= +10% vs baseline": a criterion for people. */
 char *mx_criterion_describe(const struct mx_matrix_criterion *c);
+/* The Target column of seed 000's table: ">= 52", ">= +10 %", "<= +3 %", "<= +2" (caller frees). */
+char *mx_criterion_target(const struct mx_matrix_criterion *c);
+/*
+ * Parse such a target for metric into op and value: a signed number is a
+ * change against the baseline (with %: percent; without: units), an unsigned
+ * one an absolute bound. -EINVAL with a reason (caller frees) otherwise.
+ */
+int mx_criterion_parse_target(const char *metric, const char *s, enum mx_criterion_op *ret_op,
+                              double *ret_value, char **reterr);
+/* The hard constraints that apply to feature f (its own, else the matrix's). */
+const struct mx_matrix_criterion *mx_feature_hard(const struct mx_matrix *m,
+                                                  const struct mx_matrix_feature *f, size_t *ret_n);
+/* "P3": a feature's id, as plans and matrix show print it (caller frees). */
+char *mx_feature_id(const struct mx_matrix_feature *f);
+
+/*
+ * criteria-load.c: one criterion object (criteria and hard_constraints
+ * entries), and, once every feature is parsed, the matrix's and features'
+ * hard_constraints and the features' gates. Errors as mx_matrix_load_file().
+ */
+int mx_criterion_load(const struct mx_matrix *m, json_t *node, struct mx_matrix_criterion *c, char **reterr);
+void mx_criterion_done(struct mx_matrix_criterion *c);
+int mx_criteria_load(struct mx_matrix *m, char **reterr);
+/* "tg32_tps >= 40", "L2 passed", ...: a gate condition for people (without its subject). */
+char *mx_gate_describe(const struct mx_matrix *m, const struct mx_matrix_gate *g);
 
 bool mx_matrix_cond_matches(const struct mx_matrix_cond *c, const int *config);
 /* Does the condition (any/not included) mention axis? */

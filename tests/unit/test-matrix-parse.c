@@ -430,7 +430,8 @@ TEST(features)
         ERROR_AT(FEAT("{" F1 ", \"criteria\": []}"), "\"criteria\"",
                  "key 'features[0].criteria': a feature needs 1 to 32 success criteria");
         ERROR_AT(FEAT("{" F1 ", " C1 ", \"gate\": 4}"), "\"gate\"",
-                 "key 'features[0].gate': expected a string, got an integer");
+                 "key 'features[0].gate': expected a string (for people) or an array of 1 to 32 conditions, "
+                 "got an integer");
 }
 
 TEST(criteria)
@@ -474,6 +475,177 @@ TEST(dependencies)
         ERROR_AT(FEAT(FD("f1", "\"f2\"")), "\"depends_on\"",
                  "key 'features[0].depends_on': expected an array, got a string");
 #undef FD
+}
+
+/* Targets written as seed 000's Target column, declared baselines, hard constraints (criteria-load.c). */
+TEST(criteria_targets)
+{
+#define CT(metric, target)                                                                                  \
+        FEAT("{" F1 ", \"criteria\": [{\"metric\": \"" metric "\", \"target\": \"" target "\"}]}")
+        static const struct {
+                const char *metric, *target;
+                enum mx_criterion_op op;
+                double value;
+                const char *shown;
+        } ok[] = {
+                {"tg32_tps", ">= 52", MX_CRITERION_MIN, 52, ">= 52"},
+                {"ttft_p50_ms", "<=500", MX_CRITERION_MAX, 500, "<= 500"},
+                {"tg32_tps", ">= +10 %", MX_CRITERION_MIN_GAIN_PCT, 10, ">= +10 %"},
+                {"tg32_tps", ">= -3%", MX_CRITERION_MAX_REGRESSION_PCT, 3, ">= -3 %"},
+                {"ttft_p50_ms", "<= +3 %", MX_CRITERION_MAX_REGRESSION_PCT, 3, "<= +3 %"},
+                {"ttft_p50_ms", "<= -20 %", MX_CRITERION_MIN_GAIN_PCT, 20, "<= -20 %"},
+                {"memory_gb", "<= +2", MX_CRITERION_MAX_INCREASE, 2, "<= +2"},
+                {"pp2048_tps", ">= -100", MX_CRITERION_MAX_DECREASE, 100, ">= -100"},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+                _cleanup_free_ char *text = xasprintf(
+                        HEAD AXES BASE ",\n  \"features\": [{" F1 ", \"criteria\": [{\"metric\": \"%s\", "
+                                       "\"target\": \"%s\", \"baseline\": 29}]}]" TAIL,
+                        ok[i].metric, ok[i].target);
+                _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(text);
+                _cleanup_free_ char *shown = mx_criterion_target(&m->features[0].criteria[0]);
+
+                ASSERT_EQ(m->features[0].criteria[0].op, ok[i].op);
+                ASSERT_TRUE(m->features[0].criteria[0].value == ok[i].value);
+                ASSERT_TRUE(m->features[0].criteria[0].has_baseline);
+                ASSERT_TRUE(m->features[0].criteria[0].baseline == 29);
+                ASSERT_STREQ(shown, ok[i].shown);
+        }
+        ERROR_AT(CT("tg32_tps", ">= 10 %"), "\"target\": \"",
+                 "key 'features[0].criteria[0].target': '>= 10 %': a percentage is a change against the "
+                 "baseline: write it with its sign");
+        ERROR_AT(CT("tg32_tps", "<= +10 %"), "\"target\": \"",
+                 "'<= +10 %': tg32_tps is better higher, so a relative target reads >= + X %");
+        ERROR_AT(CT("tg32_tps", "~ 52"), "\"target\": \"", "'~ 52' is not a target");
+        ERROR_AT(CT("tg32_tps", ">= 52 tok/s"), "\"target\": \"", "'>= 52 tok/s' is not a target");
+        ERROR_AT(CT("memory_gb", "<= -2"), "\"target\": \"", "a change in units reads <= +X");
+        ERROR_AT(FEAT("{" F1
+                      ", \"criteria\": [{\"metric\": \"tg32_tps\", \"min\": 1, \"target\": \">= 2\"}]}"),
+                 "\"target\": \"",
+                 "key 'features[0].criteria[0].target': a criterion has exactly one comparison");
+        ERROR_AT(FEAT("{" F1
+                      ", \"criteria\": [{\"metric\": \"tg32_tps\", \"min\": 1, \"baseline\": \"29\"}]}"),
+                 "\"baseline\": \"29\"",
+                 "key 'features[0].criteria[0].baseline': expected a number, got a string");
+
+        /* Seed 000's hard constraints by default; the matrix's replace them, a feature's replace the
+         * matrix's. */
+        {
+                _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(FEAT("{" F1 ", " C1 "}"));
+                const struct mx_matrix_criterion *h;
+                size_t n;
+
+                h = mx_feature_hard(m, &m->features[0], &n);
+                ASSERT_EQ(n, 3);
+                ASSERT_STREQ(h[0].metric, "ttft_p50_ms");
+                ASSERT_EQ(h[0].op, MX_CRITERION_MAX_REGRESSION_PCT);
+                ASSERT_STREQ(h[1].metric, "memory_gb");
+                ASSERT_EQ(h[1].op, MX_CRITERION_MAX_INCREASE);
+                ASSERT_STREQ(h[2].metric, "crashes");
+                ASSERT_EQ(h[2].op, MX_CRITERION_MAX);
+        }
+        {
+                _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(
+                        HEAD AXES BASE
+                        ",\n  \"hard_constraints\": [{\"metric\": \"pp2048_tps\", \"min\": 4500}],\n"
+                        "  \"features\": [{" F1 ", " C1 "}, {\"name\": \"g\", \"priority\": 2, "
+                        "\"set\": {}, \"hypothesis\": \"h\", \"status\": \"blocked\", " C1
+                        ", \"hard_constraints\": []}]" TAIL);
+                size_t n;
+
+                ASSERT_STREQ(mx_feature_hard(m, &m->features[0], &n)[0].metric, "pp2048_tps");
+                ASSERT_EQ(n, 1);
+                mx_feature_hard(m, &m->features[1], &n);
+                ASSERT_EQ(n, 0);
+        }
+        ERROR_AT(FEAT("{" F1 ", " C1 ", \"hard_constraints\": [{\"metric\": \"crash\", \"max\": 0}]}"),
+                 "\"metric\": \"crash\"",
+                 "key 'features[0].hard_constraints[0].metric': unknown metric 'crash'");
+        ERROR_AT(HEAD AXES BASE ",\n  \"hard_constraints\": {}" TAIL, "\"hard_constraints\"",
+                 "key 'hard_constraints': expected an array, got an object");
+#undef CT
+}
+
+/* Gates between phases: each kind, of and its default, and the mistakes (criteria-load.c). */
+TEST(gates_syntax)
+{
+#define FG(n, prio, deps, gate)                                                                             \
+        "{\"name\": \"" n "\", \"priority\": " prio ", \"set\": {}, \"hypothesis\": \"h\", \"status\": "    \
+        "\"not-started\", " C1 ", \"depends_on\": " deps ", \"gate\": " gate "}"
+#define TWO(gate) FEAT(FG("p1", "1", "[]", "\"free text\"") ", " FG("p2", "2", "[\"p1\"]", gate))
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(FEAT(
+                FG("p1", "1", "[]",
+                   "\"P1 -> P2: for people\"") ", " FG("p2", "2", "[\"p1\"]",
+                                                       "[{\"kernels_verified\": true, \"note\": \"n\"}, "
+                                                       "{\"metric\": \"ttft_p50_ms\", \"op\": \"<\", "
+                                                       "\"value\": 1000}, {\"level\": \"L2\", \"of\": "
+                                                       "\"P1\"}]") ", " FG("p3", "3", "[\"p2\"]",
+                                                                           "[{\"speedup_vs\": \"p1\", "
+                                                                           "\"metric\": \"tg32_tps\", "
+                                                                           "\"min_percent\": 30}, {\"of\": "
+                                                                           "[\"p1\", "
+                                                                           "\"P2\"], \"metric\": "
+                                                                           "\"tg32_tps\", \"op\": \">=\", "
+                                                                           "\"value\": 40}]")));
+        const struct mx_matrix_feature *f2 = &m->features[1], *f3 = &m->features[2];
+
+        ASSERT_STREQ(m->features[0].gate, "P1 -> P2: for people");
+        ASSERT_EQ(m->features[0].n_gates, 0);
+        ASSERT_EQ(f2->n_gates, 3);
+        ASSERT_EQ(f2->gates[0].kind, MX_GATE_KERNELS_VERIFIED);
+        ASSERT_EQ(f2->gates[0].n_of, 1); /* depends_on by default */
+        ASSERT_EQ(f2->gates[0].of[0], 0);
+        ASSERT_STREQ(f2->gates[0].note, "n");
+        ASSERT_EQ(f2->gates[1].kind, MX_GATE_METRIC);
+        ASSERT_EQ(f2->gates[1].op, MX_GATE_OP_LT);
+        ASSERT_TRUE(f2->gates[1].value == 1000);
+        ASSERT_EQ(f2->gates[2].kind, MX_GATE_LEVEL);
+        ASSERT_STREQ(f2->gates[2].level, "L2");
+        ASSERT_EQ(f2->gates[2].of[0], 0); /* by id */
+        ASSERT_EQ(f3->gates[0].kind, MX_GATE_SPEEDUP);
+        ASSERT_EQ(f3->gates[0].vs, 0);
+        ASSERT_EQ(f3->gates[0].of[0], 1);
+        ASSERT_TRUE(f3->gates[0].value == 30);
+        ASSERT_EQ(f3->gates[1].n_of, 2);
+        ASSERT_EQ(f3->gates[1].of[1], 1);
+        {
+                _cleanup_free_ char *d = mx_gate_describe(m, &f3->gates[0]);
+
+                ASSERT_STREQ(d, "tg32_tps >= +30 % vs P1 (p1)");
+        }
+
+        ERROR_AT(
+                FEAT(FG("p1", "1", "[]", "[{\"level\": \"L2\"}]")), "{\"level\"",
+                "key 'features[0].gate[0]': a gate judges the runs of the features named by 'of', or of the "
+                "feature's depends_on; 'p1' has neither");
+        ERROR_AT(TWO("[{\"level\": \"L9\"}]"), "\"level\": \"L9\"",
+                 "key 'features[1].gate[0].level': unknown level 'L9'");
+        ERROR_AT(TWO("[{\"metric\": \"tg32_tps\", \"op\": \"=>\", \"value\": 40}]"), "\"op\": \"=>\"",
+                 "key 'features[1].gate[0].op': unknown op '=>' (<, <=, >, >=)");
+        ERROR_AT(TWO("[{\"metric\": \"tg32_tps\", \"op\": \">=\"}]"), "{\"metric\": \"tg32_tps\", \"op\"",
+                 "key 'features[1].gate[0]': missing required key 'value'");
+        ERROR_AT(TWO("[{\"metric\": \"tg32_tps\", \"op\": \">=\", \"value\": 40, \"level\": \"L2\"}]"),
+                 "\"metric\": \"tg32_tps\", \"op\": \">=\", \"value\": 40, \"level\"",
+                 "key 'features[1].gate[0].metric': 'metric' does not belong in a level gate");
+        ERROR_AT(TWO("[{\"level\": \"L2\", \"of\": \"p9\"}]"), "\"of\": \"p9\"",
+                 "key 'features[1].gate[0].of': no feature is named 'p9'");
+        ERROR_AT(TWO("[{\"level\": \"L2\", \"of\": [\"p1\", \"p2\"]}]"), "\"p1\", |\"p2\"",
+                 "key 'features[1].gate[0].of[1]': a gate holds its feature back until other features' runs "
+                 "pass it");
+        ERROR_AT(TWO("[{\"speedup_vs\": \"p1\", \"metric\": \"tg32_tps\", \"min_percent\": 30}]"),
+                 "\"speedup_vs\": \"p1\", \"metric",
+                 "key 'features[1].gate[0].speedup_vs': a feature's speedup is measured against another "
+                 "feature");
+        ERROR_AT(TWO("[{\"kernels_verified\": false}]"), "{\"kernels_verified\"",
+                 "key 'features[1].gate[0]': kernels_verified takes true");
+        ERROR_AT(TWO("[{\"of\": \"p1\"}]"), "{\"of\"", "key 'features[1].gate[0]': a gate needs one of");
+        ERROR_AT(TWO("[{\"level\": \"L2\", \"when\": 1}]"), "\"when\"",
+                 "key 'features[1].gate[0].when': unknown key 'when' in a gate");
+        ERROR_AT(TWO("[]"), "\"gate\": []",
+                 "key 'features[1].gate': expected a string (for people) or an array");
+#undef TWO
+#undef FG
 }
 
 #define CONS(x) HEAD AXES BASE ",\n  \"constraints\": {" x "}" TAIL
