@@ -37,3 +37,5 @@ int cmd_matrix(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_export(int argc, char **argv);
