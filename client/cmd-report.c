@@ -7,7 +7,7 @@
  */
 #include "client.h"
 #include "conn.h"
-#include "report.h"
+#include "mxreport.h"
 
 #include <unistd.h>
 

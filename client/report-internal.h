@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* What the report renderers share (report-util.c); see report.h. */
+/* What the report renderers share (report-util.c); see mxreport.h. */
 #pragma once
 
-#include "report.h"
+#include "mxreport.h"
 
 #include <inttypes.h>
 

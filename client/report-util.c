@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The report document and what the renderers share (report.h, report-internal.h). */
+/* The report document and what the renderers share (mxreport.h, report-internal.h). */
 #include "report-internal.h"
 #include "matrix-report.h"
 #include "matrix.h"
