@@ -82,8 +82,13 @@ static int fetch(int64_t job, json_t **ret)
                         break;
                 json_object_set(params, "after", json_object_get(res, "after"));
         }
-        *ret = json_pack("{s:O,s:O,s:O,s:O}", "report", json_object_get(res, "report"), "job",
-                         json_object_get(res, "job"), "matrix", json_object_get(res, "matrix"), "runs", runs);
+        {
+                _cleanup_json_ json_t *doc = json_pack("{s:O,s:O,s:O,s:O}", "report", json_object_get(res, "report"),
+                                                       "job", json_object_get(res, "job"), "matrix",
+                                                       json_object_get(res, "matrix"), "runs", runs);
+
+                *ret = report_doc_normalise(doc);
+        }
         json_decref(res);
         return MX_EXIT_OK;
 }

@@ -28,6 +28,11 @@ int report_doc_check(json_t *doc, char **reterr);
 int report_doc_load(const char *path, json_t **ret, char **reterr);
 /* The document's canonical text: sorted keys, 2-space indent, a final newline (export, report json). */
 char *report_doc_dump(json_t *doc);
+/*
+ * A copy with every object's keys in sorted order, as the canonical text reads back: renderers walk
+ * objects in their order, so the daemon's document and an exported one must agree on it.
+ */
+json_t *report_doc_normalise(json_t *doc);
 
 /* ---- renderers (each returns 0, or -errno with *reterr) ---- */
 

@@ -104,8 +104,18 @@ int report_doc_load(const char *path, json_t **ret, char **reterr)
                 *reterr = xasprintf("%s: %s", path, why);
                 return r;
         }
-        *ret = TAKE_PTR(doc);
+        *ret = report_doc_normalise(doc);
         return 0;
+}
+
+json_t *report_doc_normalise(json_t *doc)
+{
+        _cleanup_free_ char *text = report_doc_dump(doc);
+        json_t *copy = json_loads(text, 0, NULL);
+
+        if (!copy)
+                mx_die("a report document does not read back");
+        return copy;
 }
 
 char *report_doc_dump(json_t *doc)
