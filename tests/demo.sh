@@ -6,7 +6,10 @@
 # simulated GB10 vLLM in tests/sim, then submits feature=cutlass as a user
 # would and follows it. It shows every run's outcome with its L1 (smoke) and
 # L1.5 (kernel gate) verdicts, one crash in detail with its log evidence, and
-# checks that nothing the runs started is still running. Exit status 0 when the
+# checks that nothing the runs started is still running. It ends by writing the
+# seeds' documents for the sweep (mxmatrix report all: BENCHMARK_RESULTS.md,
+# FEATURE_MATRIX.md, the test log, JSON, CSV, JUnit) into build/demo-reports
+# (or $MX_DEMO_REPORTS) and prints where they are. Exit status 0 when the
 # sweep came out as the seeds predict.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,6 +54,15 @@ mx logs "$crash" | grep -E "Using '|backend=|illegal instruction|died unexpected
 echo
 echo "== mxmatrix status"
 mx status
+echo
+# The seeds' documents, written from the runs (kept after the demo, unlike its state directory).
+reports=${MX_DEMO_REPORTS:-$top/build/demo-reports}
+echo "== mxmatrix report all 1 -o $reports"
+rm -rf "$reports"
+mx report all 1 -o "$reports"
+echo
+echo "== Known Issues by Configuration, as the runs found them ($reports/FEATURE_MATRIX.md)"
+sed -n '/^## Known Issues by Configuration/,$p' "$reports/FEATURE_MATRIX.md" | grep -E '^### |^- \*\*(Issue|Observed)' | cut -c1-160
 
 kill "$daemon_pid"
 wait "$daemon_pid" || true
@@ -72,4 +84,5 @@ echo "nothing left running"
 want_pass=$(grep -c " pass " "$work/show" || true)
 want_xfail=$(grep -c " xfail:" "$work/show" || true)
 echo "runs passed: $want_pass, failed as expected (known issues): $want_xfail"
+echo "reports: $reports (BENCHMARK_RESULTS.md, FEATURE_MATRIX.md, TEST_LOGS/, report.json, report.csv, junit.xml)"
 [ "$want_pass" -ge 7 ] && [ "$want_xfail" -eq 5 ]
