@@ -78,14 +78,15 @@ static int fetch(int64_t job, json_t **ret)
                 r = client_call(c, "report", params, gather_runs, runs, &res, NULL);
                 if (r != MX_EXIT_OK)
                         return r;
-                if (!json_is_true(json_object_get(res, "more")) || !json_is_integer(json_object_get(res, "after")))
+                if (!json_is_true(json_object_get(res, "more")) ||
+                    !json_is_integer(json_object_get(res, "after")))
                         break;
                 json_object_set(params, "after", json_object_get(res, "after"));
         }
         {
-                _cleanup_json_ json_t *doc = json_pack("{s:O,s:O,s:O,s:O}", "report", json_object_get(res, "report"),
-                                                       "job", json_object_get(res, "job"), "matrix",
-                                                       json_object_get(res, "matrix"), "runs", runs);
+                _cleanup_json_ json_t *doc = json_pack(
+                        "{s:O,s:O,s:O,s:O}", "report", json_object_get(res, "report"), "job",
+                        json_object_get(res, "job"), "matrix", json_object_get(res, "matrix"), "runs", runs);
 
                 *ret = report_doc_normalise(doc);
         }
@@ -181,9 +182,9 @@ static int emit(json_t *doc, const struct report_kind *k, const char *feature, c
 int cmd_report(int argc, char **argv)
 {
         static const struct option opts[] = {
-                { "from", required_argument, NULL, 'f' },   { "feature", required_argument, NULL, 'F' },
-                { "output", required_argument, NULL, 'o' }, { "json", no_argument, NULL, 'j' },
-                { "help", no_argument, NULL, 'h' },         {},
+                {"from", required_argument, NULL, 'f'},   {"feature", required_argument, NULL, 'F'},
+                {"output", required_argument, NULL, 'o'}, {"json", no_argument, NULL, 'j'},
+                {"help", no_argument, NULL, 'h'},         {},
         };
         const char *from = NULL, *feature = NULL, *dir = NULL, *kind;
         _cleanup_json_ json_t *doc = NULL;
@@ -266,7 +267,8 @@ int cmd_report(int argc, char **argv)
         if (!streq(kind, "all")) {
                 k = report_kind_find(kind);
                 if (!k) {
-                        fprintf(stderr, "mxmatrix: report: unknown kind '%s' (mxmatrix report --help lists them)\n",
+                        fprintf(stderr,
+                                "mxmatrix: report: unknown kind '%s' (mxmatrix report --help lists them)\n",
                                 kind);
                         return MX_EXIT_USAGE;
                 }

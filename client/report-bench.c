@@ -47,14 +47,15 @@ static void yaml_kv(FILE *f, const char *indent, const char *key, const char *va
         fprintf(f, "%s%s: %s\n", indent, key, v);
 }
 
-/* The best run for a metric (higher or lower is better as the vocabulary says), among runs that measured it. */
+/* The best run for a metric (higher or lower is better as the vocabulary says), among runs that measured it.
+ */
 static json_t *best_run(json_t *doc, const char *metric, struct rep_num *ret)
 {
         const struct mx_metric_info *mi = mx_metric_lookup(metric);
         json_t *run, *best = NULL;
         size_t i;
 
-        *ret = (struct rep_num){ .n = -1, .why = "not measured" };
+        *ret = (struct rep_num){.n = -1, .why = "not measured"};
         json_array_foreach (rep_runs(doc), i, run) {
                 struct rep_num n;
 
@@ -74,10 +75,10 @@ static void current_best(FILE *f, json_t *doc, json_t *base)
         static const struct {
                 const char *metric, *label;
         } rows[] = {
-                { "tg32_tps", "tg32 (tok/s)" },
-                { "tg128_tps", "tg128 (tok/s)" },
-                { "pp2048_tps", "pp2048 (tok/s)" },
-                { "ttft_p50_ms", "TTFT p50 (ms)" },
+                {"tg32_tps", "tg32 (tok/s)"},
+                {"tg128_tps", "tg128 (tok/s)"},
+                {"pp2048_tps", "pp2048 (tok/s)"},
+                {"ttft_p50_ms", "TTFT p50 (ms)"},
         };
         struct rep_defs defs = {};
 
@@ -85,7 +86,7 @@ static void current_best(FILE *f, json_t *doc, json_t *base)
               "|--------|----------|------|--------|------|\n",
               f);
         for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
-                struct rep_num b = { .why = "not measured" }, best;
+                struct rep_num b = {.why = "not measured"}, best;
                 json_t *run = best_run(doc, rows[i].metric, &best);
                 _cleanup_free_ char *bc = NULL, *bestc = rep_num_cell(&best), *name = NULL, *date = NULL;
 
@@ -104,7 +105,8 @@ static void current_best(FILE *f, json_t *doc, json_t *base)
                 {
                         _cleanup_free_ char *mname = rep_md(name);
 
-                        fprintf(f, "| %s | %s | %s | %s | %s |\n", rows[i].label, bc, bestc, mname, date ?: "-");
+                        fprintf(f, "| %s | %s | %s | %s | %s |\n", rows[i].label, bc, bestc, mname,
+                                date ?: "-");
                 }
         }
         rep_defs_print(&defs, f);
@@ -116,7 +118,7 @@ static void vllm_config(FILE *f, json_t *doc, json_t *run)
 {
         json_t *spec = json_object_get(run, "spec"), *argv = json_object_get(spec, "argv"), *e;
         _cleanup_json_ json_t *flags = json_object();
-        static const char *const skip[] = { "host", "port", "served_model_name", NULL };
+        static const char *const skip[] = {"host", "port", "served_model_name", NULL};
         const char *k;
         json_t *v;
         size_t i, n = json_array_size(argv);
@@ -150,10 +152,15 @@ static void vllm_config(FILE *f, json_t *doc, json_t *run)
         fputs("### vLLM Configuration\n```yaml\n", f);
         {
                 /* the seed's keys first, in its order; then the other flags, sorted */
-                static const char *const order[] = { "quantization",       "tensor_parallel_size", "max_model_len",
-                                                     "max_num_seqs",       "max_num_batched_tokens",
-                                                     "enforce_eager",      "enable_prefix_caching",
-                                                     "load_format",        NULL };
+                static const char *const order[] = {"quantization",
+                                                    "tensor_parallel_size",
+                                                    "max_model_len",
+                                                    "max_num_seqs",
+                                                    "max_num_batched_tokens",
+                                                    "enforce_eager",
+                                                    "enable_prefix_caching",
+                                                    "load_format",
+                                                    NULL};
                 _cleanup_json_ json_t *rest = json_deep_copy(flags);
                 const char **keys;
                 size_t nk = 0;
@@ -163,13 +170,15 @@ static void vllm_config(FILE *f, json_t *doc, json_t *run)
                         json_object_del(rest, order[o]);
                         if (json_is_boolean(v))
                                 fprintf(f, "%s: %s%s\n", order[o], json_is_true(v) ? "true" : "false",
-                                        streq(order[o], "enforce_eager") ? (json_is_true(v) ? "  # CUDA graphs disabled"
-                                                                                            : "  # CUDA graphs enabled")
-                                                                         : "");
+                                        streq(order[o], "enforce_eager")
+                                                ? (json_is_true(v) ? "  # CUDA graphs disabled"
+                                                                   : "  # CUDA graphs enabled")
+                                                : "");
                         else
                                 yaml_kv(f, "", order[o], json_string_value(v) ?: "<not set>");
                 }
-                yaml_kv(f, "", "served_model", json_string_value(json_object_get(spec, "model")) ?: "<not set>");
+                yaml_kv(f, "", "served_model",
+                        json_string_value(json_object_get(spec, "model")) ?: "<not set>");
                 keys = xcalloc(json_object_size(rest) + 1, sizeof(*keys));
                 json_object_foreach (rest, k, v)
                         keys[nk++] = k;
@@ -205,15 +214,17 @@ static void workload(FILE *f, json_t *run)
 {
         json_t *l4 = json_object_get(rep_level(rep_attempt(run), "L4"), "metrics");
         json_t *cfg = json_object_get(l4, "config"), *tg = json_object_get(cfg, "tg"), *x;
-        const char *why = run ? (l4 ? NULL : "\"<not measured: no L4 level ran>\"") : "\"<not measured: no baseline run>\"";
-        static const char *const unrecorded[] = { "temperature", "top_p", "top_k", "seed", NULL };
+        const char *why = run ? (l4 ? NULL : "\"<not measured: no L4 level ran>\"")
+                              : "\"<not measured: no baseline run>\"";
+        static const char *const unrecorded[] = {"temperature", "top_p", "top_k", "seed", NULL};
         size_t i;
 
         fputs("### Workload Parameters\n```yaml\n", f);
         if (why) {
-                static const char *const keys[] = { "prompt_length", "output_lengths", "batch_size", "concurrency",
-                                                    "temperature",   "top_p",          "top_k",      "seed",
-                                                    "tokenizer",     "warmup_requests", "test_requests", NULL };
+                static const char *const keys[] = {"prompt_length",   "output_lengths", "batch_size",
+                                                   "concurrency",     "temperature",    "top_p",
+                                                   "top_k",           "seed",           "tokenizer",
+                                                   "warmup_requests", "test_requests",  NULL};
 
                 for (i = 0; keys[i]; i++)
                         fprintf(f, "%s: %s\n", keys[i], why);
@@ -226,8 +237,10 @@ static void workload(FILE *f, json_t *run)
         json_array_foreach (tg, i, x)
                 fprintf(f, "%s%" JSON_INTEGER_FORMAT, i ? ", " : "", json_integer_value(x));
         fputs("]\n", f);
-        fprintf(f, "batch_size: %" JSON_INTEGER_FORMAT "\n", json_integer_value(json_object_get(cfg, "concurrency")));
-        fprintf(f, "concurrency: %" JSON_INTEGER_FORMAT "\n", json_integer_value(json_object_get(cfg, "concurrency")));
+        fprintf(f, "batch_size: %" JSON_INTEGER_FORMAT "\n",
+                json_integer_value(json_object_get(cfg, "concurrency")));
+        fprintf(f, "concurrency: %" JSON_INTEGER_FORMAT "\n",
+                json_integer_value(json_object_get(cfg, "concurrency")));
         for (i = 0; unrecorded[i]; i++) {
                 json_t *v = json_object_get(cfg, unrecorded[i]);
 
@@ -236,10 +249,15 @@ static void workload(FILE *f, json_t *run)
                 else
                         fprintf(f, "%s: \"<not recorded: the server's default>\"\n", unrecorded[i]);
         }
-        yaml_kv(f, "", "tokenizer",
-                json_string_value(json_object_get(l4, "model"))
-                        ?: json_string_value(json_object_get(json_object_get(run, "spec"), "model")) ?: "<unknown>");
-        fprintf(f, "warmup_requests: %" JSON_INTEGER_FORMAT "\n", json_integer_value(json_object_get(cfg, "warmup")));
+        {
+                const char *model = json_string_value(json_object_get(l4, "model"));
+
+                if (!model)
+                        model = json_string_value(json_object_get(json_object_get(run, "spec"), "model"));
+                yaml_kv(f, "", "tokenizer", model ?: "<unknown>");
+        }
+        fprintf(f, "warmup_requests: %" JSON_INTEGER_FORMAT "\n",
+                json_integer_value(json_object_get(cfg, "warmup")));
         fprintf(f, "test_requests: %" JSON_INTEGER_FORMAT "  # batches per test\n",
                 json_integer_value(json_object_get(cfg, "runs")));
         fputs("```\n\n", f);
@@ -247,9 +265,10 @@ static void workload(FILE *f, json_t *run)
 
 static void results(FILE *f, json_t *run)
 {
-        static const char *const thr[] = { "pp2048_tps", "tg32_tps", "tg128_tps", NULL };
-        static const char *const lat[] = { "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms",
-                                           "itl_p50_ms",  "itl_p99_ms",  "e2e_p50_ms",  "e2e_p99_ms", NULL };
+        static const char *const thr[] = {"pp2048_tps", "tg32_tps", "tg128_tps", NULL};
+        static const char *const lat[] = {"ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
+                                          "tpot_p99_ms", "itl_p50_ms",  "itl_p99_ms",
+                                          "e2e_p50_ms",  "e2e_p99_ms",  NULL};
         json_t *l4 = json_object_get(rep_level(rep_attempt(run), "L4"), "metrics");
         struct rep_defs defs = {};
 
@@ -264,7 +283,8 @@ static void results(FILE *f, json_t *run)
         fputs("\nresource:\n", f);
         yaml_num(f, "  ", "gpu_memory_peak_gb", run, "memory_gb", &defs);
         if (json_is_number(json_object_get(l4, "cpu_usage_percent")))
-                fprintf(f, "  cpu_usage_percent: %.1f\n", json_number_value(json_object_get(l4, "cpu_usage_percent")));
+                fprintf(f, "  cpu_usage_percent: %.1f\n",
+                        json_number_value(json_object_get(l4, "cpu_usage_percent")));
         else
                 fputs("  cpu_usage_percent: \"<not measured>\"\n", f);
         fputs("```\n", f);
@@ -275,7 +295,9 @@ static void results(FILE *f, json_t *run)
 
 static void kernel_validation(FILE *f, json_t *run)
 {
-        json_t *spec = json_object_get(run, "spec"), *ms = json_object_get(json_object_get(json_object_get(spec, "expect"), "kernels"), "must_see");
+        json_t *spec = json_object_get(run, "spec"),
+               *ms = json_object_get(json_object_get(json_object_get(spec, "expect"), "kernels"),
+                                     "must_see");
         json_t *l15 = rep_level(rep_attempt(run), "L1.5"), *obs, *e, *alt;
         const char *v = json_string_value(json_object_get(l15, "verdict"));
         size_t i, k, n = 0;
@@ -303,7 +325,8 @@ static void kernel_validation(FILE *f, json_t *run)
         fputs("observed_kernels:", f);
         json_array_foreach (obs, i, e)
                 if (json_is_string(json_object_get(e, "subject"))) {
-                        _cleanup_free_ char *s = mx_meta_yaml_scalar(json_string_value(json_object_get(e, "subject")));
+                        _cleanup_free_ char *s =
+                                mx_meta_yaml_scalar(json_string_value(json_object_get(e, "subject")));
 
                         fprintf(f, "\n  - %s", s);
                         n++;
@@ -311,11 +334,11 @@ static void kernel_validation(FILE *f, json_t *run)
         if (n == 0)
                 fputs(l15 ? " []" : " \"<pending: no L1.5 level ran>\"", f);
         fprintf(f, "\nvalidation: %s\n```\n\n",
-                !v                      ? "PENDING"
-                : streq(v, "pass")      ? "PASS"
-                : streq(v, "fail")      ? "FAIL"
-                : streq(v, "invalid")   ? "INVALID"
-                                        : "SKIPPED");
+                !v                    ? "PENDING"
+                : streq(v, "pass")    ? "PASS"
+                : streq(v, "fail")    ? "FAIL"
+                : streq(v, "invalid") ? "INVALID"
+                                      : "SKIPPED");
 }
 
 static void baseline_section(FILE *f, json_t *doc, json_t *base)
@@ -328,7 +351,9 @@ static void baseline_section(FILE *f, json_t *doc, json_t *base)
         if (base) {
                 _cleanup_free_ char *when = rep_datetime(json_object_get(a, "finished_at"));
 
-                fprintf(f, "**Status**: %s (r%" JSON_INTEGER_FORMAT ", attempt %" JSON_INTEGER_FORMAT ", %s UTC)\n\n",
+                fprintf(f,
+                        "**Status**: %s (r%" JSON_INTEGER_FORMAT ", attempt %" JSON_INTEGER_FORMAT
+                        ", %s UTC)\n\n",
                         rep_result(base), json_integer_value(json_object_get(base, "id")),
                         json_integer_value(json_object_get(a, "n")), when);
         } else
@@ -339,9 +364,16 @@ static void baseline_section(FILE *f, json_t *doc, json_t *base)
 
                 fputs(y, f);
         } else {
-                static const char *const keys[] = { "date",           "git_sha_vllm",   "git_sha_flashinfer",
-                                                    "docker_image_hash", "cuda_version", "driver_version",
-                                                    "cudnn_version",  "gpu_clocks",     "gpu_power_mode", NULL };
+                static const char *const keys[] = {"date",
+                                                   "git_sha_vllm",
+                                                   "git_sha_flashinfer",
+                                                   "docker_image_hash",
+                                                   "cuda_version",
+                                                   "driver_version",
+                                                   "cudnn_version",
+                                                   "gpu_clocks",
+                                                   "gpu_power_mode",
+                                                   NULL};
 
                 for (size_t i = 0; keys[i]; i++)
                         fprintf(f, "%s: \"<not recorded: no metadata for this attempt>\"\n", keys[i]);
@@ -374,10 +406,11 @@ static void comparison(FILE *f, json_t *doc)
                         _cleanup_free_ char *n = rep_config_name(doc, run);
 
                         name = failed ? xasprintf("%s (r%" JSON_INTEGER_FORMAT ", %s: %s)", n,
-                                                  json_integer_value(json_object_get(run, "id")), rep_result(run),
-                                                  fail.klass)
+                                                  json_integer_value(json_object_get(run, "id")),
+                                                  rep_result(run), fail.klass)
                                       : xasprintf("%s (r%" JSON_INTEGER_FORMAT ", %s)", n,
-                                                  json_integer_value(json_object_get(run, "id")), rep_result(run));
+                                                  json_integer_value(json_object_get(run, "id")),
+                                                  rep_result(run));
                 }
                 rep_failure_done(&fail);
                 cell = rep_md(name);
@@ -432,9 +465,11 @@ static void reference(FILE *f, json_t *doc)
                         _cleanup_free_ char *val = NULL;
                         bool bold = json_is_true(json_object_get(row, "best"));
 
-                        mx_buf_printf(&b, "%s%.2f", bold ? "**" : "", json_number_value(json_object_get(row, "value")));
+                        mx_buf_printf(&b, "%s%.2f", bold ? "**" : "",
+                                      json_number_value(json_object_get(row, "value")));
                         if (json_is_number(json_object_get(row, "error")))
-                                mx_buf_printf(&b, " ± %.2f", json_number_value(json_object_get(row, "error")));
+                                mx_buf_printf(&b, " ± %.2f",
+                                              json_number_value(json_object_get(row, "error")));
                         if (json_is_string(json_object_get(row, "unit")))
                                 mx_buf_printf(&b, " %s", json_string_value(json_object_get(row, "unit")));
                         if (bold)
@@ -473,8 +508,9 @@ static void run_logs(FILE *f, json_t *doc)
                 rep_defs_add(&defs, "tg32_tps", &n);
                 tg = rep_num_cell(&n);
                 name = xstrdup(json_string_value(json_object_get(run, "config_key")));
-                notes = failed ? xasprintf("%s (%s): %s; attempt %" JSON_INTEGER_FORMAT "; log %s", rep_result(run),
-                                           fail.klass, fail.text, json_integer_value(json_object_get(a, "n")),
+                notes = failed ? xasprintf("%s (%s): %s; attempt %" JSON_INTEGER_FORMAT "; log %s",
+                                           rep_result(run), fail.klass, fail.text,
+                                           json_integer_value(json_object_get(a, "n")),
                                            strna(json_string_value(json_object_get(a, "log"))))
                                : xasprintf("%s; attempt %" JSON_INTEGER_FORMAT "; log %s", rep_result(run),
                                            json_integer_value(json_object_get(a, "n")),
@@ -503,10 +539,12 @@ int report_benchmark_results(json_t *doc, FILE *f, char **reterr)
                 " (feature %s, strategy %s, submitted %s UTC, %zu runs), matrix `%s`.\n",
                 json_integer_value(json_object_get(job, "id")),
                 json_string_value(json_object_get(job, "feature")) ?: "(pins only)",
-                strna(json_string_value(json_object_get(job, "strategy"))), when, json_array_size(rep_runs(doc)),
-                strna(json_string_value(json_object_get(m, "path"))));
+                strna(json_string_value(json_object_get(job, "strategy"))), when,
+                json_array_size(rep_runs(doc)), strna(json_string_value(json_object_get(m, "path"))));
         if (json_is_false(json_object_get(m, "current")))
-                fputs("The matrix file changed after the job was planned: its declarations below are today's.\n", f);
+                fputs("The matrix file changed after the job was planned: its declarations below are "
+                      "today's.\n",
+                      f);
         fputs("\n---\n\n", f);
         current_best(f, doc, base);
         fputs("\n---\n\n", f);
@@ -517,11 +555,12 @@ int report_benchmark_results(json_t *doc, FILE *f, char **reterr)
         reference(f, doc);
         fputs("---\n\n", f);
         run_logs(f, doc);
-        fprintf(f, "\n---\n\n## How to Run Benchmarks\n\n```bash\n"
-                   "# Queue the feature's runs with the benchmark level\n"
-                   "mxmatrix submit feature=%s levels=L1-L4\n\n"
-                   "# Follow them, then write this file\n"
-                   "mxmatrix follow JOB\nmxmatrix report benchmark-results JOB -o docs\n```\n",
+        fprintf(f,
+                "\n---\n\n## How to Run Benchmarks\n\n```bash\n"
+                "# Queue the feature's runs with the benchmark level\n"
+                "mxmatrix submit feature=%s levels=L1-L4\n\n"
+                "# Follow them, then write this file\n"
+                "mxmatrix follow JOB\nmxmatrix report benchmark-results JOB -o docs\n```\n",
                 json_string_value(json_object_get(job, "feature")) ?: "X");
         return 0;
 }

@@ -41,7 +41,8 @@ static bool run_has_feature(json_t *doc, json_t *run, json_t *feature)
                 return false;
         json_object_foreach (set, k, v) {
                 json_t *val = value_of(doc, k, json_string_value(v));
-                const char *want = val ? json_string_value(json_object_get(val, "name")) : json_string_value(v);
+                const char *want =
+                        val ? json_string_value(json_object_get(val, "name")) : json_string_value(v);
 
                 if (!streq_ptr(json_string_value(json_object_get(json_object_get(run, "config"), k)), want))
                         return false;
@@ -54,7 +55,7 @@ static const char *declared_symbol(const char *status)
         return streq_ptr(status, "completed")     ? "✅"
                : streq_ptr(status, "in-progress") ? "🔄"
                : streq_ptr(status, "blocked")     ? "❌"
-                                                   : "⏳";
+                                                  : "⏳";
 }
 
 static char *feature_status(json_t *doc, json_t *feature)
@@ -77,8 +78,9 @@ static char *feature_status(json_t *doc, json_t *feature)
                 else if (!streq(res, "cancelled"))
                         failed++;
                 /* the feature alone on the baseline, as the plan's L1-on run */
-                if (!alone && startswith(json_string_value(json_array_get(json_object_get(run, "reasons"), 0)) ?: "",
-                                         "L1-on"))
+                if (!alone &&
+                    startswith(json_string_value(json_array_get(json_object_get(run, "reasons"), 0)) ?: "",
+                               "L1-on"))
                         alone = run;
         }
         if (!alone) /* the feature alone on the baseline: the run named after it */
@@ -95,10 +97,11 @@ static char *feature_status(json_t *doc, json_t *feature)
                 return xasprintf("⏳ Not tested in this job (declared %s %s)", declared_symbol(declared),
                                  strna(declared));
         if (alone && rep_run_failure(alone, &fail))
-                out = xasprintf("❌ Failing alone: r%" JSON_INTEGER_FORMAT " %s (%s); %u of %u runs with it pass "
+                out = xasprintf("❌ Failing alone: r%" JSON_INTEGER_FORMAT
+                                " %s (%s); %u of %u runs with it pass "
                                 "(declared %s %s)",
-                                json_integer_value(json_object_get(alone, "id")), rep_result(alone), fail.klass, pass, n,
-                                declared_symbol(declared), strna(declared));
+                                json_integer_value(json_object_get(alone, "id")), rep_result(alone),
+                                fail.klass, pass, n, declared_symbol(declared), strna(declared));
         else if (pass == 0)
                 out = xasprintf("❌ Failing: %u of %u runs with it fail (declared %s %s)", failed, n,
                                 declared_symbol(declared), strna(declared));
@@ -107,15 +110,18 @@ static char *feature_status(json_t *doc, json_t *feature)
                                 declared_symbol(declared), strna(declared));
         else
                 out = xasprintf("🔄 Passing%s; %u of %u runs with it pass, %u fail (declared %s %s)",
-                                alone ? " alone" : "", pass, n, failed, declared_symbol(declared), strna(declared));
+                                alone ? " alone" : "", pass, n, failed, declared_symbol(declared),
+                                strna(declared));
         rep_failure_done(&fail);
         return out;
 }
 
-/* "`VAR=value`" for what the feature sets, "vLLM flags (`--x`)" when it sets flags only, "-" when nothing. */
+/* "`VAR=value`" for what the feature sets, "vLLM flags (`--x`)" when it sets flags only, "-" when nothing.
+ */
 static void feature_env(json_t *doc, json_t *feature, char **ret_env, char **ret_default)
 {
-        json_t *set = json_object_get(feature, "set"), *v, *base = json_object_get(rep_matrix(doc), "baseline");
+        json_t *set = json_object_get(feature, "set"), *v,
+               *base = json_object_get(rep_matrix(doc), "baseline");
         struct mx_buf env = MX_BUF_INIT, def = MX_BUF_INIT;
         const char *k;
 
@@ -168,7 +174,8 @@ static void status_overview(FILE *f, json_t *doc)
         if (json_array_size(json_object_get(rep_matrix(doc), "features")) == 0)
                 fputs("| (the matrix declares no features) | - | - | - | - |\n", f);
         fputs("\n**Legend**: ✅ Passing | 🔄 In Progress | ⏳ Pending | ❌ Blocked | 🚫 Not Pursuing. "
-              "Status from this job's runs that hold the feature's values; the declared status is the matrix "
+              "Status from this job's runs that hold the feature's values; the declared status is the "
+              "matrix "
               "file's.\n",
               f);
 }
@@ -201,16 +208,18 @@ static void combinations(FILE *f, json_t *doc)
                 struct rep_failure fail;
                 const char *res = rep_result(run);
                 bool failed = rep_run_failure(run, &fail);
-                _cleanup_free_ char *id = rep_is_baseline(doc, run)
-                                                  ? xasprintf("B1 (r%" JSON_INTEGER_FORMAT ")",
-                                                              json_integer_value(json_object_get(run, "id")))
-                                                  : xasprintf("C%u (r%" JSON_INTEGER_FORMAT ")", ++c,
-                                                              json_integer_value(json_object_get(run, "id")));
+                _cleanup_free_ char *id =
+                        rep_is_baseline(doc, run)
+                                ? xasprintf("B1 (r%" JSON_INTEGER_FORMAT ")",
+                                            json_integer_value(json_object_get(run, "id")))
+                                : xasprintf("C%u (r%" JSON_INTEGER_FORMAT ")", ++c,
+                                            json_integer_value(json_object_get(run, "id")));
 
                 fprintf(f, "| %s |", id);
                 json_array_foreach (axes, k, a) {
                         const char *v = json_string_value(
-                                json_object_get(json_object_get(run, "config"), json_string_value(json_object_get(a, "name"))));
+                                json_object_get(json_object_get(run, "config"),
+                                                json_string_value(json_object_get(a, "name"))));
 
                         fprintf(f, " %s |", v ?: "-");
                 }
@@ -218,7 +227,10 @@ static void combinations(FILE *f, json_t *doc)
                         fprintf(f, " %s %s: %s |\n", streq(res, "xfail") ? "❌" : "💥", res, fail.klass);
                 else
                         fprintf(f, " %s %s |\n",
-                                streq(res, "pass") ? "✅" : streq(res, "xpass") ? "⚠️" : "⏳", res);
+                                streq(res, "pass")    ? "✅"
+                                : streq(res, "xpass") ? "⚠️"
+                                                      : "⏳",
+                                res);
                 rep_failure_done(&fail);
         }
 }
@@ -254,10 +266,12 @@ static int declared_index(json_t *doc, json_t *run)
         return -1;
 }
 
-/* The axis=value pairs that every run of a group has and the baseline has not: what the failure goes with. */
+/* The axis=value pairs that every run of a group has and the baseline has not: what the failure goes with.
+ */
 static char *common_diff(json_t *doc, json_t *runs)
 {
-        json_t *first = json_array_get(runs, 0), *base = json_object_get(rep_matrix(doc), "baseline"), *v, *r;
+        json_t *first = json_array_get(runs, 0), *base = json_object_get(rep_matrix(doc), "baseline"), *v,
+               *r;
         struct mx_buf b = MX_BUF_INIT;
         const char *k;
         size_t i;
@@ -275,7 +289,8 @@ static char *common_diff(json_t *doc, json_t *runs)
                 all = true;
                 json_array_foreach (runs, i, r)
                         all = all && json_is_string(json_object_get(json_object_get(r, "config"), k)) &&
-                              !json_equal(json_object_get(json_object_get(r, "config"), k), json_object_get(base, k));
+                              !json_equal(json_object_get(json_object_get(r, "config"), k),
+                                          json_object_get(base, k));
                 if (all && json_array_size(runs) > 1) {
                         _cleanup_json_ json_t *vals = json_array();
                         size_t q;
@@ -296,7 +311,8 @@ static char *common_diff(json_t *doc, json_t *runs)
                         mx_buf_putc(&b, '}');
                 }
         }
-        return b.len ? mx_buf_steal(&b) : (mx_buf_free(&b), xstrdup("(no value in common beyond the baseline)"));
+        return b.len ? mx_buf_steal(&b)
+                     : (mx_buf_free(&b), xstrdup("(no value in common beyond the baseline)"));
 }
 
 static void known_issues(FILE *f, json_t *doc)
@@ -308,7 +324,8 @@ static void known_issues(FILE *f, json_t *doc)
         const char *key;
         json_t *g;
 
-        fputs("## Known Issues by Configuration\n\nObserved in this job's runs (crash class and log evidence from "
+        fputs("## Known Issues by Configuration\n\nObserved in this job's runs (crash class and log "
+              "evidence from "
               "the runs), beside the matrix's declarations.\n\n",
               f);
         /* group the failing runs by (failure class, declaration) in plan order */
@@ -325,8 +342,8 @@ static void known_issues(FILE *f, json_t *doc)
                 gk = xasprintf("%s\x1f%d", fail.klass, d);
                 g = json_object_get(groups, gk);
                 if (!g) {
-                        g = json_pack("{s:s,s:i,s:s,s:[]}", "class", fail.klass, "declared", d, "evidence", fail.text,
-                                      "runs");
+                        g = json_pack("{s:s,s:i,s:s,s:[]}", "class", fail.klass, "declared", d, "evidence",
+                                      fail.text, "runs");
                         json_object_set_new(groups, gk, g);
                         json_array_append_new(order, json_string(gk));
                 }
@@ -344,7 +361,9 @@ static void known_issues(FILE *f, json_t *doc)
                 g = json_object_get(groups, key);
                 runs = json_object_get(g, "runs");
                 d = (int)json_integer_value(json_object_get(g, "declared"));
-                reason = d >= 0 ? json_string_value(json_object_get(json_array_get(kis, (size_t)d), "reason")) : NULL;
+                reason =
+                        d >= 0 ? json_string_value(json_object_get(json_array_get(kis, (size_t)d), "reason"))
+                               : NULL;
                 with = common_diff(doc, runs);
                 fprintf(f, "### %s\n\n", with);
                 ev = rep_md(json_string_value(json_object_get(g, "evidence")));
@@ -354,7 +373,8 @@ static void known_issues(FILE *f, json_t *doc)
                         _cleanup_free_ char *diff = rep_config_diff(doc, r);
 
                         fprintf(f, "%s r%" JSON_INTEGER_FORMAT " (%s, %s)", k ? "," : "",
-                                json_integer_value(json_object_get(r, "id")), rep_result(r), *diff ? diff : "baseline");
+                                json_integer_value(json_object_get(r, "id")), rep_result(r),
+                                *diff ? diff : "baseline");
                 }
                 fputc('\n', f);
                 if (reason) {
@@ -364,11 +384,12 @@ static void known_issues(FILE *f, json_t *doc)
                                 strna(json_string_value(json_object_get(e, "text"))),
                                 strna(json_string_value(json_object_get(e, "expect"))), reason);
                 } else
-                        fputs("- **Declared**: no: not a known issue of the matrix file (a new failure)\n", f);
+                        fputs("- **Declared**: no: not a known issue of the matrix file (a new failure)\n",
+                              f);
                 wa = workaround_of(reason);
                 fprintf(f, "- **Workaround**: %s\n", wa ?: "-");
-                fprintf(f, "- **Status**: Open (reproduced in this job: %zu run%s)\n\n", json_array_size(runs),
-                        json_array_size(runs) == 1 ? "" : "s");
+                fprintf(f, "- **Status**: Open (reproduced in this job: %zu run%s)\n\n",
+                        json_array_size(runs), json_array_size(runs) == 1 ? "" : "s");
         }
         if (json_array_size(order) == 0)
                 fputs("No run of this job failed.\n\n", f);
@@ -400,7 +421,9 @@ int report_feature_matrix(json_t *doc, FILE *f, char **reterr)
         _cleanup_free_ char *when = rep_datetime(json_object_get(job, "submitted_at"));
 
         (void)reterr;
-        fprintf(f, "# %s Feature Matrix\n\nStatus and configuration for each feature in the optimization work.\n\n",
+        fprintf(f,
+                "# %s Feature Matrix\n\nStatus and configuration for each feature in the optimization "
+                "work.\n\n",
                 json_string_value(json_object_get(m, "name")) ?: "mxmatrix");
         fprintf(f,
                 "Written by `mxmatrix report feature-matrix` from job %" JSON_INTEGER_FORMAT
@@ -409,7 +432,9 @@ int report_feature_matrix(json_t *doc, FILE *f, char **reterr)
                 json_string_value(json_object_get(job, "feature")) ?: "(pins only)", when,
                 json_array_size(rep_runs(doc)), strna(json_string_value(json_object_get(m, "path"))));
         if (json_is_false(json_object_get(m, "current")))
-                fputs("The matrix file changed after the job was planned: its declarations below are today's.\n", f);
+                fputs("The matrix file changed after the job was planned: its declarations below are "
+                      "today's.\n",
+                      f);
         fputs("\n---\n\n", f);
         status_overview(f, doc);
         fputs("\n---\n\n", f);

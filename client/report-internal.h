@@ -48,8 +48,8 @@ char *rep_config_diff(json_t *doc, json_t *run);
 /* A name for people: "Baseline (kernel=marlin)", a feature's title when it sets exactly the difference,
  * else "+ axis=value, ...". */
 char *rep_config_name(json_t *doc, json_t *run);
-/* A matrix feature by name, or (name NULL) the job's feature word resolved: a feature's name, or an axis value,
- * alias or axis=value that exactly one feature sets. NULL when none. */
+/* A matrix feature by name, or (name NULL) the job's feature word resolved: a feature's name, or an axis
+ * value, alias or axis=value that exactly one feature sets. NULL when none. */
 json_t *rep_feature(json_t *doc, const char *name);
 
 /* Definitions printed under a table: each metric once, sorted. */
@@ -68,7 +68,8 @@ struct rep_col {
 extern const struct rep_col rep_bench_cols[]; /* tg32, tg128, pp2048, TTFT p50, TTFT p99, Memory */
 extern const size_t rep_n_bench_cols;
 
-/* An observed failure of a run: its class (crash class, else "timeout", "level L2 failed", ...) and evidence. */
+/* An observed failure of a run: its class (crash class, else "timeout", "level L2 failed", ...) and
+ * evidence. */
 struct rep_failure {
         const char *klass; /* borrowed */
         char *text;        /* owned: one line, the first piece of evidence */

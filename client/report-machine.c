@@ -109,8 +109,7 @@ static void csv_flatten(struct csv_ctx *c, json_t *o, const char *path)
                                 free(val);
                                 val = xasprintf("%.17g", json_real_value(v));
                         }
-                }
-                else if (json_is_boolean(v))
+                } else if (json_is_boolean(v))
                         val = xstrdup(json_is_true(v) ? "true" : "false");
                 if (val)
                         csv_row(c, p, val);
@@ -127,16 +126,20 @@ int report_csv(json_t *doc, FILE *f, char **reterr)
         fputs("job,run,seq,config_key,result,attempt,level,verdict,metric,value,n,definition\r\n", f);
         json_array_foreach (rep_runs(doc), i, run) {
                 json_t *a = rep_attempt(run), *l;
-                struct csv_ctx c = { .f = f, .run = run };
+                struct csv_ctx c = {.f = f, .run = run};
                 size_t k;
 
-                c.prefix[0] = xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(rep_job(doc), "id")));
-                c.prefix[1] = xasprintf("r%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(run, "id")));
-                c.prefix[2] = xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(run, "seq")));
+                c.prefix[0] = xasprintf("%" JSON_INTEGER_FORMAT,
+                                        json_integer_value(json_object_get(rep_job(doc), "id")));
+                c.prefix[1] =
+                        xasprintf("r%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(run, "id")));
+                c.prefix[2] =
+                        xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(run, "seq")));
                 c.prefix[3] = xstrdup(json_string_value(json_object_get(run, "config_key")));
                 c.prefix[4] = xstrdup(rep_result(run));
-                c.prefix[5] = a ? xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(a, "n")))
-                                : xstrdup("");
+                c.prefix[5] =
+                        a ? xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(a, "n")))
+                          : xstrdup("");
                 json_array_foreach (json_object_get(a, "levels"), k, l) {
                         unsigned before = c.rows;
 
@@ -205,9 +208,11 @@ struct junit_case {
 
 static void junit_case(FILE *f, json_t *run, const struct junit_case *c)
 {
-        fprintf(f, "    <testcase classname=\"mxmatrix.job%" JSON_INTEGER_FORMAT ".r%" JSON_INTEGER_FORMAT
-                   "\" name=\"",
-                json_integer_value(json_object_get(run, "job")), json_integer_value(json_object_get(run, "id")));
+        fprintf(f,
+                "    <testcase classname=\"mxmatrix.job%" JSON_INTEGER_FORMAT ".r%" JSON_INTEGER_FORMAT
+                "\" name=\"",
+                json_integer_value(json_object_get(run, "job")),
+                json_integer_value(json_object_get(run, "id")));
         xml_text(f, c->name);
         fprintf(f, "\" time=\"%.3f\"", c->time);
         if (!c->kind) {
@@ -232,7 +237,8 @@ static void junit_case(FILE *f, json_t *run, const struct junit_case *c)
         fputs("    </testcase>\n", f);
 }
 
-/* The testcases of one run: one per level, a "run" case when it recorded no level, "expectation" for xpass. */
+/* The testcases of one run: one per level, a "run" case when it recorded no level, "expectation" for xpass.
+ */
 static void junit_run(FILE *f, json_t *doc, json_t *run, unsigned counts[4])
 {
         json_t *a = rep_attempt(run), *l;
@@ -256,7 +262,8 @@ static void junit_run(FILE *f, json_t *doc, json_t *run, unsigned counts[4])
                 };
 
                 counts[0]++;
-                if (streq_ptr(v, "skipped") || (xfail && (streq_ptr(v, "fail") || streq_ptr(v, "invalid")))) {
+                if (streq_ptr(v, "skipped") ||
+                    (xfail && (streq_ptr(v, "fail") || streq_ptr(v, "invalid")))) {
                         c.kind = "skipped";
                         c.message = xfail && !streq_ptr(v, "skipped") ? expect : msg ?: "skipped";
                         c.body = xfail ? fail.text : NULL;
@@ -271,7 +278,7 @@ static void junit_run(FILE *f, json_t *doc, json_t *run, unsigned counts[4])
                 junit_case(f, run, &c);
         }
         if (json_array_size(json_object_get(a, "levels")) == 0) {
-                struct junit_case c = { .name = "run" };
+                struct junit_case c = {.name = "run"};
 
                 counts[0]++;
                 if (!a || streq(res, "cancelled") || streq(res, "queued") || streq(res, "running")) {
@@ -286,13 +293,16 @@ static void junit_run(FILE *f, json_t *doc, json_t *run, unsigned counts[4])
                         counts[xfail ? 3 : 2]++;
                 }
                 if (a)
-                        c.time = seconds(json_object_get(a, "started_at"), json_object_get(a, "finished_at"));
+                        c.time =
+                                seconds(json_object_get(a, "started_at"), json_object_get(a, "finished_at"));
                 junit_case(f, run, &c);
         }
         if (streq(res, "xpass")) {
-                struct junit_case c = { .name = "expectation", .kind = "failure", .type = "xpass",
-                                        .message = "marked known-incompatible in the matrix, but it passed",
-                                        .body = json_string_value(json_object_get(run, "expect_fail")) };
+                struct junit_case c = {.name = "expectation",
+                                       .kind = "failure",
+                                       .type = "xpass",
+                                       .message = "marked known-incompatible in the matrix, but it passed",
+                                       .body = json_string_value(json_object_get(run, "expect_fail"))};
 
                 counts[0]++;
                 counts[1]++;
@@ -330,11 +340,14 @@ int report_junit(json_t *doc, FILE *f, char **reterr)
                 }
                 junit_run(rf, doc, run, c);
                 fclose(rf);
-                fprintf(body, "  <testsuite name=\"r%" JSON_INTEGER_FORMAT " ", json_integer_value(json_object_get(run, "id")));
+                fprintf(body, "  <testsuite name=\"r%" JSON_INTEGER_FORMAT " ",
+                        json_integer_value(json_object_get(run, "id")));
                 xml_text(body, json_string_value(json_object_get(run, "config_key")));
-                fprintf(body, "\" tests=\"%u\" failures=\"%u\" errors=\"%u\" skipped=\"%u\" time=\"%.3f\">\n", c[0],
-                        c[1], c[2], c[3],
-                        a ? seconds(json_object_get(a, "started_at"), json_object_get(a, "finished_at")) : 0.0);
+                fprintf(body,
+                        "\" tests=\"%u\" failures=\"%u\" errors=\"%u\" skipped=\"%u\" time=\"%.3f\">\n",
+                        c[0], c[1], c[2], c[3],
+                        a ? seconds(json_object_get(a, "started_at"), json_object_get(a, "finished_at"))
+                          : 0.0);
                 fputs("    <properties>\n      <property name=\"result\" value=\"", body);
                 xml_text(body, rep_result(run));
                 fputs("\"/>\n", body);
@@ -352,10 +365,11 @@ int report_junit(json_t *doc, FILE *f, char **reterr)
         }
         fclose(body);
         fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
-        fprintf(f, "<testsuites name=\"mxmatrix job %" JSON_INTEGER_FORMAT " ", json_integer_value(json_object_get(job, "id")));
+        fprintf(f, "<testsuites name=\"mxmatrix job %" JSON_INTEGER_FORMAT " ",
+                json_integer_value(json_object_get(job, "id")));
         xml_text(f, json_string_value(json_object_get(job, "feature")) ?: "(pins only)");
-        fprintf(f, " submitted %s UTC\" tests=\"%u\" failures=\"%u\" errors=\"%u\" skipped=\"%u\">\n", when, total[0],
-                total[1], total[2], total[3]);
+        fprintf(f, " submitted %s UTC\" tests=\"%u\" failures=\"%u\" errors=\"%u\" skipped=\"%u\">\n", when,
+                total[0], total[1], total[2], total[3]);
         fwrite(buf, 1, len, f);
         fputs("</testsuites>\n", f);
         free(buf);

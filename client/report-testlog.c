@@ -12,7 +12,8 @@
 #include <ctype.h>
 #include <math.h>
 
-/* The feature's own run: planned as "L1-on" (the feature alone on the baseline), else the first non-baseline. */
+/* The feature's own run: planned as "L1-on" (the feature alone on the baseline), else the first
+ * non-baseline. */
 static json_t *feature_run(json_t *doc)
 {
         json_t *run, *r, *first = NULL;
@@ -54,8 +55,9 @@ static char *level_counts(json_t *doc, const char *level, bool *ret_any)
                         fail++;
         }
         *ret_any = pass + fail + xfail + skipped + invalid > 0;
-        return xasprintf("%u pass, %u fail, %u invalid, %u failed as expected (known incompatible), %u skipped", pass,
-                         fail, invalid, xfail, skipped);
+        return xasprintf(
+                "%u pass, %u fail, %u invalid, %u failed as expected (known incompatible), %u skipped", pass,
+                fail, invalid, xfail, skipped);
 }
 
 static const char *verdict_word(const char *v)
@@ -81,20 +83,23 @@ static json_t *level_head(FILE *f, json_t *doc, json_t *run, const char *level)
                 json_integer_value(json_object_get(run, "id")), any ? counts : "none ran this level");
         dur = rep_duration(json_object_get(l, "started_at"), json_object_get(l, "finished_at"));
         fprintf(f, "- Duration: %s\n", dur);
-        msg = json_is_string(json_object_get(l, "message")) ? mx_escape(json_string_value(json_object_get(l, "message")), 400)
-                                                            : NULL;
+        msg = json_is_string(json_object_get(l, "message"))
+                      ? mx_escape(json_string_value(json_object_get(l, "message")), 400)
+                      : NULL;
         return l ? (fprintf(f, "- Notes: %s\n", msg ?: "-"), l) : (fputs("- Notes: not run\n", f), NULL);
 }
 
 static void l15_kernels(FILE *f, json_t *l)
 {
-        json_t *obs = json_object_get(json_object_get(json_object_get(l, "metrics"), "kernels"), "must_see"), *e;
+        json_t *obs = json_object_get(json_object_get(json_object_get(l, "metrics"), "kernels"), "must_see"),
+               *e;
         size_t i, n = 0;
 
         fputs("- Observed kernels:", f);
         json_array_foreach (obs, i, e)
                 if (json_is_string(json_object_get(e, "subject"))) {
-                        _cleanup_free_ char *s = mx_escape(json_string_value(json_object_get(e, "subject")), 200);
+                        _cleanup_free_ char *s =
+                                mx_escape(json_string_value(json_object_get(e, "subject")), 200);
 
                         fprintf(f, "%s`%s`", n++ ? ", " : " ", s);
                 }
@@ -105,7 +110,8 @@ static void l15_kernels(FILE *f, json_t *l)
 static void l3_memory(FILE *f, json_t *run, json_t *l)
 {
         json_t *m = json_object_get(json_object_get(l, "metrics"), "memory");
-        json_t *s = json_object_get(json_object_get(json_object_get(rep_attempt(run), "samples"), "L3"), "memory");
+        json_t *s = json_object_get(json_object_get(json_object_get(rep_attempt(run), "samples"), "L3"),
+                                    "memory");
         json_t *before = json_object_get(m, "first_bytes"), *after = json_object_get(m, "last_bytes");
         const char *src = json_string_value(json_object_get(m, "source"));
 
@@ -115,9 +121,10 @@ static void l3_memory(FILE *f, json_t *run, json_t *l)
                 src = "the sampler's L3 scope";
         }
         if (json_is_integer(before) && json_is_integer(after)) {
-                fprintf(f, "- Memory before: %.2f GB\n- Memory after: %.2f GB\n", (double)json_integer_value(before) / 1e9,
-                        (double)json_integer_value(after) / 1e9);
-                fprintf(f, "  (10^9 bytes, %s; first and last sample of the level)\n", src ?: "L3's memory source");
+                fprintf(f, "- Memory before: %.2f GB\n- Memory after: %.2f GB\n",
+                        (double)json_integer_value(before) / 1e9, (double)json_integer_value(after) / 1e9);
+                fprintf(f, "  (10^9 bytes, %s; first and last sample of the level)\n",
+                        src ?: "L3's memory source");
         } else
                 fputs("- Memory before: not measured\n- Memory after: not measured\n", f);
 }
@@ -125,13 +132,14 @@ static void l3_memory(FILE *f, json_t *run, json_t *l)
 static void l4_table(FILE *f, json_t *base, json_t *run, struct rep_defs *defs)
 {
         static const struct rep_col rows[] = {
-                { "pp2048_tps", "pp2048" },     { "tg32_tps", "tg32" },         { "tg128_tps", "tg128" },
-                { "ttft_p50_ms", "TTFT p50" }, { "ttft_p99_ms", "TTFT p99" },
+                {"pp2048_tps", "pp2048"},    {"tg32_tps", "tg32"},        {"tg128_tps", "tg128"},
+                {"ttft_p50_ms", "TTFT p50"}, {"ttft_p99_ms", "TTFT p99"},
         };
 
-        fputs("| Metric | Baseline | This Feature | Delta |\n|--------|----------|--------------|-------|\n", f);
+        fputs("| Metric | Baseline | This Feature | Delta |\n|--------|----------|--------------|-------|\n",
+              f);
         for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
-                struct rep_num b = { .why = "no baseline run" }, x;
+                struct rep_num b = {.why = "no baseline run"}, x;
                 _cleanup_free_ char *bc = NULL, *xc = NULL, *d = NULL;
 
                 if (base)
@@ -141,7 +149,8 @@ static void l4_table(FILE *f, json_t *base, json_t *run, struct rep_defs *defs)
                 rep_defs_add(defs, rows[i].metric, &x);
                 bc = rep_num_cell(&b);
                 xc = rep_num_cell(&x);
-                d = b.have && x.have && b.v != 0 ? xasprintf("%+.1f%%", 100 * (x.v - b.v) / b.v) : xstrdup("-");
+                d = b.have && x.have && b.v != 0 ? xasprintf("%+.1f%%", 100 * (x.v - b.v) / b.v)
+                                                 : xstrdup("-");
                 fprintf(f, "| %s | %s | %s | %s |\n", rows[i].label, bc, xc, d);
         }
 }
@@ -165,11 +174,14 @@ static void l6_table(FILE *f, json_t *doc)
                         combo = xasprintf("+ %s (r%" JSON_INTEGER_FORMAT ")", why + 3,
                                           json_integer_value(json_object_get(run, "id")));
                         if (failed)
-                                notes = xasprintf("%s: %s%s%s", fail.klass, fail.text,
-                                                  json_is_string(json_object_get(run, "expect_fail")) ? "; declared: " : "",
-                                                  json_string_value(json_object_get(run, "expect_fail")) ?: "");
+                                notes = xasprintf(
+                                        "%s: %s%s%s", fail.klass, fail.text,
+                                        json_is_string(json_object_get(run, "expect_fail")) ? "; declared: "
+                                                                                            : "",
+                                        json_string_value(json_object_get(run, "expect_fail")) ?: "");
                         else
-                                notes = xstrdup(json_string_value(json_object_get(run, "expect_fail")) ?: "");
+                                notes = xstrdup(json_string_value(json_object_get(run, "expect_fail"))
+                                                        ?: "");
                         rep_failure_done(&fail);
                         cell = rep_md(notes);
                         fprintf(f, "| %s | %s | %s |\n", combo, rep_result(run), cell);
@@ -186,10 +198,10 @@ static void criterion_row(FILE *f, json_t *c, const char *text, json_t *base, js
 {
         const char *metric = json_string_value(json_object_get(c, "metric"));
         const struct mx_metric_info *mi = mx_metric_lookup(metric ?: "");
-        static const char *const ops[] = { "min_gain_pct", "max_regression_pct", "max_increase", "max_decrease", "max",
-                                           "min", NULL };
+        static const char *const ops[] = {
+                "min_gain_pct", "max_regression_pct", "max_increase", "max_decrease", "max", "min", NULL};
         const char *op = NULL, *unit = mi ? mi->unit : "";
-        struct rep_num b = { .why = "no baseline run" }, x;
+        struct rep_num b = {.why = "no baseline run"}, x;
         double target = 0, actual = NAN;
         bool ok = false, relative;
         _cleanup_free_ char *tgt = NULL, *act = NULL;
@@ -248,7 +260,10 @@ static void criterion_row(FILE *f, json_t *c, const char *text, json_t *base, js
         {
                 _cleanup_free_ char *t = rep_md(text);
 
-                fprintf(f, "| %s | %s | %s | %s |\n", t, tgt, act, isnan(actual) ? "not measured" : ok ? "PASS" : "FAIL");
+                fprintf(f, "| %s | %s | %s | %s |\n", t, tgt, act,
+                        isnan(actual) ? "not measured"
+                        : ok          ? "PASS"
+                                      : "FAIL");
         }
 }
 
@@ -273,12 +288,15 @@ static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, j
                         a = rep_md(json_string_value(json_object_get(c, "criterion"))
                                            ?: json_string_value(json_object_get(c, "text")));
                         b = rep_md(json_string_value(json_object_get(c, "target")));
-                        d = json_is_string(json_object_get(c, "actual")) ? rep_md(json_string_value(json_object_get(c, "actual")))
+                        d = json_is_string(json_object_get(c, "actual"))
+                                    ? rep_md(json_string_value(json_object_get(c, "actual")))
                             : json_is_number(json_object_get(c, "actual"))
                                     ? xasprintf("%.2f", json_number_value(json_object_get(c, "actual")))
                                     : xstrdup("not measured");
                         if (!verdict)
-                                verdict = json_is_true(pass) ? "PASS" : json_is_false(pass) ? "FAIL" : "not measured";
+                                verdict = json_is_true(pass)    ? "PASS"
+                                          : json_is_false(pass) ? "FAIL"
+                                                                : "not measured";
                         if (strcasecmp(verdict, "fail") == 0)
                                 state = 2;
                         else if (strcasecmp(verdict, "pass") != 0)
@@ -288,16 +306,19 @@ static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, j
                 fputs("\nEvaluated by mxmatrixd (the job's criteria).\n", f);
         } else if (json_array_size(json_object_get(feature, "criteria")) > 0) {
                 json_array_foreach (json_object_get(feature, "criteria"), i, c) {
-                        const char *text = json_string_value(json_array_get(json_object_get(feature, "criteria_text"), i));
-                        _cleanup_free_ char *note = json_is_string(json_object_get(c, "note"))
-                                                            ? xasprintf("%s (%s)", text ?: "?",
-                                                                        json_string_value(json_object_get(c, "note")))
-                                                            : xstrdup(text ?: "?");
+                        const char *text = json_string_value(
+                                json_array_get(json_object_get(feature, "criteria_text"), i));
+                        _cleanup_free_ char *note =
+                                json_is_string(json_object_get(c, "note"))
+                                        ? xasprintf("%s (%s)", text ?: "?",
+                                                    json_string_value(json_object_get(c, "note")))
+                                        : xstrdup(text ?: "?");
 
                         criterion_row(f, c, note, base, run, &state, &defs);
                 }
-                fprintf(f, "\nEvaluated from the runs: the feature run r%" JSON_INTEGER_FORMAT
-                           " against the baseline run%s.\n",
+                fprintf(f,
+                        "\nEvaluated from the runs: the feature run r%" JSON_INTEGER_FORMAT
+                        " against the baseline run%s.\n",
                         json_integer_value(json_object_get(run, "id")),
                         base ? "" : " (none in this job: relative criteria are not measured)");
                 if (base)
@@ -364,27 +385,31 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
                 *reterr = xstrdup("the job has no run of the feature (only the baseline, or no runs)");
                 return -ENOENT;
         }
-        title = json_string_value(json_object_get(feat, "title")) ?: json_string_value(json_object_get(feat, "name"))
-                                                                            ?: json_string_value(json_object_get(job, "feature"))
-                                                                                       ?: "(pins only)";
+        title = json_string_value(json_object_get(feat, "title"));
+        if (!title)
+                title = json_string_value(json_object_get(feat, "name"));
+        if (!title)
+                title = json_string_value(json_object_get(job, "feature")) ?: "(pins only)";
         levels = json_dumps(json_object_get(job, "levels"), JSON_COMPACT);
-        basename_run = base ? xasprintf("r%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(base, "id")))
-                            : xstrdup("missing (no L4 comparison)");
+        basename_run =
+                base ? xasprintf("r%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(base, "id")))
+                     : xstrdup("missing (no L4 comparison)");
         fprintf(f, "# Test Log: %s\n\nDate: %s\nBranch: %s\n\n", title, date,
-                json_string_value(json_object_get(json_object_get(json_object_get(json_object_get(rep_attempt(run), "metadata"),
-                                                                                   "sources"),
-                                                                  "vllm"),
-                                                  "branch"))
+                json_string_value(json_object_get(
+                        json_object_get(
+                                json_object_get(json_object_get(rep_attempt(run), "metadata"), "sources"),
+                                "vllm"),
+                        "branch"))
                         ?: "(not recorded)");
         fprintf(f,
                 "Written by `mxmatrix report test-log` from job %" JSON_INTEGER_FORMAT
                 " (feature %s, strategy %s, levels %s, %zu runs). The feature run is r%" JSON_INTEGER_FORMAT
                 " (%s); the baseline run is %s. Times are UTC.\n\n",
-                json_integer_value(json_object_get(job, "id")), json_string_value(json_object_get(job, "feature")) ?: "-",
+                json_integer_value(json_object_get(job, "id")),
+                json_string_value(json_object_get(job, "feature")) ?: "-",
                 strna(json_string_value(json_object_get(job, "strategy"))), levels ?: "[]",
                 json_array_size(rep_runs(doc)), json_integer_value(json_object_get(run, "id")),
-                strna(json_string_value(json_object_get(run, "config_key"))),
-                basename_run);
+                strna(json_string_value(json_object_get(run, "config_key"))), basename_run);
 
         fputs("\n## Level 1: Smoke Test\n", f);
         level_head(f, doc, run, "L1");
@@ -410,12 +435,16 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
                 if (!l)
                         fputs(" not measured (no L5 level ran)\n", f);
                 else if (json_array_size(regs) == 0)
-                        fputs(streq_ptr(json_string_value(json_object_get(l, "verdict")), "pass") ? " none\n" : " see Notes\n", f);
+                        fputs(streq_ptr(json_string_value(json_object_get(l, "verdict")), "pass")
+                                      ? " none\n"
+                                      : " see Notes\n",
+                              f);
                 else {
                         fputc('\n', f);
                         json_array_foreach (regs, i, x) {
-                                _cleanup_free_ char *t = json_is_string(x) ? mx_escape(json_string_value(x), 300)
-                                                                           : json_dumps(x, JSON_COMPACT | JSON_SORT_KEYS);
+                                _cleanup_free_ char *t =
+                                        json_is_string(x) ? mx_escape(json_string_value(x), 300)
+                                                          : json_dumps(x, JSON_COMPACT | JSON_SORT_KEYS);
 
                                 fprintf(f, "  - %s\n", t);
                         }
@@ -432,26 +461,33 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
                         level_state = 2;
         }
         if (!rep_attempt(run) || !streq(rep_result(run), "pass"))
-                level_state = MX_MAX(level_state, streq(rep_result(run), "queued") || streq(rep_result(run), "running") ? 1 : 2);
+                level_state = MX_MAX(
+                        level_state,
+                        streq(rep_result(run), "queued") || streq(rep_result(run), "running") ? 1 : 2);
         state = criteria_table(f, doc, feat, base, run);
         state = MX_MAX(state, level_state);
         fprintf(f, "\n**Overall**: %s\n",
                 state == 0   ? "PASS"
                 : state == 2 ? "FAIL"
                              : "INCOMPLETE (a criterion was not measured)");
-        fprintf(f, "\n## Overall Result\n- [%c] READY TO MERGE\n- [%c] NEEDS FIXES (list issues)\n- [%c] BLOCKED (reason)\n",
+        fprintf(f,
+                "\n## Overall Result\n- [%c] READY TO MERGE\n- [%c] NEEDS FIXES (list issues)\n- [%c] "
+                "BLOCKED (reason)\n",
                 state == 0 ? 'x' : ' ', state == 2 ? 'x' : ' ',
                 streq_ptr(json_string_value(json_object_get(feat, "status")), "blocked") ? 'x' : ' ');
         if (state == 2) {
                 struct rep_failure fail;
 
                 if (rep_run_failure(run, &fail))
-                        fprintf(f, "  - r%" JSON_INTEGER_FORMAT ": %s (%s): %s\n", json_integer_value(json_object_get(run, "id")),
-                                rep_result(run), fail.klass, fail.text);
+                        fprintf(f, "  - r%" JSON_INTEGER_FORMAT ": %s (%s): %s\n",
+                                json_integer_value(json_object_get(run, "id")), rep_result(run), fail.klass,
+                                fail.text);
                 rep_failure_done(&fail);
                 fputs("  - see the Success Criteria Evaluation above\n", f);
         }
         if (state == 1)
-                fputs("  - not measured: run the job with the levels that measure every criterion (levels=L1-L5)\n", f);
+                fputs("  - not measured: run the job with the levels that measure every criterion "
+                      "(levels=L1-L5)\n",
+                      f);
         return 0;
 }

@@ -8,13 +8,14 @@
 #include <time.h>
 
 const struct report_kind report_kinds[] = {
-        { "benchmark-results", "BENCHMARK_RESULTS.md", "seed 002's BENCHMARK_RESULTS.md", report_benchmark_results },
-        { "test-log", NULL, "seed 001's test log with seed 000's Success Criteria Evaluation", NULL },
-        { "feature-matrix", "FEATURE_MATRIX.md", "seed 003's status, combinations tested and known issues",
-          report_feature_matrix },
-        { "json", "report.json", "the report document (mxmatrix-report.json(5))", report_json },
-        { "csv", "report.csv", "one row per run, level and metric", report_csv },
-        { "junit", "junit.xml", "JUnit XML: one testcase per run and level", report_junit },
+        {"benchmark-results", "BENCHMARK_RESULTS.md", "seed 002's BENCHMARK_RESULTS.md",
+         report_benchmark_results},
+        {"test-log", NULL, "seed 001's test log with seed 000's Success Criteria Evaluation", NULL},
+        {"feature-matrix", "FEATURE_MATRIX.md", "seed 003's status, combinations tested and known issues",
+         report_feature_matrix},
+        {"json", "report.json", "the report document (mxmatrix-report.json(5))", report_json},
+        {"csv", "report.csv", "one row per run, level and metric", report_csv},
+        {"junit", "junit.xml", "JUnit XML: one testcase per run and level", report_junit},
 };
 const size_t report_n_kinds = ELEMENTSOF(report_kinds);
 
@@ -168,8 +169,9 @@ json_t *rep_level(json_t *attempt, const char *name)
 
 const char *rep_result(json_t *run)
 {
-        return json_string_value(json_object_get(run, "result")) ?: json_string_value(json_object_get(run, "state"))
-                                                                           ?: "unknown";
+        const char *r = json_string_value(json_object_get(run, "result"));
+
+        return r ?: json_string_value(json_object_get(run, "state")) ?: "unknown";
 }
 
 /* ---- metrics ---- */
@@ -224,17 +226,18 @@ static bool metric_l4(json_t *run, const char *metric, struct rep_num *r)
         static const struct {
                 const char *prefix, *stat, *def;
         } lat[] = {
-                { "ttft_", "ttft_ms", "ttft_ms" },
-                { "tpot_", "tpot_ms", "tpot_ms" },
-                { "itl_", "itl_ms", "itl_ms" },
-                { "e2e_", "e2el_ms", "e2el_ms" },
+                {"ttft_", "ttft_ms", "ttft_ms"},
+                {"tpot_", "tpot_ms", "tpot_ms"},
+                {"itl_", "itl_ms", "itl_ms"},
+                {"e2e_", "e2el_ms", "e2el_ms"},
         };
         long long size;
         char kind[3] = {};
 
         if (!m)
                 return false;
-        if (sscanf(metric, "%2[a-z]%lld_tps", kind, &size) == 2 && (streq(kind, "pp") || streq(kind, "tg"))) {
+        if (sscanf(metric, "%2[a-z]%lld_tps", kind, &size) == 2 &&
+            (streq(kind, "pp") || streq(kind, "tg"))) {
                 num_set(r, json_object_get(json_object_get(res, "throughput"), metric),
                         bench_n(json_object_get(m, "tests"), kind, kind, size, "tps"),
                         json_string_value(json_object_get(defs, streq(kind, "pp") ? "pp_tps" : "tg_tps")));
@@ -254,7 +257,7 @@ void rep_metric(json_t *run, const char *metric, struct rep_num *r)
 {
         json_t *a = rep_attempt(run), *m = l4_metrics(run);
 
-        *r = (struct rep_num){ .n = -1, .why = "not measured (no L4 level ran)" };
+        *r = (struct rep_num){.n = -1, .why = "not measured (no L4 level ran)"};
         if (!a) {
                 r->why = "not measured (the run never started)";
                 return;
@@ -266,7 +269,8 @@ void rep_metric(json_t *run, const char *metric, struct rep_num *r)
                         v = json_object_get(json_object_get(rep_level(a, "L1"), "metrics"), "ready_s");
                 r->why = "not measured (no level recorded ready_s)";
                 if (json_is_number(v))
-                        num_set(r, v, 1, "server start until its readiness probe passed (ready_s of L4, else L1)");
+                        num_set(r, v, 1,
+                                "server start until its readiness probe passed (ready_s of L4, else L1)");
                 return;
         }
         if (streq(metric, "memory_gb")) {
@@ -274,7 +278,8 @@ void rep_metric(json_t *run, const char *metric, struct rep_num *r)
                 json_t *run_s = json_object_get(json_object_get(a, "samples"), "run");
 
                 if (json_is_number(json_object_get(lm, "peak_gb"))) {
-                        num_set(r, json_object_get(lm, "peak_gb"), json_integer_value(json_object_get(lm, "samples")),
+                        num_set(r, json_object_get(lm, "peak_gb"),
+                                json_integer_value(json_object_get(lm, "samples")),
                                 "peak memory during L4 (L4 metrics.memory.peak_gb)");
                         return;
                 }
@@ -302,7 +307,8 @@ void rep_metric(json_t *run, const char *metric, struct rep_num *r)
                 json_array_foreach (h, i, x)
                         n += streq_ptr(json_string_value(json_object_get(x, "outcome")), "crashed");
                 v = json_integer(n);
-                num_set(r, v, (int64_t)json_array_size(h), "attempts whose server or engine died (outcome crashed)");
+                num_set(r, v, (int64_t)json_array_size(h),
+                        "attempts whose server or engine died (outcome crashed)");
                 return;
         }
         if (metric_l4(run, metric, r))
@@ -358,8 +364,8 @@ static char *rep_strftime(json_t *us, bool with_time)
                 return xstrdup("-");
         if (!with_time)
                 return xasprintf("%04d-%02d-%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
-        return xasprintf("%04d-%02d-%02d %02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                         tm.tm_min, tm.tm_sec);
+        return xasprintf("%04d-%02d-%02d %02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                         tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
 char *rep_date(json_t *us)
@@ -397,8 +403,8 @@ json_t *rep_last_finished(json_t *doc)
                 json_array_foreach (json_object_get(run, "attempt_history"), k, a) {
                         json_t *f = json_object_get(a, "finished_at");
 
-                        if (json_is_integer(f) && (!json_is_integer(best) || json_integer_value(f) >
-                                                                                     json_integer_value(best)))
+                        if (json_is_integer(f) &&
+                            (!json_is_integer(best) || json_integer_value(f) > json_integer_value(best)))
                                 best = f;
                 }
         return best;
@@ -410,7 +416,8 @@ bool rep_is_baseline(json_t *doc, json_t *run)
 {
         json_t *base = json_object_get(rep_matrix(doc), "baseline");
 
-        return json_is_object(base) && json_object_size(base) > 0 && json_equal(base, json_object_get(run, "config"));
+        return json_is_object(base) && json_object_size(base) > 0 &&
+               json_equal(base, json_object_get(run, "config"));
 }
 
 json_t *rep_baseline_run(json_t *doc)
@@ -450,7 +457,8 @@ static json_t *axis_names(json_t *doc, json_t *run)
 char *rep_config_diff(json_t *doc, json_t *run)
 {
         _cleanup_json_ json_t *names = axis_names(doc, run);
-        json_t *base = json_object_get(rep_matrix(doc), "baseline"), *cfg = json_object_get(run, "config"), *n;
+        json_t *base = json_object_get(rep_matrix(doc), "baseline"), *cfg = json_object_get(run, "config"),
+               *n;
         struct mx_buf b = MX_BUF_INIT;
         size_t i;
 
@@ -513,7 +521,8 @@ char *rep_config_name(json_t *doc, json_t *run)
                 const char *first = json_string_value(json_object_get(json_array_get(axes, 0), "name"));
 
                 if (first && json_is_string(json_object_get(base, first)))
-                        return xasprintf("Baseline (%s=%s)", first, json_string_value(json_object_get(base, first)));
+                        return xasprintf("Baseline (%s=%s)", first,
+                                         json_string_value(json_object_get(base, first)));
                 return xstrdup("Baseline");
         }
         json_array_foreach (json_object_get(rep_matrix(doc), "features"), i, f)
@@ -546,8 +555,10 @@ static bool feature_named_by(json_t *doc, json_t *f, const char *word)
                         if (!streq_ptr(json_string_value(json_object_get(a, "name")), k))
                                 continue;
                         json_array_foreach (json_object_get(a, "values"), j, val) {
-                                bool names_fv = streq_ptr(json_string_value(json_object_get(val, "name")), fv),
-                                     names_word = streq_ptr(json_string_value(json_object_get(val, "name")), value);
+                                bool names_fv =
+                                             streq_ptr(json_string_value(json_object_get(val, "name")), fv),
+                                     names_word = streq_ptr(json_string_value(json_object_get(val, "name")),
+                                                            value);
 
                                 json_array_foreach (json_object_get(val, "aliases"), q, al) {
                                         names_fv |= streq_ptr(json_string_value(al), fv);
@@ -625,12 +636,8 @@ void rep_defs_done(struct rep_defs *d)
 }
 
 const struct rep_col rep_bench_cols[] = {
-        { "tg32_tps", "tg32" },
-        { "tg128_tps", "tg128" },
-        { "pp2048_tps", "pp2048" },
-        { "ttft_p50_ms", "TTFT p50" },
-        { "ttft_p99_ms", "TTFT p99" },
-        { "memory_gb", "Memory" },
+        {"tg32_tps", "tg32"},        {"tg128_tps", "tg128"},      {"pp2048_tps", "pp2048"},
+        {"ttft_p50_ms", "TTFT p50"}, {"ttft_p99_ms", "TTFT p99"}, {"memory_gb", "Memory"},
 };
 const size_t rep_n_bench_cols = ELEMENTSOF(rep_bench_cols);
 
@@ -646,8 +653,8 @@ bool rep_run_failure(json_t *run, struct rep_failure *ret)
         size_t i;
 
         *ret = (struct rep_failure){};
-        if (!a || streq(res, "pass") || streq(res, "xpass") || streq(res, "cancelled") || streq(res, "queued") ||
-            streq(res, "running"))
+        if (!a || streq(res, "pass") || streq(res, "xpass") || streq(res, "cancelled") ||
+            streq(res, "queued") || streq(res, "running"))
                 return false;
         /* The attempt's message is the line the crash class came from; a failed level says what it saw. */
         json_array_foreach (json_object_get(a, "levels"), i, l) {

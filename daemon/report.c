@@ -32,7 +32,8 @@ struct reportsub {
 static int page_ids(struct mx_db *db, int64_t job, int64_t after_seq, int n, int64_t *ids, int64_t *seqs,
                     int *ret_n, bool *ret_more)
 {
-        static const char sql[] = "SELECT id, seq FROM runs WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?";
+        static const char sql[] =
+                "SELECT id, seq FROM runs WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = db_stmt(db, sql, &s), rc, k = 0;
 
@@ -119,8 +120,9 @@ static json_t *matrix_section(struct mx_daemon *d, const char *path, const char 
                                  "error", err ? err : "the job's matrix file is not loaded");
         o = mx_matrix_report_json(m);
         json_object_set_new(o, "job_digest", json_string(digest));
-        json_object_set_new(o, "current",
-                            json_boolean(streq_ptr(json_string_value(json_object_get(o, "digest")), digest)));
+        json_object_set_new(
+                o, "current",
+                json_boolean(streq_ptr(json_string_value(json_object_get(o, "digest")), digest)));
         return o;
 }
 
@@ -152,8 +154,8 @@ static bool report_pump(struct reportsub *rs)
                 }
                 if (rs->left == 0 || rs->done)
                         break;
-                r = page_ids(d->db, rs->job, rs->after_seq, (int)MX_MIN(rs->left, REPORT_BATCH), ids, seqs, &n,
-                             &more);
+                r = page_ids(d->db, rs->job, rs->after_seq, (int)MX_MIN(rs->left, REPORT_BATCH), ids, seqs,
+                             &n, &more);
                 for (int i = 0; r >= 0 && i < n; i++) {
                         json_t *run = NULL;
 
@@ -217,8 +219,8 @@ void report_start(struct mx_request *req, int64_t job, int64_t after_run, int64_
                 if (r >= 0)
                         r = queue_run_json(req->d->db, after_run, false, &run);
                 if (r == -ENOENT) {
-                        request_error(req, "bad-request", "--after r%" PRId64 " is not a run of job %" PRId64,
-                                      after_run, job);
+                        request_error(req, "bad-request",
+                                      "--after r%" PRId64 " is not a run of job %" PRId64, after_run, job);
                         return;
                 }
                 if (r < 0) {

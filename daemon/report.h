@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The report method: one job's report document (docs/mxmatrix-report.json.5), its runs streamed in batches. */
+/* The report method: one job's report document (docs/mxmatrix-report.json.5), its runs streamed in batches.
+ */
 #pragma once
 
 #include "control.h"

@@ -1642,7 +1642,8 @@ static int reference_metric(struct loader *l, json_t *o)
         if (!mx_metric_lookup(json_string_value(v))) {
                 _cleanup_free_ char *e = mx_escape(json_string_value(v), MX_MATRIX_MAX_NAME);
 
-                return err(l, o, "metric", "unknown metric '%s' (mxmatrix.json(5), Criteria, lists them)", e);
+                return err(l, o, "metric", "unknown metric '%s' (mxmatrix.json(5), Criteria, lists them)",
+                           e);
         }
         return 0;
 }

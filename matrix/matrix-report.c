@@ -19,7 +19,7 @@ static json_t *axis_json(const struct mx_matrix_axis *a)
                 const struct mx_matrix_value *val = &a->values[v];
                 json_t *o = json_pack("{s:s,s:s?,s:b}", "name", val->name, "description", val->description,
                                       "product", val->product);
-                static const char *const keep[] = { "aliases", "env", "argv", NULL };
+                static const char *const keep[] = {"aliases", "env", "argv", NULL};
 
                 for (size_t k = 0; keep[k]; k++) {
                         json_t *x = json_object_get(val->node, keep[k]);
@@ -67,12 +67,13 @@ json_t *mx_matrix_report_json(const struct mx_matrix *m)
 
                 json_array_append_new(ki, json_pack("{s:O,s:s,s:s,s:s}", "when",
                                                     json_object_get(k->node, "when"), "text", text, "expect",
-                                                    mx_ki_expect_to_string(k->expect), "reason", strempty(k->reason)));
+                                                    mx_ki_expect_to_string(k->expect), "reason",
+                                                    strempty(k->reason)));
                 free(text);
         }
         return json_pack("{s:s,s:s,s:s?,s:s?,s:o,s:o,s:o,s:o,s:o}", "path", m->path, "digest",
-                         mx_ident_hash_format(mx_fnv1a64(m->text, m->text_len, MX_FNV1A64_INIT), digest), "name",
-                         m->name, "description", m->description, "axes", axes, "baseline", baseline, "features",
-                         features, "known_incompatible", ki, "reference",
+                         mx_ident_hash_format(mx_fnv1a64(m->text, m->text_len, MX_FNV1A64_INIT), digest),
+                         "name", m->name, "description", m->description, "axes", axes, "baseline", baseline,
+                         "features", features, "known_incompatible", ki, "reference",
                          m->reference ? json_deep_copy(m->reference) : json_null());
 }

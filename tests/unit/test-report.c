@@ -74,12 +74,15 @@ TEST(benchmark_results_figures)
         ASSERT_CONTAINS(md, "expected_kernels:\n  - marlin_*\n");
         ASSERT_CONTAINS(md, "validation: PASS\n");
         /* Comparison Matrix: one row per configuration; the crash says so */
-        ASSERT_CONTAINS(md, "| CUTLASS Grouped GEMM (r2, pass) | 33.10 (n=10) | 32 (n=10) | 4700 (n=20) | 500 (n=20) |");
+        ASSERT_CONTAINS(
+                md,
+                "| CUTLASS Grouped GEMM (r2, pass) | 33.10 (n=10) | 32 (n=10) | 4700 (n=20) | 500 (n=20) |");
         ASSERT_CONTAINS(md, "(r8, xfail: illegal-instruction) | not measured |");
         /* Reference from the matrix file, in the seed's form */
         ASSERT_CONTAINS(md, "### llama.cpp (llama-bench, build f5acfb2ff)\n\n| Test | Throughput (t/s) |\n");
         ASSERT_CONTAINS(md, "| tg32 | **57.85 ± 0.44** |");
-        ASSERT_CONTAINS(md, "### SGLang\n\n| Metric | Value |\n|--------|-------|\n| Output throughput | **52.37 tok/s** |");
+        ASSERT_CONTAINS(md, "### SGLang\n\n| Metric | Value |\n|--------|-------|\n| Output throughput | "
+                            "**52.37 tok/s** |");
         /* Detailed Run Logs: the crash's evidence, Markdown-escaped */
         ASSERT_CONTAINS(md, "| r8 |");
         ASSERT_CONTAINS(md, "comma \\| pipe");
@@ -98,17 +101,19 @@ TEST(test_log_and_criteria)
         ASSERT_CONTAINS(md, "| memory_gb <= baseline + 2 GB | ≤+2GB | 1.50GB (n=120) | PASS |");
         ASSERT_CONTAINS(md, "**Overall**: FAIL\n");
         ASSERT_CONTAINS(md, "- [x] NEEDS FIXES");
-        ASSERT_CONTAINS(md, "| + sinks=on (r8) | xfail | illegal-instruction: crash <&> \"quoted\", comma \\| pipe");
+        ASSERT_CONTAINS(
+                md, "| + sinks=on (r8) | xfail | illegal-instruction: crash <&> \"quoted\", comma \\| pipe");
         /* the daemon's evaluation (helper H10's criteria object) is printed as given */
         json_object_set_new(doc, "criteria",
-                            json_pack("{s:[{s:s,s:s,s:s,s:b}]}", "items", "criterion", "tg32 improved ≥10%", "target",
-                                      "≥10%", "actual", "13.1%", "pass", true));
+                            json_pack("{s:[{s:s,s:s,s:s,s:b}]}", "items", "criterion", "tg32 improved ≥10%",
+                                      "target", "≥10%", "actual", "13.1%", "pass", true));
         md2 = render_log(doc, "cutlass-gemm");
         ASSERT_CONTAINS(md2, "| tg32 improved ≥10% | ≥10% | 13.1% | PASS |");
         ASSERT_CONTAINS(md2, "Evaluated by mxmatrixd");
         ASSERT_CONTAINS(md2, "**Overall**: PASS\n");
         ASSERT_OK(report_test_log_name(doc, NULL, &name, &err));
-        ASSERT_TRUE(startswith(name, "TEST_LOGS/FEATURE_CUTLASS_GEMM_20") && strlen(name) == strlen("TEST_LOGS/FEATURE_CUTLASS_GEMM_2026-11-25.md"));
+        ASSERT_TRUE(startswith(name, "TEST_LOGS/FEATURE_CUTLASS_GEMM_20") &&
+                    strlen(name) == strlen("TEST_LOGS/FEATURE_CUTLASS_GEMM_2026-11-25.md"));
         free(name);
         name = NULL;
         ASSERT_ERR(report_test_log_name(doc, "no-such-feature", &name, &err), ENOENT);
@@ -126,7 +131,8 @@ TEST(feature_matrix_known_issues)
         ASSERT_CONTAINS(md, "| ID | Kernel | Activation | Tile | Sinks | Spec | Graphs | Status |");
         ASSERT_CONTAINS(md, "| B1 (r1) | marlin |");
         /* observed: its class and evidence from the run; the declaration beside it */
-        ASSERT_CONTAINS(md, "### kernel=cutlass + sinks=on\n\n- **Issue**: `illegal-instruction`: crash <&>");
+        ASSERT_CONTAINS(md,
+                        "### kernel=cutlass + sinks=on\n\n- **Issue**: `illegal-instruction`: crash <&>");
         ASSERT_CONTAINS(md, "- **Workaround**: disable sinks\n");
         /* declared issues no run of this (shortened) job covers */
         ASSERT_CONTAINS(md, "(declared)\n\n- **Issue**: M=64 tiles");
@@ -198,7 +204,8 @@ TEST(deterministic)
 {
         _cleanup_json_ json_t *doc = fixture(), *again = NULL;
         _cleanup_free_ char *text = report_doc_dump(doc), *err = NULL, *path = NULL;
-        render_fn fns[] = { report_benchmark_results, report_feature_matrix, report_json, report_csv, report_junit };
+        render_fn fns[] = {report_benchmark_results, report_feature_matrix, report_json, report_csv,
+                           report_junit};
         FILE *f;
 
         /* the same bytes twice, and from the document written and read back (export, report --from) */
@@ -251,9 +258,11 @@ TEST(matrix_reference_section)
         ASSERT_NOT_NULL(m->reference);
         m = mx_matrix_free(m);
         /* a reference row may only name a metric of the criteria's vocabulary */
-        row = json_array_get(json_object_get(json_array_get(json_object_get(json_object_get(root, "reference"), "engines"), 0),
-                                             "rows"),
-                             0);
+        row = json_array_get(
+                json_object_get(
+                        json_array_get(json_object_get(json_object_get(root, "reference"), "engines"), 0),
+                        "rows"),
+                0);
         json_object_set_new(row, "metric", json_string("tg33_tps"));
         text = json_dumps(root, JSON_INDENT(2));
         ASSERT_ERR(mx_matrix_load_string("ref.json", text, strlen(text), &m, &err), EINVAL);
