@@ -35,12 +35,13 @@ static void report_help(FILE *f)
 
 static void export_help(FILE *f)
 {
-        fputs("Usage: mxmatrix export JOB [-o FILE]\n\n"
+        fputs("Usage: mxmatrix export JOB [-o FILE] [--page N]\n\n"
               "Write a job's report document (mxmatrix-report.json(5)) from mxmatrixd's database:\n"
               "the job, what its matrix declares and every run with its attempts, levels,\n"
               "metrics, messages, samples and metadata. mxmatrix report --from FILE renders it\n"
               "without a daemon.\n\n"
-              "  -o, --output FILE  write to FILE instead of stdout\n\n"
+              "  -o, --output FILE  write to FILE instead of stdout\n"
+              "  --page N           ask the daemon for N runs at a time (default its 1000)\n\n"
               "See mxmatrix(1).\n",
               f);
 }
@@ -63,7 +64,7 @@ static int gather_runs(json_t *item, void *ud)
 }
 
 /* The whole document of a job: the report method's pages, runs in plan order. */
-static int fetch(int64_t job, json_t **ret)
+static int fetch(int64_t job, int64_t page, json_t **ret)
 {
         _cleanup_(client_disconnectp) struct client_conn *c = NULL;
         _cleanup_json_ json_t *runs = json_array(), *params = json_pack("{s:I}", "job", (json_int_t)job);
@@ -72,6 +73,8 @@ static int fetch(int64_t job, json_t **ret)
 
         if (r != MX_EXIT_OK)
                 return r;
+        if (page > 0)
+                json_object_set_new(params, "limit", json_integer(page));
         for (;;) {
                 json_decref(res);
                 res = NULL;
@@ -287,7 +290,7 @@ int cmd_report(int argc, char **argv)
                         return MX_EXIT_INPUT;
                 }
         } else {
-                r = fetch(job, &doc);
+                r = fetch(job, 0, &doc);
                 if (r != MX_EXIT_OK)
                         return r;
         }
@@ -306,6 +309,7 @@ int cmd_report(int argc, char **argv)
 int cmd_export(int argc, char **argv)
 {
         const char *out = NULL, *word = NULL;
+        int64_t page = 0;
         _cleanup_json_ json_t *doc = NULL;
         _cleanup_free_ char *text = NULL;
         int64_t job;
@@ -318,7 +322,13 @@ int cmd_export(int argc, char **argv)
                 }
                 if ((streq(argv[i], "-o") || streq(argv[i], "--output")) && i + 1 < argc)
                         out = argv[++i];
-                else if (streq(argv[i], "--json"))
+                else if (streq(argv[i], "--page") && i + 1 < argc) {
+                        if (mx_parse_int64(argv[++i], 1, 100000, &page) < 0) {
+                                fprintf(stderr, "mxmatrix: export --page '%s': expected 1 to 100000 runs\n",
+                                        argv[i]);
+                                return MX_EXIT_USAGE;
+                        }
+                } else if (streq(argv[i], "--json"))
                         continue;
                 else if (argv[i][0] == '-' || word) {
                         export_help(stderr);
@@ -332,7 +342,7 @@ int cmd_export(int argc, char **argv)
         }
         if (parse_job(word, &job) < 0)
                 return MX_EXIT_USAGE;
-        r = fetch(job, &doc);
+        r = fetch(job, page, &doc);
         if (r != MX_EXIT_OK)
                 return r;
         text = report_doc_dump(doc);

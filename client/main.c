@@ -26,7 +26,7 @@ static const struct client_verb local_verbs[] = {
           "benchmark a running server with llama-benchy's workloads", cmd_bench },
         { "report", "report KIND [FEATURE] JOB|--from FILE [-o DIR]",
           "write the seeds' reports, JSON, CSV or JUnit of a job (from mxmatrixd, or from an export)", cmd_report },
-        { "export", "export JOB [-o FILE]", "write a job's report document (from mxmatrixd) for report --from",
+        { "export", "export JOB [-o FILE] [--page N]", "write a job's report document (from mxmatrixd) for report --from",
           cmd_export },
 };
 

@@ -28,6 +28,11 @@ mx report json "$job" >"$T/daemon.json" || fail "report json $job"
 cmp -s "$T/doc.json" "$T/daemon.json" || fail "export and report json differ"
 mx report json --from "$T/doc.json" >"$T/from.json" || fail "report json --from"
 cmp -s "$T/doc.json" "$T/from.json" || fail "the document read back renders differently"
+# pages of 5 runs (the client follows "after" from page to page) make the same document
+expect_exit 0 mx export "$job" --page 5 -o "$T/paged.json"
+cmp -s "$T/doc.json" "$T/paged.json" || fail "export --page 5 differs from one page"
+jq -e '.runs | map(.id) == (map(.id) | sort) and length == 12' "$T/paged.json" >/dev/null ||
+        fail "export --page 5: runs missing, repeated or out of order"
 ok "export = report json = report json --from ($(wc -c <"$T/doc.json") bytes)"
 
 step="every report, from the daemon and from the file"
