@@ -39,3 +39,5 @@ int cmd_gate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 /* Hidden: "__complete CWORD WORD...", candidates for shell completion (docs/bash-completion). */
 int cmd_complete(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_export(int argc, char **argv);

@@ -11,6 +11,7 @@
 #include "gates.h"
 #include "log.h"
 #include "meta.h"
+#include "report.h"
 #include "scheduler.h"
 #include "stream.h"
 #include "submit.h"
@@ -308,6 +309,11 @@ static void m_follow(struct mx_request *req)
         stream_follow_start(req, param_int(req, "job", 0));
 }
 
+static void m_report(struct mx_request *req)
+{
+        report_start(req, param_int(req, "job", 0), param_int(req, "after", 0), param_int(req, "limit", 0));
+}
+
 static void m_reload(struct mx_request *req)
 {
         _cleanup_free_ char *err = NULL;
@@ -332,7 +338,7 @@ static const struct {
         { "hello", m_hello },   { "submit", m_submit }, { "status", m_status }, { "list", m_list },
         { "show", m_show },     { "cancel", m_cancel }, { "pause", m_pause },   { "resume", m_resume },
         { "retry", m_retry },   { "logs", m_logs },     { "follow", m_follow }, { "reload", m_reload },
-        { "attribute", attribute_handle }, { "gates", m_gates },
+        { "attribute", attribute_handle }, { "gates", m_gates }, { "report", m_report },
 };
 
 mx_method_fn methods_lookup(const char *name)

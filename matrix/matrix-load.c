@@ -1594,13 +1594,158 @@ static int parse_health(struct loader *l, json_t *root)
         return 0;
 }
 
+/* ---- reference: what the reports compare with (seed 002 "Reference: Competing Engines") ---- */
+
+/* An optional metric of the vocabulary (mx_metrics), so reports can set a figure beside ours. */
+static int reference_metric(struct loader *l, json_t *o)
+{
+        json_t *v;
+        int r = member(l, o, "metric", KIND_STRING, false, &v);
+
+        if (r < 0 || !v)
+                return r;
+        if (!mx_metric_lookup(json_string_value(v))) {
+                _cleanup_free_ char *e = mx_escape(json_string_value(v), MX_MATRIX_MAX_NAME);
+
+                return err(l, o, "metric", "unknown metric '%s' (mxmatrix.json(5), Criteria, lists them)",
+                           e);
+        }
+        return 0;
+}
+
+static int reference_strings(struct loader *l, json_t *o, const char *const *keys)
+{
+        for (size_t i = 0; keys[i]; i++) {
+                _cleanup_free_ char *s = NULL;
+                int r = member_string(l, o, keys[i], false, MX_MATRIX_MAX_STRING, &s);
+
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int parse_reference_row(struct loader *l, json_t *row, bool target)
+{
+        static const char *const row_keys[] = { "name", "value", "error", "unit", "best", "metric", "note", NULL };
+        static const char *const target_keys[] = { "name", "value", "metric", "note", NULL };
+        static const char *const strings[] = { "unit", "note", NULL };
+        _cleanup_free_ char *name = NULL;
+        json_t *v;
+        int r;
+
+        if (!json_is_object(row))
+                return err(l, row, NULL, "a reference row is an object, got %s", json_kind(row));
+        r = check_keys(l, row, target ? target_keys : row_keys, target ? "a reference target" : "a reference row");
+        if (r < 0)
+                return r;
+        r = member_string(l, row, "name", true, MX_MATRIX_MAX_STRING, &name);
+        if (r < 0)
+                return r;
+        r = member(l, row, "value", KIND_NUMBER, true, &v);
+        if (r < 0)
+                return r;
+        r = member(l, row, "error", KIND_NUMBER, false, &v);
+        if (r < 0)
+                return r;
+        r = member(l, row, "best", KIND_BOOL, false, &v);
+        if (r < 0)
+                return r;
+        r = reference_strings(l, row, strings);
+        if (r < 0)
+                return r;
+        return reference_metric(l, row);
+}
+
+static int parse_reference_rows(struct loader *l, json_t *o, const char *key, bool required, bool target)
+{
+        json_t *rows, *row;
+        size_t i;
+        int r = member(l, o, key, KIND_ARRAY, required, &rows);
+
+        if (r < 0 || !rows)
+                return r;
+        if (json_array_size(rows) > MX_MATRIX_MAX_REF_ROWS)
+                return err(l, o, key, "%zu entries, more than the limit of %d", json_array_size(rows),
+                           MX_MATRIX_MAX_REF_ROWS);
+        json_array_foreach (rows, i, row) {
+                r = parse_reference_row(l, row, target);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/*
+ * "reference": {"engines": [{name, tool, build, columns: [2 headings], rows: [{name, value, error, unit,
+ * best, metric, note}]}], "targets": [{name, metric, value, note}]}. Only validated here: the reports
+ * read it as it is written.
+ */
+static int parse_reference(struct loader *l, json_t *root)
+{
+        static const char *const keys[] = { "engines", "targets", NULL };
+        static const char *const engine_keys[] = { "name", "tool", "build", "columns", "rows", "note", NULL };
+        static const char *const strings[] = { "tool", "build", "note", NULL };
+        json_t *ref, *engines, *e;
+        size_t i;
+        int r = member(l, root, "reference", KIND_OBJECT, false, &ref);
+
+        if (r < 0 || !ref)
+                return r;
+        r = check_keys(l, ref, keys, "reference");
+        if (r < 0)
+                return r;
+        r = member(l, ref, "engines", KIND_ARRAY, false, &engines);
+        if (r < 0)
+                return r;
+        if (json_array_size(engines) > MX_MATRIX_MAX_REF_ENGINES)
+                return err(l, ref, "engines", "%zu engines, more than the limit of %d", json_array_size(engines),
+                           MX_MATRIX_MAX_REF_ENGINES);
+        json_array_foreach (engines, i, e) {
+                _cleanup_free_ char *name = NULL;
+                json_t *cols, *c;
+                size_t k;
+
+                if (!json_is_object(e))
+                        return err_index(l, engines, i, "an engine is an object, got %s", json_kind(e));
+                r = check_keys(l, e, engine_keys, "a reference engine");
+                if (r < 0)
+                        return r;
+                r = member_string(l, e, "name", true, MX_MATRIX_MAX_STRING, &name);
+                if (r < 0)
+                        return r;
+                r = reference_strings(l, e, strings);
+                if (r < 0)
+                        return r;
+                r = member(l, e, "columns", KIND_ARRAY, false, &cols);
+                if (r < 0)
+                        return r;
+                if (cols && json_array_size(cols) != 2)
+                        return err(l, e, "columns", "two column headings (the row's name, its value), got %zu",
+                                   json_array_size(cols));
+                json_array_foreach (cols, k, c)
+                        if (!json_is_string(c) || strlen(json_string_value(c)) > MX_MATRIX_MAX_NAME)
+                                return err_index(l, cols, k, "a column heading is a string of at most %d bytes",
+                                                 MX_MATRIX_MAX_NAME);
+                r = parse_reference_rows(l, e, "rows", true, false);
+                if (r < 0)
+                        return r;
+        }
+        r = parse_reference_rows(l, ref, "targets", false, true);
+        if (r < 0)
+                return r;
+        l->m->reference = ref;
+        return 0;
+}
+
 /* ---- entry points ---- */
 
 static int parse_root(struct loader *l)
 {
         static const char *const keys[] = { "matrix",      "name",     "description", "target",   "profiles",
                                             "axes",        "baseline", "features",    "health",   "metadata",
-                                            "constraints", "settings", "levels",      "hard_constraints", NULL };
+                                            "constraints", "settings", "levels",      "hard_constraints",
+                                            "reference", NULL };
         struct mx_matrix *m = l->m;
         json_t *root = m->root, *version;
         int r;
@@ -1649,6 +1794,9 @@ static int parse_root(struct loader *l)
         if (r < 0)
                 return r;
         r = parse_health(l, root);
+        if (r < 0)
+                return r;
+        r = parse_reference(l, root);
         if (r < 0)
                 return r;
         r = check_baseline_and_features(l);

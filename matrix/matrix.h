@@ -48,6 +48,8 @@
 #define MX_MATRIX_MAX_FEATURES 256
 #define MX_MATRIX_MAX_CRITERIA 32      /* per feature, and hard constraints per feature or matrix */
 #define MX_MATRIX_MAX_GATES 32         /* gate conditions per feature */
+#define MX_MATRIX_MAX_REF_ENGINES 16   /* reference.engines */
+#define MX_MATRIX_MAX_REF_ROWS 64      /* rows per reference engine, and reference.targets */
 #define MX_MATRIX_MAX_CONSTRAINTS 1024 /* entries per constraint list */
 #define MX_MATRIX_MAX_COND_DEPTH 8     /* nesting of any/not in one condition */
 /* Forbidden patterns one rule may compile into (covering arrays), and all rules and excludes together. */
@@ -274,6 +276,7 @@ struct mx_matrix {
         json_t *profiles; /* borrowed from root; NULL when absent */
         json_t *profile_resolved; /* owned: the target's profile, normalised (profile.h) */
         json_t *metadata;         /* owned: the metadata section, normalised (metadata.h), or NULL */
+        json_t *reference;        /* borrowed from root: competing engines and targets (reports), or NULL */
         struct mx_matrix_settings settings;
 
         struct mx_matrix_axis *axes;

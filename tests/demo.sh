@@ -8,7 +8,10 @@
 # its L1 (smoke), L1.5 (kernel gate), L2 (correctness) and L3 (stress)
 # verdicts, one crash in detail with its log evidence, the injected L2 and L3
 # failures (MXSIM_FAULT_RULES in the demo matrix) with their evidence, and
-# checks that nothing the runs started is still running. Exit status 0 when the
+# checks that nothing the runs started is still running. It ends by writing the
+# seeds' documents for the sweep (mxmatrix report all: BENCHMARK_RESULTS.md,
+# FEATURE_MATRIX.md, the test log, JSON, CSV, JUnit) into build/demo-reports
+# (or $MX_DEMO_REPORTS) and prints where they are. Exit status 0 when the
 # sweep came out as the seeds predict.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,6 +63,15 @@ for lv in L2 L3; do
 done
 echo "== mxmatrix status"
 mx status
+echo
+# The seeds' documents, written from the runs (kept after the demo, unlike its state directory).
+reports=${MX_DEMO_REPORTS:-$top/build/demo-reports}
+echo "== mxmatrix report all 1 -o $reports"
+rm -rf "$reports"
+mx report all 1 -o "$reports"
+echo
+echo "== Known Issues by Configuration, as the runs found them ($reports/FEATURE_MATRIX.md)"
+sed -n '/^## Known Issues by Configuration/,$p' "$reports/FEATURE_MATRIX.md" | grep -E '^### |^- \*\*(Issue|Observed)' | cut -c1-160
 
 kill "$daemon_pid"
 wait "$daemon_pid" || true
@@ -84,4 +96,5 @@ want_xfail=$(grep -c " xfail:" "$work/show" || true)
 echo "runs passed: $want_pass, failed as expected (known issues): $want_xfail"
 grep -q '"level":"L2","verdict":"fail".*after other traffic.*L2-evidence/' "$work/failures" || { echo "FAIL: no L2 failure"; exit 1; }
 grep -q '"level":"L3","verdict":"fail".*memory grew' "$work/failures" || { echo "FAIL: no L3 failure"; exit 1; }
+echo "reports: $reports (BENCHMARK_RESULTS.md, FEATURE_MATRIX.md, TEST_LOGS/, report.json, report.csv, junit.xml)"
 [ "$want_pass" -ge 5 ] && [ "$want_xfail" -eq 5 ]

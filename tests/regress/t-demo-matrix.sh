@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # matrix/demo-sim.json is matrix/mxfp4-gb10.json with the target pointed at mxsim: its axes,
-# baseline, features, constraints and hard constraints must stay identical, or the demo stops showing the
+# baseline, features, constraints, hard constraints and reference must stay identical, or the demo stops showing the
 # shipped matrix. Both must load, and the demo's target must be mxsim with a kernel report.
 set -euo pipefail
 src=${MX_SOURCE_DIR:?}
@@ -11,7 +11,7 @@ fail() { echo "t-demo-matrix: FAIL: $*"; exit 1; }
 for f in mxfp4-gb10 demo-sim; do
         "$mx" matrix check "$src/matrix/$f.json" >/dev/null || fail "$f.json does not load"
 done
-for key in axes baseline features constraints hard_constraints; do
+for key in axes baseline features constraints hard_constraints reference; do
         a=$(jq -S ".$key" "$src/matrix/mxfp4-gb10.json")
         b=$(jq -S ".$key" "$src/matrix/demo-sim.json")
         [ "$a" = "$b" ] || fail "'$key' differs between mxfp4-gb10.json and demo-sim.json"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The HTML report in a real browser: headless Chromium (Debian's chromium)
- * loads the page written from tests/fixtures/report/doc.json, with a check
+ * loads the page written from tests/fixtures/report/html-doc.json, with a check
  * script added to a copy of it (the page itself has none). The script writes
  * what it found into the DOM, which --dump-dom prints: every chart drawn
  * (each mark has an area or a length as laid out), the numbers present, no
@@ -103,7 +103,7 @@ static int chromium(const char *bin, const char *profile, const char *const *ext
 TEST(page_in_chromium)
 {
         const char *bin = find_chromium(), *dir = test_tmpdir();
-        _cleanup_free_ char *src = test_source_path("tests/fixtures/report/doc.json");
+        _cleanup_free_ char *src = test_source_path("tests/fixtures/report/html-doc.json");
         _cleanup_free_ char *page = xasprintf("%s/report.html", dir), *checked = xasprintf("%s/checked.html", dir);
         _cleanup_free_ char *url = NULL, *dom_path = xasprintf("%s/dom.txt", dir);
         _cleanup_free_ char *log = xasprintf("%s/chromium.log", dir), *profile = xasprintf("%s/profile", dir);

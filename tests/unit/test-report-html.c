@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The HTML report page (client/report-html.c) from a report document
- * (tests/fixtures/report/doc.json: six runs, kernel x graphs, a baseline, L4
+ * (tests/fixtures/report/html-doc.json: six runs, kernel x graphs, a baseline, L4
  * results, memory series, a crash and a failure): every section and chart,
  * the numbers and the targets, the grid's cells, no network references.
  * test-report-chromium renders the same page in a browser.
@@ -32,7 +32,7 @@ static char *render(json_t *doc)
 
 static json_t *fixture(void)
 {
-        _cleanup_free_ char *path = test_source_path("tests/fixtures/report/doc.json");
+        _cleanup_free_ char *path = test_source_path("tests/fixtures/report/html-doc.json");
         json_error_t e;
         json_t *doc = json_load_file(path, 0, &e);
 

@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Seed 001's test log (docs/TEST_LOGS/FEATURE_<name>_<date>.md) of a
+ * feature from a report document: each level's result with its duration,
+ * memory before and after L3, the L4 table against the baseline, L5, the L6
+ * table, then seed 000's Success Criteria Evaluation with the overall
+ * verdict and the seed's Overall Result checklist.
+ */
+#include "report-internal.h"
+#include "matrix.h"
+
+#include <ctype.h>
+#include <math.h>
+
+/* The feature's own run: planned as "L1-on" (the feature alone on the baseline), else the first
+ * non-baseline. */
+static json_t *feature_run(json_t *doc)
+{
+        json_t *run, *r, *first = NULL;
+        size_t i, k;
+
+        json_array_foreach (rep_runs(doc), i, run) {
+                json_array_foreach (json_object_get(run, "reasons"), k, r)
+                        if (startswith(json_string_value(r) ?: "", "L1-on"))
+                                return run;
+                if (!first && !rep_is_baseline(doc, run))
+                        first = run;
+        }
+        return first;
+}
+
+/* Verdict counts of one level over the job's runs, expected failures apart. */
+static char *level_counts(json_t *doc, const char *level, bool *ret_any)
+{
+        unsigned pass = 0, fail = 0, xfail = 0, skipped = 0, invalid = 0;
+        json_t *run, *l;
+        size_t i;
+
+        json_array_foreach (rep_runs(doc), i, run) {
+                const char *v;
+
+                l = rep_level(rep_attempt(run), level);
+                v = json_string_value(json_object_get(l, "verdict"));
+                if (!v)
+                        continue;
+                if (streq(v, "pass"))
+                        pass++;
+                else if (streq(v, "skipped"))
+                        skipped++;
+                else if (streq(rep_result(run), "xfail"))
+                        xfail++;
+                else if (streq(v, "invalid"))
+                        invalid++;
+                else
+                        fail++;
+        }
+        *ret_any = pass + fail + xfail + skipped + invalid > 0;
+        return xasprintf(
+                "%u pass, %u fail, %u invalid, %u failed as expected (known incompatible), %u skipped", pass,
+                fail, invalid, xfail, skipped);
+}
+
+static const char *verdict_word(const char *v)
+{
+        return !v                    ? "NOT RUN"
+               : streq(v, "pass")    ? "PASS"
+               : streq(v, "fail")    ? "FAIL"
+               : streq(v, "invalid") ? "INVALID"
+                                     : "SKIPPED";
+}
+
+/* "- [x] PASS", the runs behind it, the duration and the level's message. */
+static json_t *level_head(FILE *f, json_t *doc, json_t *run, const char *level)
+{
+        json_t *l = rep_level(rep_attempt(run), level);
+        const char *v = json_string_value(json_object_get(l, "verdict"));
+        _cleanup_free_ char *counts = NULL, *dur = NULL, *msg = NULL;
+        bool any;
+
+        counts = level_counts(doc, level, &any);
+        fprintf(f, "- [%c] %s\n", l ? 'x' : ' ', verdict_word(v));
+        fprintf(f, "- Feature run: r%" JSON_INTEGER_FORMAT "; all runs: %s\n",
+                json_integer_value(json_object_get(run, "id")), any ? counts : "none ran this level");
+        dur = rep_duration(json_object_get(l, "started_at"), json_object_get(l, "finished_at"));
+        fprintf(f, "- Duration: %s\n", dur);
+        msg = json_is_string(json_object_get(l, "message"))
+                      ? mx_escape(json_string_value(json_object_get(l, "message")), 400)
+                      : NULL;
+        return l ? (fprintf(f, "- Notes: %s\n", msg ?: "-"), l) : (fputs("- Notes: not run\n", f), NULL);
+}
+
+static void l15_kernels(FILE *f, json_t *l)
+{
+        json_t *obs = json_object_get(json_object_get(json_object_get(l, "metrics"), "kernels"), "must_see"),
+               *e;
+        size_t i, n = 0;
+
+        fputs("- Observed kernels:", f);
+        json_array_foreach (obs, i, e)
+                if (json_is_string(json_object_get(e, "subject"))) {
+                        _cleanup_free_ char *s =
+                                mx_escape(json_string_value(json_object_get(e, "subject")), 200);
+
+                        fprintf(f, "%s`%s`", n++ ? ", " : " ", s);
+                }
+        fputs(n ? "\n" : " none recorded\n", f);
+}
+
+/* Memory before and after L3: its own measurements, else the sampler's "L3" scope. */
+static void l3_memory(FILE *f, json_t *run, json_t *l)
+{
+        json_t *m = json_object_get(json_object_get(l, "metrics"), "memory");
+        json_t *s = json_object_get(json_object_get(json_object_get(rep_attempt(run), "samples"), "L3"),
+                                    "memory");
+        json_t *before = json_object_get(m, "first_bytes"), *after = json_object_get(m, "last_bytes");
+        const char *src = json_string_value(json_object_get(m, "source"));
+
+        if (!json_is_integer(before) || !json_integer_value(before)) {
+                before = json_object_get(s, "start");
+                after = json_object_get(s, "end");
+                src = "the sampler's L3 scope";
+        }
+        if (json_is_integer(before) && json_is_integer(after)) {
+                fprintf(f, "- Memory before: %.2f GB\n- Memory after: %.2f GB\n",
+                        (double)json_integer_value(before) / 1e9, (double)json_integer_value(after) / 1e9);
+                fprintf(f, "  (10^9 bytes, %s; first and last sample of the level)\n",
+                        src ?: "L3's memory source");
+        } else
+                fputs("- Memory before: not measured\n- Memory after: not measured\n", f);
+}
+
+static void l4_table(FILE *f, json_t *base, json_t *run, struct rep_defs *defs)
+{
+        static const struct rep_col rows[] = {
+                {"pp2048_tps", "pp2048"},    {"tg32_tps", "tg32"},        {"tg128_tps", "tg128"},
+                {"ttft_p50_ms", "TTFT p50"}, {"ttft_p99_ms", "TTFT p99"},
+        };
+
+        fputs("| Metric | Baseline | This Feature | Delta |\n|--------|----------|--------------|-------|\n",
+              f);
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                struct rep_num b = {.why = "no baseline run"}, x;
+                _cleanup_free_ char *bc = NULL, *xc = NULL, *d = NULL;
+
+                if (base)
+                        rep_metric(base, rows[i].metric, &b);
+                rep_metric(run, rows[i].metric, &x);
+                rep_defs_add(defs, rows[i].metric, &b);
+                rep_defs_add(defs, rows[i].metric, &x);
+                bc = rep_num_cell(&b);
+                xc = rep_num_cell(&x);
+                d = b.have && x.have && b.v != 0 ? xasprintf("%+.1f%%", 100 * (x.v - b.v) / b.v)
+                                                 : xstrdup("-");
+                fprintf(f, "| %s | %s | %s | %s |\n", rows[i].label, bc, xc, d);
+        }
+}
+
+static void l6_table(FILE *f, json_t *doc)
+{
+        json_t *run, *r;
+        size_t i, k, n = 0;
+
+        fputs("| Combination | Status | Notes |\n|-------------|--------|-------|\n", f);
+        json_array_foreach (rep_runs(doc), i, run)
+                json_array_foreach (json_object_get(run, "reasons"), k, r) {
+                        const char *why = json_string_value(r);
+                        struct rep_failure fail;
+                        _cleanup_free_ char *notes = NULL, *cell = NULL, *combo = NULL;
+                        bool failed;
+
+                        if (!why || !startswith(why, "L6:"))
+                                continue;
+                        failed = rep_run_failure(run, &fail);
+                        combo = xasprintf("+ %s (r%" JSON_INTEGER_FORMAT ")", why + 3,
+                                          json_integer_value(json_object_get(run, "id")));
+                        if (failed)
+                                notes = xasprintf(
+                                        "%s: %s%s%s", fail.klass, fail.text,
+                                        json_is_string(json_object_get(run, "expect_fail")) ? "; declared: "
+                                                                                            : "",
+                                        json_string_value(json_object_get(run, "expect_fail")) ?: "");
+                        else
+                                notes = xstrdup(json_string_value(json_object_get(run, "expect_fail"))
+                                                        ?: "");
+                        rep_failure_done(&fail);
+                        cell = rep_md(notes);
+                        fprintf(f, "| %s | %s | %s |\n", combo, rep_result(run), cell);
+                        n++;
+                        break;
+                }
+        if (n == 0)
+                fputs("| (no L6 run in this job) | - | - |\n", f);
+}
+
+/* One criterion of the matrix feature evaluated on the runs: target, actual, pass. */
+static void criterion_row(FILE *f, json_t *c, const char *text, json_t *base, json_t *run, int *ret_state,
+                          struct rep_defs *defs)
+{
+        const char *metric = json_string_value(json_object_get(c, "metric"));
+        const struct mx_metric_info *mi = mx_metric_lookup(metric ?: "");
+        static const char *const ops[] = {
+                "min_gain_pct", "max_regression_pct", "max_increase", "max_decrease", "max", "min", NULL};
+        const char *op = NULL, *unit = mi ? mi->unit : "";
+        struct rep_num b = {.why = "no baseline run"}, x;
+        double target = 0, actual = NAN;
+        bool ok = false, relative;
+        _cleanup_free_ char *tgt = NULL, *act = NULL;
+
+        for (size_t i = 0; ops[i]; i++)
+                if (json_is_number(json_object_get(c, ops[i]))) {
+                        op = ops[i];
+                        target = json_number_value(json_object_get(c, ops[i]));
+                }
+        rep_metric(run, metric ?: "", &x);
+        rep_defs_add(defs, metric ?: "?", &x);
+        relative = op && !streq(op, "max") && !streq(op, "min");
+        if (relative && base) {
+                rep_metric(base, metric, &b);
+                rep_defs_add(defs, metric, &b);
+        }
+        if (!op) {
+                tgt = xstrdup("?");
+        } else if (streq(op, "min_gain_pct")) {
+                tgt = xasprintf("≥%g%%", target);
+                if (x.have && b.have && b.v != 0) {
+                        actual = 100 * (mi && !mi->higher_is_better ? b.v - x.v : x.v - b.v) / b.v;
+                        ok = actual >= target;
+                }
+        } else if (streq(op, "max_regression_pct")) {
+                tgt = xasprintf("≤%g%%", target);
+                if (x.have && b.have && b.v != 0) {
+                        actual = 100 * (mi && !mi->higher_is_better ? x.v - b.v : b.v - x.v) / b.v;
+                        ok = actual <= target;
+                }
+        } else if (streq(op, "max_increase") || streq(op, "max_decrease")) {
+                tgt = xasprintf("%s%g%s", streq(op, "max_increase") ? "≤+" : "≥-", target, unit);
+                if (x.have && b.have) {
+                        actual = x.v - b.v;
+                        ok = streq(op, "max_increase") ? actual <= target : -actual <= target;
+                }
+        } else {
+                tgt = xasprintf("%s%g%s", streq(op, "max") ? "≤" : "≥", target, unit);
+                if (x.have) {
+                        actual = x.v;
+                        ok = streq(op, "max") ? actual <= target : actual >= target;
+                }
+        }
+        if (isnan(actual)) {
+                act = xstrdup(!x.have ? x.why : b.why);
+                *ret_state = MX_MAX(*ret_state, 1);
+        } else {
+                bool pct = op && strstr(op, "pct");
+                int64_t n = relative && b.have && b.n >= 0 && x.n >= 0 ? MX_MIN(b.n, x.n) : x.n;
+
+                act = n >= 0 ? xasprintf("%.2f%s (n=%" PRId64 ")", actual, pct ? "%" : unit, n)
+                             : xasprintf("%.2f%s", actual, pct ? "%" : unit);
+                if (!ok)
+                        *ret_state = 2;
+        }
+        {
+                _cleanup_free_ char *t = rep_md(text);
+
+                fprintf(f, "| %s | %s | %s | %s |\n", t, tgt, act,
+                        isnan(actual) ? "not measured"
+                        : ok          ? "PASS"
+                                      : "FAIL");
+        }
+}
+
+/* Seed 000's table: the daemon's evaluation when the document has one, else the feature's criteria here. */
+static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run)
+{
+        json_t *given = json_object_get(doc, "criteria"), *items, *c;
+        struct rep_defs defs = {};
+        int state = 0; /* 0 pass, 1 not measured, 2 fail */
+        size_t i;
+
+        fputs("## Success Criteria Evaluation\n\n| Criterion | Target | Actual | Pass/Fail |\n"
+              "|-----------|--------|--------|-----------|\n",
+              f);
+        items = json_object_get(given, "items") ?: json_object_get(given, "criteria");
+        if (json_is_array(items) && json_array_size(items) > 0) {
+                json_array_foreach (items, i, c) {
+                        _cleanup_free_ char *a = NULL, *b = NULL, *d = NULL;
+                        json_t *pass = json_object_get(c, "pass");
+                        const char *verdict = json_string_value(json_object_get(c, "verdict"));
+
+                        a = rep_md(json_string_value(json_object_get(c, "criterion"))
+                                           ?: json_string_value(json_object_get(c, "text")));
+                        b = rep_md(json_string_value(json_object_get(c, "target")));
+                        d = json_is_string(json_object_get(c, "actual"))
+                                    ? rep_md(json_string_value(json_object_get(c, "actual")))
+                            : json_is_number(json_object_get(c, "actual"))
+                                    ? xasprintf("%.2f", json_number_value(json_object_get(c, "actual")))
+                                    : xstrdup("not measured");
+                        if (!verdict)
+                                verdict = json_is_true(pass)    ? "PASS"
+                                          : json_is_false(pass) ? "FAIL"
+                                                                : "not measured";
+                        if (strcasecmp(verdict, "fail") == 0)
+                                state = 2;
+                        else if (strcasecmp(verdict, "pass") != 0)
+                                state = MX_MAX(state, 1);
+                        fprintf(f, "| %s | %s | %s | %s |\n", a, b, d, verdict);
+                }
+                fputs("\nEvaluated by mxmatrixd (the job's criteria).\n", f);
+        } else if (json_array_size(json_object_get(feature, "criteria")) > 0) {
+                json_array_foreach (json_object_get(feature, "criteria"), i, c) {
+                        const char *text = json_string_value(
+                                json_array_get(json_object_get(feature, "criteria_text"), i));
+                        _cleanup_free_ char *note =
+                                json_is_string(json_object_get(c, "note"))
+                                        ? xasprintf("%s (%s)", text ?: "?",
+                                                    json_string_value(json_object_get(c, "note")))
+                                        : xstrdup(text ?: "?");
+
+                        criterion_row(f, c, note, base, run, &state, &defs);
+                }
+                fprintf(f,
+                        "\nEvaluated from the runs: the feature run r%" JSON_INTEGER_FORMAT
+                        " against the baseline run%s.\n",
+                        json_integer_value(json_object_get(run, "id")),
+                        base ? "" : " (none in this job: relative criteria are not measured)");
+                if (base)
+                        fprintf(f, "Baseline run: r%" JSON_INTEGER_FORMAT ".\n",
+                                json_integer_value(json_object_get(base, "id")));
+        } else {
+                fputs("| (the feature declares no criteria) | - | - | - |\n", f);
+                state = 1;
+        }
+        rep_defs_print(&defs, f);
+        rep_defs_done(&defs);
+        return state;
+}
+
+static char *upper_name(const char *name)
+{
+        char *s = xstrdup(name);
+
+        for (char *p = s; *p; p++)
+                *p = *p == '-' || *p == '.' || *p == '+' ? '_' : (char)toupper((unsigned char)*p);
+        return s;
+}
+
+int report_test_log_name(json_t *doc, const char *feature, char **ret, char **reterr)
+{
+        json_t *f = rep_feature(doc, feature);
+        const char *name = f ? json_string_value(json_object_get(f, "name"))
+                             : json_string_value(json_object_get(rep_job(doc), "feature"));
+        _cleanup_free_ char *up = NULL, *date = NULL;
+
+        if (feature && !f) {
+                *reterr = xasprintf("'%s' is not a feature of the job's matrix", feature);
+                return -ENOENT;
+        }
+        if (!name) {
+                *reterr = xstrdup("the job names no feature (pins only): give FEATURE");
+                return -ENOENT;
+        }
+        if (!mx_matrix_name_valid(name)) {
+                *reterr = xstrdup("the job's feature word is not a valid name for a file");
+                return -EINVAL;
+        }
+        up = upper_name(name);
+        date = rep_date(rep_last_finished(doc));
+        *ret = xasprintf("TEST_LOGS/FEATURE_%s_%s.md", up, date);
+        return 0;
+}
+
+int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
+{
+        json_t *feat = rep_feature(doc, feature), *job = rep_job(doc);
+        json_t *run = feature_run(doc), *base = rep_baseline_run(doc), *l;
+        _cleanup_free_ char *date = rep_date(rep_last_finished(doc)), *levels = NULL, *basename_run = NULL;
+        struct rep_defs defs = {};
+        const char *title;
+        int state, level_state = 0;
+        size_t li;
+
+        if (feature && !feat) {
+                *reterr = xasprintf("'%s' is not a feature of the job's matrix", feature);
+                return -ENOENT;
+        }
+        if (!run) {
+                *reterr = xstrdup("the job has no run of the feature (only the baseline, or no runs)");
+                return -ENOENT;
+        }
+        title = json_string_value(json_object_get(feat, "title"));
+        if (!title)
+                title = json_string_value(json_object_get(feat, "name"));
+        if (!title)
+                title = json_string_value(json_object_get(job, "feature")) ?: "(pins only)";
+        levels = json_dumps(json_object_get(job, "levels"), JSON_COMPACT);
+        basename_run =
+                base ? xasprintf("r%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(base, "id")))
+                     : xstrdup("missing (no L4 comparison)");
+        fprintf(f, "# Test Log: %s\n\nDate: %s\nBranch: %s\n\n", title, date,
+                json_string_value(json_object_get(
+                        json_object_get(
+                                json_object_get(json_object_get(rep_attempt(run), "metadata"), "sources"),
+                                "vllm"),
+                        "branch"))
+                        ?: "(not recorded)");
+        fprintf(f,
+                "Written by `mxmatrix report test-log` from job %" JSON_INTEGER_FORMAT
+                " (feature %s, strategy %s, levels %s, %zu runs). The feature run is r%" JSON_INTEGER_FORMAT
+                " (%s); the baseline run is %s. Times are UTC.\n\n",
+                json_integer_value(json_object_get(job, "id")),
+                json_string_value(json_object_get(job, "feature")) ?: "-",
+                strna(json_string_value(json_object_get(job, "strategy"))), levels ?: "[]",
+                json_array_size(rep_runs(doc)), json_integer_value(json_object_get(run, "id")),
+                strna(json_string_value(json_object_get(run, "config_key"))), basename_run);
+
+        fputs("\n## Level 1: Smoke Test\n", f);
+        level_head(f, doc, run, "L1");
+        fputs("\n## Level 1.5: Kernel Path Validation\n", f);
+        l = level_head(f, doc, run, "L1.5");
+        l15_kernels(f, l);
+        fputs("\n## Level 2: Correctness Test\n", f);
+        level_head(f, doc, run, "L2");
+        fputs("\n## Level 3: Stress Test\n", f);
+        l = level_head(f, doc, run, "L3");
+        l3_memory(f, run, l);
+        fputs("\n## Level 4: Performance Benchmark\n\n", f);
+        l4_table(f, base, run, &defs);
+        rep_defs_print(&defs, f);
+        rep_defs_done(&defs);
+        fputs("\n## Level 5: Regression Test\n", f);
+        l = level_head(f, doc, run, "L5");
+        {
+                json_t *regs = json_object_get(json_object_get(l, "metrics"), "regressions"), *x;
+                size_t i;
+
+                fputs("- Regressions found:", f);
+                if (!l)
+                        fputs(" not measured (no L5 level ran)\n", f);
+                else if (json_array_size(regs) == 0)
+                        fputs(streq_ptr(json_string_value(json_object_get(l, "verdict")), "pass")
+                                      ? " none\n"
+                                      : " see Notes\n",
+                              f);
+                else {
+                        fputc('\n', f);
+                        json_array_foreach (regs, i, x) {
+                                _cleanup_free_ char *t =
+                                        json_is_string(x) ? mx_escape(json_string_value(x), 300)
+                                                          : json_dumps(x, JSON_COMPACT | JSON_SORT_KEYS);
+
+                                fprintf(f, "  - %s\n", t);
+                        }
+                }
+        }
+        fputs("\n## Level 6: Combinatorial Test\n\n", f);
+        l6_table(f, doc);
+        fputc('\n', f);
+        /* The feature run's levels decide as much as the criteria: a failed level fails the log. */
+        json_array_foreach (json_object_get(rep_attempt(run), "levels"), li, l) {
+                const char *v = json_string_value(json_object_get(l, "verdict"));
+
+                if (streq_ptr(v, "fail") || streq_ptr(v, "invalid"))
+                        level_state = 2;
+        }
+        if (!rep_attempt(run) || !streq(rep_result(run), "pass"))
+                level_state = MX_MAX(
+                        level_state,
+                        streq(rep_result(run), "queued") || streq(rep_result(run), "running") ? 1 : 2);
+        state = criteria_table(f, doc, feat, base, run);
+        state = MX_MAX(state, level_state);
+        fprintf(f, "\n**Overall**: %s\n",
+                state == 0   ? "PASS"
+                : state == 2 ? "FAIL"
+                             : "INCOMPLETE (a criterion was not measured)");
+        fprintf(f,
+                "\n## Overall Result\n- [%c] READY TO MERGE\n- [%c] NEEDS FIXES (list issues)\n- [%c] "
+                "BLOCKED (reason)\n",
+                state == 0 ? 'x' : ' ', state == 2 ? 'x' : ' ',
+                streq_ptr(json_string_value(json_object_get(feat, "status")), "blocked") ? 'x' : ' ');
+        if (state == 2) {
+                struct rep_failure fail;
+
+                if (rep_run_failure(run, &fail))
+                        fprintf(f, "  - r%" JSON_INTEGER_FORMAT ": %s (%s): %s\n",
+                                json_integer_value(json_object_get(run, "id")), rep_result(run), fail.klass,
+                                fail.text);
+                rep_failure_done(&fail);
+                fputs("  - see the Success Criteria Evaluation above\n", f);
+        }
+        if (state == 1)
+                fputs("  - not measured: run the job with the levels that measure every criterion "
+                      "(levels=L1-L5)\n",
+                      f);
+        return 0;
+}
