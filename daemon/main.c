@@ -7,6 +7,7 @@
  */
 #include "cgroup.h"
 #include "control.h"
+#include "executor-slurm.h"
 #include "daemon.h"
 #include "http.h"
 #include "listen.h"
@@ -275,6 +276,8 @@ static int setup(struct mx_daemon *d, struct listen_socket *ls)
                 return EXIT_FAILURE;
         }
         d->sched = sched_new(d);
+        if (d->cfg.executor == MX_EXECUTOR_SLURM && executor_slurm_new(d, &d->slurm) < 0)
+                return EXIT_FAILURE;
         return 0;
 }
 
@@ -283,6 +286,7 @@ static void teardown(struct mx_daemon *d, struct listen_socket *ls)
         d->control = control_free(d->control);
         stream_free_all(d);
         d->sched = sched_free(d->sched);
+        d->slurm = executor_slurm_free(d->slurm);
         listen_close(ls);
         d->http = mx_http_free(d->http);
         d->reaper = proc_reaper_free(d->reaper);

@@ -10,6 +10,7 @@
  */
 #include "recover.h"
 #include "cgroup.h"
+#include "queue-slurm.h"
 #include "log.h"
 #include "proc-stop.h"
 
@@ -109,6 +110,9 @@ int recover_interrupted(struct mx_daemon *d)
                                           .config = open[i].config_key };
                 _cleanup_free_ char *result = NULL, *bound = NULL;
 
+                /* A Slurm job outlives the daemon: executor_slurm_new() reattaches it from Slurm's records. */
+                if (d->cfg.executor == MX_EXECUTOR_SLURM && slurm_attempt_has_job(d->db, open[i].attempt) > 0)
+                        continue;
                 if (!recover_kill(d, &open[i]))
                         f.message = "the daemon stopped during the run; some of its processes could not be killed";
                 if (!recover_requeue_allowed(d, open[i].run, &bound)) {
