@@ -563,6 +563,7 @@ static void sjob_update(struct sjob *j, int64_t id, const char *state, const cha
                             "run %" PRId64 " attempt %d started: Slurm job %" PRId64 " on node %s: %s", j->run,
                             j->attempt, j->jobid, strna(j->node), j->config_key);
                 stream_job_changed(j->x->d, j->job);
+                slurm_kick(j->x); /* Slurm started it: there may be room for one more */
         }
         ingest_events(j);
         if (state_terminal(state))
