@@ -141,8 +141,7 @@ int recover_interrupted(struct mx_daemon *d)
                                 open[i].run, open[i].n,
                                 d->cfg.recovery == MX_RECOVERY_PAUSE ? " and the queue paused" : "");
         }
-        n -= in_slurm;
-        if (n > 0 && d->cfg.recovery == MX_RECOVERY_PAUSE && !d->paused) {
+        if (n > in_slurm && d->cfg.recovery == MX_RECOVERY_PAUSE && !d->paused) {
                 r = queue_set_paused(d->db, true, 0);
                 if (r < 0)
                         log_error_errno(r, "cannot pause the queue");
@@ -150,5 +149,5 @@ int recover_interrupted(struct mx_daemon *d)
                         d->paused = true;
         }
         queue_open_attempts_free(open, n);
-        return (int)n;
+        return (int)(n - in_slurm);
 }
