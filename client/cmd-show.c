@@ -179,6 +179,15 @@ static void show_attempt(json_t *a)
                 show_samples(scope, sum);
         if (json_is_string(json_object_get(a, "log")))
                 printf("  log: %s\n", json_string_value(json_object_get(a, "log")));
+        if (json_is_object(json_object_get(a, "slurm"))) {
+                json_t *sl = json_object_get(a, "slurm");
+
+                printf("  slurm: job %" JSON_INTEGER_FORMAT " on node %s (%s), job name %s\n",
+                       json_integer_value(json_object_get(sl, "job_id")),
+                       strna(json_string_value(json_object_get(sl, "node"))),
+                       strna(json_string_value(json_object_get(sl, "state"))),
+                       strna(json_string_value(json_object_get(sl, "job_name"))));
+        }
         if (json_is_object(json_object_get(a, "metadata"))) {
                 _cleanup_free_ char *meta = mx_meta_summary(json_object_get(a, "metadata"), "  ");
 

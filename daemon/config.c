@@ -38,6 +38,7 @@ void config_defaults(struct mx_config *c)
                 },
                 .run_timeout_ms = 4 * 3600 * 1000LL,
                 .level_timeout_ms = 30 * 60 * 1000LL,
+                .slurm = { .poll_ms = 2000 },
         };
 }
 
@@ -53,6 +54,15 @@ void config_done(struct mx_config *c)
         free(c->log_level);
         free(c->gpu_source);
         free(c->nvml_library);
+        free(c->slurm.partition);
+        free(c->slurm.account);
+        free(c->slurm.gres);
+        free(c->slurm.shared_dir);
+        free(c->slurm.run_program);
+        if (c->slurm.sbatch_args)
+                for (char **a = c->slurm.sbatch_args; *a; a++)
+                        free(*a);
+        free(c->slurm.sbatch_args);
 }
 
 static void set_str(char **dst, const char *v)
@@ -186,8 +196,69 @@ static int load_string_key(struct mx_config *c, const char *k, json_t *v, char *
         return 0;
 }
 
+/* Bounds on the "slurm" object: a settings file is trusted, but not unbounded. */
+#define MX_SLURM_ARGS_MAX 64
+#define MX_SLURM_IN_FLIGHT_MAX 1024
+
+/* The "slurm" object: where and how runs are submitted (executor-slurm.c). */
+static int load_slurm(struct mx_config *c, json_t *o)
+{
+        struct mx_slurm_config *sc = &c->slurm;
+        const char *k;
+        json_t *v;
+
+        json_object_foreach (o, k, v) {
+                if (streq(k, "partition") || streq(k, "account") || streq(k, "gres") || streq(k, "shared_dir") ||
+                    streq(k, "run_program")) {
+                        char **dst = streq(k, "partition") ? &sc->partition
+                                     : streq(k, "account") ? &sc->account
+                                     : streq(k, "gres")    ? &sc->gres
+                                     : streq(k, "shared_dir") ? &sc->shared_dir
+                                                              : &sc->run_program;
+
+                        if (!json_is_string(v) || !*json_string_value(v) || strchr(json_string_value(v), '\''))
+                                return file_error(c->config_path, k, "expected a non-empty string without '");
+                        set_str(dst, json_string_value(v));
+                } else if (streq(k, "sbatch_args")) {
+                        size_t i;
+                        json_t *e;
+
+                        if (!json_is_array(v) || json_array_size(v) > MX_SLURM_ARGS_MAX)
+                                return file_error(c->config_path, k, "expected an array of at most 64 strings");
+                        sc->sbatch_args = xcalloc(json_array_size(v) + 1, sizeof(char *));
+                        json_array_foreach (v, i, e) {
+                                if (!json_is_string(e))
+                                        return file_error(c->config_path, k, "expected an array of strings");
+                                sc->sbatch_args[i] = xstrdup(json_string_value(e));
+                        }
+                } else if (streq(k, "max_in_flight")) {
+                        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                            json_integer_value(v) > MX_SLURM_IN_FLIGHT_MAX)
+                                return file_error(c->config_path, k, "expected an integer from 0 (as many as Slurm "
+                                                  "starts) to 1024");
+                        sc->max_in_flight = (int)json_integer_value(v);
+                } else if (streq(k, "poll_interval")) {
+                        if (json_duration(v, &sc->poll_ms) < 0 || sc->poll_ms < 100 || sc->poll_ms > 600000)
+                                return file_error(c->config_path, k, "expected a duration from 0.1 s to 10 min");
+                } else
+                        return file_error(c->config_path, k, "unknown key of \"slurm\"");
+        }
+        return 0;
+}
+
 static int load_key(struct mx_config *c, const char *k, json_t *v)
 {
+        if (streq(k, "executor")) {
+                if (json_is_string(v) && streq(json_string_value(v), "local"))
+                        c->executor = MX_EXECUTOR_LOCAL;
+                else if (json_is_string(v) && streq(json_string_value(v), "slurm"))
+                        c->executor = MX_EXECUTOR_SLURM;
+                else
+                        return file_error(c->config_path, k, "expected \"local\" or \"slurm\"");
+                return 0;
+        }
+        if (streq(k, "slurm"))
+                return json_is_object(v) ? load_slurm(c, v) : file_error(c->config_path, k, "expected an object");
         if (streq(k, "socket"))
                 return load_string_key(c, k, v, &c->socket_path);
         if (streq(k, "socket_group"))
@@ -419,5 +490,10 @@ int config_parse(struct mx_config *c, int argc, char **argv)
                 c->socket_path = xstrdup(MX_DEFAULT_SOCKET);
         if (!c->state_dir)
                 c->state_dir = xstrdup(MX_DEFAULT_STATE_DIR);
+        if (c->executor == MX_EXECUTOR_SLURM && (!c->slurm.shared_dir || c->slurm.shared_dir[0] != '/')) {
+                fprintf(stderr, "mxmatrixd: %s: executor \"slurm\" needs slurm.shared_dir, an absolute path that "
+                        "every node mounts at the same place\n", c->config_path);
+                return EXIT_CONFIG;
+        }
         return check_log_settings(c);
 }

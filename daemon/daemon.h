@@ -19,6 +19,7 @@ struct mx_http;
 struct mx_matrix;
 struct mx_streams;
 struct mx_cgroup;
+struct mx_executor_slurm;
 
 struct mx_limits {
         size_t frame_bytes;          /* one request line */
@@ -30,6 +31,21 @@ struct mx_limits {
         int64_t frame_timeout_ms;    /* a partial request line, or a missing hello, is dropped after this */
         int64_t idle_timeout_ms;     /* a connection with no request and no stream open is closed after this */
         size_t log_bytes;            /* captured server log per attempt */
+};
+
+enum mx_executor {
+        MX_EXECUTOR_LOCAL, /* the serial runner in this process (default) */
+        MX_EXECUTOR_SLURM, /* each run a Slurm job running mxmatrix-run (executor-slurm.c) */
+};
+
+/* The "slurm" object of the settings file (docs/mxmatrixd.8, SLURM). */
+struct mx_slurm_config {
+        char *partition, *account, *gres; /* NULL: Slurm's default; gres e.g. "gpu:1" */
+        char **sbatch_args;               /* extra arguments, NULL-terminated, or NULL */
+        char *shared_dir;                 /* run directories, the same path on every node (required) */
+        char *run_program;                /* mxmatrix-run as the nodes see it (default: found in PATH) */
+        int max_in_flight;                /* 0: as many as Slurm starts (submit while none is pending) */
+        int64_t poll_ms;                  /* squeue/sacct interval */
 };
 
 struct mx_config {
@@ -50,6 +66,8 @@ struct mx_config {
         char *log_level;
         char *gpu_source;   /* the health gate's sampler (sampler.h): auto, nvml, nvidia-smi, proc; NULL: auto */
         char *nvml_library; /* NULL: libnvidia-ml.so.1 */
+        enum mx_executor executor;
+        struct mx_slurm_config slurm;
 };
 
 struct mx_daemon {
@@ -70,6 +88,7 @@ struct mx_daemon {
         char *pause_reason;       /* why the daemon paused the queue itself (health gate, leftovers, disk); NULL */
         struct mx_cgroup *cgroup; /* where runs' cgroups go (cgroup.h); NULL: runs have none */
         struct mx_health *health; /* the GPU part of the health gate (health.h) */
+        struct mx_executor_slurm *slurm; /* executor "slurm": runs in flight as Slurm jobs; NULL: local */
         int lock_fd;              /* the state directory's lock, held for the daemon's life */
         bool stopping;
         char *boot_id;

@@ -8,6 +8,7 @@
 #include "cgroup.h"
 #include "health.h"
 #include "control.h"
+#include "executor-slurm.h"
 #include "daemon.h"
 #include "http.h"
 #include "listen.h"
@@ -278,6 +279,8 @@ static int setup(struct mx_daemon *d, struct listen_socket *ls)
         d->sched = sched_new(d);
         (void)mx_health_new(d, &d->health);
         sched_set_health_check(d->sched, mx_health_check, d->health);
+        if (d->cfg.executor == MX_EXECUTOR_SLURM && executor_slurm_new(d, &d->slurm) < 0)
+                return EXIT_FAILURE;
         return 0;
 }
 
@@ -287,6 +290,7 @@ static void teardown(struct mx_daemon *d, struct listen_socket *ls)
         stream_free_all(d);
         d->sched = sched_free(d->sched);
         d->health = mx_health_free(d->health);
+        d->slurm = executor_slurm_free(d->slurm);
         listen_close(ls);
         d->http = mx_http_free(d->http);
         d->reaper = proc_reaper_free(d->reaper);

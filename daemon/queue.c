@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "queue.h"
 #include "sampler.h"
+#include "queue-slurm.h"
 
 #include <inttypes.h>
 
@@ -1010,6 +1011,10 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
                 if (r < 0)
                         return r;
                 json_object_set_new(t, "levels", levels);
+                /* Executor slurm: the job, its node and Slurm's last state (migration 009) */
+                r = slurm_attempt_json(db, sqlite3_column_int64(s, 0), t);
+                if (r < 0)
+                        return r;
                 /* GPU and memory summaries (sampler.h), by scope */
                 r = mx_sampler_attempt_json(db, sqlite3_column_int64(s, 0), &samples);
                 if (r < 0)

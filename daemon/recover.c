@@ -10,6 +10,7 @@
  */
 #include "recover.h"
 #include "cgroup.h"
+#include "queue-slurm.h"
 #include "log.h"
 #include "proc-stop.h"
 
@@ -93,7 +94,7 @@ bool recover_requeue_allowed(struct mx_daemon *d, int64_t run, char **ret_why)
 int recover_interrupted(struct mx_daemon *d)
 {
         struct queue_open_attempt *open = NULL;
-        size_t n = 0;
+        size_t n = 0, in_slurm = 0;
         int r = queue_open_attempts(d->db, &open, &n);
 
         if (r < 0)
@@ -109,6 +110,11 @@ int recover_interrupted(struct mx_daemon *d)
                                           .config = open[i].config_key };
                 _cleanup_free_ char *result = NULL, *bound = NULL;
 
+                /* A Slurm job outlives the daemon: executor_slurm_new() reattaches it from Slurm's records. */
+                if (d->cfg.executor == MX_EXECUTOR_SLURM && slurm_attempt_has_job(d->db, open[i].attempt) > 0) {
+                        in_slurm++;
+                        continue;
+                }
                 if (!recover_kill(d, &open[i]))
                         f.message = "the daemon stopped during the run; some of its processes could not be killed";
                 if (!recover_requeue_allowed(d, open[i].run, &bound)) {
@@ -135,7 +141,7 @@ int recover_interrupted(struct mx_daemon *d)
                                 open[i].run, open[i].n,
                                 d->cfg.recovery == MX_RECOVERY_PAUSE ? " and the queue paused" : "");
         }
-        if (n > 0 && d->cfg.recovery == MX_RECOVERY_PAUSE && !d->paused) {
+        if (n > in_slurm && d->cfg.recovery == MX_RECOVERY_PAUSE && !d->paused) {
                 r = queue_set_paused(d->db, true, 0);
                 if (r < 0)
                         log_error_errno(r, "cannot pause the queue");
@@ -143,5 +149,5 @@ int recover_interrupted(struct mx_daemon *d)
                         d->paused = true;
         }
         queue_open_attempts_free(open, n);
-        return (int)n;
+        return (int)(n - in_slurm);
 }

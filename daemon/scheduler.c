@@ -2,6 +2,7 @@
 #include "scheduler.h"
 #include "cgroup.h"
 #include "control.h"
+#include "executor.h"
 #include "log.h"
 #include "matrix.h"
 #include "meta.h"
@@ -103,6 +104,10 @@ struct mx_sched {
         bool hc_timed_out;
         bool hc_passed;         /* it passed: the next kick starts a run without running it again */
         struct run_sampling *closing; /* ended runs' samplers taking their last sample */
+
+        /* Another executor (executor.h) that owns the entry points; NULL: the local path below. */
+        const struct mx_executor_ops *exec_ops;
+        void *exec;
 };
 
 static void pending_write_free(struct pending_write *w)
@@ -154,6 +159,8 @@ static struct mx_log_ctx current_ctx(const struct current *c)
 
 char *sched_status_line(struct mx_sched *s)
 {
+        if (s->exec_ops)
+                return s->exec_ops->status_line(s->exec);
         _cleanup_json_ json_t *counts = NULL;
         int64_t queued = 0;
 
@@ -1115,6 +1122,8 @@ static void kick_cb(evutil_socket_t fd, short what, void *ud)
         (void)fd, (void)what;
         if (s->d->stopping)
                 return;
+        if (s->exec_ops)
+                return s->exec_ops->kick(s->exec);
         if (s->fault)
                 sched_flush(s); /* someone acted (cancel, resume): maybe there is space again */
         if (s->cur || s->d->paused || s->hc_pid > 0) {
@@ -1140,6 +1149,12 @@ void sched_set_health_check(struct mx_sched *s, sched_health_fn fn, void *ud)
         s->health_ud = ud;
 }
 
+void sched_set_executor(struct mx_sched *s, const struct mx_executor_ops *ops, void *x)
+{
+        s->exec_ops = ops;
+        s->exec = x;
+}
+
 void sched_kick(struct mx_sched *s)
 {
         event_active(s->kick_ev, EV_TIMEOUT, 1);
@@ -1161,6 +1176,8 @@ static void timeout_cb(evutil_socket_t fd, short what, void *ud)
 
 bool sched_cancel_run(struct mx_sched *s, int64_t run)
 {
+        if (s->exec_ops)
+                return s->exec_ops->cancel_run(s->exec, run);
         if (!s->cur || s->cur->run != run || s->cur->finished)
                 return false;
         /* Ended, its outcome waiting for the database: it stops by itself (kick_cb retries the write). */
@@ -1173,6 +1190,8 @@ bool sched_cancel_run(struct mx_sched *s, int64_t run)
 
 bool sched_busy(struct mx_sched *s)
 {
+        if (s->exec_ops)
+                return s->exec_ops->busy(s->exec);
         return s->cur != NULL;
 }
 
@@ -1181,6 +1200,8 @@ json_t *sched_current_json(struct mx_sched *s)
         struct current *c = s->cur;
         const char *level;
 
+        if (s->exec_ops)
+                return s->exec_ops->current_json(s->exec);
         if (!c)
                 return NULL;
         level = c->runner && c->ops->current_level ? c->ops->current_level(c->runner) : c->level;
@@ -1193,6 +1214,8 @@ json_t *sched_current_json(struct mx_sched *s)
 
 void sched_shutdown(struct mx_sched *s, void (*done)(void *), void *ud)
 {
+        if (s->exec_ops)
+                return s->exec_ops->shutdown(s->exec, done, ud);
         s->idle_cb = done;
         s->idle_ud = ud;
         if (s->fault)
