@@ -4,7 +4,8 @@
  * the reports rendered from it, one file each: report-bench.c (seed 002's
  * BENCHMARK_RESULTS.md), report-testlog.c (seed 001's test log with seed
  * 000's Success Criteria Evaluation), report-features.c (seed 003's
- * FEATURE_MATRIX.md parts), report-machine.c (JSON, CSV, JUnit XML). The
+ * FEATURE_MATRIX.md parts), report-machine.c (JSON, CSV, JUnit XML),
+ * report-html.c (the HTML page, charts drawn by svg.c). The
  * renderers are pure: the same document gives the same bytes (no clock, no
  * locale, no environment; times are the data's, in UTC). report-util.c has
  * what they share: the attempt a run's result comes from, metrics with

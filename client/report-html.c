@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "report-html.h"
+#include "report-internal.h"
 #include "svg.h"
 
 #include <inttypes.h>
@@ -10,7 +11,7 @@
 
 struct hrun {
         int64_t id;
-        const char *key, *result;
+        const char *key, *result, *crash_class;
         json_t *config;
         bool baseline;
         double tg32, pp2048, ttft; /* NAN: not measured */
@@ -22,16 +23,6 @@ struct hrun {
 static double num(json_t *v)
 {
         return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-/* The run's latest levels and samples: on the run itself, or in its last attempt. */
-static json_t *run_member(json_t *run, const char *key)
-{
-        json_t *v = json_object_get(run, key), *hist = json_object_get(run, "attempt_history");
-
-        if (!v && json_array_size(hist) > 0)
-                v = json_object_get(json_array_get(hist, json_array_size(hist) - 1), key);
-        return v;
 }
 
 /* The bench result document within L4's metrics: the metrics themselves, or one member holding "results". */
@@ -53,36 +44,45 @@ static bool is_good(const char *result)
         return streq_ptr(result, "pass") || streq_ptr(result, "xfail");
 }
 
-static void hrun_load(struct hrun *h, json_t *run)
+/* A run of the report document: its figures from the attempt its result comes from (rep_attempt). */
+static void hrun_load(struct hrun *h, json_t *doc, json_t *run)
 {
-        json_t *levels = run_member(run, "levels"), *samples = run_member(run, "samples"), *l, *res;
-        json_t *reasons = json_object_get(run, "reasons"), *v;
+        json_t *attempt = rep_attempt(run), *samples = json_object_get(attempt, "samples"), *res, *v;
+        json_t *reasons = json_object_get(run, "reasons");
         size_t i;
 
         *h = (struct hrun){
                 .id = json_integer_value(json_object_get(run, "id")),
                 .key = json_string_value(json_object_get(run, "config_key")),
-                .result = json_string_value(json_object_get(run, "result")),
+                .result = rep_result(run),
+                .crash_class = json_string_value(json_object_get(attempt, "crash_class")),
                 .config = json_object_get(run, "config"),
-                .baseline = json_is_true(json_object_get(run, "baseline")),
+                .baseline = rep_is_baseline(doc, run),
                 .tg32 = NAN,
                 .pp2048 = NAN,
                 .ttft = NAN,
         };
+        /* A job without the matrix's baseline among its runs may still hold the run planned as one. */
         json_array_foreach (reasons, i, v)
                 if (streq_ptr(json_string_value(v), "baseline"))
                         h->baseline = true;
-        json_array_foreach (levels, i, l)
-                if (streq_ptr(json_string_value(json_object_get(l, "level")), "L4"))
-                        h->l4 = bench_doc(json_object_get(l, "metrics"));
+        h->l4 = bench_doc(json_object_get(rep_level(attempt, "L4"), "metrics"));
         res = json_object_get(h->l4, "results");
         h->tg32 = num(json_object_get(json_object_get(res, "throughput"), "tg32_tps"));
         h->pp2048 = num(json_object_get(json_object_get(res, "throughput"), "pp2048_tps"));
         h->ttft = num(json_object_get(json_object_get(res, "latency"), "ttft_p50_ms"));
         h->samples = json_object_get(samples, "run");
-        if (!h->samples && json_object_size(samples) > 0)
-                h->samples = json_object_iter_value(json_object_iter(samples));
-        h->name = xasprintf("r%" PRId64 " %s", h->id, strna(h->key));
+        if (h->baseline)
+                h->name = xasprintf("r%" PRId64 " baseline", h->id);
+        else {
+                /* What sets it apart from the baseline is shorter than its whole key, and says more. */
+                _cleanup_free_ char *diff =
+                        json_object_size(json_object_get(rep_matrix(doc), "baseline")) > 0
+                                ? rep_config_diff(doc, run)
+                                : NULL;
+
+                h->name = xasprintf("r%" PRId64 " %s", h->id, diff && *diff ? diff : strna(h->key));
+        }
 }
 
 static void put(FILE *f, const char *s)
@@ -105,33 +105,42 @@ static void put_num(FILE *f, double v, const char *unit)
 }
 
 struct metric {
-        const char *id, *title, *unit, *definition;
+        const char *id, *metric, *title, *unit, *definition;
         size_t offset; /* of the double in struct hrun */
         bool lower_is_better;
 };
 
 static const struct metric metrics[] = {
-        { "tg32", "tg32: decode throughput per configuration", "tokens/s",
-          "mean tokens/s of the depth-0 tg32 rows (llama-benchy's tg: completion tokens after the first, over "
-          "the time from the first to the last token), L4 results.throughput.tg32_tps",
-          offsetof(struct hrun, tg32), false },
-        { "pp2048", "pp2048: prefill throughput per configuration", "tokens/s",
-          "mean tokens/s of the depth-0 pp2048 rows (prompt tokens over the time to the first token), L4 "
-          "results.throughput.pp2048_tps",
-          offsetof(struct hrun, pp2048), false },
-        { "ttft", "TTFT p50 per configuration (lower is better)", "ms",
-          "median time to first token over every valid depth-0 request (vllm bench serve's TTFT), L4 "
-          "results.latency.ttft_p50_ms",
-          offsetof(struct hrun, ttft), true },
+        {"tg32", "tg32_tps", "tg32: decode throughput per configuration", "tokens/s",
+         "mean tokens/s of the depth-0 tg32 rows (llama-benchy's tg: completion tokens after the first, "
+         "over "
+         "the time from the first to the last token), L4 results.throughput.tg32_tps",
+         offsetof(struct hrun, tg32), false},
+        {"pp2048", "pp2048_tps", "pp2048: prefill throughput per configuration", "tokens/s",
+         "mean tokens/s of the depth-0 pp2048 rows (prompt tokens over the time to the first token), L4 "
+         "results.throughput.pp2048_tps",
+         offsetof(struct hrun, pp2048), false},
+        {"ttft", "ttft_p50_ms", "TTFT p50 per configuration (lower is better)", "ms",
+         "median time to first token over every valid depth-0 request (vllm bench serve's TTFT), L4 "
+         "results.latency.ttft_p50_ms",
+         offsetof(struct hrun, ttft), true},
 };
+
+/* A target's name: its label, or the name the matrix's reference section gives it. */
+static const char *target_label(json_t *t)
+{
+        const char *label = json_string_value(json_object_get(t, "label"));
+
+        return label ?: json_string_value(json_object_get(t, "name")) ?: "target";
+}
 
 static double metric_of(const struct hrun *h, const struct metric *m)
 {
         return *(const double *)((const char *)h + m->offset);
 }
 
-static void bars_section(FILE *f, const struct hrun *runs, size_t n, const struct hrun *base, const struct metric *m,
-                         json_t *targets)
+static void bars_section(FILE *f, const struct hrun *runs, size_t n, const struct hrun *base,
+                         const struct metric *m, json_t *targets)
 {
         _cleanup_free_ struct svg_bar *bars = xcalloc(MX_MAX(n, (size_t)1), sizeof(*bars));
         _cleanup_free_ struct svg_ref *refs = NULL;
@@ -143,14 +152,12 @@ static void bars_section(FILE *f, const struct hrun *runs, size_t n, const struc
 
         refs = xcalloc(json_array_size(targets) + 1, sizeof(*refs));
         if (isfinite(bv))
-                refs[n_refs++] = (struct svg_ref){ bv, "baseline", "baseline" };
+                refs[n_refs++] = (struct svg_ref){bv, "baseline", "baseline"};
         json_array_foreach (targets, i, t)
                 if (streq_ptr(json_string_value(json_object_get(t, "metric")), m->id) ||
-                    streq_ptr(json_string_value(json_object_get(t, "metric")),
-                              streq(m->id, "ttft") ? "ttft_p50_ms" : m->id))
-                        refs[n_refs++] = (struct svg_ref){ num(json_object_get(t, "value")),
-                                                           json_string_value(json_object_get(t, "label")) ?: "target",
-                                                           "target" };
+                    streq_ptr(json_string_value(json_object_get(t, "metric")), m->metric))
+                        refs[n_refs++] = (struct svg_ref){num(json_object_get(t, "value")), target_label(t),
+                                                          "target"};
         for (i = 0; i < n; i++) {
                 double v = metric_of(&runs[i], m);
                 bool better = m->lower_is_better ? v <= bv : v >= bv;
@@ -159,23 +166,25 @@ static void bars_section(FILE *f, const struct hrun *runs, size_t n, const struc
                 measured += isfinite(v);
                 strv_consume(&tips, xasprintf("%s: %s %s", runs[i].name, vs, m->unit));
                 bars[i] = (struct svg_bar){
-                        runs[i].name, v,
-                        runs[i].baseline    ? "baseline"
-                        : !isfinite(bv)     ? NULL
-                        : better            ? "good"
-                                            : "bad",
+                        runs[i].name,
+                        v,
+                        runs[i].baseline ? "baseline"
+                        : !isfinite(bv)  ? NULL
+                        : better         ? "good"
+                                         : "bad",
                         tips[i],
                 };
         }
         {
-                struct svg_bars c = { m->id, m->title, m->unit, bars, n, refs, n_refs };
+                struct svg_bars c = {m->id, m->title, m->unit, bars, n, refs, n_refs};
                 svg_bar_chart(&b, &c);
         }
         fprintf(f, "<section id=\"%s\" class=\"metric\"><h2>", m->id);
         put(f, m->title);
         fprintf(f, "</h2>\n<p class=\"def\">");
         put(f, m->definition);
-        fprintf(f, "; %zu of %zu runs measured; one value per run (its latest attempt).", measured, n);
+        fprintf(f, "; %zu of %zu runs measured; one value per run (the attempt its result comes from).",
+                measured, n);
         if (isfinite(bv))
                 fprintf(f, " Green: as good as the baseline or better; red: worse.");
         fprintf(f, "</p>\n%s</section>\n", b.data);
@@ -206,29 +215,39 @@ static void pareto_section(FILE *f, const struct hrun *runs, size_t n)
                         /* One stream: its rate is the user's; several: each request's own rate. */
                         if (!isfinite(user))
                                 user = c > 1 ? total_tps / (double)c : total_tps;
-                        strv_consume(&labels, xasprintf("r%" PRId64 " c=%" JSON_INTEGER_FORMAT, runs[i].id,
-                                                        c > 0 ? c : 1));
-                        pts[i][np++] = (struct svg_point){ user, total_tps, labels[strv_length(labels) - 1],
-                                                           runs[i].name };
+                        strv_consume(&labels,
+                                     xasprintf("r%" PRId64 " tg%" JSON_INTEGER_FORMAT
+                                               " c=%" JSON_INTEGER_FORMAT,
+                                               runs[i].id, json_integer_value(json_object_get(row, "tg")),
+                                               c > 0 ? c : 1));
+                        pts[i][np++] = (struct svg_point){user, total_tps, labels[strv_length(labels) - 1],
+                                                          runs[i].name};
                 }
                 if (np > 0)
-                        series[ns++] = (struct svg_series){ runs[i].name, pts[i], np, NULL };
+                        series[ns++] = (struct svg_series){runs[i].name, pts[i], np, NULL};
                 total += np;
         }
         {
-                struct svg_xy c = { "pareto",       "Throughput against interactivity (Pareto frontier)",
-                                    "tokens/s per user (each request's decode rate)",
-                                    "tokens/s per GPU (all requests)",
-                                    series,         ns,
-                                    NULL,           0,
-                                    false,          true };
+                struct svg_xy c = {"pareto",
+                                   "Throughput against interactivity (Pareto frontier)",
+                                   "tokens/s per user (each request's decode rate)",
+                                   "tokens/s per GPU (all requests)",
+                                   series,
+                                   ns,
+                                   NULL,
+                                   0,
+                                   false,
+                                   true};
                 svg_xy_chart(&b, &c);
         }
-        fprintf(f, "<section id=\"pareto\"><h2>Throughput against interactivity</h2>\n<p class=\"def\">One point "
-                   "per L4 tg row at depth 0 and one concurrency (%zu points): x the mean decode rate of one "
-                   "request (tps_req, or tps for one stream), y the mean rate of all requests together (tps); "
-                   "the dashed line joins the points no other point beats on both, as vllm bench sweep "
-                   "plot_pareto draws tokens/s/user against tokens/s/GPU (one GPU here).</p>\n%s</section>\n",
+        fprintf(f,
+                "<section id=\"pareto\"><h2>Throughput against interactivity</h2>\n<p class=\"def\">One "
+                "point "
+                "per L4 tg row at depth 0 (one output length at one concurrency; %zu points): x the mean "
+                "decode rate of one "
+                "request (tps_req, or tps for one stream), y the mean rate of all requests together (tps); "
+                "the dashed line joins the points no other point beats on both, as vllm bench sweep "
+                "plot_pareto draws tokens/s/user against tokens/s/GPU (one GPU here).</p>\n%s</section>\n",
                 total, b.data);
         for (size_t i = 0; i < n; i++)
                 free(pts[i]);
@@ -254,22 +273,32 @@ static void memory_section(FILE *f, const struct hrun *runs, size_t n)
                         double x = num(json_array_get(t, k)), y = num(json_array_get(mem, k));
 
                         if (isfinite(x) && isfinite(y))
-                                pts[i][np++] = (struct svg_point){ x, y / GIB, NULL, NULL };
+                                pts[i][np++] = (struct svg_point){x, y / GIB, NULL, NULL};
                 }
                 unified |= json_is_true(json_object_get(runs[i].samples, "unified"));
                 if (np > 0)
-                        series[ns++] = (struct svg_series){ runs[i].name, pts[i], np, NULL };
+                        series[ns++] = (struct svg_series){runs[i].name, pts[i], np, NULL};
         }
         {
-                struct svg_xy c = { "memory", "Memory over time per run", "seconds since the run's first sample",
-                                    unified ? "GiB used (system memory: unified GPU)" : "GiB used (GPU)",
-                                    series, ns, NULL, 0, true, false };
+                struct svg_xy c = {"memory",
+                                   "Memory over time per run",
+                                   "seconds since the run's first sample",
+                                   unified ? "GiB used (system memory: unified GPU)" : "GiB used (GPU)",
+                                   series,
+                                   ns,
+                                   NULL,
+                                   0,
+                                   true,
+                                   false};
                 svg_xy_chart(&b, &c);
         }
-        fprintf(f, "<section id=\"memory-over-time\"><h2>Memory over time</h2>\n<p class=\"def\">The sampler's "
-                   "series for each run's whole attempt (scope \"run\"; at most 120 points each, neighbours merged "
-                   "keeping their peak): GPU memory used as NVML or nvidia-smi counts it, or on a unified-memory "
-                   "GPU the system's MemTotal - MemAvailable; %zu runs with samples.</p>\n%s</section>\n",
+        fprintf(f,
+                "<section id=\"memory-over-time\"><h2>Memory over time</h2>\n<p class=\"def\">The sampler's "
+                "series for each run's whole attempt (scope \"run\"; at most 120 points each, neighbours "
+                "merged "
+                "keeping their peak): GPU memory used as NVML or nvidia-smi counts it, or on a "
+                "unified-memory "
+                "GPU the system's MemTotal - MemAvailable; %zu runs with samples.</p>\n%s</section>\n",
                 ns, b.data);
         for (size_t i = 0; i < n; i++)
                 free(pts[i]);
@@ -346,11 +375,13 @@ static void grid_section(FILE *f, const struct hrun *runs, size_t n)
                         struct mx_buf tip = MX_BUF_INIT;
 
                         for (size_t i = 0; i < n; i++) {
-                                if (ax_r && !streq_ptr(json_string_value(json_object_get(runs[i].config, ax_r)),
-                                                       rows[r]))
+                                if (ax_r &&
+                                    !streq_ptr(json_string_value(json_object_get(runs[i].config, ax_r)),
+                                               rows[r]))
                                         continue;
-                                if (ax_c && !streq_ptr(json_string_value(json_object_get(runs[i].config, ax_c)),
-                                                       cols[c]))
+                                if (ax_c &&
+                                    !streq_ptr(json_string_value(json_object_get(runs[i].config, ax_c)),
+                                               cols[c]))
                                         continue;
                                 all++;
                                 good += is_good(runs[i].result);
@@ -359,34 +390,36 @@ static void grid_section(FILE *f, const struct hrun *runs, size_t n)
                         }
                         strv_consume(&texts, all ? xasprintf("%zu/%zu", good, all) : xstrdup(""));
                         strv_consume(&tips, mx_buf_steal(&tip));
-                        cells[r * nc + c] = (struct svg_cell){ all ? texts[strv_length(texts) - 1] : NULL,
-                                                               all == 0       ? "none"
-                                                               : good == all ? "pass"
-                                                               : good == 0   ? "fail"
-                                                                              : "mixed",
-                                                               all ? tips[strv_length(tips) - 1] : NULL };
+                        cells[r * nc + c] = (struct svg_cell){all ? texts[strv_length(texts) - 1] : NULL,
+                                                              all == 0      ? "none"
+                                                              : good == all ? "pass"
+                                                              : good == 0   ? "fail"
+                                                                            : "mixed",
+                                                              all ? tips[strv_length(tips) - 1] : NULL};
                 }
         {
-                struct svg_heat c = { "grid",
-                                      "Pass/fail by configuration",
-                                      ax_c ?: "",
-                                      ax_r ?: "",
-                                      (const char *const *)cols,
-                                      nc,
-                                      (const char *const *)rows,
-                                      nr,
-                                      cells };
+                struct svg_heat c = {"grid",
+                                     "Pass/fail by configuration",
+                                     ax_c ?: "",
+                                     ax_r ?: "",
+                                     (const char *const *)cols,
+                                     nc,
+                                     (const char *const *)rows,
+                                     nr,
+                                     cells};
                 svg_heatmap(&b, &c);
         }
-        fprintf(f, "<section id=\"pass-fail\"><h2>Pass/fail grid</h2>\n<p class=\"def\">Runs passed (pass, or "
-                   "failed as a known incompatibility expects) of the runs finished in each cell, by ");
+        fprintf(f,
+                "<section id=\"pass-fail\"><h2>Pass/fail grid</h2>\n<p class=\"def\">Runs passed (pass, or "
+                "failed as a known incompatibility expects) of the runs finished in each cell, by ");
         put(f, ax_r ? ax_r : "(no axis varies)");
         if (ax_c) {
                 fputs(" &#215; ", f);
                 put(f, ax_c);
         }
-        fprintf(f, " (the axes that vary most among the %zu runs); green all passed, red none, yellow some; "
-                   "hover a cell for its runs.</p>\n%s</section>\n",
+        fprintf(f,
+                " (the axes that vary most among the %zu runs); green all passed, red none, yellow some; "
+                "hover a cell for its runs.</p>\n%s</section>\n",
                 n, b.data);
         mx_buf_free(&b);
 }
@@ -400,11 +433,16 @@ static void table_section(FILE *f, const struct hrun *runs, size_t n)
         for (size_t i = 0; i < n; i++) {
                 json_t *mem = json_object_get(runs[i].samples, "memory");
 
-                fprintf(f, "<tr class=\"%s\"><td>r%" PRId64 "%s</td><td>", is_good(runs[i].result) ? "ok" : "ko",
-                        runs[i].id, runs[i].baseline ? " (baseline)" : "");
+                fprintf(f, "<tr class=\"%s\"><td>r%" PRId64 "%s</td><td>",
+                        is_good(runs[i].result) ? "ok" : "ko", runs[i].id,
+                        runs[i].baseline ? " (baseline)" : "");
                 put(f, runs[i].key);
                 fputs("</td><td>", f);
                 put(f, runs[i].result ?: "not finished");
+                if (runs[i].crash_class) {
+                        fputs(": ", f);
+                        put(f, runs[i].crash_class);
+                }
                 fputs("</td><td class=\"n\">", f);
                 put_num(f, runs[i].tg32, NULL);
                 fputs("</td><td class=\"n\">", f);
@@ -432,31 +470,33 @@ int report_html_write(json_t *doc, FILE *f, char **reterr)
                 *reterr = xstrdup("not a report document: no \"runs\" array");
                 return -EINVAL;
         }
+        if (!json_is_array(targets))
+                targets = json_object_get(json_object_get(rep_matrix(doc), "reference"), "targets");
         if (!json_is_array(targets)) {
                 default_targets = json_pack("[{s:s,s:s,s:f},{s:s,s:s,s:f},{s:s,s:s,s:f}]", "metric", "tg32",
-                                            "label", "minimum", "value", REPORT_TG32_MINIMUM, "metric", "tg32",
-                                            "label", "target", "value", REPORT_TG32_TARGET, "metric", "tg32",
-                                            "label", "stretch", "value", REPORT_TG32_STRETCH);
+                                            "label", "minimum", "value", REPORT_TG32_MINIMUM, "metric",
+                                            "tg32", "label", "target", "value", REPORT_TG32_TARGET, "metric",
+                                            "tg32", "label", "stretch", "value", REPORT_TG32_STRETCH);
                 targets = default_targets;
         }
         n = json_array_size(runs_j);
         runs = xcalloc(MX_MAX(n, (size_t)1), sizeof(*runs));
         json_array_foreach (runs_j, i, r) {
-                hrun_load(&runs[i], r);
+                hrun_load(&runs[i], doc, r);
                 if (runs[i].baseline && !base)
                         base = &runs[i];
                 good += is_good(runs[i].result);
         }
         job = json_object_get(doc, "job");
         if (!title)
-                title = deftitle = json_is_object(job)
-                                           ? xasprintf("mxmatrix report: job %" JSON_INTEGER_FORMAT "%s%s",
-                                                       json_integer_value(json_object_get(job, "id")),
-                                                       json_string_value(json_object_get(job, "feature"))
-                                                               ? ", feature "
-                                                               : "",
-                                                       strempty(json_string_value(json_object_get(job, "feature"))))
-                                           : xstrdup("mxmatrix report");
+                title = deftitle =
+                        json_is_object(job)
+                                ? xasprintf("mxmatrix report: job %" JSON_INTEGER_FORMAT "%s%s",
+                                            json_integer_value(json_object_get(job, "id")),
+                                            json_string_value(json_object_get(job, "feature")) ? ", feature "
+                                                                                               : "",
+                                            strempty(json_string_value(json_object_get(job, "feature"))))
+                                : xstrdup("mxmatrix report");
         fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
               "<meta name=\"generator\" content=\"mxmatrix " MX_VERSION "\">\n<title>",
               f);
@@ -470,12 +510,13 @@ int report_html_write(json_t *doc, FILE *f, char **reterr)
         fputs(svg_style(), f);
         fputs("</style></head><body>\n<h1>", f);
         put(f, title);
-        fprintf(f, "</h1>\n<p class=\"summary\"><span>%zu runs</span><span>%zu passed or failed as "
-                   "expected</span><span>%zu other</span>",
+        fprintf(f,
+                "</h1>\n<p class=\"summary\"><span>%zu runs</span><span>%zu passed or failed as "
+                "expected</span><span>%zu other</span>",
                 n, good, n - good);
         if (base) {
-                fputs("<span>baseline: ", f);
-                put(f, base->name);
+                fprintf(f, "<span>baseline: r%" PRId64 " ", base->id);
+                put(f, strna(base->key));
                 fputs("</span>", f);
         } else
                 fputs("<span>no baseline run in this report</span>", f);
@@ -485,6 +526,10 @@ int report_html_write(json_t *doc, FILE *f, char **reterr)
                 if (json_is_integer(at)) {
                         _cleanup_free_ char *s = mx_format_time(json_integer_value(at));
                         fprintf(f, "<span>generated %s</span>", s);
+                } else if (rep_last_finished(doc)) {
+                        /* The document's own time, in UTC: the same data gives the same page. */
+                        _cleanup_free_ char *s = rep_datetime(rep_last_finished(doc));
+                        fprintf(f, "<span>data as of %s UTC</span>", s);
                 }
         }
         fputs("</p>\n<p class=\"def\">Targets: ", f);
@@ -492,12 +537,12 @@ int report_html_write(json_t *doc, FILE *f, char **reterr)
                 _cleanup_free_ char *v = svg_number(num(json_object_get(r, "value")));
 
                 fputs(i ? ", " : "", f);
-                put(f, json_string_value(json_object_get(r, "label")) ?: "target");
+                put(f, target_label(r));
                 fputs(" ", f);
                 put(f, json_string_value(json_object_get(r, "metric")) ?: "?");
                 fprintf(f, " &#8805; %s", v);
         }
-        fputs(" (seed 001's Success Criteria unless the document names its own).</p>\n", f);
+        fputs(" (the matrix's reference targets, else seed 001's Success Criteria).</p>\n", f);
         for (i = 0; i < ELEMENTSOF(metrics); i++)
                 bars_section(f, runs, n, base, &metrics[i], targets);
         pareto_section(f, runs, n);

@@ -6,19 +6,18 @@
  * against tokens/s/GPU with the Pareto frontier, memory over time per run, the
  * pass/fail grid of the sweep (axis × axis), and the table of every number.
  *
- * The document it reads (members it does not know are ignored; what is
- * missing is left out of the page and said so):
- *   title, generated_at (µs), job {id, feature, strategy},
- *   targets [{metric: "tg32_tps", label, value}] (default: seed 001's
- *     Minimum 52, Target 58, Stretch 61 tok/s for tg32),
- *   runs [{id, config_key, config {axis: value}, result, reasons [...],
- *          baseline (bool; else "baseline" among reasons),
- *          levels [{level, verdict, metrics}] (L4's metrics: the bench result
- *            document, daemon/bench.h: results.throughput.tg32_tps /
- *            pp2048_tps, results.latency.ttft_p50_ms, tests[] rows),
- *          samples {scope: sampler summary} (or attempt_history[-1].samples)}]
- * That is "mxmatrix show JOB --json"'s runs with their latest attempt's
- * levels and samples, as the report document carries them.
+ * It reads the report document (docs/mxmatrix-report.json.5, mxreport.h) as
+ * the other reports do; members it does not know are ignored, and what is
+ * missing is left out of the page and said so. Each run's figures come from
+ * the attempt its result comes from (rep_attempt): L4's metrics are the bench
+ * result document (daemon/bench.h: results.throughput.tg32_tps / pp2048_tps,
+ * results.latency.ttft_p50_ms, tests[] rows for the Pareto chart), the memory
+ * line the sampler's "run" scope (series.t / series.mem). The baseline is the
+ * run whose configuration is the matrix's baseline (or planned as
+ * "baseline"); the targets are the document's "targets" [{metric, label,
+ * value}] if any, else matrix.reference.targets [{metric, name, value}], else
+ * seed 001's Minimum 52, Target 58, Stretch 61 tok/s for tg32. The page is a
+ * pure function of the document (no clock): `mxmatrix report html`.
  */
 #pragma once
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The report document and what the renderers share (mxreport.h, report-internal.h). */
 #include "report-internal.h"
+#include "report-html.h"
 #include "matrix-report.h"
 #include "matrix.h"
 
@@ -16,6 +17,8 @@ const struct report_kind report_kinds[] = {
         {"json", "report.json", "the report document (mxmatrix-report.json(5))", report_json},
         {"csv", "report.csv", "one row per run, level and metric", report_csv},
         {"junit", "junit.xml", "JUnit XML: one testcase per run and level", report_junit},
+        {"html", "report.html", "one self-contained page of charts (inline SVG, no script)",
+         report_html_write},
 };
 const size_t report_n_kinds = ELEMENTSOF(report_kinds);
 

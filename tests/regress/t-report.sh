@@ -39,6 +39,11 @@ step="every report, from the daemon and from the file"
 expect_exit 0 mx report all "$job" -o "$T/d"
 expect_exit 0 mx report all --from "$T/doc.json" -o "$T/f"
 has "$T/out" "wrote $T/f/BENCHMARK_RESULTS.md"
+has "$T/out" "wrote $T/f/report.html"
+# the HTML page is one of them: six charts, the job's runs in its table (diff -r below: same bytes as --from)
+[ "$(grep -o '<svg ' "$T/f/report.html" | wc -l)" = 6 ] || fail "report.html: not six charts"
+[ "$(grep -c '^<tr class=' "$T/f/report.html")" = "$(jq '.runs | length' "$T/doc.json")" ] ||
+        fail "report.html: not one table row per run"
 diff -r "$T/d" "$T/f" >/dev/null || fail "reports from the daemon and from the export differ: $(diff -r "$T/d" "$T/f" | head -5)"
 TZ=Pacific/Auckland LC_ALL=C mx report all --from "$T/doc.json" -o "$T/tz" >/dev/null || fail "report all (TZ)"
 diff -r "$T/d" "$T/tz" >/dev/null || fail "reports depend on the time zone or locale"
