@@ -463,6 +463,7 @@ int report_html_write(json_t *doc, FILE *f, char **reterr)
         _cleanup_free_ struct hrun *runs = NULL;
         const struct hrun *base = NULL;
         size_t n, i, good = 0;
+        bool l4_any = false;
         const char *title = json_string_value(json_object_get(doc, "title"));
         _cleanup_free_ char *deftitle = NULL;
 
@@ -543,11 +544,37 @@ int report_html_write(json_t *doc, FILE *f, char **reterr)
                 fprintf(f, " &#8805; %s", v);
         }
         fputs(" (the matrix's reference targets, else seed 001's Success Criteria).</p>\n", f);
-        for (i = 0; i < ELEMENTSOF(metrics); i++)
-                bars_section(f, runs, n, base, &metrics[i], targets);
-        pareto_section(f, runs, n);
-        memory_section(f, runs, n);
+        /*
+         * A sweep that ran no L4 (the demo's L1-L3) has nothing for four charts: one line says so, and the
+         * sweep's own figures come first.
+         */
+        for (i = 0; i < n && !l4_any; i++)
+                l4_any = runs[i].l4 != NULL;
+        if (l4_any) {
+                for (i = 0; i < ELEMENTSOF(metrics); i++)
+                        bars_section(f, runs, n, base, &metrics[i], targets);
+                pareto_section(f, runs, n);
+        } else {
+                struct mx_buf levels = MX_BUF_INIT;
+                json_t *l;
+
+                json_array_foreach (json_object_get(job, "levels"), i, l)
+                        mx_buf_printf(&levels, "%s%s", i ? ", " : "", strna(json_string_value(l)));
+                fputs("<section id=\"benchmarks\"><h2>tg32, pp2048, TTFT, Pareto</h2>\n<p class=\"def\">Not "
+                      "measured: no run of this report has an L4 (benchmark) level",
+                      f);
+                if (levels.len) {
+                        fputs(" (the job ran ", f);
+                        put(f, levels.data);
+                        fputs(")", f);
+                }
+                mx_buf_free(&levels);
+                fputs(", so the charts of tg32, pp2048, TTFT and throughput against interactivity are left "
+                      "out.</p></section>\n",
+                      f);
+        }
         grid_section(f, runs, n);
+        memory_section(f, runs, n);
         table_section(f, runs, n);
         fputs("</body></html>\n", f);
         for (i = 0; i < n; i++)

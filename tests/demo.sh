@@ -10,9 +10,10 @@
 # failures (MXSIM_FAULT_RULES in the demo matrix) with their evidence, and
 # checks that nothing the runs started is still running. It ends by writing the
 # seeds' documents for the sweep (mxmatrix report all: BENCHMARK_RESULTS.md,
-# FEATURE_MATRIX.md, the test log, JSON, CSV, JUnit) into build/demo-reports
-# (or $MX_DEMO_REPORTS) and prints where they are. Exit status 0 when the
-# sweep came out as the seeds predict.
+# FEATURE_MATRIX.md, the test log, JSON, CSV, JUnit, the HTML page) into
+# build/demo-reports (or $MX_DEMO_REPORTS), with a screenshot of the page
+# (report.png) when headless Chromium is there, and prints where they are.
+# Exit status 0 when the sweep came out as the seeds predict.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -69,6 +70,14 @@ reports=${MX_DEMO_REPORTS:-$top/build/demo-reports}
 echo "== mxmatrix report all 1 -o $reports"
 rm -rf "$reports"
 mx report all 1 -o "$reports"
+# docs/report-demo.png is this screenshot of the demo's own page.
+chromium=$(command -v chromium || command -v chromium-browser || true)
+if [ -n "$chromium" ]; then
+        HOME=$work XDG_RUNTIME_DIR=$work "$chromium" --headless --no-sandbox --disable-gpu --no-first-run \
+                --user-data-dir="$work/chromium" --hide-scrollbars --window-size=1150,2400 \
+                --screenshot="$reports/report.png" "file://$reports/report.html" >/dev/null 2>&1 &&
+                echo "wrote $reports/report.png (headless Chromium)" || echo "no screenshot: chromium failed"
+fi
 echo
 echo "== Known Issues by Configuration, as the runs found them ($reports/FEATURE_MATRIX.md)"
 sed -n '/^## Known Issues by Configuration/,$p' "$reports/FEATURE_MATRIX.md" | grep -E '^### |^- \*\*(Issue|Observed)' | cut -c1-160
@@ -96,5 +105,7 @@ want_xfail=$(grep -c " xfail:" "$work/show" || true)
 echo "runs passed: $want_pass, failed as expected (known issues): $want_xfail"
 grep -q '"level":"L2","verdict":"fail".*after other traffic.*L2-evidence/' "$work/failures" || { echo "FAIL: no L2 failure"; exit 1; }
 grep -q '"level":"L3","verdict":"fail".*memory grew' "$work/failures" || { echo "FAIL: no L3 failure"; exit 1; }
-echo "reports: $reports (BENCHMARK_RESULTS.md, FEATURE_MATRIX.md, TEST_LOGS/, report.json, report.csv, junit.xml)"
+echo "reports: $reports (BENCHMARK_RESULTS.md, FEATURE_MATRIX.md, TEST_LOGS/, report.json, report.csv, junit.xml," \
+        "report.html)"
+[ -s "$reports/report.html" ] || { echo "FAIL: no report.html"; exit 1; }
 [ "$want_pass" -ge 5 ] && [ "$want_xfail" -eq 5 ]

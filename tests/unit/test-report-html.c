@@ -156,6 +156,35 @@ TEST(figures_from_the_result_attempt)
         ASSERT_CONTAINS(chosen, "<title>r2 kernel=cutlass: 33.1 tokens/s</title>");
 }
 
+TEST(a_sweep_without_l4)
+{
+        _cleanup_json_ json_t *doc = fixture();
+        _cleanup_free_ char *page = NULL;
+        json_t *r;
+        size_t i;
+
+        /* the demo's sweep runs L1-L3: no bench document anywhere */
+        json_array_foreach (json_object_get(doc, "runs"), i, r) {
+                json_t *levels =
+                        json_object_get(json_array_get(json_object_get(r, "attempt_history"), 0), "levels");
+
+                for (size_t k = json_array_size(levels); k-- > 0;)
+                        if (streq_ptr(json_string_value(json_object_get(json_array_get(levels, k), "level")),
+                                      "L4"))
+                                json_array_remove(levels, k);
+        }
+        page = render(doc);
+        ASSERT_CONTAINS(page,
+                        "Not measured: no run of this report has an L4 (benchmark) level (the job ran L1, "
+                        "L1.5), so the charts of tg32");
+        /* the grid and memory charts only, grid first */
+        ASSERT_EQ(count(page, "<svg "), 2);
+        ASSERT_FALSE(strstr(page, "<section id=\"tg32\""));
+        ASSERT_TRUE(strstr(page, "<section id=\"pass-fail\"") <
+                    strstr(page, "<section id=\"memory-over-time\""));
+        ASSERT_EQ(count(page, "<polyline class=\"mark line"), 2);
+}
+
 TEST(targets_and_no_baseline)
 {
         _cleanup_json_ json_t *doc = fixture();
