@@ -74,7 +74,7 @@ mx report all 1 -o "$reports"
 chromium=$(command -v chromium || command -v chromium-browser || true)
 if [ -n "$chromium" ]; then
         HOME=$work XDG_RUNTIME_DIR=$work "$chromium" --headless --no-sandbox --disable-gpu --no-first-run \
-                --user-data-dir="$work/chromium" --hide-scrollbars --window-size=1150,2400 \
+                --user-data-dir="$work/chromium" --hide-scrollbars --window-size=1150,1700 \
                 --screenshot="$reports/report.png" "file://$reports/report.html" >/dev/null 2>&1 &&
                 echo "wrote $reports/report.png (headless Chromium)" || echo "no screenshot: chromium failed"
 fi
