@@ -5,6 +5,7 @@
  */
 #include "client.h"
 #include "ident.h"
+#include "levelcat.h"
 #include "matrix.h"
 #include "output.h"
 #include "plan.h"
@@ -15,11 +16,13 @@
 static void plan_help(FILE *f)
 {
         fprintf(f,
-                "Usage: mxmatrix plan FILE [feature=]X [axis=value...] [--strategy S] [--seed S]\n"
-                "                     [--max-runs N] [--verbose] [--json]\n\n"
+                "Usage: mxmatrix plan FILE [feature=]X [axis=value...] [levels=LIST] [LEVEL.setting=value...]\n"
+                "                     [--strategy S] [--seed S] [--max-runs N] [--verbose] [--json]\n\n"
                 "Print the runs that submitting feature X would make, and why each exists.\n"
                 "X is a feature of FILE by name or id (P1), an axis value by name or alias\n"
-                "(cutlass, gemm), or axis=value. Further axis=value words pin that axis in every run.\n\n"
+                "(cutlass, gemm), or axis=value. Further axis=value words pin that axis in every run.\n"
+                "levels=LIST (L1-L3, L1,L2) chooses the levels, LEVEL.setting=value (L3.concurrency=4)\n"
+                "sets one for the submission; the plan shows each level's settings.\n\n"
                 "Reasons: baseline and L1-off (the feature off on the baseline), L1-on (the\n"
                 "feature alone on the baseline), L1-off:stack(P..) and L1-on:stack(P..) (the\n"
                 "merged stack of completed features, without and with the feature),\n"
@@ -60,6 +63,22 @@ static void print_evidence(const struct mx_matrix *m)
         _cleanup_free_ char *log = mx_matrix_evidence_log(m), *kernels = mx_matrix_evidence_kernels(m);
 
         printf("Expectations (L1.5) are checked against:\n  log      %s\n  kernels  %s\n", log, kernels);
+}
+
+/* What every run will do: its levels in order, each with the settings that differ from the defaults. */
+static void print_levels(json_t *run, json_t *settings)
+{
+        size_t i;
+        json_t *w;
+
+        printf("Levels of every run (in this order; a failed level skips the rest unless continue_on_fail):\n");
+        json_array_foreach (run, i, w) {
+                const struct mx_level_def *d = mx_level_def_find(json_string_value(w));
+                _cleanup_free_ char *sum = mx_level_settings_summary(d, json_object_get(settings, d->name));
+
+                printf("  %-5s %-12s %s\n", d->name, d->title, sum);
+        }
+        printf("\n");
 }
 
 /* What was planned: the feature, its hypothesis and criteria, the strategy and command. */
@@ -234,6 +253,7 @@ int cmd_plan(int argc, char **argv)
         _cleanup_strv_free_ char **pins = NULL;
         _cleanup_free_ char *why = NULL;
         const char *path = NULL;
+        _cleanup_json_ json_t *levels_sel = json_array(), *level_over = json_object(), *run = NULL, *lset = NULL;
         bool verbose = false;
         int64_t v;
         int c, r;
@@ -282,7 +302,14 @@ int cmd_plan(int argc, char **argv)
         for (int i = optind; i < argc; i++) {
                 if (!path)
                         path = argv[i];
-                else if (startswith(argv[i], "feature=")) {
+                else if (startswith(argv[i], "levels="))
+                        json_array_append_new(levels_sel, json_string(argv[i] + strlen("levels=")));
+                else if (strchr(argv[i], '.') && strchr(argv[i], '=') && strchr(argv[i], '.') < strchr(argv[i], '=')) {
+                        /* LEVEL.setting=value, as submit takes it. */
+                        _cleanup_free_ char *k = xstrndup(argv[i], strchr(argv[i], '=') - argv[i]);
+
+                        json_object_set_new(level_over, k, json_string(strchr(argv[i], '=') + 1));
+                } else if (startswith(argv[i], "feature=")) {
                         if (req.feature) {
                                 fprintf(stderr, "mxmatrix: plan takes one feature X\n");
                                 return MX_EXIT_USAGE;
@@ -316,13 +343,21 @@ int cmd_plan(int argc, char **argv)
                 fprintf(stderr, "mxmatrix: %s: %s\n", path, why);
                 return r == -E2BIG ? MX_EXIT_FAILURE : MX_EXIT_USAGE;
         }
+        r = mx_levels_resolve(m, p->feature, levels_sel, level_over, &run, &lset, &why);
+        if (r < 0) {
+                fprintf(stderr, "mxmatrix: levels: %s\n", why);
+                return MX_EXIT_USAGE;
+        }
         if (arg_json) {
                 _cleanup_(json_decrefp) json_t *j = mx_plan_to_json(p);
 
+                json_object_set(j, "levels", run);
+                json_object_set(j, "level_settings", lset);
                 output_json(j);
                 return MX_EXIT_OK;
         }
         print_header(p);
+        print_levels(run, lset);
         print_runs(p);
         if (verbose)
                 print_details(p);

@@ -598,6 +598,7 @@ static int target_spawn(struct mx_runner *r, char **reterr)
         if (q < 0)
                 return *reterr = xasprintf("cannot create %s: %s", log_path, strerror(-q)), q;
         r->ev->log_opened(r->ud, log_path);
+        mx_levels_set_log(r->levels, r->log);
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
         q = proc_spawn(&(struct proc_spec){ .argv = argv, .env = r->env, .cwd = r->ctx.run_dir,

@@ -74,7 +74,7 @@ static json_t *strv_json(char *const *l)
 
 /* The snapshot a runner gets: everything it needs, independent of later matrix edits. */
 static json_t *run_spec(const struct mx_matrix *m, const struct mx_plan *p, const struct mx_plan_run *r,
-                        json_t *levels)
+                        json_t *levels, json_t *level_settings)
 {
         json_t *spec = mx_plan_run_to_json(p, r);
 
@@ -87,6 +87,7 @@ static json_t *run_spec(const struct mx_matrix *m, const struct mx_plan *p, cons
         json_object_set_new(spec, "levels", json_incref(levels));
         if (m->metadata) /* what to collect; daemon/meta.c adds its defaults at run time */
                 json_object_set_new(spec, "metadata", json_incref(m->metadata));
+        json_object_set_new(spec, "level_settings", json_incref(level_settings));
         json_object_set_new(spec, "matrix", json_pack("{s:s?,s:s}", "name", m->name, "file", m->path));
         return spec;
 }
@@ -116,7 +117,8 @@ static void built_done(struct built *b)
         strv_free(b->owned);
 }
 
-static void build_runs(const struct mx_matrix *m, const struct mx_plan *p, json_t *levels, struct built *b)
+static void build_runs(const struct mx_matrix *m, const struct mx_plan *p, json_t *levels, json_t *level_settings,
+                       struct built *b)
 {
         b->runs = xcalloc(p->n_runs ? p->n_runs : 1, sizeof(*b->runs));
         b->n = p->n_runs;
@@ -131,7 +133,7 @@ static void build_runs(const struct mx_matrix *m, const struct mx_plan *p, json_
                         .config_hash = b->owned[strv_length(b->owned) - 1],
                         .config = mx_config_to_json(m, r->config),
                         .reasons = strv_json(r->reasons),
-                        .spec = run_spec(m, p, r, levels),
+                        .spec = run_spec(m, p, r, levels, level_settings),
                 };
                 if (ef) {
                         strv_consume(&b->owned, ef);
@@ -241,7 +243,7 @@ void submit_handle(struct mx_request *req)
         _cleanup_(mx_matrix_freep) struct mx_matrix *owned = NULL;
         _cleanup_(mx_plan_freep) struct mx_plan *plan = NULL;
         _cleanup_strv_free_ char **pins = submit_pins(json_object_get(params, "pins"));
-        _cleanup_json_ json_t *levels = json_incref(json_object_get(params, "levels"));
+        _cleanup_json_ json_t *levels = NULL, *level_settings = NULL;
         _cleanup_free_ char *err = NULL;
         const struct mx_matrix *m = NULL;
         const char *strategy = json_string_value(json_object_get(params, "strategy"));
@@ -259,21 +261,6 @@ void submit_handle(struct mx_request *req)
                 request_error(req, "bad-request", "nothing to submit: name a feature (feature=X)");
                 return;
         }
-        if (!levels || json_array_size(levels) == 0) {
-                json_decref(levels);
-                levels = json_pack("[s,s]", "L1", "L1.5");
-        } else {
-                /* Names and ranges ("L1-L3") into names in the seed's order (levelcat.h). */
-                json_t *sel = NULL;
-
-                r = mx_levels_select(levels, &sel, &err);
-                if (r < 0) {
-                        request_error(req, "bad-request", "levels: %s", strna(err));
-                        return;
-                }
-                json_decref(levels);
-                levels = sel;
-        }
         if (submit_matrix(req, &owned, &m) < 0)
                 return;
         r = mx_plan_build(m, &pr, &plan, &err);
@@ -285,11 +272,19 @@ void submit_handle(struct mx_request *req)
                 request_error(req, "matrix-error", "the plan for '%s' has no runs", pr.feature);
                 return;
         }
-        build_runs(m, plan, levels, &b);
+        /* Names and ranges ("L1-L3") in the seed's order, with their settings (levelcat.h). */
+        r = mx_levels_resolve(m, plan->feature, json_object_get(params, "levels"),
+                              json_object_get(params, "level_settings"), &levels, &level_settings, &err);
+        if (r < 0) {
+                request_error(req, "bad-request", "levels: %s", strna(err));
+                return;
+        }
+        build_runs(m, plan, levels, level_settings, &b);
         if (json_is_true(json_object_get(params, "dry_run")))
-                request_reply(req, json_pack("{s:n,s:o,s:o,s:s,s:o}", "job", "runs", dry_runs(&b), "skipped",
+                request_reply(req, json_pack("{s:n,s:o,s:o,s:s,s:o,s:O,s:O}", "job", "runs", dry_runs(&b), "skipped",
                                              skipped_json(plan), "resolved", plan->resolved, "notes",
-                                             strv_json(plan->notes)));
+                                             strv_json(plan->notes), "levels", levels, "level_settings",
+                                             level_settings));
         else if (check_limits(req, b.n) >= 0)
                 submit_store(req, m, plan, &b, levels);
         built_done(&b);

@@ -16,6 +16,65 @@ const struct mx_level_setting mx_level_common_settings[] = {
 
 static const struct mx_level_setting no_settings[] = { {} };
 
+static const char *const endpoint_choices[] = { "completions", "chat", NULL };
+
+/* L2's shipped prompt set: short, varied tasks a coherent model answers in plain text. */
+#define L2_PROMPTS                                                                                                 \
+        "[{\"name\": \"capital\", \"prompt\": \"The capital of France is\"},"                                        \
+        " {\"name\": \"count\", \"prompt\": \"Count from one to twenty in words:\"},"                                 \
+        " {\"name\": \"story\", \"prompt\": \"Write one sentence about a lighthouse keeper who finds a message in a "  \
+        "bottle.\"},"                                                                                                \
+        " {\"name\": \"code\", \"prompt\": \"Write a Python function that returns the nth Fibonacci number.\"},"       \
+        " {\"name\": \"explain\", \"prompt\": \"Explain in two sentences why the sky is blue.\"},"                     \
+        " {\"name\": \"translate\", \"prompt\": \"Translate to German: The weather is nice today.\"}]"
+
+static const struct mx_level_setting l2_settings[] = {
+        { "prompts", MX_LSET_PROMPTS, L2_PROMPTS, 0, 0, NULL,
+          "the prompt set: a list of {\"name\", \"prompt\", \"expect\": [substrings]}; default: six shipped prompts" },
+        { "endpoints", MX_LSET_STRINGS, "[\"completions\", \"chat\"]", 0, 0, endpoint_choices,
+          "the OpenAI endpoints to check: completions (/v1/completions), chat (/v1/chat/completions)" },
+        { "max_tokens", MX_LSET_INT, "64", 1, 131072, NULL,
+          "tokens asked of every prompt with ignore_eos: completion_tokens must equal it, finish_reason be length" },
+        { "temperature", MX_LSET_NUMBER, "1.0", 0, 2, NULL, "sampling temperature (seed 001's workload: 1.0)" },
+        { "seed", MX_LSET_INT, "42", 0, 2147483647.0, NULL, "the sampling seed (seed 001's workload: 42)" },
+        { "logprobs", MX_LSET_INT, "5", 0, 20, NULL,
+          "top alternatives asked per token; each logprob must be finite and <= 0, the alternatives sorted, the "
+          "sampled token among them (completions); 0: only the sampled token's logprob is checked" },
+        { "min_printable", MX_LSET_NUMBER, "0.9", 0, 1, NULL, "the least share of printable characters in a text" },
+        { "max_repeat", MX_LSET_NUMBER, "0.5", 0, 1, NULL,
+          "the largest share of one word among a text's words (8 or more): above it the text is degenerate" },
+        { "after_traffic", MX_LSET_INT, "4", 0, 1000, NULL,
+          "unseeded requests of other prompts between the second and the third request with the same seed" },
+        { "reference", MX_LSET_STRING, "\"\"", 0, 0, NULL,
+          "a JSON file {\"prompt name\": perplexity} the prompts' perplexity (from prompt_logprobs) is compared "
+          "with; empty: no comparison (the perplexities are still measured when this is set)" },
+        { "perplexity_tolerance", MX_LSET_NUMBER, "0.05", 0, 10, NULL,
+          "the largest relative difference from the reference perplexity" },
+        {},
+};
+
+static const struct mx_level_setting l3_settings[] = {
+        { "sequential", MX_LSET_INT, "100", 0, 100000, NULL,
+          "requests one after the other (seed 001: 100); the memory check spans them" },
+        { "concurrency", MX_LSET_INT, "10", 0, 256, NULL,
+          "requests sent at once after the sequential ones (seed 001: 10; template 000: 2-4)" },
+        { "max_tokens", MX_LSET_INT, "32", 1, 131072, NULL,
+          "tokens asked of each sequential and concurrent request, with ignore_eos" },
+        { "long_generation_tokens", MX_LSET_INT, "1024", 0, 1048576, NULL,
+          "tokens of the one long generation (seed 001: 1024+); 0: none" },
+        { "long_context_tokens", MX_LSET_INT, "32768", 0, 16777216, NULL,
+          "prompt tokens of the one long-context request (template 000: 32K+); a server whose max_model_len "
+          "(from /v1/models) cannot hold them fails; 0: none" },
+        { "memory_growth_max", MX_LSET_NUMBER, "0.10", 0, 100, NULL,
+          "the largest growth of the server's memory from the first sample to the last of the sequential "
+          "requests (seed 001: 10 %)" },
+        { "memory_every", MX_LSET_INT, "10", 1, 100000, NULL, "sample the memory every this many sequential requests" },
+        { "endpoint", MX_LSET_STRING, "\"completions\"", 0, 0, endpoint_choices, "the endpoint every request goes to" },
+        { "check_zombies", MX_LSET_BOOL, "true", 0, 0, NULL,
+          "fail when a process of the server's tree has a zombie child it never reaped" },
+        {},
+};
+
 /* Keep in the seed's order (seed 001, Phase 6). */
 const struct mx_level_def mx_level_defs[] = {
         { "L1", "smoke", "the server becomes ready in time and answers one completion; its log shows no crash",
@@ -24,6 +83,14 @@ const struct mx_level_def mx_level_defs[] = {
           "the kernels the configuration must (not) run, from the log and the profiler report (decided after "
           "the stop, when the report is written)",
           .settings = no_settings },
+        { "L2", "correctness",
+          "a fixed prompt set on each endpoint: coherent text, exact token counts, no NaN/Inf, valid logprobs, the "
+          "same tokens for the same seed (twice, and again after other traffic), optional reference perplexity",
+          .settings = l2_settings },
+        { "L3", "stress",
+          "100 sequential and 10 concurrent requests, one 1024-token generation, one 32K-token prompt, every reply "
+          "checked; memory growth under 10 %; no zombie and nothing left after the stop",
+          .settings = l3_settings },
 };
 const size_t mx_level_defs_count = ELEMENTSOF(mx_level_defs);
 

@@ -105,3 +105,28 @@ int mx_level_settings_apply(const struct mx_level_def *d, json_t *settings, json
 
 /* A prompt set (MX_LSET_PROMPTS) is well formed; *reterr names the offending entry. */
 int mx_level_prompts_check(json_t *prompts, char **reterr);
+
+/* ---- the matrix file's "levels" sections (levels-load.c) ---- */
+
+struct mx_matrix;
+
+/*
+ * Check the "levels" section of the matrix (top level) and of each feature:
+ * "run" (a selection), the common settings (applying to every level), and
+ * level names with their settings. Errors carry the file position.
+ */
+int mx_matrix_levels_check(const struct mx_matrix *m, char **reterr);
+
+/*
+ * What a submission runs: the selection (the submission's, else the
+ * feature's "run", else the matrix's, else L1,L1.5) and every selected
+ * level's settings: defaults, then the matrix's section (common settings,
+ * then the level's), then the feature's (feature is an index or -1), then
+ * overrides, an object of "LEVEL.setting" → value from the submission.
+ * *ret_settings is {"L2": {...}, ...} for the selected levels.
+ */
+int mx_levels_resolve(const struct mx_matrix *m, int feature, json_t *selection, json_t *overrides,
+                      json_t **ret_run, json_t **ret_settings, char **reterr);
+
+/* The settings of one level that differ from its defaults, as "name=value" words (for `plan`). */
+char *mx_level_settings_summary(const struct mx_level_def *d, json_t *settings);

@@ -4,6 +4,7 @@
  * then every key is checked here against docs/mxmatrix.json.5. The first
  * error rejects the whole file; it names FILE:LINE:COL and the key's path.
  */
+#include "levelcat.h"
 #include "matrix.h"
 #include "metadata.h"
 #include "profile.h"
@@ -871,7 +872,8 @@ static int parse_feature(struct loader *l, json_t *node, struct mx_matrix_featur
 {
         static const char *const keys[] = {"name",       "title",      "description", "priority",
                                            "set",        "hypothesis", "criteria",    "status",
-                                           "depends_on", "gate",       "settings",    NULL};
+                                           "depends_on", "gate",       "settings",    "levels",
+                                           NULL};
         _cleanup_free_ char *status = NULL;
         json_t *prio, *set, *crit, *c;
         size_t i;
@@ -1635,7 +1637,7 @@ static int parse_root(struct loader *l)
 {
         static const char *const keys[] = { "matrix",      "name",     "description", "target",   "profiles",
                                             "axes",        "baseline", "features",    "health",   "metadata",
-                                            "constraints", "settings", NULL };
+                                            "constraints", "settings", "levels",      NULL };
         struct mx_matrix *m = l->m;
         json_t *root = m->root, *version;
         int r;
@@ -1690,6 +1692,9 @@ static int parse_root(struct loader *l)
         if (r < 0)
                 return r;
         r = mx_meta_load(m, &m->metadata, l->reterr);
+        if (r < 0)
+                return r;
+        r = mx_matrix_levels_check(m, l->reterr);
         if (r < 0)
                 return r;
         /* The runner's part of target and profiles, checked here so a bad file is refused as a whole. */

@@ -9,11 +9,15 @@
 
 extern const struct mx_level_ops mx_level_l1_ops;
 extern const struct mx_level_ops mx_level_l15_ops;
+extern const struct mx_level_ops mx_level_l2_ops;
+extern const struct mx_level_ops mx_level_l3_ops;
 
 /* Like tmux's cmd_table: one line per level file. */
 const struct mx_level_ops *const mx_level_table[] = {
         &mx_level_l1_ops,
         &mx_level_l15_ops,
+        &mx_level_l2_ops,
+        &mx_level_l3_ops,
         NULL,
 };
 
@@ -479,4 +483,10 @@ bool mx_levels_pending(struct mx_levels *lv, const char *name)
                 if (streq(lv->slots[i].def->name, name))
                         return lv->slots[i].state == SLOT_PENDING;
         return false;
+}
+
+void mx_levels_set_log(struct mx_levels *lv, struct logcap *log)
+{
+        for (size_t i = 0; i < lv->n; i++)
+                lv->slots[i].ctx.log = log;
 }

@@ -164,6 +164,9 @@ const char *mx_levels_failure(struct mx_levels *lv);
 /* Is any selected level implemented and wanting the server? (L1.5 alone does not.) */
 bool mx_levels_wanted(struct mx_levels *lv, const char *name);
 
+/* The run's log, once it is open (the levels are created before it, to refuse a bad run early). */
+void mx_levels_set_log(struct mx_levels *lv, struct logcap *log);
+
 /* Is the level waiting for the stop to decide (L1.5 with expectations)? */
 bool mx_levels_pending(struct mx_levels *lv, const char *name);
 

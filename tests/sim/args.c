@@ -263,7 +263,38 @@ static int parse_spec(struct sim_config *c, char **reterr)
         return 0;
 }
 
-/* Faults from MXSIM_FAULTS, then every --mxsim-fault. */
+/*
+ * MXSIM_FAULT_RULES="VAR=value:fault,fault;VAR=value:fault": the faults of a
+ * rule whose variable has that value in the environment, so that one matrix
+ * can inject faults into some configurations (the demo's L2/L3 failures)
+ * without touching its axes.
+ */
+static int parse_fault_rules(struct sim_config *c, const char *rules, char **reterr)
+{
+        _cleanup_free_ char *copy = xstrdup(rules);
+        char *save = NULL;
+        int r;
+
+        for (char *rule = strtok_r(copy, ";", &save); rule; rule = strtok_r(NULL, ";", &save)) {
+                char *colon = strchr(rule, ':'), *eq = strchr(rule, '=');
+                const char *have;
+
+                if (!colon || !eq || eq > colon) {
+                        *reterr = xasprintf("MXSIM_FAULT_RULES: '%s' is not VAR=value:fault[,fault]", rule);
+                        return -EINVAL;
+                }
+                *colon = *eq = '\0';
+                have = getenv(rule);
+                if (!have || !streq(have, eq + 1))
+                        continue;
+                r = sim_faults_add_list(&c->faults, colon + 1, "MXSIM_FAULT_RULES", reterr);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Faults from MXSIM_FAULTS and MXSIM_FAULT_RULES, then every --mxsim-fault. */
 static int parse_faults(struct sim_config *c, char **reterr)
 {
         const char *env = getenv("MXSIM_FAULTS");
@@ -271,6 +302,12 @@ static int parse_faults(struct sim_config *c, char **reterr)
 
         if (env) {
                 r = sim_faults_add_list(&c->faults, env, "MXSIM_FAULTS", reterr);
+                if (r < 0)
+                        return r;
+        }
+        env = getenv("MXSIM_FAULT_RULES");
+        if (env) {
+                r = parse_fault_rules(c, env, reterr);
                 if (r < 0)
                         return r;
         }
@@ -367,6 +404,7 @@ static int parse_knobs(struct sim_config *c, char **reterr)
         if ((r = env_number("MXSIM_LOAD_S", 1.0, 0, 86400, &c->load_s, reterr)) < 0 ||
             (r = env_number("MXSIM_WATCHDOG_S", 5.0, 0.01, 3600, &c->watchdog_s, reterr)) < 0 ||
             (r = env_number("MXSIM_TOKEN_MS", 2.0, 0, 60000, &c->token_ms, reterr)) < 0 ||
+            (r = env_number("MXSIM_RESIDENT_MB", 16.0, 0, 65536, &c->resident_mb, reterr)) < 0 ||
             (r = env_number("MXSIM_SHUTDOWN_WAIT_S", 5.0, 0, 3600, &c->shutdown_wait_s, reterr)) < 0 ||
             (r = env_number("VLLM_LOG_STATS_INTERVAL", 10.0, 0.01, 86400, &c->stats_interval_s, reterr)) < 0)
                 return r;
@@ -423,6 +461,9 @@ int sim_config_parse(struct sim_config *c, int argc, char **argv, char **reterr)
             (r = parse_spec(c, reterr)) < 0 || (r = parse_faults(c, reterr)) < 0 ||
             (r = parse_schedule(c, reterr)) < 0)
                 return r;
+        /* short-context=N: the server runs with a context of N tokens, as /v1/models and the log say. */
+        if (sim_fault_on(&c->faults, SIM_FAULT_SHORT_CONTEXT))
+                c->max_model_len = MX_MAX(16, (int64_t)c->faults.value[SIM_FAULT_SHORT_CONTEXT]);
         v = sim_config_arg(c, "served-model-name");
         if (!v)
                 v = sim_config_arg(c, "alias"); /* llama-server */

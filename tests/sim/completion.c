@@ -48,6 +48,7 @@ struct choice {
         json_t *stop_reason; /* null, the stop string, or the stop token id */
         json_t *logprobs;    /* completions: {text_offset,...}; chat/llama: [entries] */
         int64_t text_offset;
+        int64_t stuck_id; /* degenerate-text */
 };
 
 struct sim_completion_priv {
@@ -302,8 +303,13 @@ static json_t *lp_value(struct sim_server *s, double lp)
 {
         if (sim_fault_on(&s->cfg->faults, SIM_FAULT_NAN_LOGPROBS))
                 return json_real(sim_nan_sentinel());
+        if (sim_fault_on(&s->cfg->faults, SIM_FAULT_POSITIVE_LOGPROBS))
+                return json_real(fabs(lp) + 0.25); /* a sign error in the log-softmax */
         return json_real(lp);
 }
+
+/* seed-drift: unseeded requests answered so far; they shift the sampling of seeded ones. */
+static uint64_t unseeded_requests;
 
 static char *token_str(int64_t id)
 {
@@ -836,13 +842,23 @@ static void on_tokens(void *userdata, const struct sim_token *t, size_t n)
         for (size_t i = 0; i < n && !stopped; i++) {
                 _cleanup_buf_ struct mx_buf piece = MX_BUF_INIT;
                 bool in_reasoning = c->api == SIM_API_CHAT && ch->tokens < c->reasoning_tokens;
+                struct sim_token tk = t[i];
 
                 if (c->echo && c->max_tokens == 0)
                         continue; /* echo without generation: the one token is not output */
+                /* degenerate-text: the model is stuck on its first token (a broken kernel's usual look). */
+                if (sim_fault_on(&c->srv->cfg->faults, SIM_FAULT_DEGENERATE_TEXT)) {
+                        if (ch->tokens == 0)
+                                ch->stuck_id = tk.id;
+                        tk.id = tk.top_id[0] = ch->stuck_id;
+                }
                 ch->tokens++;
-                sim_token_append(&piece, t[i].id, c->skip_special);
+                sim_token_append(&piece, tk.id, c->skip_special);
+                /* invalid-utf8: a byte-level token cut in half (the marker becomes raw 0xff 0xfe in sim_json_dump). */
+                if (sim_fault_on(&c->srv->cfg->faults, SIM_FAULT_INVALID_UTF8) && ch->tokens == 3)
+                        mx_buf_puts(&piece, SIM_INVALID_UTF8_MARK);
                 if (c->logprobs >= 0)
-                        add_logprobs(ch, &t[i], strempty(piece.data));
+                        add_logprobs(ch, &tk, strempty(piece.data));
                 if (in_reasoning) {
                         mx_buf_puts(&ch->reasoning, strempty(piece.data));
                         continue;
@@ -1119,6 +1135,13 @@ static int parse_sampling(struct sim_completion_priv *c, json_t *o, int64_t *ret
         }
         *ret_greedy = temp == 0;
         *ret_seed = have_seed ? seed : (int64_t)sim_random_u64();
+        if (sim_fault_on(&c->srv->cfg->faults, SIM_FAULT_SEED_DRIFT)) {
+                /* Sampling that depends on what else the server did (a batch-variant kernel). */
+                if (have_seed)
+                        *ret_seed += (int64_t)unseeded_requests;
+                else
+                        unseeded_requests++;
+        }
         if (*ret_greedy)
                 *ret_seed = 0;
         return 0;
@@ -1388,6 +1411,9 @@ void sim_completion_handle(struct sim_server *s, struct evhttp_request *req, enu
         if (!c->stream)
                 probe_arm(s);
         c->open = c->n;
+        /* short-output=N: N tokens fewer than asked, still "length" (a truncation bug). */
+        if (sim_fault_on(&s->cfg->faults, SIM_FAULT_SHORT_OUTPUT) && c->max_tokens > 1)
+                c->max_tokens = MX_MAX(1, c->max_tokens - (int64_t)MX_MAX(1, s->cfg->faults.value[SIM_FAULT_SHORT_OUTPUT]));
         if (s->cfg->token_log)
                 token_log(s->cfg,
                           "{\"ev\":\"req\",\"id\":\"%s\",\"recv_us\":%" PRId64 ",\"prompt_tokens\":%" PRId64

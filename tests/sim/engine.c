@@ -162,7 +162,7 @@ _noreturn_ static void die_of(struct engine *e, enum sim_crash kind, const char 
         sim_crash_die(kind);
 }
 
-static void *memory_hog;
+static void *memory_hog, *weights;
 
 /* memory-growth=MB: allocate and touch MB per request, never freed (a leak the L3 drift check must see). */
 static void grow_memory(const struct sim_config *c)
@@ -226,6 +226,15 @@ static void handle_gen(struct engine *e, json_t *o)
                 sim_sched_wedge(e->sched);
         else if (crash != SIM_CRASH_NONE)
                 die_of(e, crash, NULL);
+        if (sim_fault_on(&e->cfg->faults, SIM_FAULT_DIE_UNDER_CONCURRENCY)) {
+                /* die-under-concurrency=N: a batch of N sequences hits an illegal instruction. */
+                uint64_t running = 1;
+
+                for (struct ereq *q = e->reqs; q; q = q->next)
+                        running++;
+                if (running >= (uint64_t)MX_MAX(2, e->cfg->faults.value[SIM_FAULT_DIE_UNDER_CONCURRENCY]))
+                        die_of(e, SIM_CRASH_ILLEGAL_INSTRUCTION, NULL);
+        }
         if (sim_fault_on(&e->cfg->faults, SIM_FAULT_MEMORY_GROWTH))
                 grow_memory(e->cfg);
         r = xcalloc(1, sizeof(*r));
@@ -352,6 +361,11 @@ static void load_weights(struct engine *e, double t)
                 "['TRITON_ATTN', 'FLASHINFER', 'FLASH_ATTN'].",
                 sim_attention_backend());
         sim_moe_log(&e->moe);
+        if (c->resident_mb > 0) {
+                /* The weights: resident for the engine's life, so memory drift is measured against a base. */
+                weights = xmalloc((size_t)(c->resident_mb * 1048576));
+                memset(weights, 0x5a, (size_t)(c->resident_mb * 1048576));
+        }
         sim_print(STDERR_FILENO,
                   "Loading safetensors checkpoint shards:   0%% Completed | 0/15 [00:00<?, ?it/s]");
         if (sim_fault_on(&c->faults, SIM_FAULT_HANG_START))
@@ -481,6 +495,8 @@ void sim_engine_main(const struct sim_config *c, int fd)
                 e.term_ev = evsignal_new(e.base, SIGTERM, term_cb, &e);
                 evsignal_add(e.term_ev, NULL);
         }
+        if (sim_fault_on(&c->faults, SIM_FAULT_ZOMBIE_CHILD) && fork() == 0)
+                _exit(0); /* a helper process the engine never waits for: a zombie for its whole life */
         e.keepalive_ev = event_new(e.base, -1, EV_PERSIST, keepalive_cb, NULL);
         event_add(e.keepalive_ev, &(struct timeval){3600, 0});
         send_json(&e, json_pack("{s:s,s:I}", "op", "ready", "kv", (json_int_t)sim_kv_cache_tokens(c)));

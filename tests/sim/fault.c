@@ -38,6 +38,14 @@ static const struct {
         [SIM_FAULT_NULL_CONTENT] = {"null-content", ARG_NONE, false},
         [SIM_FAULT_MEMORY_GROWTH] = {"memory-growth", ARG_MB, false},
         [SIM_FAULT_HEALTH_503_AFTER] = {"health-503-after", ARG_COUNT, false},
+        [SIM_FAULT_SHORT_OUTPUT] = {"short-output", ARG_COUNT, false},
+        [SIM_FAULT_POSITIVE_LOGPROBS] = {"positive-logprobs", ARG_NONE, false},
+        [SIM_FAULT_SEED_DRIFT] = {"seed-drift", ARG_NONE, false},
+        [SIM_FAULT_DEGENERATE_TEXT] = {"degenerate-text", ARG_NONE, false},
+        [SIM_FAULT_INVALID_UTF8] = {"invalid-utf8", ARG_NONE, false},
+        [SIM_FAULT_DIE_UNDER_CONCURRENCY] = {"die-under-concurrency", ARG_COUNT, true},
+        [SIM_FAULT_ZOMBIE_CHILD] = {"zombie-child", ARG_NONE, true},
+        [SIM_FAULT_SHORT_CONTEXT] = {"short-context", ARG_COUNT, false},
 };
 
 const char *sim_fault_name(enum sim_fault f)

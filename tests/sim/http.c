@@ -173,6 +173,12 @@ char *sim_json_dump(const json_t *v)
         if (!s)
                 mx_die("json_dumps failed");
         nan = json_dumps(probe, SIM_JSON_FLAGS | JSON_ENCODE_ANY);
+        if (strstr(s, SIM_INVALID_UTF8_MARK)) {
+                char *t = replace_all(s, SIM_INVALID_UTF8_MARK, "\xff\xfe");
+
+                free(s);
+                s = t;
+        }
         if (!nan || !strstr(s, nan))
                 return TAKE_PTR(s);
         return replace_all(s, nan, "NaN");

@@ -45,6 +45,14 @@ enum sim_fault {
         SIM_FAULT_NULL_CONTENT,
         SIM_FAULT_MEMORY_GROWTH,
         SIM_FAULT_HEALTH_503_AFTER,
+        SIM_FAULT_SHORT_OUTPUT,
+        SIM_FAULT_POSITIVE_LOGPROBS,
+        SIM_FAULT_SEED_DRIFT,
+        SIM_FAULT_DEGENERATE_TEXT,
+        SIM_FAULT_INVALID_UTF8,
+        SIM_FAULT_DIE_UNDER_CONCURRENCY,
+        SIM_FAULT_ZOMBIE_CHILD,
+        SIM_FAULT_SHORT_CONTEXT,
         _SIM_FAULT_MAX,
 };
 
@@ -140,6 +148,7 @@ struct sim_config {
         size_t n_args;
         /* timing knobs (seconds / milliseconds) */
         double load_s;
+        double resident_mb; /* MXSIM_RESIDENT_MB: memory the engine holds once loaded (the weights' stand-in) */
         double watchdog_s;
         double token_ms;
         double shutdown_wait_s;
@@ -494,6 +503,8 @@ json_t *sim_read_json(struct sim_server *s, struct evhttp_request *req, const ch
 char *sim_json_dump(const json_t *v);
 /* The value stored for a NaN logprob (jansson cannot hold NaN). */
 double sim_nan_sentinel(void);
+/* Text that sim_json_dump() turns into the invalid UTF-8 bytes 0xff 0xfe (fault invalid-utf8). */
+#define SIM_INVALID_UTF8_MARK "\xc3\xbf\xc3\xbe"
 const char *sim_http_reason(int status);
 const char *sim_http_method(struct evhttp_request *req);
 /* "127.0.0.1:54321" of the client, or "-". */

@@ -7,6 +7,7 @@
  * bounded.
  */
 #include "levelcat.h"
+#include "matrix.h"
 #include "levels/levels.h"
 #include "protocol.h"
 #include "test.h"
@@ -67,6 +68,9 @@ TEST(man_pages_document_every_level_and_setting)
                                 test_fail(__FILE__, __LINE__, "mxmatrix.json(5) does not document %s", key);
                 }
         }
+        for (const struct mx_level_setting *s = mx_level_common_settings; s->name; s++)
+                if (!roff_mentions(t5, s->name))
+                        test_fail(__FILE__, __LINE__, "mxmatrix.json(5) does not document %s", s->name);
 }
 
 static char *selection(const char *s)
@@ -131,4 +135,100 @@ TEST(common_settings_are_typed_and_bounded)
         ASSERT_CONTAINS(e1, "no setting 'concurrency'");
         ASSERT_ERR(mx_level_settings_apply(d, s, bad, "levels.L1", &e2), EINVAL);
         ASSERT_CONTAINS(e2, "levels.L1.timeout");
+}
+
+/* The demo matrix with a levels section at the top and in its first feature. */
+static int load_with_levels(const char *top, const char *feature, struct mx_matrix **ret, char **reterr)
+{
+        _cleanup_free_ char *path = test_source_path("matrix/demo-sim.json"), *text = NULL;
+        _cleanup_json_ json_t *j = NULL;
+
+        j = json_load_file(path, 0, NULL);
+        ASSERT_NOT_NULL(j);
+        if (top)
+                json_object_set_new(j, "levels", json_loads(top, 0, NULL));
+        if (feature)
+                json_object_set_new(json_array_get(json_object_get(j, "features"), 0), "levels",
+                                    json_loads(feature, 0, NULL));
+        text = json_dumps(j, JSON_INDENT(2));
+        return mx_matrix_load_string("t.json", text, strlen(text), ret, reterr);
+}
+
+TEST(matrix_levels_sections_resolve_in_order)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = NULL;
+        _cleanup_json_ json_t *run = NULL, *set = NULL, *over = json_pack("{s:s}", "L2.logprobs", "3");
+        _cleanup_free_ char *err = NULL;
+        json_t *l2;
+
+        ASSERT_OK(load_with_levels("{\"run\": \"L1-L2\", \"continue_on_fail\": true, \"L2\": {\"max_tokens\": 8}}",
+                                   "{\"L2\": {\"seed\": 7}}", &m, &err));
+        ASSERT_OK(mx_levels_resolve(m, 0, NULL, over, &run, &set, &err));
+        ASSERT_EQ(json_array_size(run), 3);
+        ASSERT_STREQ(json_string_value(json_array_get(run, 1)), "L1.5");
+        l2 = json_object_get(set, "L2");
+        ASSERT_EQ(json_integer_value(json_object_get(l2, "max_tokens")), 8);
+        ASSERT_EQ(json_integer_value(json_object_get(l2, "seed")), 7);
+        ASSERT_EQ(json_integer_value(json_object_get(l2, "logprobs")), 3);
+        ASSERT_TRUE(json_is_true(json_object_get(l2, "continue_on_fail")));
+        ASSERT_TRUE(json_is_true(json_object_get(json_object_get(set, "L1"), "continue_on_fail")));
+        /* Not the feature's: its settings do not apply. */
+        json_decref(run);
+        json_decref(set);
+        ASSERT_OK(mx_levels_resolve(m, -1, NULL, NULL, &run, &set, &err));
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(set, "L2"), "seed")), 42);
+}
+
+TEST(matrix_levels_errors_name_the_place)
+{
+        static const struct {
+                const char *top, *feature, *want;
+        } bad[] = {
+                { "{\"L2\": {\"max_tokens\": 0}}", NULL, "levels.L2.max_tokens: 0 is outside 1 to 131072" },
+                { "{\"L9\": {}}", NULL, "unknown key 'L9'" },
+                { "{\"run\": \"L3-L1\"}", NULL, "not a level or a range" },
+                { NULL, "{\"L2\": {\"endpoints\": [\"grpc\"]}}", "not one of the choices" },
+                { NULL, "{\"L2\": {\"prompts\": [{\"name\": \"x\"}]}}", "prompt 1" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_(mx_matrix_freep) struct mx_matrix *m = NULL;
+                _cleanup_free_ char *err = NULL;
+
+                ASSERT_ERR(load_with_levels(bad[i].top, bad[i].feature, &m, &err), EINVAL);
+                ASSERT_CONTAINS(err, "t.json:");
+                ASSERT_CONTAINS(err, bad[i].want);
+        }
+}
+
+TEST(submission_settings_for_levels_not_run_are_refused)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = NULL;
+        _cleanup_json_ json_t *run = NULL, *set = NULL, *sel = json_pack("[s]", "L1");
+        _cleanup_json_ json_t *over = json_pack("{s:i}", "L2.seed", 1), *typo = json_pack("{s:i}", "concurrency", 1);
+        _cleanup_free_ char *e1 = NULL, *e2 = NULL;
+
+        ASSERT_OK(load_with_levels(NULL, NULL, &m, NULL));
+        ASSERT_ERR(mx_levels_resolve(m, -1, sel, over, &run, &set, &e1), EINVAL);
+        ASSERT_CONTAINS(e1, "not among the levels");
+        ASSERT_ERR(mx_levels_resolve(m, -1, sel, typo, &run, &set, &e2), EINVAL);
+        ASSERT_CONTAINS(e2, "LEVEL.setting");
+}
+
+TEST(submit_words_set_levels_and_level_settings)
+{
+        const struct mx_proto *p = mx_proto_get();
+        const struct mx_proto_method *m = mx_proto_find(p, "submit");
+        char *argv[] = { "submit", "feature=cutlass", "levels=L1-L3", "L3.concurrency=4", "kernel=gemm", NULL };
+        char *argv2[] = { "submit", "cutlass", "L3.concurrency=4", "L3.concurrency=5", NULL };
+        _cleanup_json_ json_t *params = NULL, *twice = NULL;
+        _cleanup_free_ char *err = NULL;
+
+        ASSERT_OK(mx_proto_cli_parse(p, m, 5, argv, &params, &err));
+        ASSERT_STREQ(json_string_value(json_array_get(json_object_get(params, "levels"), 0)), "L1-L3");
+        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(params, "level_settings"), "L3.concurrency")),
+                     "4");
+        ASSERT_STREQ(json_string_value(json_object_get(json_object_get(params, "pins"), "kernel")), "gemm");
+        ASSERT_ERR(mx_proto_cli_parse(p, m, 4, argv2, &twice, &err), EINVAL);
+        ASSERT_CONTAINS(err, "given twice");
 }

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Generation requests and the checks of their replies that L2 (correctness)
+ * and L3 (stress, on every reply) share: the request bodies for vLLM's
+ * /v1/completions and /v1/chat/completions (target-surfaces.md §A1), and a
+ * reply's sanity — HTTP 200, valid UTF-8, no NaN/Infinity, JSON, text (gpt-oss
+ * reasoning, `reasoning` or `reasoning_content`, counts as output), usage,
+ * exact token counts, coherent text, logprobs in the endpoint's shape.
+ */
+#pragma once
+
+#include "http.h"
+#include "util.h"
+
+#include <jansson.h>
+
+enum mx_endpoint {
+        MX_ENDPOINT_COMPLETIONS,
+        MX_ENDPOINT_CHAT,
+};
+
+const char *mx_endpoint_name(enum mx_endpoint e); /* "completions", "chat" */
+const char *mx_endpoint_path(enum mx_endpoint e); /* "/v1/completions", ... */
+int mx_endpoint_from_string(const char *s);
+
+struct mx_gen_request {
+        enum mx_endpoint endpoint;
+        const char *model;  /* may be NULL */
+        const char *prompt; /* the user message for chat */
+        int64_t max_tokens;
+        bool ignore_eos;
+        double temperature;
+        bool has_seed;
+        int64_t seed;
+        int logprobs;        /* top alternatives per token; -1: none */
+        int prompt_logprobs; /* -1: none */
+};
+
+/* The JSON body of a request. */
+char *mx_gen_body(const struct mx_gen_request *r);
+
+/* What the checks ask of a reply. */
+struct mx_check_opts {
+        int64_t expect_tokens; /* completion_tokens must equal it and finish_reason be "length"; 0: no check */
+        double min_printable;  /* share of printable characters in the text; 0: no check */
+        double max_repeat;     /* most frequent word's share of the words (8 or more); 0: no check */
+        json_t *expect;        /* substrings the text must contain, or NULL */
+        int logprobs;          /* the logprobs the request asked for; -1: none */
+};
+
+/* What a reply said, as far as it could be read. */
+struct mx_gen_reply {
+        json_t *json;
+        char *text;   /* content, after the reasoning text (chat) */
+        json_t *tokens; /* the sampled tokens from the logprobs, or NULL */
+        int64_t completion_tokens, prompt_tokens;
+        char *finish_reason;
+        double prompt_ppl; /* perplexity from prompt_logprobs; < 0: none */
+};
+
+void mx_gen_reply_done(struct mx_gen_reply *r);
+
+/*
+ * Check a reply. NULL when it passes; else what is wrong in one sentence,
+ * and *ret_check names the check ("http", "utf8", "nan", "json", "text",
+ * "usage", "tokens", "coherence", "expect", "logprobs"). ret is filled as far
+ * as the reply could be read.
+ */
+char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts *o,
+                     const struct mx_http_response *res, struct mx_gen_reply *ret, const char **ret_check);
+
+/*
+ * Keep a request and its reply as evidence in run_dir/dir/name.json; returns
+ * the artifact object {"name", "path", "what"} (path relative to run_dir),
+ * or NULL when the file could not be written.
+ */
+json_t *mx_evidence_write(const char *run_dir, const char *dir, const char *name, const char *what,
+                          const char *request_body, const struct mx_http_response *res);
+
+/* A name safe in a file name: [A-Za-z0-9._-], other bytes as '_', at most 64. */
+char *mx_file_safe(const char *s);
