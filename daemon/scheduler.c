@@ -2,6 +2,7 @@
 #include "scheduler.h"
 #include "cgroup.h"
 #include "control.h"
+#include "history.h"
 #include "log.h"
 #include "matrix.h"
 #include "meta.h"
@@ -32,6 +33,7 @@ struct current {
         bool ended;      /* finished() came (or the start failed); the outcome may still wait for the database */
         bool finished;   /* the outcome is recorded; free from the loop */
         char *storage_error; /* a write of this attempt failed: it ends as infra-error with this reason */
+        struct mx_history_db history; /* earlier results, for the levels that compare (L5) */
 };
 
 /*
@@ -747,12 +749,14 @@ static int start_next(struct mx_sched *s)
                 return 0;
         }
         c->ops = &runner_meta_ops; /* metadata first, then runner_for_spec(c->spec) */
+        mx_history_db_init(&c->history, s->d->db, c->attempt_id);
         ctx = (struct mx_run_ctx){
                 .base = s->d->base, .reaper = s->d->reaper, .http = s->d->http, .job = c->job, .run = c->run,
                 .attempt_id = c->attempt_id, .attempt = c->attempt, .tag = c->tag, .config_key = c->config_key,
                 .run_dir = c->run_dir, .spec = c->spec, .levels = c->levels,
                 .level_timeout_ms = spec_setting_ms(c->spec, "level_timeout_ms", s->d->cfg.level_timeout_ms),
                 .log_max_bytes = s->d->cfg.limits.log_bytes,
+                .history = &c->history.ops,
         };
         mx_log_full(LOG_INFO, 0, MX_MSGID_RUN_STARTED, &lctx, NULL, "run %" PRId64 " attempt %d started: %s",
                     c->run, c->attempt, c->config_key);

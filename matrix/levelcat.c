@@ -104,6 +104,31 @@ static const struct mx_level_setting l4_settings[] = {
         {},
 };
 
+static const char *const rule_choices[] = { "welch", "intervals", NULL };
+static const char *const against_choices[] = { "baseline", "history", NULL };
+
+/* L5 (seed 001 Level 5; seed 000's thresholds): matrix/regress.h's comparison. */
+static const struct mx_level_setting l5_settings[] = {
+        { "perf_max_drop_pct", MX_LSET_NUMBER, "5", 0, 100, NULL,
+          "a t/s row slower than the reference by more than this (percent) is beyond the threshold (seed 001: 5)" },
+        { "ttft_p99_max_rise_pct", MX_LSET_NUMBER, "3", 0, 1000, NULL,
+          "TTFT p99 higher by more than this (percent) is beyond the threshold (seed 000: 3)" },
+        { "memory_max_rise_gb", MX_LSET_NUMBER, "2", 0, 100000, NULL,
+          "memory peak higher by more than this many GiB is a regression (seed 000: 2)" },
+        { "alpha", MX_LSET_NUMBER, "0.05", 0.0001, 0.5, NULL,
+          "significance level: a difference is significant when the one-sided Welch p is below it" },
+        { "rule", MX_LSET_STRING, "\"welch\"", 0, 0, rule_choices,
+          "the noise test: welch (Welch's t-test on the per-run values) or intervals (95 % confidence intervals "
+          "of the means do not overlap)" },
+        { "against", MX_LSET_STRINGS, "[\"baseline\", \"history\"]", 0, 0, against_choices,
+          "what to compare with: baseline (the job's baseline run and earlier baseline runs at the same source "
+          "SHAs), history (this configuration at other source SHAs)" },
+        { "baseline_runs", MX_LSET_INT, "5", 1, 100, NULL, "the newest reference runs pooled per comparison" },
+        { "history_shas", MX_LSET_INT, "1", 0, 20, NULL,
+          "the newest earlier source states of this configuration compared with, each on its own" },
+        {},
+};
+
 /* Keep in the seed's order (seed 001, Phase 6). */
 const struct mx_level_def mx_level_defs[] = {
         { "L1", "smoke", "the server becomes ready in time and answers one completion; its log shows no crash",
@@ -124,6 +149,10 @@ const struct mx_level_def mx_level_defs[] = {
           "llama-benchy's pp/tg rows at each depth (mean +- std over the runs), TTFR, TTFT, TPOT, ITL, E2EL "
           "percentiles, every request's exact token counts checked; startup time and memory peak beside",
           .gated = true, .settings = l4_settings },
+        { "L5", "regression",
+          "L4's numbers against the baseline's and this configuration's at other source SHAs, same GPU model: "
+          "t/s within 5 %, TTFT p99 within +3 %, memory within +2 GB, significant differences only",
+          .gated = true, .settings = l5_settings },
 };
 const size_t mx_level_defs_count = ELEMENTSOF(mx_level_defs);
 

@@ -12,6 +12,7 @@ extern const struct mx_level_ops mx_level_l15_ops;
 extern const struct mx_level_ops mx_level_l2_ops;
 extern const struct mx_level_ops mx_level_l3_ops;
 extern const struct mx_level_ops mx_level_l4_ops;
+extern const struct mx_level_ops mx_level_l5_ops;
 
 /* Like tmux's cmd_table: one line per level file. */
 const struct mx_level_ops *const mx_level_table[] = {
@@ -20,6 +21,7 @@ const struct mx_level_ops *const mx_level_table[] = {
         &mx_level_l2_ops,
         &mx_level_l3_ops,
         &mx_level_l4_ops,
+        &mx_level_l5_ops,
         NULL,
 };
 

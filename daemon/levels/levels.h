@@ -85,6 +85,7 @@ struct mx_level_ctx {
         double ready_s;           /* seconds from start to ready (set when the server became ready) */
         mx_mem_sample_fn mem_sample;
         void *mem_ud;
+        const struct mx_history *history; /* stored results of earlier runs (runner.h), or NULL */
 };
 
 /* How the server's life ended, for after_stop and for levels that could not run. */
