@@ -100,7 +100,8 @@ static const struct mx_level_setting l4_settings[] = {
         { "seed", MX_LSET_INT, "0", 0, 9007199254740991.0, NULL,
           "seed of the prompt words and cache salts; 0: a fresh one per run" },
         { "memory_interval", MX_LSET_DURATION, "1000", 20, 3600 * 1000.0, NULL,
-          "how often the server's memory is sampled during the benchmark (plus once at its start and end)" },
+          "the least time between memory samples, taken between requests (never while one streams) and at the "
+          "start and end" },
         {},
 };
 

@@ -6,8 +6,10 @@
  * server with the run's model, its settings from the level's.
  *
  * While it measures, the server's memory is sampled through the level
- * context's mem_sample hook (at the start, every memory_interval, at the
- * end). Then the level goes pending: its numbers are final only once the
+ * context's mem_sample hook: at the start, between requests (when the engine
+ * starts a run, at most every memory_interval) and at the end; never while a
+ * request streams, because reading /proc on the loop that stamps the events
+ * would delay the stamps it is measuring. Then the level goes pending: its numbers are final only once the
  * kernel gate (L1.5) has spoken, which happens after the stop, and the
  * driver runs the levels' after_stop in the seed's order, so L1.5's verdict
  * is known here. The files written then say the same as the database.
@@ -45,11 +47,11 @@ struct memsum {
 struct l4 {
         struct mx_level base;
         struct mx_bench *bench;
-        struct event *mem_timer;
         struct memsum mem;
-        json_t *result; /* the engine's document once it is done */
-        char *reason;   /* why the benchmark could not go on, or NULL */
-        bool measured;  /* the engine finished (with or without failed requests) */
+        int64_t mem_last_us; /* monotonic time of the last sample */
+        json_t *result;      /* the engine's document once it is done */
+        char *reason;        /* why the benchmark could not go on, or NULL */
+        bool measured;       /* the engine finished (with or without failed requests) */
 };
 
 static void mem_take(struct l4 *s)
@@ -62,6 +64,7 @@ static void mem_take(struct l4 *s)
 
         if (!ctx->mem_sample)
                 return;
+        s->mem_last_us = mx_now_mono_us();
         q = ctx->mem_sample(ctx->mem_ud, &m);
         if (q < 0) {
                 ms->last_error = q;
@@ -106,12 +109,6 @@ static json_t *memory_json(const struct memsum *ms)
         return o;
 }
 
-static void mem_timer_cb(evutil_socket_t fd, short what, void *ud)
-{
-        (void)fd, (void)what;
-        mem_take(ud);
-}
-
 /* The metrics as they stand: the engine's document plus startup time, memory and validity. */
 static json_t *l4_metrics_with(struct l4 *s, bool valid, const char *gate)
 {
@@ -139,7 +136,7 @@ static int l4_new(const struct mx_level_ctx *ctx, struct mx_level **ret, char **
         struct l4 *s = xcalloc(1, sizeof(*s));
 
         (void)reterr;
-        s->mem_timer = event_new(ctx->base, -1, EV_PERSIST, mem_timer_cb, s);
+        (void)ctx;
         *ret = &s->base;
         return 0;
 }
@@ -182,7 +179,12 @@ static void bench_config(const struct mx_level_ctx *ctx, int64_t level_ms, struc
 static void progress_cb(void *ud, const char *line)
 {
         struct l4 *s = ud;
+        int64_t every = json_integer_value(json_object_get(s->base.ctx->settings, "memory_interval"));
 
+        /* a run or warm-up is about to start: nothing is in flight, the stamps cannot be delayed */
+        if ((strstr(line, ": run ") || strstr(line, ": warm-up ")) &&
+            mx_now_mono_us() - s->mem_last_us >= every * 1000)
+                mem_take(s);
         if (s->base.ctx->log)
                 logcap_note(s->base.ctx->log, "L4: %s", line);
 }
@@ -191,7 +193,6 @@ static void bench_done_cb(struct mx_bench *b, int error, const char *reason, voi
 {
         struct l4 *s = ud;
 
-        event_del(s->mem_timer);
         mem_take(s);
         s->result = mx_bench_result_json(b);
         s->measured = error >= 0;
@@ -206,8 +207,6 @@ static void l4_run(struct mx_level *l)
         const struct mx_level_ctx *ctx = l->ctx;
         struct mx_bench_config cfg;
         _cleanup_free_ char *err = NULL;
-        int64_t every = json_integer_value(json_object_get(ctx->settings, "memory_interval"));
-        struct timeval tv = {.tv_sec = every / 1000, .tv_usec = (every % 1000) * 1000};
 
         bench_config(ctx, mx_level_timeout_ms(l), &cfg);
         if (mx_bench_new(ctx->base, &cfg, &s->bench, &err) < 0 ||
@@ -216,15 +215,13 @@ static void l4_run(struct mx_level *l)
                                 err ? err : "the engine refused its configuration");
                 return;
         }
-        mem_take(s);
-        evtimer_add(s->mem_timer, &tv);
+        mem_take(s); /* before the first request */
 }
 
 static void l4_cancel(struct mx_level *l)
 {
         struct l4 *s = (struct l4 *)l;
 
-        event_del(s->mem_timer);
         /* Keep what was measured for the metrics of the verdict the driver records. */
         if (s->bench && !s->result)
                 s->result = mx_bench_result_json(s->bench);
@@ -335,8 +332,6 @@ static void l4_free(struct mx_level *l)
 {
         struct l4 *s = (struct l4 *)l;
 
-        if (s->mem_timer)
-                event_free(s->mem_timer);
         mx_bench_free(s->bench);
         json_decref(s->result);
         free(s->reason);

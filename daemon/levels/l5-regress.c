@@ -319,13 +319,19 @@ static void l5_after_stop(struct mx_level *l, const struct mx_level_stop *st)
                       lo.not_pass, "invalid", lo.invalid, "no_baseline", d.no_baseline);
         msg = mx_buf_steal(&d.msg);
         regs = mx_buf_steal(&d.regs);
-        if (d.compared == 0)
-                mx_level_finish(
-                        l, MX_VERDICT_SKIPPED, m, NULL,
-                        "no baseline measured%s (%s; %u stored results on another GPU)",
-                        wants(l, "history") ? " and no earlier run of this configuration at other SHAs" : "",
-                        gpu_text, lo.other_gpu);
-        else if (d.rule)
+        if (d.compared == 0) {
+                bool is_baseline = streq_ptr(json_string_value(json_object_get(self, "baseline_key")),
+                                             json_string_value(json_object_get(self, "config_key")));
+                _cleanup_free_ char *gpus =
+                        lo.other_gpu ? xasprintf("; %u stored results on another GPU", lo.other_gpu) : NULL;
+
+                mx_level_finish(l, MX_VERDICT_SKIPPED, m, NULL, "%s%s (%s%s)",
+                                is_baseline ? "this run is the baseline and no earlier run of it at these "
+                                              "source SHAs was measured"
+                                            : "no baseline measured",
+                                wants(l, "history") ? ", nor this configuration at other SHAs" : "",
+                                gpu_text, strempty(gpus));
+        } else if (d.rule)
                 mx_level_finish(l, MX_VERDICT_FAIL, m, NULL, "regression: %s (%s)", regs, gpu_text);
         else
                 mx_level_finish(l, MX_VERDICT_PASS, m, NULL, "%sno regression against %s (%s)",
