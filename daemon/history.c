@@ -85,6 +85,43 @@ void mx_history_db_init(struct mx_history_db *h, struct mx_db *db, int64_t attem
         };
 }
 
+int mx_history_measured(struct mx_db *db, const char *config_key, json_t *sources, json_t *gpu, json_t **ret)
+{
+        struct mx_history_db h;
+        _cleanup_json_ json_t *all = NULL;
+        json_t *res;
+        size_t i;
+        int r;
+
+        mx_history_db_init(&h, db, 0);
+        r = results_cb(&h, "L4", config_key, MX_HISTORY_LIMIT_MAX, &all, NULL);
+        if (r < 0)
+                return r;
+        json_array_foreach (all, i, res) {
+                if (!streq_ptr(json_string_value(json_object_get(res, "verdict")), "pass") ||
+                    json_is_false(json_object_get(json_object_get(res, "metrics"), "valid")) ||
+                    !json_equal(json_object_get(res, "sources"), sources) ||
+                    !json_equal(json_object_get(res, "gpu_name") ?: json_null(), gpu ?: json_null()))
+                        continue;
+                *ret = json_pack("{s:O,s:O,s:O}", "job", json_object_get(res, "job"), "run",
+                                 json_object_get(res, "run"), "attempt", json_object_get(res, "attempt"));
+                return 0;
+        }
+        return -ENOENT;
+}
+
+json_t *mx_history_last_gpu(struct mx_db *db)
+{
+        static const char sql[] = "SELECT json_extract(record, '$.summary.gpu_name') FROM attempt_metadata "
+                                  "ORDER BY collected_at DESC LIMIT 1";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+
+        if (db_stmt(db, sql, &s) < 0 || sqlite3_step(s) != SQLITE_ROW ||
+            sqlite3_column_type(s, 0) != SQLITE_TEXT)
+                return NULL;
+        return json_string((const char *)sqlite3_column_text(s, 0));
+}
+
 /* The first line of a file, without its newline; NULL when it cannot be read. */
 static char *first_line(const char *path)
 {

@@ -164,12 +164,21 @@ static void note_group(struct decision *d, const char *what, json_t *refs, bool 
                               what, runs);
 }
 
+/* The baseline configuration: the job's run planned as baseline, else the snapshot's (--skip-measured left
+ * it out). */
+static const char *baseline_key(struct mx_level *l, json_t *self)
+{
+        const char *k = json_string_value(json_object_get(self, "baseline_key"));
+
+        return k ? k : json_string_value(json_object_get(l->ctx->spec, "baseline_key"));
+}
+
 /* The baseline group: the job's baseline run and earlier baseline runs at this attempt's source SHAs. */
 static int baseline_group(struct mx_level *l, json_t *self, json_t *cur, const struct mx_regress_opts *o,
                           struct left_out *lo, struct decision *d, char **reterr)
 {
         const struct mx_history *h = l->ctx->history;
-        const char *key = json_string_value(json_object_get(self, "baseline_key"));
+        const char *key = baseline_key(l, self);
         bool is_baseline = streq_ptr(key, json_string_value(json_object_get(self, "config_key")));
         json_t *sources = json_object_get(self, "sources"), *gpu = json_object_get(self, "gpu_name"), *res;
         _cleanup_json_ json_t *all = NULL, *refs = json_array();
@@ -320,7 +329,7 @@ static void l5_after_stop(struct mx_level *l, const struct mx_level_stop *st)
         msg = mx_buf_steal(&d.msg);
         regs = mx_buf_steal(&d.regs);
         if (d.compared == 0) {
-                bool is_baseline = streq_ptr(json_string_value(json_object_get(self, "baseline_key")),
+                bool is_baseline = streq_ptr(baseline_key(l, self),
                                              json_string_value(json_object_get(self, "config_key")));
                 _cleanup_free_ char *gpus =
                         lo.other_gpu ? xasprintf("; %u stored results on another GPU", lo.other_gpu) : NULL;
