@@ -23,6 +23,13 @@ g -C "$T/vllm" init -q && echo one >"$T/vllm/README" && g -C "$T/vllm" add READM
         g -C "$T/vllm" commit -qm one || fail "git"
 ok "vllm $(git -C "$T/vllm" rev-parse --short HEAD)"
 
+step="mxsim refuses a bad speed rule"
+MXSIM_SPEED_RULES="VLLM_MXFP4_ACTIVATION=fp8:fast" expect_exit 2 "$MX_BUILD_DIR/tests/sim/mxsim" serve m --port 1
+has "$T/err" "MXSIM_SPEED_RULES: factor 'fast' is not a number in (0, 100]"
+MXSIM_SPEED_RULES="no-equals-sign" expect_exit 2 "$MX_BUILD_DIR/tests/sim/mxsim" serve m --port 1
+has "$T/err" "'no-equals-sign' is not VAR=value:factor"
+ok "exit status 2, the rule named"
+
 step="matrix"
 MXD_MATRIX=$T/matrix.json
 jq -n --arg sim "$MX_BUILD_DIR/tests/sim/mxsim" --arg v "$T/vllm" --arg lock "$T/gpu.lock" '{

@@ -8,6 +8,7 @@
  */
 #include "test.h"
 
+#include "plan.h"
 #include "regress.h"
 
 #include <math.h>
@@ -234,4 +235,30 @@ TEST(references_pool_and_unknown_rows_are_not_compared)
         r = mx_regress_compare(cur, none, &o);
         ASSERT_EQ(json_integer_value(json_object_get(r, "compared")), 0);
         ASSERT_FALSE(json_is_true(json_object_get(r, "regression")));
+}
+
+/* L5 needs the baseline's numbers before the other runs': every strategy's plan puts the baseline first. */
+TEST(plans_run_the_baseline_first)
+{
+        _cleanup_free_ char *path = test_source_path("matrix/demo-sim.json");
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = NULL;
+        _cleanup_free_ char *err = NULL;
+        static const char *const features[] = {"cutlass", "P3", "tile-64x128", "spec-decode"};
+        static const enum mx_plan_strategy strategies[] = {MX_PLAN_DEFAULT, MX_PLAN_PAIRWISE, MX_PLAN_FULL};
+
+        ASSERT_OK(mx_matrix_load_file(path, &m, &err));
+        for (size_t f = 0; f < ELEMENTSOF(features); f++)
+                for (size_t s = 0; s < ELEMENTSOF(strategies); s++) {
+                        struct mx_plan_request req = {.feature = features[f], .strategy = strategies[s]};
+                        _cleanup_(mx_plan_freep) struct mx_plan *p = NULL;
+                        _cleanup_free_ char *e = NULL;
+
+                        ASSERT_OK(mx_plan_build(m, &req, &p, &e));
+                        ASSERT_TRUE(p->n_runs > 1);
+                        if (!strv_contains(p->runs[0].reasons, "baseline"))
+                                test_fail(__FILE__, __LINE__, "%s (%s): the first run is %s", features[f],
+                                          mx_plan_strategy_to_string(strategies[s]), p->runs[0].key);
+                        for (size_t i = 1; i < p->n_runs; i++)
+                                ASSERT_FALSE(strv_contains(p->runs[i].reasons, "baseline"));
+                }
 }
