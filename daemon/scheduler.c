@@ -3,6 +3,7 @@
 #include "cgroup.h"
 #include "control.h"
 #include "executor.h"
+#include "history.h"
 #include "log.h"
 #include "matrix.h"
 #include "meta.h"
@@ -38,6 +39,7 @@ struct current {
         bool finished;   /* the outcome is recorded; free from the loop */
         char *storage_error; /* a write of this attempt failed: it ends as infra-error with this reason */
         struct run_sampling *sampling; /* GPU and memory of the whole attempt (scope "run"), or NULL */
+        struct mx_history_db history; /* earlier results, for the levels that compare (L5) */
 };
 
 /*
@@ -846,6 +848,7 @@ static int start_next(struct mx_sched *s)
         }
         c->ops = &runner_meta_ops; /* metadata first, then runner_for_spec(c->spec) */
         run_sampler_begin(s, c);
+        mx_history_db_init(&c->history, s->d->db, c->attempt_id);
         ctx = (struct mx_run_ctx){
                 .sampler = c->sampling ? c->sampling->sampler : NULL,
                 .base = s->d->base, .reaper = s->d->reaper, .http = s->d->http, .job = c->job, .run = c->run,
@@ -853,6 +856,7 @@ static int start_next(struct mx_sched *s)
                 .run_dir = c->run_dir, .spec = c->spec, .levels = c->levels,
                 .level_timeout_ms = spec_setting_ms(c->spec, "level_timeout_ms", s->d->cfg.level_timeout_ms),
                 .log_max_bytes = s->d->cfg.limits.log_bytes,
+                .history = &c->history.ops,
         };
         mx_log_full(LOG_INFO, 0, MX_MSGID_RUN_STARTED, &lctx, NULL, "run %" PRId64 " attempt %d started: %s",
                     c->run, c->attempt, c->config_key);
