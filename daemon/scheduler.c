@@ -52,6 +52,7 @@ enum write_kind {
         W_LOG,     /* the captured log's path */
         W_LEVEL,   /* a level's verdict and its event */
         W_FINISH,  /* the attempt's outcome */
+        W_SAMPLES, /* the attempt's GPU and memory summary (scope "run"), after its last sample */
 };
 
 struct pending_write {
@@ -65,6 +66,7 @@ struct pending_write {
         json_t *metrics, *artifacts, *detail;
         struct queue_finish finish; /* W_FINISH; crash_class and message are owned */
         bool quiet;                 /* W_FINISH of a failed start: already logged */
+        struct mx_sample_summary *summary; /* W_SAMPLES */
         struct pending_write *next;
 };
 
@@ -124,6 +126,7 @@ static void pending_write_free(struct pending_write *w)
         json_decref(w->detail);
         free((char *)w->finish.crash_class);
         free((char *)w->finish.message);
+        free(w->summary);
         free(w);
 }
 
@@ -206,6 +209,8 @@ static const char *write_what(const struct pending_write *w)
                 return "a level's verdict";
         case W_FINISH:
                 return "the outcome";
+        case W_SAMPLES:
+                return "the GPU and memory summary";
         }
         return "a write";
 }
@@ -255,6 +260,8 @@ static int write_apply(struct mx_sched *s, struct pending_write *w, char **ret_r
         }
         case W_FINISH:
                 return queue_attempt_finish(db, w->attempt_id, &w->finish, ret_result);
+        case W_SAMPLES:
+                return mx_sampler_store(db, w->attempt_id, "run", w->summary);
         }
         return -EINVAL;
 }
@@ -458,7 +465,7 @@ static void sched_pause_because(struct mx_sched *s, const char *msgid, const str
  */
 struct run_sampling {
         struct mx_sched *s;
-        int64_t attempt_id, run;
+        int64_t attempt_id, job, run;
         bool closing;
         struct mx_sampler *sampler;
         struct run_sampling *next; /* closing ones, in s->closing */
@@ -473,16 +480,20 @@ static void run_sampling_free(struct run_sampling *rs)
 static void run_sample_cb(struct mx_sampler *sampler, const struct mx_sample *sample, void *ud)
 {
         struct run_sampling *rs = ud, **p;
-        const struct mx_sample_summary *sum = mx_sampler_summary(sampler);
-        int r;
+        struct pending_write *w;
 
         (void)sample;
         if (!rs->closing)
                 return;
-        r = mx_sampler_store(rs->s->d->db, rs->attempt_id, "run", sum);
-        if (r < 0)
-                log_warning("cannot record the GPU and memory summary of run %" PRId64 ": %s", rs->run,
-                            strerror(-r));
+        /* Through the writes' list like the attempt's other writes: a refused one waits and is retried. */
+        w = xcalloc(1, sizeof(*w));
+        w->kind = W_SAMPLES;
+        w->attempt_id = rs->attempt_id;
+        w->job = rs->job;
+        w->run = rs->run;
+        w->summary = xcalloc(1, sizeof(*w->summary));
+        *w->summary = *mx_sampler_summary(sampler);
+        sched_write(rs->s, w);
         for (p = &rs->s->closing; *p; p = &(*p)->next)
                 if (*p == rs) {
                         *p = rs->next;
@@ -498,7 +509,7 @@ static void run_sampler_begin(struct mx_sched *s, struct current *c)
         struct run_sampling *rs = xcalloc(1, sizeof(*rs));
         _cleanup_free_ char *err = NULL;
 
-        *rs = (struct run_sampling){ .s = s, .attempt_id = c->attempt_id, .run = c->run };
+        *rs = (struct run_sampling){ .s = s, .attempt_id = c->attempt_id, .job = c->job, .run = c->run };
         o.source = s->d->cfg.gpu_source ? mx_sample_source_from_string(s->d->cfg.gpu_source)
                                         : MX_SAMPLE_SOURCE_AUTO;
         if (mx_sampler_new(s->d->base, s->d->reaper, &o, run_sample_cb, rs, &rs->sampler, &err) < 0) {
