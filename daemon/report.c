@@ -186,11 +186,11 @@ static bool report_pump(struct reportsub *rs)
         }
         json_object_set_new(job, "matrix_digest", json_string(digest));
         matrix = matrix_section(d, json_string_value(json_object_get(job, "matrix")), digest);
-        /* The daemon's evaluation of the feature's success criteria and hard constraints (gates.h). */
+        /* The daemon's evaluation of the feature's success criteria and hard constraints (gates.h), once. */
         request_reply(rs->req, json_pack("{s:i,s:O,s:O,s:b,s:o,s:o}", "report", MX_REPORT_VERSION, "job", job,
                                          "matrix", matrix, "more", !rs->done, "after",
                                          rs->after_run > 0 ? json_integer(rs->after_run) : json_null(),
-                                         "criteria", gates_job_criteria(d, job)));
+                                         "criteria", rs->done ? gates_job_criteria(d, job) : json_null()));
         return true;
 }
 
