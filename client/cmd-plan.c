@@ -17,8 +17,7 @@ static void plan_help(FILE *f)
 {
         fprintf(f,
                 "Usage: mxmatrix plan FILE [feature=]X [axis=value...] [levels=LIST] [LEVEL.setting=value...]\n"
-                "                     [--strategy S] [--seed S]\n"
-                "                     [--max-runs N] [--verbose] [--json]\n\n"
+                "                     [--strategy S] [--seed S] [--max-runs N] [--verbose] [--json]\n\n"
                 "Print the runs that submitting feature X would make, and why each exists.\n"
                 "X is a feature of FILE by name or id (P1), an axis value by name or alias\n"
                 "(cutlass, gemm), or axis=value. Further axis=value words pin that axis in every run.\n"

@@ -91,6 +91,9 @@ static int fetch(int64_t job, int64_t page, json_t **ret)
                         "{s:O,s:O,s:O,s:O}", "report", json_object_get(res, "report"), "job",
                         json_object_get(res, "job"), "matrix", json_object_get(res, "matrix"), "runs", runs);
 
+                if (json_is_object(json_object_get(res, "criteria")))
+                        json_object_set(doc, "criteria", json_object_get(res, "criteria"));
+
                 *ret = report_doc_normalise(doc);
         }
         json_decref(res);

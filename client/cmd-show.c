@@ -145,6 +145,81 @@ static void show_samples(const char *scope, json_t *sum)
                        json_string_value(json_object_get(sum, "error")));
 }
 
+/* The serving entry of an L4 test ("pp2048 tg32"), for its TTFT percentiles. */
+static json_t *l4_serving(json_t *m, json_t *row)
+{
+        json_t *e;
+        size_t i;
+
+        json_array_foreach (json_object_get(m, "serving"), i, e)
+                if (json_integer_value(json_object_get(e, "depth")) ==
+                            json_integer_value(json_object_get(row, "depth")) &&
+                    json_integer_value(json_object_get(e, "pp")) ==
+                            json_integer_value(json_object_get(row, "pp")) &&
+                    json_integer_value(json_object_get(e, "tg")) ==
+                            json_integer_value(json_object_get(row, "tg")))
+                        return e;
+        return NULL;
+}
+
+static void print_ms(json_t *v)
+{
+        if (json_is_number(v))
+                printf(" %9.1f", json_number_value(v));
+        else
+                printf(" %9s", "-");
+}
+
+/* The L4 benchmark as a compact table: each llama-benchy row with its t/s, TTFT and flags. */
+static void show_l4(json_t *m)
+{
+        json_t *cfg = json_object_get(m, "config"), *row, *mem = json_object_get(m, "memory");
+        size_t i;
+
+        printf("  L4 %s, %" JSON_INTEGER_FORMAT " runs per test, t/s mean +- population std%s:\n",
+               json_is_false(json_object_get(m, "valid")) ? "INVALID (kernel gate)" : "valid",
+               json_integer_value(json_object_get(cfg, "runs")),
+               json_is_number(json_object_get(m, "ready_s")) ? "" : ", startup time unknown");
+        printf("    %-18s %21s %9s %9s %4s  %s\n", "test", "t/s", "TTFT p50", "TTFT p99", "N", "flags");
+        json_array_foreach (json_object_get(m, "tests"), i, row) {
+                json_t *tps = json_object_get(row, "tps"), *sv = NULL, *ttft = NULL;
+                const char *kind = json_string_value(json_object_get(row, "kind"));
+                struct mx_buf f = MX_BUF_INIT;
+                _cleanup_free_ char *flags = NULL;
+
+                if (streq_ptr(kind, "pp") && (sv = l4_serving(m, row)))
+                        ttft = json_object_get(sv, "ttft_ms");
+                printf("    %-18s", strna(json_string_value(json_object_get(row, "test"))));
+                if (json_is_number(json_object_get(tps, "mean")))
+                        printf(" %10.2f +- %7.2f", json_number_value(json_object_get(tps, "mean")),
+                               json_number_value(json_object_get(tps, "std")));
+                else
+                        printf(" %21s", "-");
+                print_ms(json_object_get(ttft, "p50"));
+                print_ms(json_object_get(ttft, "p99"));
+                printf(" %4" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(tps, "n")));
+                if (json_integer_value(json_object_get(row, "failed")) > 0)
+                        mx_buf_printf(&f, " %" JSON_INTEGER_FORMAT "-failed",
+                                      json_integer_value(json_object_get(row, "failed")));
+                if (json_is_true(json_object_get(ttft, "p99_few")))
+                        mx_buf_printf(&f, " p99-few-samples");
+                if (streq_ptr(kind, "pp") &&
+                    json_integer_value(json_object_get(row, "cached_tokens_max")) > 0 &&
+                    !streq_ptr(json_string_value(json_object_get(cfg, "style")), "llama-bench"))
+                        mx_buf_printf(&f, " prefix-cache-hit");
+                flags = mx_buf_steal(&f);
+                printf("  %s\n", flags && *flags ? flags + 1 : "");
+        }
+        if (json_is_number(json_object_get(m, "ready_s")))
+                printf("    startup %.1f s", json_number_value(json_object_get(m, "ready_s")));
+        print_gib(json_is_number(json_object_get(m, "ready_s")) ? ", memory peak" : "    memory peak",
+                  json_object_get(mem, "peak"), false);
+        print_gib(", drift", json_object_get(mem, "drift"), true);
+        if (json_is_string(json_object_get(mem, "figure")))
+                printf(" (%s)", json_string_value(json_object_get(mem, "figure")));
+        putchar('\n');
+}
+
 static void show_attempt(json_t *a)
 {
         _cleanup_free_ char *start = output_time(json_object_get(a, "started_at"));
@@ -175,6 +250,10 @@ static void show_attempt(json_t *a)
                 printf("  %-5s %-8s %s\n", strna(json_string_value(json_object_get(l, "level"))),
                        strna(json_string_value(json_object_get(l, "verdict"))),
                        strempty(json_string_value(json_object_get(l, "message"))));
+        json_array_foreach (levels, i, l)
+                if (streq_ptr(json_string_value(json_object_get(l, "level")), "L4") &&
+                    json_array_size(json_object_get(json_object_get(l, "metrics"), "tests")) > 0)
+                        show_l4(json_object_get(l, "metrics"));
         json_object_foreach (json_object_get(a, "samples"), scope, sum)
                 show_samples(scope, sum);
         if (json_is_string(json_object_get(a, "log")))

@@ -271,6 +271,7 @@ static void criterion_row(FILE *f, json_t *c, const char *text, json_t *base, js
 static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run)
 {
         json_t *given = json_object_get(doc, "criteria"), *items, *c;
+        _cleanup_json_ json_t *own = NULL;
         struct rep_defs defs = {};
         int state = 0; /* 0 pass, 1 not measured, 2 fail */
         size_t i;
@@ -278,15 +279,28 @@ static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, j
         fputs("## Success Criteria Evaluation\n\n| Criterion | Target | Actual | Pass/Fail |\n"
               "|-----------|--------|--------|-----------|\n",
               f);
+        /* mxmatrixd's evaluation (daemon/criteria.c): "rows" (the criteria) then "constraints" (the hard ones). */
         items = json_object_get(given, "items") ?: json_object_get(given, "criteria");
+        if (!items && json_is_array(json_object_get(given, "rows"))) {
+                items = json_object_get(given, "rows");
+                if (json_is_array(json_object_get(given, "constraints"))) {
+                        own = json_deep_copy(items);
+                        json_array_extend(own, json_object_get(given, "constraints"));
+                        items = own;
+                }
+        }
         if (json_is_array(items) && json_array_size(items) > 0) {
                 json_array_foreach (items, i, c) {
-                        _cleanup_free_ char *a = NULL, *b = NULL, *d = NULL;
+                        _cleanup_free_ char *a = NULL, *b = NULL, *d = NULL, *named = NULL;
                         json_t *pass = json_object_get(c, "pass");
-                        const char *verdict = json_string_value(json_object_get(c, "verdict"));
+                        const char *verdict = json_string_value(json_object_get(c, "verdict"))
+                                                      ?: json_string_value(pass);
 
-                        a = rep_md(json_string_value(json_object_get(c, "criterion"))
-                                           ?: json_string_value(json_object_get(c, "text")));
+                        if (json_is_string(json_object_get(c, "metric")) && !json_object_get(c, "criterion"))
+                                named = xasprintf("%s %s", json_string_value(json_object_get(c, "metric")),
+                                                  strempty(json_string_value(json_object_get(c, "target"))));
+                        a = rep_md(named ?: json_string_value(json_object_get(c, "criterion"))
+                                                    ?: json_string_value(json_object_get(c, "text")));
                         b = rep_md(json_string_value(json_object_get(c, "target")));
                         d = json_is_string(json_object_get(c, "actual"))
                                     ? rep_md(json_string_value(json_object_get(c, "actual")))
@@ -301,8 +315,16 @@ static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, j
                                 state = 2;
                         else if (strcasecmp(verdict, "pass") != 0)
                                 state = MX_MAX(state, 1);
-                        fprintf(f, "| %s | %s | %s | %s |\n", a, b, d, verdict);
+                        fprintf(f, "| %s | %s | %s | %s |\n", a, b, d,
+                                strcasecmp(verdict, "pass") == 0   ? "PASS"
+                                : strcasecmp(verdict, "fail") == 0 ? "FAIL"
+                                                                   : verdict);
                 }
+                if (json_is_string(json_object_get(given, "overall")) &&
+                    strcasecmp(json_string_value(json_object_get(given, "overall")), "pass") != 0)
+                        state = MX_MAX(state, streq(json_string_value(json_object_get(given, "overall")), "fail")
+                                                      ? 2
+                                                      : 1);
                 fputs("\nEvaluated by mxmatrixd (the job's criteria).\n", f);
         } else if (json_array_size(json_object_get(feature, "criteria")) > 0) {
                 json_array_foreach (json_object_get(feature, "criteria"), i, c) {

@@ -1136,6 +1136,20 @@ static json_t *stat_json(const double *v, size_t n)
                          s.p90_few, "p99_few", s.p99_few);
 }
 
+/*
+ * The same with every value kept ("values", NAN as null, in the order measured): the per-run samples L5
+ * (daemon/levels/l5-regress.c) tests for a significant difference between runs of two configurations.
+ */
+static json_t *stat_values_json(const double *v, size_t n)
+{
+        json_t *o = stat_json(v, n), *a = json_array();
+
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(a, num(v[i]));
+        json_object_set_new(o, "values", a);
+        return o;
+}
+
 /* Tokens from the first text-bearing event on, and where the count came from. */
 static int64_t tg_tokens(const struct breq *r, const char **ret_source)
 {
@@ -1274,27 +1288,29 @@ static void rows_json(const struct mx_bench *b, const struct test *t, struct bre
                 tg_req = (struct vals){};
         }
         json_array_append_new(
-                rows, json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:I,s:i,s:o,s:o,s:n,s:n,s:o,s:o,s:o,s:o,s:I,s:o,s:o}",
-                                "test", name_pp, "kind", ctx ? "ctx_pp" : "pp", "depth", (json_int_t)t->depth,
-                                "pp", (json_int_t)t->pp, "tg", (json_int_t)(ctx ? 1 : t->tg), "concurrency", c,
-                                "requests", (json_int_t)n, "failed", failed, "tps", stat_json(pp.v, pp.n),
-                                "tps_req", c > 1 ? stat_json(pp_req.v, pp_req.n) : json_null(), "peak_tps",
-                                "peak_tps_req", "ttfr_ms", stat_json(ttfr.v, ttfr.n), "est_ppt_ms",
-                                stat_json(est.v, est.n), "e2e_ttft_ms", stat_json(e2e.v, e2e.n), "cached_tokens_max",
-                                cached_max >= 0 ? json_integer(cached_max) : json_null(), "prompt_tokens_expected",
-                                (json_int_t)expected, "prompt_tokens_min",
-                                prompt_max >= 0 ? json_integer(prompt_min) : json_null(), "prompt_tokens_max",
-                                prompt_max >= 0 ? json_integer(prompt_max) : json_null()));
+                rows,
+                json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:I,s:i,s:o,s:o,s:n,s:n,s:o,s:o,s:o,s:o,s:I,s:o,s:o}",
+                          "test", name_pp, "kind", ctx ? "ctx_pp" : "pp", "depth", (json_int_t)t->depth,
+                          "pp", (json_int_t)t->pp, "tg", (json_int_t)(ctx ? 1 : t->tg), "concurrency", c,
+                          "requests", (json_int_t)n, "failed", failed, "tps", stat_values_json(pp.v, pp.n),
+                          "tps_req", c > 1 ? stat_json(pp_req.v, pp_req.n) : json_null(), "peak_tps",
+                          "peak_tps_req", "ttfr_ms", stat_json(ttfr.v, ttfr.n), "est_ppt_ms",
+                          stat_json(est.v, est.n), "e2e_ttft_ms", stat_json(e2e.v, e2e.n),
+                          "cached_tokens_max", cached_max >= 0 ? json_integer(cached_max) : json_null(),
+                          "prompt_tokens_expected", (json_int_t)expected, "prompt_tokens_min",
+                          prompt_max >= 0 ? json_integer(prompt_min) : json_null(), "prompt_tokens_max",
+                          prompt_max >= 0 ? json_integer(prompt_max) : json_null()));
         if (!ctx)
                 json_array_append_new(
-                        rows, json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:I,s:i,s:o,s:o,s:o,s:o,s:n,s:n,s:n,s:s?}",
-                                        "test", name_tg, "kind", "tg", "depth", (json_int_t)t->depth, "pp",
-                                        (json_int_t)t->pp, "tg", (json_int_t)t->tg, "concurrency", c, "requests",
-                                        (json_int_t)n, "failed", failed, "tps", stat_json(tg.v, tg.n), "tps_req",
-                                        c > 1 ? stat_json(tg_req.v, tg_req.n) : json_null(), "peak_tps",
-                                        stat_json(peak.v, peak.n), "peak_tps_req",
-                                        c > 1 ? stat_json(peak_req.v, peak_req.n) : json_null(), "ttfr_ms",
-                                        "est_ppt_ms", "e2e_ttft_ms", "tokens_counted_from", source));
+                        rows,
+                        json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:I,s:i,s:o,s:o,s:o,s:o,s:n,s:n,s:n,s:s?}",
+                                  "test", name_tg, "kind", "tg", "depth", (json_int_t)t->depth, "pp",
+                                  (json_int_t)t->pp, "tg", (json_int_t)t->tg, "concurrency", c, "requests",
+                                  (json_int_t)n, "failed", failed, "tps", stat_values_json(tg.v, tg.n),
+                                  "tps_req", c > 1 ? stat_json(tg_req.v, tg_req.n) : json_null(), "peak_tps",
+                                  stat_json(peak.v, peak.n), "peak_tps_req",
+                                  c > 1 ? stat_json(peak_req.v, peak_req.n) : json_null(), "ttfr_ms",
+                                  "est_ppt_ms", "e2e_ttft_ms", "tokens_counted_from", source));
         {
                 char fname[96];
                 snprintf(fname, sizeof(fname), "%s tg%" PRId64, name_pp, ctx ? (int64_t)1 : t->tg);
@@ -1351,10 +1367,10 @@ static json_t *serving_json(struct breq **reqs, size_t n, struct vals *all_ttft,
         for (size_t i = 0; all_e2el && i < e2el.n; i++)
                 vals_add(all_e2el, e2el.v[i]);
         o = json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "requests", (json_int_t)n, "valid",
-                      (json_int_t)valid, "ttfr_ms", stat_json(ttfr.v, ttfr.n), "ttft_ms", stat_json(ttft.v, ttft.n),
-                      "tpot_ms", stat_json(tpot.v, tpot.n), "itl_ms", stat_json(itl, n_itl), "e2el_ms",
-                      stat_json(e2el.v, e2el.n), "tokens_per_event", stat_json(tpc.v, tpc.n),
-                      "first_token_field", first);
+                      (json_int_t)valid, "ttfr_ms", stat_json(ttfr.v, ttfr.n), "ttft_ms",
+                      stat_values_json(ttft.v, ttft.n), "tpot_ms", stat_json(tpot.v, tpot.n), "itl_ms",
+                      stat_json(itl, n_itl), "e2el_ms", stat_json(e2el.v, e2el.n), "tokens_per_event",
+                      stat_json(tpc.v, tpc.n), "first_token_field", first);
         vals_free(&ttfr);
         vals_free(&ttft);
         vals_free(&tpot);

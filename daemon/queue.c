@@ -1364,7 +1364,9 @@ static const char evidence_sql[] =
         "WHEN l.level = 'L1.5' THEN json_object('kernel_evidence', " BOOL_AT("$.kernels.evidence") ") "
         "WHEN l.level = 'L3' THEN json_object('failures', json_extract(l.metrics, '$.failures')) "
         "WHEN l.level = 'L1' THEN json_object('ready_s', json_extract(l.metrics, '$.ready_s')) END "
-        "FROM runs r LEFT JOIN attempts a ON a.run_id = r.id AND a.n = coalesce(r.result_attempt, r.attempts) "
+        /* The attempt show gives (RUN_FROM): a queued run has none, a done one the one its result is from. */
+        "FROM runs r LEFT JOIN attempts a ON a.run_id = r.id AND a.n = CASE r.state WHEN 'running' "
+        "THEN r.attempts WHEN 'done' THEN r.result_attempt END "
         "LEFT JOIN samples s ON s.attempt_id = a.id AND s.scope = 'run' "
         "LEFT JOIN levels l ON l.attempt_id = a.id WHERE r.job_id = ? ORDER BY r.seq, l.id";
 #undef BOOL_AT

@@ -9,6 +9,7 @@
  * A page of 10 000 runs never exists as one JSON document in the daemon.
  */
 #include "report.h"
+#include "gates.h"
 #include "daemon.h"
 #include "matrix-report.h"
 #include "meta.h"
@@ -185,9 +186,11 @@ static bool report_pump(struct reportsub *rs)
         }
         json_object_set_new(job, "matrix_digest", json_string(digest));
         matrix = matrix_section(d, json_string_value(json_object_get(job, "matrix")), digest);
-        request_reply(rs->req, json_pack("{s:i,s:O,s:O,s:b,s:o}", "report", MX_REPORT_VERSION, "job", job,
+        /* The daemon's evaluation of the feature's success criteria and hard constraints (gates.h), once. */
+        request_reply(rs->req, json_pack("{s:i,s:O,s:O,s:b,s:o,s:o}", "report", MX_REPORT_VERSION, "job", job,
                                          "matrix", matrix, "more", !rs->done, "after",
-                                         rs->after_run > 0 ? json_integer(rs->after_run) : json_null()));
+                                         rs->after_run > 0 ? json_integer(rs->after_run) : json_null(),
+                                         "criteria", rs->done ? gates_job_criteria(d, job) : json_null()));
         return true;
 }
 

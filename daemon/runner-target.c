@@ -691,6 +691,7 @@ static int setup_levels(struct mx_runner *r, char **reterr)
                 .model = model ? model : json_string_value(json_object_get(r->ctx.spec, "model")),
                 .run_dir = r->ctx.run_dir, .tag = r->ctx.tag, .spec = r->ctx.spec, .profile = r->profile,
                 .crash = r->crash, .values = r->values, .mem_sample = mem_sample, .mem_ud = r,
+                .history = r->ctx.history,
         };
 
         return mx_levels_new(&lc, r->ctx.levels, r->ctx.level_timeout_ms, &levels_hooks, r, &r->levels, reterr);

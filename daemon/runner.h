@@ -27,6 +27,30 @@ struct proc_reaper;
 struct mx_http;
 struct mx_sampler;
 
+/*
+ * Read-only access to stored results, for levels that compare a run with
+ * earlier ones (L5). The daemon's implementation reads its database
+ * (daemon/history.c); a test may hand synthetic results. Both return 0 and a
+ * new reference, or a negative errno with a reason.
+ */
+struct mx_history {
+        /*
+         * This attempt: {"job", "run", "attempt", "config_key", "baseline_key"
+         * and "baseline_run" (the job's run planned as "baseline", or null),
+         * "sources": {name: sha, "+dirty" appended for a changed tree, null
+         * when git could not tell}, "gpu_name" (or null)}.
+         */
+        int (*self)(void *ud, json_t **ret, char **reterr);
+        /*
+         * The recorded verdicts of level for config_key, newest first, this
+         * attempt left out, at most limit: [{"job", "run", "attempt",
+         * "finished_at", "verdict", "metrics", "sources", "gpu_name"}].
+         */
+        int (*results)(void *ud, const char *level, const char *config_key, size_t limit, json_t **ret,
+                       char **reterr);
+        void *ud;
+};
+
 /* What the scheduler hands a runner. Strings and JSON are borrowed for the runner's lifetime. */
 struct mx_run_ctx {
         struct event_base *base;
@@ -42,6 +66,7 @@ struct mx_run_ctx {
         int64_t level_timeout_ms;
         size_t log_max_bytes;   /* cap for the captured server log */
         struct mx_sampler *sampler; /* the attempt's GPU and memory sampler (sampler.h), or NULL */
+        const struct mx_history *history; /* earlier results (L5), or NULL */
 };
 
 struct mx_level_result {

@@ -3,6 +3,7 @@
 #include "cgroup.h"
 #include "control.h"
 #include "executor.h"
+#include "history.h"
 #include "log.h"
 #include "matrix.h"
 #include "meta.h"
@@ -38,6 +39,7 @@ struct current {
         bool finished;   /* the outcome is recorded; free from the loop */
         char *storage_error; /* a write of this attempt failed: it ends as infra-error with this reason */
         struct run_sampling *sampling; /* GPU and memory of the whole attempt (scope "run"), or NULL */
+        struct mx_history_db history; /* earlier results, for the levels that compare (L5) */
 };
 
 /*
@@ -50,6 +52,7 @@ enum write_kind {
         W_LOG,     /* the captured log's path */
         W_LEVEL,   /* a level's verdict and its event */
         W_FINISH,  /* the attempt's outcome */
+        W_SAMPLES, /* the attempt's GPU and memory summary (scope "run"), after its last sample */
 };
 
 struct pending_write {
@@ -63,6 +66,7 @@ struct pending_write {
         json_t *metrics, *artifacts, *detail;
         struct queue_finish finish; /* W_FINISH; crash_class and message are owned */
         bool quiet;                 /* W_FINISH of a failed start: already logged */
+        struct mx_sample_summary *summary; /* W_SAMPLES */
         struct pending_write *next;
 };
 
@@ -122,6 +126,7 @@ static void pending_write_free(struct pending_write *w)
         json_decref(w->detail);
         free((char *)w->finish.crash_class);
         free((char *)w->finish.message);
+        free(w->summary);
         free(w);
 }
 
@@ -204,6 +209,8 @@ static const char *write_what(const struct pending_write *w)
                 return "a level's verdict";
         case W_FINISH:
                 return "the outcome";
+        case W_SAMPLES:
+                return "the GPU and memory summary";
         }
         return "a write";
 }
@@ -253,6 +260,8 @@ static int write_apply(struct mx_sched *s, struct pending_write *w, char **ret_r
         }
         case W_FINISH:
                 return queue_attempt_finish(db, w->attempt_id, &w->finish, ret_result);
+        case W_SAMPLES:
+                return mx_sampler_store(db, w->attempt_id, "run", w->summary);
         }
         return -EINVAL;
 }
@@ -456,7 +465,7 @@ static void sched_pause_because(struct mx_sched *s, const char *msgid, const str
  */
 struct run_sampling {
         struct mx_sched *s;
-        int64_t attempt_id, run;
+        int64_t attempt_id, job, run;
         bool closing;
         struct mx_sampler *sampler;
         struct run_sampling *next; /* closing ones, in s->closing */
@@ -471,16 +480,20 @@ static void run_sampling_free(struct run_sampling *rs)
 static void run_sample_cb(struct mx_sampler *sampler, const struct mx_sample *sample, void *ud)
 {
         struct run_sampling *rs = ud, **p;
-        const struct mx_sample_summary *sum = mx_sampler_summary(sampler);
-        int r;
+        struct pending_write *w;
 
         (void)sample;
         if (!rs->closing)
                 return;
-        r = mx_sampler_store(rs->s->d->db, rs->attempt_id, "run", sum);
-        if (r < 0)
-                log_warning("cannot record the GPU and memory summary of run %" PRId64 ": %s", rs->run,
-                            strerror(-r));
+        /* Through the writes' list like the attempt's other writes: a refused one waits and is retried. */
+        w = xcalloc(1, sizeof(*w));
+        w->kind = W_SAMPLES;
+        w->attempt_id = rs->attempt_id;
+        w->job = rs->job;
+        w->run = rs->run;
+        w->summary = xcalloc(1, sizeof(*w->summary));
+        *w->summary = *mx_sampler_summary(sampler);
+        sched_write(rs->s, w);
         for (p = &rs->s->closing; *p; p = &(*p)->next)
                 if (*p == rs) {
                         *p = rs->next;
@@ -496,7 +509,7 @@ static void run_sampler_begin(struct mx_sched *s, struct current *c)
         struct run_sampling *rs = xcalloc(1, sizeof(*rs));
         _cleanup_free_ char *err = NULL;
 
-        *rs = (struct run_sampling){ .s = s, .attempt_id = c->attempt_id, .run = c->run };
+        *rs = (struct run_sampling){ .s = s, .attempt_id = c->attempt_id, .job = c->job, .run = c->run };
         o.source = s->d->cfg.gpu_source ? mx_sample_source_from_string(s->d->cfg.gpu_source)
                                         : MX_SAMPLE_SOURCE_AUTO;
         if (mx_sampler_new(s->d->base, s->d->reaper, &o, run_sample_cb, rs, &rs->sampler, &err) < 0) {
@@ -846,6 +859,7 @@ static int start_next(struct mx_sched *s)
         }
         c->ops = &runner_meta_ops; /* metadata first, then runner_for_spec(c->spec) */
         run_sampler_begin(s, c);
+        mx_history_db_init(&c->history, s->d->db, c->attempt_id);
         ctx = (struct mx_run_ctx){
                 .sampler = c->sampling ? c->sampling->sampler : NULL,
                 .base = s->d->base, .reaper = s->d->reaper, .http = s->d->http, .job = c->job, .run = c->run,
@@ -853,6 +867,7 @@ static int start_next(struct mx_sched *s)
                 .run_dir = c->run_dir, .spec = c->spec, .levels = c->levels,
                 .level_timeout_ms = spec_setting_ms(c->spec, "level_timeout_ms", s->d->cfg.level_timeout_ms),
                 .log_max_bytes = s->d->cfg.limits.log_bytes,
+                .history = &c->history.ops,
         };
         mx_log_full(LOG_INFO, 0, MX_MSGID_RUN_STARTED, &lctx, NULL, "run %" PRId64 " attempt %d started: %s",
                     c->run, c->attempt, c->config_key);

@@ -448,10 +448,11 @@ static bool show_pump(struct showsub *sh)
                 request_error_errno(sh->req, r, "show");
                 return true;
         }
-        /* The feature's success criteria from the job's runs (gates.h), with its last page. */
+        /* The feature's success criteria from the job's runs (gates.h), with its last page only. */
         request_reply(sh->req, json_pack("{s:O,s:b,s:o,s:o}", "job", job, "more", sh->more && !sh->done, "after",
                                          sh->after_run > 0 ? json_integer(sh->after_run) : json_null(),
-                                         "criteria", gates_job_criteria(d, job)));
+                                         "criteria",
+                                         sh->more && !sh->done ? json_null() : gates_job_criteria(d, job)));
         return true;
 }
 

@@ -3,6 +3,7 @@
 #include "attribute.h"
 #include "ident.h"
 #include "levelcat.h"
+#include "history.h"
 #include "log.h"
 #include "matrix.h"
 #include "plan.h"
@@ -145,6 +146,68 @@ static void build_runs(const struct mx_matrix *m, const struct mx_plan *p, struc
                         b->runs[i].expect_fail = ef;
                 }
         }
+        /* L5 compares every run with the baseline configuration, also when --skip-measured leaves it out. */
+        for (size_t i = 0; i < p->n_runs; i++)
+                if (strv_contains(p->runs[i].reasons, "baseline"))
+                        for (size_t k = 0; k < b->n; k++)
+                                json_object_set_new(b->runs[k].spec, "baseline_key",
+                                                    json_string(p->runs[i].key));
+}
+
+/*
+ * --skip-measured: leave out the runs whose configuration already passed L4
+ * with valid numbers at the current source SHAs (the matrix's metadata
+ * sources, read from their git files: no child process on the loop) on the
+ * GPU the daemon last recorded. Returns the runs left out, for the reply's
+ * "skipped"; notes say why nothing could be skipped.
+ */
+static json_t *skip_measured(struct mx_db *db, const struct mx_matrix *m, struct built *b, json_t *notes)
+{
+        json_t *srcs = json_object_get(m->metadata, "sources"), *v, *out = json_array();
+        _cleanup_json_ json_t *cur = json_object(), *gpu = mx_history_last_gpu(db);
+        _cleanup_free_ char *shas = NULL;
+        struct mx_buf sb = MX_BUF_INIT;
+        const char *k;
+        size_t keep = 0;
+
+        json_object_foreach (srcs, k, v) {
+                char *sha = json_is_string(v) ? mx_git_head(json_string_value(v)) : NULL;
+
+                if (!sha) {
+                        json_array_append_new(notes,
+                                              json_sprintf("--skip-measured: the commit of source '%s' "
+                                                           "cannot be read: nothing is skipped",
+                                                           k));
+                        mx_buf_free(&sb);
+                        return out;
+                }
+                mx_buf_printf(&sb, "%s%s %.12s", sb.len ? ", " : "", k, sha);
+                json_object_set_new(cur, k, json_string(sha));
+                free(sha);
+        }
+        shas = sb.len ? mx_buf_steal(&sb) : xstrdup("no sources configured");
+        for (size_t i = 0; i < b->n; i++) {
+                _cleanup_json_ json_t *hit = NULL;
+                _cleanup_free_ char *why = NULL;
+
+                if (mx_history_measured(db, b->runs[i].config_key, cur, gpu, &hit) < 0) {
+                        b->runs[keep++] = b->runs[i];
+                        continue;
+                }
+                why = xasprintf("already measured: L4 passed in r%" JSON_INTEGER_FORMAT
+                                " (job %" JSON_INTEGER_FORMAT
+                                ") at the same source SHAs (%s) on %s (--skip-measured)",
+                                json_integer_value(json_object_get(hit, "run")),
+                                json_integer_value(json_object_get(hit, "job")), shas,
+                                gpu ? json_string_value(gpu) : "this GPU (it reports no name)");
+                json_array_append_new(out, json_pack("{s:s,s:s,s:n}", "config_key", b->runs[i].config_key,
+                                                     "reason", why, "at"));
+                json_decref(b->runs[i].config);
+                json_decref(b->runs[i].reasons);
+                json_decref(b->runs[i].spec);
+        }
+        b->n = keep;
+        return out;
 }
 
 /* What a dry run shows: the runs as they would be queued. */
@@ -200,7 +263,7 @@ static char *user_name(uid_t uid)
 }
 
 static void submit_store(struct mx_request *req, const struct mx_matrix *m, const struct mx_plan *p,
-                         struct built *b, json_t *levels, json_t *level_settings)
+                         struct built *b, json_t *levels, json_t *level_settings, json_t *skipped, json_t *notes)
 {
         json_t *params = req->params;
         _cleanup_free_ char *user = user_name(req->uid);
@@ -248,9 +311,9 @@ static void submit_store(struct mx_request *req, const struct mx_matrix *m, cons
                     (unsigned)req->uid, job.feature ?: p->input, b->n, job.strategy, job.priority);
         /* Persisted: now acknowledge. The reply frees req, so kick the scheduler first. */
         sched_kick(req->d->sched);
-        request_reply(req, json_pack("{s:I,s:O,s:b,s:I,s:o,s:s,s:o}", "job", (json_int_t)id, "runs", runs,
-                                     "more", more, "total", (json_int_t)b->n, "skipped", skipped_json(p),
-                                     "resolved", p->resolved, "notes", strv_json(p->notes)));
+        request_reply(req, json_pack("{s:I,s:O,s:b,s:I,s:O,s:s,s:O}", "job", (json_int_t)id, "runs", runs,
+                                     "more", more, "total", (json_int_t)b->n, "skipped", skipped, "resolved",
+                                     p->resolved, "notes", notes));
 }
 
 void submit_handle(struct mx_request *req)
@@ -259,7 +322,7 @@ void submit_handle(struct mx_request *req)
         _cleanup_(mx_matrix_freep) struct mx_matrix *owned = NULL;
         _cleanup_(mx_plan_freep) struct mx_plan *plan = NULL;
         _cleanup_strv_free_ char **pins = submit_pins(json_object_get(params, "pins"));
-        _cleanup_json_ json_t *levels = NULL, *level_settings = NULL;
+        _cleanup_json_ json_t *levels = NULL, *level_settings = NULL, *skipped = NULL, *notes = NULL;
         _cleanup_free_ char *err = NULL;
         const struct mx_matrix *m = NULL;
         const char *strategy = json_string_value(json_object_get(params, "strategy"));
@@ -307,13 +370,28 @@ void submit_handle(struct mx_request *req)
                 return;
         }
         build_runs(m, plan, &b);
+        skipped = skipped_json(plan);
+        notes = strv_json(plan->notes);
+        if (json_is_true(json_object_get(params, "skip_measured"))) {
+                _cleanup_json_ json_t *measured = skip_measured(req->d->db, m, &b, notes);
+
+                json_array_extend(skipped, measured);
+                if (b.n == 0) {
+                        request_error(
+                                req, "invalid-state",
+                                "nothing to run: all %zu runs of the plan were already measured at these "
+                                "source SHAs (--skip-measured)",
+                                json_array_size(measured));
+                        built_done(&b);
+                        return;
+                }
+        }
         if (json_is_true(json_object_get(params, "dry_run")))
-                request_reply(req, json_pack("{s:n,s:o,s:o,s:s,s:o,s:O,s:O}", "job", "runs", dry_runs(&b), "skipped",
-                                             skipped_json(plan), "resolved", plan->resolved, "notes",
-                                             strv_json(plan->notes), "levels", levels, "level_settings",
-                                             level_settings));
+                request_reply(req, json_pack("{s:n,s:o,s:O,s:s,s:O,s:O,s:O}", "job", "runs", dry_runs(&b),
+                                             "skipped", skipped, "resolved", plan->resolved, "notes", notes,
+                                             "levels", levels, "level_settings", level_settings));
         else if (check_limits(req, b.n) >= 0)
-                submit_store(req, m, plan, &b, levels, level_settings);
+                submit_store(req, m, plan, &b, levels, level_settings, skipped, notes);
         built_done(&b);
         /*
          * A large plan's snapshots leave the heap fragmented: bench-queue saw

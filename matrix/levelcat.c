@@ -75,6 +75,61 @@ static const struct mx_level_setting l3_settings[] = {
         {},
 };
 
+static const char *const latency_choices[] = { "api", "generation", "none", NULL };
+
+/* L4 (seed 001 Level 4, seed 002's workload): the benchmark engine's settings (daemon/bench.h). */
+static const struct mx_level_setting l4_settings[] = {
+        { "pp", MX_LSET_INTS, "[2048]", 1, 1048576, NULL,
+          "prompt lengths in tokens (llama-benchy's pp; seed 002: 2048), made exact with /tokenize" },
+        { "tg", MX_LSET_INTS, "[32, 128]", 2, 1048576, NULL,
+          "tokens generated per request (llama-benchy's tg; seed 002: 32 and 128), with ignore_eos" },
+        { "depth", MX_LSET_INTS, "[0, 4096, 8192]", 0, 1048576, NULL,
+          "context tokens before each prompt (llama-benchy's @ dN), unique per run so no prefix is cached" },
+        { "runs", MX_LSET_INT, "10", 1, 10000, NULL, "measured runs per test (seed 002: test_requests 10)" },
+        { "warmup", MX_LSET_INT, "3", 0, 1000, NULL,
+          "untimed requests of the same shape before each test (seed 002: warmup_requests 3)" },
+        { "concurrency", MX_LSET_INT, "1", 1, 128, NULL, "requests sent together per run (seed 002: 1)" },
+        { "llama_bench_style", MX_LSET_BOOL, "false", 0, 0, NULL,
+          "pp @ dN counts only the new tokens over a cached depth, as llama-bench (llama-benchy "
+          "--enable-prefix-caching); by default the whole prompt is prefilled fresh" },
+        { "latency_mode", MX_LSET_STRING, "\"api\"", 0, 0, latency_choices,
+          "what llama-benchy subtracts from the time to first response for pp: api (a GET /v1/models round "
+          "trip), generation (first event of a 1-token request) or none" },
+        { "request_timeout", MX_LSET_DURATION, "600000", 1, 24 * 3600 * 1000.0, NULL,
+          "the longest one request may take before it counts as failed" },
+        { "seed", MX_LSET_INT, "0", 0, 9007199254740991.0, NULL,
+          "seed of the prompt words and cache salts; 0: a fresh one per run" },
+        { "memory_interval", MX_LSET_DURATION, "1000", 20, 3600 * 1000.0, NULL,
+          "the least time between memory samples, taken between requests (never while one streams) and at the "
+          "start and end" },
+        {},
+};
+
+static const char *const rule_choices[] = { "welch", "intervals", NULL };
+static const char *const against_choices[] = { "baseline", "history", NULL };
+
+/* L5 (seed 001 Level 5; seed 000's thresholds): matrix/regress.h's comparison. */
+static const struct mx_level_setting l5_settings[] = {
+        { "perf_max_drop_pct", MX_LSET_NUMBER, "5", 0, 100, NULL,
+          "a t/s row slower than the reference by more than this (percent) is beyond the threshold (seed 001: 5)" },
+        { "ttft_p99_max_rise_pct", MX_LSET_NUMBER, "3", 0, 1000, NULL,
+          "TTFT p99 higher by more than this (percent) is beyond the threshold (seed 000: 3)" },
+        { "memory_max_rise_gb", MX_LSET_NUMBER, "2", 0, 100000, NULL,
+          "memory peak higher by more than this many GiB is a regression (seed 000: 2)" },
+        { "alpha", MX_LSET_NUMBER, "0.05", 0.0001, 0.5, NULL,
+          "significance level: a difference is significant when the one-sided Welch p is below it" },
+        { "rule", MX_LSET_STRING, "\"welch\"", 0, 0, rule_choices,
+          "the noise test: welch (Welch's t-test on the per-run values) or intervals (95 % confidence intervals "
+          "of the means do not overlap)" },
+        { "against", MX_LSET_STRINGS, "[\"baseline\", \"history\"]", 0, 0, against_choices,
+          "what to compare with: baseline (the job's baseline run and earlier baseline runs at the same source "
+          "SHAs), history (this configuration at other source SHAs)" },
+        { "baseline_runs", MX_LSET_INT, "5", 1, 100, NULL, "the newest reference runs pooled per comparison" },
+        { "history_shas", MX_LSET_INT, "1", 0, 20, NULL,
+          "the newest earlier source states of this configuration compared with, each on its own" },
+        {},
+};
+
 /* Keep in the seed's order (seed 001, Phase 6). */
 const struct mx_level_def mx_level_defs[] = {
         { "L1", "smoke", "the server becomes ready in time and answers one completion; its log shows no crash",
@@ -91,6 +146,14 @@ const struct mx_level_def mx_level_defs[] = {
           "100 sequential and 10 concurrent requests, one 1024-token generation, one 32K-token prompt, every reply "
           "checked; memory growth under 10 %; no zombie and nothing left after the stop",
           .settings = l3_settings },
+        { "L4", "benchmark",
+          "llama-benchy's pp/tg rows at each depth (mean +- std over the runs), TTFR, TTFT, TPOT, ITL, E2EL "
+          "percentiles, every request's exact token counts checked; startup time and memory peak beside",
+          .gated = true, .settings = l4_settings },
+        { "L5", "regression",
+          "L4's numbers against the baseline's and this configuration's at other source SHAs, same GPU model: "
+          "t/s within 5 %, TTFT p99 within +3 %, memory within +2 GB, significant differences only",
+          .gated = true, .settings = l5_settings },
 };
 const size_t mx_level_defs_count = ELEMENTSOF(mx_level_defs);
 
@@ -276,6 +339,47 @@ static json_t *number_value(const struct mx_level_setting *s, json_t *v, char **
         return json_real(d);
 }
 
+/* A list of integers: a JSON array, or "256,512" from the command line. */
+static json_t *ints_value(const struct mx_level_setting *s, json_t *v, char **reterr)
+{
+        _cleanup_json_ json_t *a = json_array();
+        const char *t = json_string_value(v);
+        size_t i;
+        json_t *e;
+
+        if (t) {
+                _cleanup_free_ char *copy = xstrdup(t);
+                char *save = NULL;
+
+                for (char *w = strtok_r(copy, ", ", &save); w; w = strtok_r(NULL, ", ", &save)) {
+                        char *end = NULL;
+                        long long n;
+
+                        errno = 0;
+                        n = strtoll(w, &end, 10);
+                        if (errno || end == w || *end)
+                                return fail_null(reterr, "'%s' is not a whole number", w);
+                        json_array_append_new(a, json_integer(n));
+                        if (json_array_size(a) > MX_LEVEL_INTS_MAX)
+                                break;
+                }
+        } else if (json_is_array(v))
+                json_array_extend(a, v);
+        else
+                return fail_null(reterr, "expected a list of whole numbers");
+        if (json_array_size(a) == 0 || json_array_size(a) > MX_LEVEL_INTS_MAX)
+                return fail_null(reterr, "expected 1 to %d whole numbers", MX_LEVEL_INTS_MAX);
+        json_array_foreach (a, i, e) {
+                if (!json_is_integer(e))
+                        return fail_null(reterr, "entry %zu is not a whole number", i + 1);
+                if (json_integer_value(e) < s->min || json_integer_value(e) > s->max)
+                        return fail_null(reterr,
+                                         "entry %zu: %" JSON_INTEGER_FORMAT " is outside %.0f to %.0f",
+                                         i + 1, json_integer_value(e), s->min, s->max);
+        }
+        return TAKE_PTR(a);
+}
+
 json_t *mx_level_setting_value(const struct mx_level_setting *s, json_t *v, char **reterr)
 {
         const char *t = json_string_value(v);
@@ -340,6 +444,8 @@ json_t *mx_level_setting_value(const struct mx_level_setting *s, json_t *v, char
                         }
                 return a;
         }
+        case MX_LSET_INTS:
+                return ints_value(s, v, reterr);
         case MX_LSET_PROMPTS:
                 if (mx_level_prompts_check(v, reterr) < 0)
                         return NULL;

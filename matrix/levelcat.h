@@ -27,6 +27,7 @@
 #define MX_LEVEL_PROMPTS_MAX 64
 #define MX_LEVEL_PROMPT_MAX (256 * 1024)
 #define MX_LEVEL_STRING_MAX 4096
+#define MX_LEVEL_INTS_MAX 32
 
 enum mx_lset_type {
         MX_LSET_BOOL,
@@ -35,6 +36,7 @@ enum mx_lset_type {
         MX_LSET_DURATION, /* "30s", "5m" or milliseconds; stored as milliseconds */
         MX_LSET_STRING,   /* up to MX_LEVEL_STRING_MAX bytes */
         MX_LSET_STRINGS,  /* an array of strings, each one of the setting's choices when it has some */
+        MX_LSET_INTS,     /* an array of 1 to MX_LEVEL_INTS_MAX integers, each within [min, max] */
         MX_LSET_PROMPTS,  /* an array of prompt objects (mx_level_prompts_check) */
 };
 

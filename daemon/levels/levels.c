@@ -11,6 +11,8 @@ extern const struct mx_level_ops mx_level_l1_ops;
 extern const struct mx_level_ops mx_level_l15_ops;
 extern const struct mx_level_ops mx_level_l2_ops;
 extern const struct mx_level_ops mx_level_l3_ops;
+extern const struct mx_level_ops mx_level_l4_ops;
+extern const struct mx_level_ops mx_level_l5_ops;
 
 /* Like tmux's cmd_table: one line per level file. */
 const struct mx_level_ops *const mx_level_table[] = {
@@ -18,6 +20,8 @@ const struct mx_level_ops *const mx_level_table[] = {
         &mx_level_l15_ops,
         &mx_level_l2_ops,
         &mx_level_l3_ops,
+        &mx_level_l4_ops,
+        &mx_level_l5_ops,
         NULL,
 };
 
@@ -53,6 +57,7 @@ struct slot {
         struct mx_level_ctx ctx;
         enum slot_state state;
         enum mx_verdict verdict; /* once recorded */
+        json_t *metrics;         /* once recorded: what was reported, for later levels (mx_level_sibling) */
         int64_t started;
         struct held held;
 };
@@ -97,6 +102,8 @@ static void emit(struct mx_levels *lv, struct slot *s, enum mx_verdict v, const 
 
         s->state = SLOT_RECORDED;
         s->verdict = v;
+        json_decref(s->metrics);
+        s->metrics = json_incref(metrics);
         if (v == MX_VERDICT_FAIL && !lv->failure)
                 lv->failure = xasprintf("%s: %s", s->def->name, message ? message : "failed");
         lv->hooks->recorded(lv->ud, &r);
@@ -345,6 +352,7 @@ struct mx_levels *mx_levels_free(struct mx_levels *lv)
                 free(s->held.message);
                 json_decref(s->held.metrics);
                 json_decref(s->held.artifacts);
+                json_decref(s->metrics);
                 json_decref(s->ctx.settings);
         }
         if (lv->advance)
@@ -489,4 +497,25 @@ void mx_levels_set_log(struct mx_levels *lv, struct logcap *log)
 {
         for (size_t i = 0; i < lv->n; i++)
                 lv->slots[i].ctx.log = log;
+}
+
+int mx_level_sibling(struct mx_level *l, const char *name, enum mx_verdict *ret_verdict,
+                     json_t **ret_metrics)
+{
+        struct mx_levels *lv = l->owner;
+
+        for (size_t i = 0; i < lv->n; i++) {
+                struct slot *s = &lv->slots[i];
+
+                if (!streq(s->def->name, name))
+                        continue;
+                if (s->state != SLOT_RECORDED)
+                        return -EAGAIN;
+                if (ret_verdict)
+                        *ret_verdict = s->held.held ? s->held.verdict : s->verdict;
+                if (ret_metrics)
+                        *ret_metrics = s->held.held ? s->held.metrics : s->metrics;
+                return 0;
+        }
+        return -ENOENT;
 }

@@ -85,6 +85,7 @@ struct mx_level_ctx {
         double ready_s;           /* seconds from start to ready (set when the server became ready) */
         mx_mem_sample_fn mem_sample;
         void *mem_ud;
+        const struct mx_history *history; /* stored results of earlier runs (runner.h), or NULL */
 };
 
 /* How the server's life ended, for after_stop and for levels that could not run. */
@@ -124,6 +125,16 @@ void mx_level_finish(struct mx_level *l, enum mx_verdict v, json_t *metrics, jso
                      ...) _printf_(5, 6);
 /* The level's work with the server is done; its verdict comes from after_stop(). */
 void mx_level_pending(struct mx_level *l);
+
+/*
+ * The verdict and metrics (borrowed, may be NULL) another level of the same
+ * run recorded: L4 asks for the kernel gate's (L1.5) to say whether its
+ * numbers are valid, L5 for L4's numbers. -ENOENT when that level is not
+ * selected, -EAGAIN when it has no verdict yet. A gated verdict still held
+ * for the gate is given as it stands.
+ */
+int mx_level_sibling(struct mx_level *l, const char *name, enum mx_verdict *ret_verdict,
+                     json_t **ret_metrics);
 
 /* The level's time limit (its timeout setting, else the daemon's --level-timeout), for its requests. */
 int64_t mx_level_timeout_ms(struct mx_level *l);

@@ -69,6 +69,10 @@ wait_until "r$r1 to get its outcome once space is back" run_done "$r1"
 [ "$(run_field "$r1" .run.result)" = infra-error ] || fail "r$r1 result $(run_field "$r1" .run.result)"
 run_field "$r1" '.run.attempt_history[-1].message' | grep -q "No space left on device" ||
         fail "r$r1's message does not say why: $(run_field "$r1" '.run.attempt_history[-1].message')"
+# The attempt's GPU and memory summary is one of its writes: refused with the rest, it lands with them.
+n=$(run_field "$r1" '.run.attempt_history[-1].samples.run.samples // 0')
+[ "$n" -gt 0 ] 2>/dev/null ||
+        fail "r$r1's GPU and memory summary was lost to the full disk: $(run_field "$r1" '.run.attempt_history[-1]')"
 [ "$(db_query "SELECT value FROM settings WHERE key = 'paused'")" = 1 ] || fail "the pause is not stored"
 db_query "SELECT value FROM settings WHERE key = 'paused_reason'" | grep -q "No space left" ||
         fail "the pause's reason is not stored"

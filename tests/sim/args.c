@@ -294,6 +294,42 @@ static int parse_fault_rules(struct sim_config *c, const char *rules, char **ret
         return 0;
 }
 
+/*
+ * MXSIM_SPEED_RULES="VAR=value:factor;...": the speed model times factor when
+ * the environment has VAR=value (several matching rules multiply), so that a
+ * matrix can make some configurations slower or faster (the demo's
+ * regression) without touching its axes.
+ */
+static int parse_speed_rules(struct sim_config *c, char **reterr)
+{
+        const char *rules = getenv("MXSIM_SPEED_RULES");
+        _cleanup_free_ char *copy = rules ? xstrdup(rules) : NULL;
+        char *save = NULL;
+
+        c->speed_factor = 1;
+        for (char *rule = copy ? strtok_r(copy, ";", &save) : NULL; rule; rule = strtok_r(NULL, ";", &save)) {
+                char *colon = strrchr(rule, ':'), *eq = strchr(rule, '='), *end = NULL;
+                const char *have;
+                double f;
+
+                if (!colon || !eq || eq > colon) {
+                        *reterr = xasprintf("MXSIM_SPEED_RULES: '%s' is not VAR=value:factor", rule);
+                        return -EINVAL;
+                }
+                *colon = *eq = '\0';
+                errno = 0;
+                f = strtod(colon + 1, &end);
+                if (errno || end == colon + 1 || *end || !(f > 0 && f <= 100)) {
+                        *reterr = xasprintf("MXSIM_SPEED_RULES: factor '%s' is not a number in (0, 100]", colon + 1);
+                        return -EINVAL;
+                }
+                have = getenv(rule);
+                if (have && streq(have, eq + 1))
+                        c->speed_factor *= f;
+        }
+        return 0;
+}
+
 /* Faults from MXSIM_FAULTS and MXSIM_FAULT_RULES, then every --mxsim-fault. */
 static int parse_faults(struct sim_config *c, char **reterr)
 {
@@ -384,6 +420,10 @@ static int parse_schedule(struct sim_config *c, char **reterr)
             (r = parse_number_flag(c, "mxsim-first-token-ms", 0, 0, 3600e3, &c->first_token_ms, reterr)) < 0 ||
             (r = parse_number_flag(c, "mxsim-jitter-ms", 0, 0, 60e3, &c->jitter_ms, reterr)) < 0)
                 return r;
+        /* the prefill rate also from the environment, for matrices whose flags must stay the real server's */
+        if (c->prefill_tps == 0 &&
+            (r = env_number("MXSIM_PREFILL_TPS", 0, 0, 1e9, &c->prefill_tps, reterr)) < 0)
+                return r;
         v = sim_config_arg(c, "mxsim-token-log");
         if (!v && sim_config_has_arg(c, "mxsim-token-log")) {
                 *reterr = xstrdup("argument --mxsim-token-log: expected one argument");
@@ -407,6 +447,8 @@ static int parse_knobs(struct sim_config *c, char **reterr)
             (r = env_number("MXSIM_RESIDENT_MB", 16.0, 0, 65536, &c->resident_mb, reterr)) < 0 ||
             (r = env_number("MXSIM_SHUTDOWN_WAIT_S", 5.0, 0, 3600, &c->shutdown_wait_s, reterr)) < 0 ||
             (r = env_number("VLLM_LOG_STATS_INTERVAL", 10.0, 0.01, 86400, &c->stats_interval_s, reterr)) < 0)
+                return r;
+        if ((r = parse_speed_rules(c, reterr)) < 0)
                 return r;
         if ((r = parse_int_flag(c, "port", 0, 65535, &port, reterr)) < 0)
                 return r;

@@ -265,7 +265,7 @@ const char *sim_attention_backend(void)
 /* Stand-in decode speed factors (README "Speed"), so configurations differ. */
 double sim_config_speed(const struct sim_config *c, const struct sim_moe *m)
 {
-        double s = m->speed;
+        double s = m->speed * (c->speed_factor > 0 ? c->speed_factor : 1.0);
 
         if (c->enforce_eager)
                 s *= 0.82; /* no CUDA graphs: launch overhead per decode step */

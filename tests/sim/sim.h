@@ -166,6 +166,7 @@ struct sim_config {
         double prefill_tps;    /* prompt tokens per second of prefill */
         double first_token_ms; /* fixed delay from a request's arrival to the start of its prefill */
         double jitter_ms;      /* each decode step is late by a pseudo-random [0, jitter) ms, not cumulative */
+        double speed_factor;   /* MXSIM_SPEED_RULES: the speed model times this for this configuration (1) */
         char *token_log;       /* --mxsim-token-log: every emitted token's scheduled and sent time */
 };
 

@@ -10,214 +10,11 @@
 #include "proc-reaper.h"
 #include "proc.h"
 #include "runner.h"
+#include "rig.h"
 #include "test.h"
 
 #include <signal.h>
 #include <sys/stat.h>
-
-#define LOOP_TIMEOUT_MS 120000
-
-struct rig {
-        struct event_base *base;
-        struct proc_reaper *reaper;
-        struct mx_http *http;
-        char *dir, *tag;
-        json_t *spec, *levels;
-        const struct mx_runner_ops *ops;
-        struct mx_runner *runner;
-        pid_t pid;
-        json_t *recorded; /* {level: {"verdict", "message", "times"}} */
-        unsigned n_finished;
-        enum mx_outcome outcome;
-        char *crash_class, *message;
-};
-
-static void ev_process(void *ud, pid_t pid, pid_t pgid, uint64_t start)
-{
-        struct rig *g = ud;
-
-        (void)pgid, (void)start;
-        g->pid = pid;
-}
-
-static void ev_log_opened(void *ud, const char *path)
-{
-        (void)ud, (void)path;
-}
-
-static void ev_log_appended(void *ud)
-{
-        (void)ud;
-}
-
-static void ev_level_started(void *ud, const char *level)
-{
-        (void)ud, (void)level;
-}
-
-static void ev_level_finished(void *ud, const struct mx_level_result *lr)
-{
-        struct rig *g = ud;
-        json_t *prev = json_object_get(g->recorded, lr->level);
-        json_int_t times = prev ? json_integer_value(json_object_get(prev, "times")) : 0;
-
-        json_object_set_new(g->recorded, lr->level,
-                            json_pack("{s:s,s:s?,s:I,s:O?,s:O?}", "verdict", lr->verdict, "message", lr->message,
-                                      "times", times + 1, "metrics", lr->metrics, "artifacts", lr->artifacts));
-}
-
-static void ev_finished(void *ud, const struct mx_run_result *res)
-{
-        struct rig *g = ud;
-
-        g->n_finished++;
-        g->outcome = res->outcome;
-        free(g->crash_class);
-        free(g->message);
-        g->crash_class = res->crash_class ? xstrdup(res->crash_class) : NULL;
-        g->message = res->message ? xstrdup(res->message) : NULL;
-}
-
-static const struct mx_run_events events = {
-        .process = ev_process,
-        .log_opened = ev_log_opened,
-        .log_appended = ev_log_appended,
-        .level_started = ev_level_started,
-        .level_finished = ev_level_finished,
-        .finished = ev_finished,
-};
-
-/* A rig for one run of spec (taken over) with these levels. */
-static void rig_init(struct rig *g, const char *name, json_t *spec, const char *levels)
-{
-        static unsigned n;
-
-        *g = (struct rig){ .spec = spec, .recorded = json_object() };
-        ASSERT_OK(proc_subreaper_enable());
-        g->base = event_base_new();
-        ASSERT_NOT_NULL(g->base);
-        ASSERT_OK(proc_reaper_new(g->base, &g->reaper));
-        ASSERT_OK(mx_http_new(g->base, &g->http, NULL));
-        g->dir = xasprintf("%s/%s", test_tmpdir(), name);
-        ASSERT_OK(mkdir(g->dir, 0750));
-        g->tag = xasprintf("mxtest-runner-%d-%u", (int)getpid(), ++n);
-        g->levels = json_loads(levels, 0, NULL);
-        ASSERT_NOT_NULL(g->levels);
-}
-
-/* Start the runner; its return value, and its reason in *reterr on failure. */
-static int rig_try_start(struct rig *g, int64_t level_timeout_ms, char **reterr)
-{
-        struct mx_run_ctx ctx = {
-                .base = g->base, .reaper = g->reaper, .http = g->http, .job = 1, .run = 1, .attempt_id = 1,
-                .attempt = 1, .tag = g->tag, .config_key = "test=1", .run_dir = g->dir, .spec = g->spec,
-                .levels = g->levels, .level_timeout_ms = level_timeout_ms, .log_max_bytes = 1 << 20,
-        };
-
-        g->ops = runner_for_spec(g->spec);
-        return g->ops->start(&ctx, &events, g, &g->runner, reterr);
-}
-
-static void rig_start(struct rig *g, int64_t level_timeout_ms)
-{
-        _cleanup_free_ char *err = NULL;
-
-        if (rig_try_start(g, level_timeout_ms, &err) < 0)
-                test_fail(__FILE__, __LINE__, "start: %s", strna(err));
-}
-
-static void expired_cb(evutil_socket_t fd, short what, void *ud)
-{
-        (void)fd, (void)what;
-        *(bool *)ud = true;
-}
-
-/* Run the loop until cond(g) holds, failing the test after LOOP_TIMEOUT_MS. */
-static void run_until(struct rig *g, bool (*cond)(struct rig *g), const char *what)
-{
-        struct event *t;
-        bool expired = false;
-
-        t = evtimer_new(g->base, expired_cb, &expired);
-        evtimer_add(t, &(struct timeval){ .tv_sec = LOOP_TIMEOUT_MS / 1000 });
-        while (!cond(g) && !expired)
-                event_base_loop(g->base, EVLOOP_ONCE);
-        event_free(t);
-        if (!cond(g))
-                test_fail(__FILE__, __LINE__, "event loop timed out waiting for %s", what);
-}
-
-static bool finished(struct rig *g)
-{
-        return g->n_finished > 0;
-}
-
-/* The loop a little longer, so a second finished() or a late callback would show. */
-static void run_a_while(struct rig *g, int ms)
-{
-        struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
-        bool expired = false;
-        struct event *t = evtimer_new(g->base, expired_cb, &expired);
-
-        evtimer_add(t, &tv);
-        while (!expired)
-                event_base_loop(g->base, EVLOOP_ONCE);
-        event_free(t);
-}
-
-/* Kill whatever still carries the tag (after a failed assertion's evidence was taken). */
-static size_t kill_tagged(const char *tag)
-{
-        _cleanup_free_ pid_t *pids = NULL;
-        size_t n = 0;
-
-        ASSERT_OK(proc_find_tagged(tag, &pids, &n));
-        for (size_t i = 0; i < n; i++)
-                kill(pids[i], SIGKILL);
-        return n;
-}
-
-/* Wait for the end, check the common promises, free the runner. */
-static void rig_finish(struct rig *g)
-{
-        const char *level;
-        json_t *v;
-        size_t left;
-
-        run_until(g, finished, "finished()");
-        run_a_while(g, 200);
-        ASSERT_EQ(g->n_finished, 1);
-        json_object_foreach (g->recorded, level, v)
-                if (json_integer_value(json_object_get(v, "times")) != 1)
-                        test_fail(__FILE__, __LINE__, "level %s recorded %" JSON_INTEGER_FORMAT " times",
-                                  level, json_integer_value(json_object_get(v, "times")));
-        g->runner = g->ops->free(g->runner);
-        left = kill_tagged(g->tag);
-        if (left > 0)
-                test_fail(__FILE__, __LINE__, "%zu processes of the run outlived it", left);
-}
-
-static void rig_done(struct rig *g)
-{
-        if (g->runner)
-                g->ops->free(g->runner);
-        (void)kill_tagged(g->tag);
-        g->http = mx_http_free(g->http);
-        g->reaper = proc_reaper_free(g->reaper);
-        event_base_free(g->base);
-        json_decref(g->spec);
-        json_decref(g->levels);
-        json_decref(g->recorded);
-        free(g->crash_class);
-        free(g->message);
-        free(g->dir);
-        free(g->tag);
-}
-
-static const char *verdict(struct rig *g, const char *level)
-{
-        return json_string_value(json_object_get(json_object_get(g->recorded, level), "verdict"));
-}
 
 /* JSON text with placeholders filled by xasprintf(), parsed; the test fails on bad JSON. */
 static json_t *json_text(const char *fmt, ...) _printf_(1, 2);
@@ -303,8 +100,8 @@ TEST(l2_passes_on_a_faithful_server)
 
         run_levels(&g, "l2-pass", "", L2_SMALL, "[\"L1\",\"L2\"]");
         ASSERT_STREQ(mx_outcome_to_string(g.outcome), "completed");
-        ASSERT_STREQ(verdict(&g, "L1"), "pass");
-        if (!streq(verdict(&g, "L2"), "pass"))
+        ASSERT_STREQ(rig_verdict(&g, "L1"), "pass");
+        if (!streq(rig_verdict(&g, "L2"), "pass"))
                 test_fail(__FILE__, __LINE__, "L2: %s", strna(json_string_value(json_object_get(level_rec(&g, "L2"), "message"))));
         m = json_object_get(level_rec(&g, "L2"), "metrics");
         /* 6 prompts x 2 endpoints, then per endpoint: repeat, 2 of traffic, again. */
@@ -342,8 +139,8 @@ TEST(l2_every_injected_fault_fails_with_its_check_and_evidence)
                                    : L2_SMALL,
                            "[\"L2\"]");
                 msg = json_string_value(json_object_get(level_rec(&g, "L2"), "message"));
-                fprintf(stderr, "  %-20s %s: %s\n", want[i].fault, strna(verdict(&g, "L2")), strna(msg));
-                ASSERT_STREQ(verdict(&g, "L2"), "fail");
+                fprintf(stderr, "  %-20s %s: %s\n", want[i].fault, strna(rig_verdict(&g, "L2")), strna(msg));
+                ASSERT_STREQ(rig_verdict(&g, "L2"), "fail");
                 f = first_failure(&g, "L2");
                 ASSERT_STREQ(json_string_value(json_object_get(f, "check")), want[i].check);
                 ASSERT_STREQ(json_string_value(json_object_get(f, "step")), want[i].step);
@@ -373,7 +170,7 @@ TEST(l2_reference_perplexity_within_tolerance)
         settings = xasprintf("{\"L2\": {\"max_tokens\": 8, \"after_traffic\": 0, \"endpoints\": [\"completions\"], "
                              "\"reference\": \"%s\"}}", ref);
         run_levels(&g, "l2-ref-bad", "", settings, "[\"L2\"]");
-        ASSERT_STREQ(verdict(&g, "L2"), "fail");
+        ASSERT_STREQ(rig_verdict(&g, "L2"), "fail");
         ASSERT_STREQ(json_string_value(json_object_get(first_failure(&g, "L2"), "check")), "perplexity");
         /* The measured values become the reference: within tolerance. */
         m = json_object_get(json_object_get(level_rec(&g, "L2"), "metrics"), "prompts");
@@ -387,7 +184,7 @@ TEST(l2_reference_perplexity_within_tolerance)
         ASSERT_OK(json_dump_file(measured, ref, 0));
         rig_done(&g);
         run_levels(&g, "l2-ref-good", "", settings, "[\"L2\"]");
-        ASSERT_STREQ(verdict(&g, "L2"), "pass");
+        ASSERT_STREQ(rig_verdict(&g, "L2"), "pass");
         rig_done(&g);
 }
 
@@ -402,7 +199,7 @@ TEST(l3_passes_on_a_faithful_server)
         json_t *m;
 
         run_levels(&g, "l3-pass", "", L3_SMALL, "[\"L1\",\"L3\"]");
-        if (!streq(verdict(&g, "L3"), "pass"))
+        if (!streq(rig_verdict(&g, "L3"), "pass"))
                 test_fail(__FILE__, __LINE__, "L3: %s",
                           strna(json_string_value(json_object_get(level_rec(&g, "L3"), "message"))));
         m = json_object_get(level_rec(&g, "L3"), "metrics");
@@ -436,8 +233,8 @@ TEST(l3_every_injected_fault_fails_with_its_check)
                 run_levels(&g, name, want[i].fault, L3_SMALL, "[\"L3\"]");
                 msg = json_string_value(json_object_get(level_rec(&g, "L3"), "message"));
                 fprintf(stderr, "  %-24s %s %s: %s\n", want[i].fault, mx_outcome_to_string(g.outcome),
-                        strna(verdict(&g, "L3")), strna(msg));
-                ASSERT_STREQ(verdict(&g, "L3"), "fail");
+                        strna(rig_verdict(&g, "L3")), strna(msg));
+                ASSERT_STREQ(rig_verdict(&g, "L3"), "fail");
                 if (want[i].check) {
                         ASSERT_STREQ(json_string_value(json_object_get(first_failure(&g, "L3"), "check")),
                                      want[i].check);
@@ -458,14 +255,14 @@ TEST(l3_failure_skips_nothing_before_and_continue_on_fail_goes_on)
         /* L2 fails; without continue_on_fail L3 is skipped, with it L3 runs (and fails on the same fault). */
         run_levels(&g, "l2-stops-l3", "degenerate-text", "{\"L2\": {\"max_tokens\": 12}, \"L3\": {\"sequential\": 2}}",
                    "[\"L1\",\"L2\",\"L3\"]");
-        ASSERT_STREQ(verdict(&g, "L2"), "fail");
-        ASSERT_STREQ(verdict(&g, "L3"), "skipped");
+        ASSERT_STREQ(rig_verdict(&g, "L2"), "fail");
+        ASSERT_STREQ(rig_verdict(&g, "L3"), "skipped");
         ASSERT_CONTAINS(json_string_value(json_object_get(level_rec(&g, "L3"), "message")), "L2 failed");
         rig_done(&g);
         run_levels(&g, "l2-goes-on", "degenerate-text",
                    "{\"L2\": {\"max_tokens\": 12, \"continue_on_fail\": true}, \"L3\": {\"sequential\": 2}}",
                    "[\"L1\",\"L2\",\"L3\"]");
-        ASSERT_STREQ(verdict(&g, "L2"), "fail");
-        ASSERT_STREQ(verdict(&g, "L3"), "fail");
+        ASSERT_STREQ(rig_verdict(&g, "L2"), "fail");
+        ASSERT_STREQ(rig_verdict(&g, "L3"), "fail");
         rig_done(&g);
 }

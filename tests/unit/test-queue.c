@@ -945,3 +945,33 @@ TEST(migration_006_moves_snapshots_and_results)
         }
         db_close(db);
 }
+
+/* A run requeued after an interrupted attempt is queued: criteria get none of that attempt's levels, as show. */
+TEST(evidence_of_a_requeued_run_has_no_levels)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("evidence-requeued.db");
+        int64_t job = submit(db, 1000, 0, 1), att;
+        _cleanup_json_ json_t *ev = NULL, *shown = NULL;
+        struct queue_next n = {};
+        int num;
+
+        ASSERT_OK(queue_pick_next(db, &n));
+        ASSERT_OK(queue_attempt_start(db, n.run, "x", "boot", &att, &num));
+        {
+                struct queue_level l = {.level = "L1", .verdict = "pass", .started_at = 1, .finished_at = 2};
+                struct queue_finish f = {.outcome = MX_OUTCOME_INTERRUPTED, .exit_status = -1, .requeue = true};
+
+                ASSERT_OK(queue_level_record(db, att, &l));
+                ASSERT_OK(queue_attempt_finish(db, att, &f, NULL));
+        }
+        shown = run_json(db, n.run, false);
+        ASSERT_STREQ(json_string_value(json_object_get(shown, "state")), "queued");
+        ASSERT_EQ(json_array_size(json_object_get(shown, "levels")), 0);
+        ASSERT_OK(queue_job_evidence_json(db, job, &ev));
+        ASSERT_EQ(json_array_size(ev), 1);
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(ev, 0), "state")), "queued");
+        ASSERT_EQ(json_object_size(json_object_get(json_array_get(ev, 0), "levels")), 0);
+        ASSERT_TRUE(json_is_null(json_object_get(json_array_get(ev, 0), "outcome")) ||
+                    !json_object_get(json_array_get(ev, 0), "outcome"));
+        queue_next_done(&n);
+}

@@ -12,216 +12,12 @@
 #include "proc-reaper.h"
 #include "proc.h"
 #include "runner.h"
+#include "rig.h"
 #include "test.h"
 
 #include <arpa/inet.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-
-#define LOOP_TIMEOUT_MS 30000
-
-struct rig {
-        struct event_base *base;
-        struct proc_reaper *reaper;
-        struct mx_http *http;
-        char *dir, *tag;
-        json_t *spec, *levels;
-        const struct mx_runner_ops *ops;
-        struct mx_runner *runner;
-        pid_t pid;
-        json_t *recorded; /* {level: {"verdict", "message", "times"}} */
-        unsigned n_finished;
-        enum mx_outcome outcome;
-        char *crash_class, *message;
-};
-
-static void ev_process(void *ud, pid_t pid, pid_t pgid, uint64_t start)
-{
-        struct rig *g = ud;
-
-        (void)pgid, (void)start;
-        g->pid = pid;
-}
-
-static void ev_log_opened(void *ud, const char *path)
-{
-        (void)ud, (void)path;
-}
-
-static void ev_log_appended(void *ud)
-{
-        (void)ud;
-}
-
-static void ev_level_started(void *ud, const char *level)
-{
-        (void)ud, (void)level;
-}
-
-static void ev_level_finished(void *ud, const struct mx_level_result *lr)
-{
-        struct rig *g = ud;
-        json_t *prev = json_object_get(g->recorded, lr->level);
-        json_int_t times = prev ? json_integer_value(json_object_get(prev, "times")) : 0;
-
-        json_object_set_new(g->recorded, lr->level,
-                            json_pack("{s:s,s:s?,s:I}", "verdict", lr->verdict, "message", lr->message,
-                                      "times", times + 1));
-}
-
-static void ev_finished(void *ud, const struct mx_run_result *res)
-{
-        struct rig *g = ud;
-
-        g->n_finished++;
-        g->outcome = res->outcome;
-        free(g->crash_class);
-        free(g->message);
-        g->crash_class = res->crash_class ? xstrdup(res->crash_class) : NULL;
-        g->message = res->message ? xstrdup(res->message) : NULL;
-}
-
-static const struct mx_run_events events = {
-        .process = ev_process,
-        .log_opened = ev_log_opened,
-        .log_appended = ev_log_appended,
-        .level_started = ev_level_started,
-        .level_finished = ev_level_finished,
-        .finished = ev_finished,
-};
-
-/* A rig for one run of spec (taken over) with these levels. */
-static void rig_init(struct rig *g, const char *name, json_t *spec, const char *levels)
-{
-        static unsigned n;
-
-        *g = (struct rig){ .spec = spec, .recorded = json_object() };
-        ASSERT_OK(proc_subreaper_enable());
-        g->base = event_base_new();
-        ASSERT_NOT_NULL(g->base);
-        ASSERT_OK(proc_reaper_new(g->base, &g->reaper));
-        ASSERT_OK(mx_http_new(g->base, &g->http, NULL));
-        g->dir = xasprintf("%s/%s", test_tmpdir(), name);
-        ASSERT_OK(mkdir(g->dir, 0750));
-        g->tag = xasprintf("mxtest-runner-%d-%u", (int)getpid(), ++n);
-        g->levels = json_loads(levels, 0, NULL);
-        ASSERT_NOT_NULL(g->levels);
-}
-
-/* Start the runner; its return value, and its reason in *reterr on failure. */
-static int rig_try_start(struct rig *g, int64_t level_timeout_ms, char **reterr)
-{
-        struct mx_run_ctx ctx = {
-                .base = g->base, .reaper = g->reaper, .http = g->http, .job = 1, .run = 1, .attempt_id = 1,
-                .attempt = 1, .tag = g->tag, .config_key = "test=1", .run_dir = g->dir, .spec = g->spec,
-                .levels = g->levels, .level_timeout_ms = level_timeout_ms, .log_max_bytes = 1 << 20,
-        };
-
-        g->ops = runner_for_spec(g->spec);
-        return g->ops->start(&ctx, &events, g, &g->runner, reterr);
-}
-
-static void rig_start(struct rig *g, int64_t level_timeout_ms)
-{
-        _cleanup_free_ char *err = NULL;
-
-        if (rig_try_start(g, level_timeout_ms, &err) < 0)
-                test_fail(__FILE__, __LINE__, "start: %s", strna(err));
-}
-
-static void expired_cb(evutil_socket_t fd, short what, void *ud)
-{
-        (void)fd, (void)what;
-        *(bool *)ud = true;
-}
-
-/* Run the loop until cond(g) holds, failing the test after LOOP_TIMEOUT_MS. */
-static void run_until(struct rig *g, bool (*cond)(struct rig *g), const char *what)
-{
-        struct event *t;
-        bool expired = false;
-
-        t = evtimer_new(g->base, expired_cb, &expired);
-        evtimer_add(t, &(struct timeval){ .tv_sec = LOOP_TIMEOUT_MS / 1000 });
-        while (!cond(g) && !expired)
-                event_base_loop(g->base, EVLOOP_ONCE);
-        event_free(t);
-        if (!cond(g))
-                test_fail(__FILE__, __LINE__, "event loop timed out waiting for %s", what);
-}
-
-static bool finished(struct rig *g)
-{
-        return g->n_finished > 0;
-}
-
-/* The loop a little longer, so a second finished() or a late callback would show. */
-static void run_a_while(struct rig *g, int ms)
-{
-        struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
-        bool expired = false;
-        struct event *t = evtimer_new(g->base, expired_cb, &expired);
-
-        evtimer_add(t, &tv);
-        while (!expired)
-                event_base_loop(g->base, EVLOOP_ONCE);
-        event_free(t);
-}
-
-/* Kill whatever still carries the tag (after a failed assertion's evidence was taken). */
-static size_t kill_tagged(const char *tag)
-{
-        _cleanup_free_ pid_t *pids = NULL;
-        size_t n = 0;
-
-        ASSERT_OK(proc_find_tagged(tag, &pids, &n));
-        for (size_t i = 0; i < n; i++)
-                kill(pids[i], SIGKILL);
-        return n;
-}
-
-/* Wait for the end, check the common promises, free the runner. */
-static void rig_finish(struct rig *g)
-{
-        const char *level;
-        json_t *v;
-        size_t left;
-
-        run_until(g, finished, "finished()");
-        run_a_while(g, 200);
-        ASSERT_EQ(g->n_finished, 1);
-        json_object_foreach (g->recorded, level, v)
-                if (json_integer_value(json_object_get(v, "times")) != 1)
-                        test_fail(__FILE__, __LINE__, "level %s recorded %" JSON_INTEGER_FORMAT " times",
-                                  level, json_integer_value(json_object_get(v, "times")));
-        g->runner = g->ops->free(g->runner);
-        left = kill_tagged(g->tag);
-        if (left > 0)
-                test_fail(__FILE__, __LINE__, "%zu processes of the run outlived it", left);
-}
-
-static void rig_done(struct rig *g)
-{
-        if (g->runner)
-                g->ops->free(g->runner);
-        (void)kill_tagged(g->tag);
-        g->http = mx_http_free(g->http);
-        g->reaper = proc_reaper_free(g->reaper);
-        event_base_free(g->base);
-        json_decref(g->spec);
-        json_decref(g->levels);
-        json_decref(g->recorded);
-        free(g->crash_class);
-        free(g->message);
-        free(g->dir);
-        free(g->tag);
-}
-
-static const char *verdict(struct rig *g, const char *level)
-{
-        return json_string_value(json_object_get(json_object_get(g->recorded, level), "verdict"));
-}
 
 /* ---- the command runner ---- */
 
@@ -251,13 +47,13 @@ TEST(command_cancel_after_it_ended_keeps_its_verdict)
                               "while [ ! -e ready ]; do sleep 0.05; done; exit 0"),
                  "[\"L1\",\"L1.5\"]");
         rig_start(&g, 60000);
-        run_until(&g, command_gone, "the command's exit");
+        rig_run_until(&g, command_gone, "the command's exit");
         ASSERT_EQ(g.n_finished, 0); /* its leftovers are being stopped */
         g.ops->cancel(g.runner, MX_OUTCOME_INTERRUPTED);
         rig_finish(&g);
         ASSERT_STREQ(mx_outcome_to_string(g.outcome), "completed");
-        ASSERT_STREQ(verdict(&g, "L1"), "pass");
-        ASSERT_STREQ(verdict(&g, "L1.5"), "skipped");
+        ASSERT_STREQ(rig_verdict(&g, "L1"), "pass");
+        ASSERT_STREQ(rig_verdict(&g, "L1.5"), "skipped");
         rig_done(&g);
 }
 
@@ -270,8 +66,8 @@ TEST(command_cancelled_records_its_levels_skipped)
         g.ops->cancel(g.runner, MX_OUTCOME_CANCELLED);
         rig_finish(&g);
         ASSERT_STREQ(mx_outcome_to_string(g.outcome), "cancelled");
-        ASSERT_STREQ(verdict(&g, "L1"), "skipped");
-        ASSERT_STREQ(verdict(&g, "L1.5"), "skipped");
+        ASSERT_STREQ(rig_verdict(&g, "L1"), "skipped");
+        ASSERT_STREQ(rig_verdict(&g, "L1.5"), "skipped");
         rig_done(&g);
 }
 
@@ -283,7 +79,7 @@ TEST(command_over_the_level_timeout_fails_its_level)
         rig_start(&g, 300);
         rig_finish(&g);
         ASSERT_STREQ(mx_outcome_to_string(g.outcome), "timeout");
-        ASSERT_STREQ(verdict(&g, "L1"), "fail");
+        ASSERT_STREQ(rig_verdict(&g, "L1"), "fail");
         rig_done(&g);
 }
 
@@ -294,8 +90,8 @@ TEST(command_levels_named_twice_are_recorded_once)
         rig_init(&g, "twice", command_spec("exit 3"), "[\"L1\",\"L1\",\"L1.5\",\"L1.5\"]");
         rig_start(&g, 60000);
         rig_finish(&g); /* fails if a level was recorded twice */
-        ASSERT_STREQ(verdict(&g, "L1"), "fail");
-        ASSERT_STREQ(verdict(&g, "L1.5"), "skipped");
+        ASSERT_STREQ(rig_verdict(&g, "L1"), "fail");
+        ASSERT_STREQ(rig_verdict(&g, "L1.5"), "skipped");
         rig_done(&g);
 }
 
@@ -350,8 +146,8 @@ static void never_ready_is_stopped(const char *name, const char *script, const c
         rig_start(&g, 60000);
         rig_finish(&g); /* fails if the server outlived the run */
         ASSERT_STREQ(mx_outcome_to_string(g.outcome), "timeout");
-        ASSERT_STREQ(verdict(&g, "L1"), "fail");
-        ASSERT_STREQ(verdict(&g, "L1.5"), "skipped");
+        ASSERT_STREQ(rig_verdict(&g, "L1"), "fail");
+        ASSERT_STREQ(rig_verdict(&g, "L1.5"), "skipped");
         rig_done(&g);
 }
 
@@ -432,8 +228,8 @@ TEST(target_relative_profiler_report_is_read_from_the_run_directory)
         rig_start(&g, 20000);
         rig_finish(&g);
         ASSERT_STREQ(mx_outcome_to_string(g.outcome), "completed");
-        ASSERT_STREQ(verdict(&g, "L1"), "pass");
-        ASSERT_STREQ(verdict(&g, "L1.5"), "pass");
+        ASSERT_STREQ(rig_verdict(&g, "L1"), "pass");
+        ASSERT_STREQ(rig_verdict(&g, "L1.5"), "pass");
         rig_done(&g);
 }
 
@@ -446,7 +242,7 @@ TEST(target_level_timeout_longer_than_a_day_still_runs_l1)
         rig_start(&g, 48LL * 3600 * 1000);
         rig_finish(&g);
         ASSERT_STREQ(mx_outcome_to_string(g.outcome), "completed");
-        ASSERT_STREQ(verdict(&g, "L1"), "pass");
+        ASSERT_STREQ(rig_verdict(&g, "L1"), "pass");
         rig_done(&g);
 }
 
@@ -479,7 +275,7 @@ TEST(target_fixed_port_someone_listens_on_is_refused)
         ASSERT_ERR(rig_try_start(&g, 60000, &err), EADDRINUSE);
         ASSERT_CONTAINS(err, "in use");
         ASSERT_NULL(g.runner);
-        ASSERT_EQ(kill_tagged(g.tag), 0); /* nothing was started */
+        ASSERT_EQ(rig_kill_tagged(g.tag), 0); /* nothing was started */
         close(fd);
         rig_done(&g);
 }
@@ -496,7 +292,7 @@ TEST(command_served_model_name_defaults_to_the_model)
         rig_init(&g, "served-name", spec, "[\"L1\"]");
         rig_start(&g, 60000);
         rig_finish(&g);
-        ASSERT_STREQ(verdict(&g, "L1"), "pass");
+        ASSERT_STREQ(rig_verdict(&g, "L1"), "pass");
         path = xasprintf("%s/names", g.dir);
         text = test_read_file(path, NULL);
         ASSERT_STREQ(text, "openai/gpt-oss-120b openai/gpt-oss-120b\n");
@@ -516,7 +312,7 @@ TEST(target_placeholder_without_value_in_the_stop_command_fails_the_start)
         ASSERT_ERR(rig_try_start(&g, 60000, &err), ENXIO);
         ASSERT_CONTAINS(err, "{model}");
         ASSERT_NULL(g.runner);
-        ASSERT_EQ(kill_tagged(g.tag), 0);
+        ASSERT_EQ(rig_kill_tagged(g.tag), 0);
         rig_done(&g);
 }
 
@@ -531,6 +327,6 @@ TEST(target_ready_timeout_shorter_than_the_probe_interval_still_ends_the_run)
         rig_start(&g, 60000);
         rig_finish(&g); /* the loop gives up after 30 s */
         ASSERT_STREQ(mx_outcome_to_string(g.outcome), "timeout");
-        ASSERT_STREQ(verdict(&g, "L1"), "fail");
+        ASSERT_STREQ(rig_verdict(&g, "L1"), "fail");
         rig_done(&g);
 }

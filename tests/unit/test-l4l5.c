@@ -1,0 +1,621 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * L4 (benchmark) as a level against mxsim through the target runner on a
+ * private loop: its numbers against the sim's exact token schedule
+ * (--mxsim-decode-tps, --mxsim-prefill-tps), its metrics contract (the
+ * engine's document plus ready_s, memory, valid), its evidence files, an
+ * invalid verdict under a failed kernel gate and a fail naming the requests
+ * that did not get their tokens.
+ */
+#include "bench-yaml.h"
+#include "http.h"
+#include "proc-reaper.h"
+#include "proc.h"
+#include "runner.h"
+#include "test.h"
+
+#include <math.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#define LOOP_TIMEOUT_MS 120000
+
+struct rig {
+        struct event_base *base;
+        struct proc_reaper *reaper;
+        struct mx_http *http;
+        char *dir, *tag;
+        json_t *spec, *levels;
+        const struct mx_runner_ops *ops;
+        struct mx_runner *runner;
+        pid_t pid;
+        json_t *recorded; /* {level: {"verdict", "message", "times"}} */
+        unsigned n_finished;
+        enum mx_outcome outcome;
+        char *crash_class, *message;
+        const struct mx_history *history;
+};
+
+static void ev_process(void *ud, pid_t pid, pid_t pgid, uint64_t start)
+{
+        struct rig *g = ud;
+
+        (void)pgid, (void)start;
+        g->pid = pid;
+}
+
+static void ev_log_opened(void *ud, const char *path)
+{
+        (void)ud, (void)path;
+}
+
+static void ev_log_appended(void *ud)
+{
+        (void)ud;
+}
+
+static void ev_level_started(void *ud, const char *level)
+{
+        (void)ud, (void)level;
+}
+
+static void ev_level_finished(void *ud, const struct mx_level_result *lr)
+{
+        struct rig *g = ud;
+        json_t *prev = json_object_get(g->recorded, lr->level);
+        json_int_t times = prev ? json_integer_value(json_object_get(prev, "times")) : 0;
+
+        json_object_set_new(g->recorded, lr->level,
+                            json_pack("{s:s,s:s?,s:I,s:O?,s:O?}", "verdict", lr->verdict, "message",
+                                      lr->message, "times", times + 1, "metrics", lr->metrics, "artifacts",
+                                      lr->artifacts));
+}
+
+static void ev_finished(void *ud, const struct mx_run_result *res)
+{
+        struct rig *g = ud;
+
+        g->n_finished++;
+        g->outcome = res->outcome;
+        free(g->crash_class);
+        free(g->message);
+        g->crash_class = res->crash_class ? xstrdup(res->crash_class) : NULL;
+        g->message = res->message ? xstrdup(res->message) : NULL;
+}
+
+static const struct mx_run_events events = {
+        .process = ev_process,
+        .log_opened = ev_log_opened,
+        .log_appended = ev_log_appended,
+        .level_started = ev_level_started,
+        .level_finished = ev_level_finished,
+        .finished = ev_finished,
+};
+
+/* A rig for one run of spec (taken over) with these levels. */
+static void rig_init(struct rig *g, const char *name, json_t *spec, const char *levels)
+{
+        static unsigned n;
+
+        *g = (struct rig){.spec = spec, .recorded = json_object()};
+        ASSERT_OK(proc_subreaper_enable());
+        g->base = event_base_new();
+        ASSERT_NOT_NULL(g->base);
+        ASSERT_OK(proc_reaper_new(g->base, &g->reaper));
+        ASSERT_OK(mx_http_new(g->base, &g->http, NULL));
+        g->dir = xasprintf("%s/%s", test_tmpdir(), name);
+        ASSERT_OK(mkdir(g->dir, 0750));
+        g->tag = xasprintf("mxtest-runner-%d-%u", (int)getpid(), ++n);
+        g->levels = json_loads(levels, 0, NULL);
+        ASSERT_NOT_NULL(g->levels);
+}
+
+/* Start the runner; its return value, and its reason in *reterr on failure. */
+static int rig_try_start(struct rig *g, int64_t level_timeout_ms, char **reterr)
+{
+        struct mx_run_ctx ctx = {
+                .base = g->base,
+                .reaper = g->reaper,
+                .http = g->http,
+                .job = 1,
+                .run = 1,
+                .attempt_id = 1,
+                .attempt = 1,
+                .tag = g->tag,
+                .config_key = "test=1",
+                .run_dir = g->dir,
+                .spec = g->spec,
+                .levels = g->levels,
+                .level_timeout_ms = level_timeout_ms,
+                .log_max_bytes = 1 << 20,
+                .history = g->history,
+        };
+
+        g->ops = runner_for_spec(g->spec);
+        return g->ops->start(&ctx, &events, g, &g->runner, reterr);
+}
+
+static void rig_start(struct rig *g, int64_t level_timeout_ms)
+{
+        _cleanup_free_ char *err = NULL;
+
+        if (rig_try_start(g, level_timeout_ms, &err) < 0)
+                test_fail(__FILE__, __LINE__, "start: %s", strna(err));
+}
+
+static void expired_cb(evutil_socket_t fd, short what, void *ud)
+{
+        (void)fd, (void)what;
+        *(bool *)ud = true;
+}
+
+/* Run the loop until cond(g) holds, failing the test after LOOP_TIMEOUT_MS. */
+static void run_until(struct rig *g, bool (*cond)(struct rig *g), const char *what)
+{
+        struct event *t;
+        bool expired = false;
+
+        t = evtimer_new(g->base, expired_cb, &expired);
+        evtimer_add(t, &(struct timeval){.tv_sec = LOOP_TIMEOUT_MS / 1000});
+        while (!cond(g) && !expired)
+                event_base_loop(g->base, EVLOOP_ONCE);
+        event_free(t);
+        if (!cond(g))
+                test_fail(__FILE__, __LINE__, "event loop timed out waiting for %s", what);
+}
+
+static bool finished(struct rig *g)
+{
+        return g->n_finished > 0;
+}
+
+/* The loop a little longer, so a second finished() or a late callback would show. */
+static void run_a_while(struct rig *g, int ms)
+{
+        struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+        bool expired = false;
+        struct event *t = evtimer_new(g->base, expired_cb, &expired);
+
+        evtimer_add(t, &tv);
+        while (!expired)
+                event_base_loop(g->base, EVLOOP_ONCE);
+        event_free(t);
+}
+
+/* Kill whatever still carries the tag (after a failed assertion's evidence was taken). */
+static size_t kill_tagged(const char *tag)
+{
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n = 0;
+
+        ASSERT_OK(proc_find_tagged(tag, &pids, &n));
+        for (size_t i = 0; i < n; i++)
+                kill(pids[i], SIGKILL);
+        return n;
+}
+
+/* Wait for the end, check the common promises, free the runner. */
+static void rig_finish(struct rig *g)
+{
+        const char *level;
+        json_t *v;
+        size_t left;
+
+        run_until(g, finished, "finished()");
+        run_a_while(g, 200);
+        ASSERT_EQ(g->n_finished, 1);
+        json_object_foreach (g->recorded, level, v)
+                if (json_integer_value(json_object_get(v, "times")) != 1)
+                        test_fail(__FILE__, __LINE__, "level %s recorded %" JSON_INTEGER_FORMAT " times",
+                                  level, json_integer_value(json_object_get(v, "times")));
+        g->runner = g->ops->free(g->runner);
+        left = kill_tagged(g->tag);
+        if (left > 0)
+                test_fail(__FILE__, __LINE__, "%zu processes of the run outlived it", left);
+}
+
+static void rig_done(struct rig *g)
+{
+        if (g->runner)
+                g->ops->free(g->runner);
+        (void)kill_tagged(g->tag);
+        g->http = mx_http_free(g->http);
+        g->reaper = proc_reaper_free(g->reaper);
+        event_base_free(g->base);
+        json_decref(g->spec);
+        json_decref(g->levels);
+        json_decref(g->recorded);
+        free(g->crash_class);
+        free(g->message);
+        free(g->dir);
+        free(g->tag);
+}
+
+static const char *verdict(struct rig *g, const char *level)
+{
+        return json_string_value(json_object_get(json_object_get(g->recorded, level), "verdict"));
+}
+
+/* JSON text with placeholders filled by xasprintf(), parsed; the test fails on bad JSON. */
+static json_t *json_text(const char *fmt, ...) _printf_(1, 2);
+static json_t *json_text(const char *fmt, ...)
+{
+        _cleanup_free_ char *text = NULL;
+        json_error_t e;
+        json_t *j;
+        va_list ap;
+
+        va_start(ap, fmt);
+        text = xvasprintf(fmt, ap);
+        va_end(ap);
+        j = json_loads(text, 0, &e);
+        if (!j)
+                test_fail(__FILE__, __LINE__, "bad JSON in a test (%s): %s", e.text, text);
+        return j;
+}
+
+#define DECODE_TPS 250.0
+#define PREFILL_TPS 10000.0
+
+/* mxsim as vLLM on an exact schedule; faults in MXSIM_FAULTS; expectations and level settings as JSON. */
+static json_t *sim_spec(const char *faults, const char *expect, const char *settings)
+{
+        return json_text(
+                "{\"argv\": [\"%s/tests/sim/mxsim\", \"serve\", \"{model}\", \"--host\", \"{host}\", "
+                "\"--port\", \"{port}\", \"--served-model-name\", \"{served_model_name}\", "
+                "\"--mxsim-decode-tps\", \"%g\", \"--mxsim-prefill-tps\", \"%g\", "
+                "\"--disable-uvicorn-access-log\"], "
+                "\"env\": [\"MXSIM_LOAD_S=0.1\", \"MXSIM_WATCHDOG_S=1\", \"MXSIM_SHUTDOWN_WAIT_S=1\", "
+                "\"MXSIM_GPU_LOCK={run_dir}/gpu.lock\", \"VLLM_MXFP4_MOE_KERNEL=gemm\", "
+                "\"MXSIM_FAULTS=%s\"], "
+                "\"model\": \"openai/gpt-oss-120b\", \"served_model_name\": \"gpt-oss-120b\", "
+                "\"expect\": %s, \"level_settings\": %s, "
+                "\"profile\": {\"name\": \"vllm\", \"base\": \"vllm\", \"identifier\": \"mxsim\", "
+                "\"host\": \"127.0.0.1\", \"port\": 0, "
+                "\"ready\": {\"path\": \"/health\", \"status\": 200, \"timeout_ms\": 20000, "
+                "\"interval_ms\": 100}, "
+                "\"health\": {\"path\": \"/health\", \"dead_status\": [503]}, "
+                "\"completion\": {\"path\": \"/v1/completions\", \"prompt\": \"The capital of France is\", "
+                "\"max_tokens\": 4}, "
+                "\"stop\": {\"steps\": [{\"signal\": 15, \"grace_ms\": 5000}, "
+                "{\"signal\": 9, \"grace_ms\": 5000}], "
+                "\"command\": null, \"timeout_ms\": 10000}, "
+                "\"logs\": null, \"crash_signatures\": [], \"profiler\": null}}",
+                MX_BUILD_DIR, DECODE_TPS, PREFILL_TPS, faults, expect, settings);
+}
+
+#define L4_SMALL                                                                                            \
+        "{\"L4\": {\"pp\": [2048], \"tg\": [64], \"depth\": [0], \"runs\": 3, \"warmup\": 1, "              \
+        "\"memory_interval\": \"50ms\"}}"
+
+static json_t *level_rec(struct rig *g, const char *level)
+{
+        return json_object_get(g->recorded, level);
+}
+
+static json_t *metrics(struct rig *g, const char *level)
+{
+        return json_object_get(json_object_get(g->recorded, level), "metrics");
+}
+
+static json_t *row(json_t *m, const char *test)
+{
+        json_t *r;
+        size_t i;
+
+        json_array_foreach (json_object_get(m, "tests"), i, r)
+                if (streq_ptr(json_string_value(json_object_get(r, "test")), test))
+                        return r;
+        test_fail(__FILE__, __LINE__, "no row %s", test);
+}
+
+static double num(json_t *o, const char *a, const char *b)
+{
+        json_t *v = json_object_get(json_object_get(o, a), b);
+
+        if (!json_is_number(v))
+                test_fail(__FILE__, __LINE__, "%s.%s is not a number", a, b);
+        return json_number_value(v);
+}
+
+/* Within 1 % or, for times, 0.3 ms of the schedule (the bench engine's own fidelity test: 1 % or 0.2 ms). */
+static void near(const char *what, double got, double want, double abs_ok)
+{
+        if (fabs(got - want) > MX_MAX(0.01 * fabs(want), abs_ok))
+                test_fail(__FILE__, __LINE__, "%s = %.4f, the schedule says %.4f", what, got, want);
+}
+
+static char *read_artifact(struct rig *g, const char *level, const char *name)
+{
+        json_t *a;
+        size_t i;
+
+        json_array_foreach (json_object_get(json_object_get(g->recorded, level), "artifacts"), i, a)
+                if (streq_ptr(json_string_value(json_object_get(a, "name")), name)) {
+                        _cleanup_free_ char *p =
+                                xasprintf("%s/%s", g->dir, json_string_value(json_object_get(a, "path")));
+                        return test_read_file(p, NULL);
+                }
+        test_fail(__FILE__, __LINE__, "%s has no artifact %s", level, name);
+}
+
+TEST(l4_numbers_follow_the_schedule_and_keep_the_contract)
+{
+        struct rig g;
+        json_t *m, *tg, *pp, *mem;
+        _cleanup_free_ char *yaml = NULL, *doc = NULL;
+        _cleanup_json_ json_t *file = NULL;
+
+        rig_init(&g, "l4-pass", sim_spec("", "null", L4_SMALL), "[\"L1\", \"L4\"]");
+        rig_start(&g, 60000);
+        rig_finish(&g);
+        ASSERT_STREQ(verdict(&g, "L1"), "pass");
+        if (!streq_ptr(verdict(&g, "L4"), "pass"))
+                test_fail(__FILE__, __LINE__, "L4: %s: %s", strna(verdict(&g, "L4")),
+                          strna(json_string_value(json_object_get(level_rec(&g, "L4"), "message"))));
+        m = metrics(&g, "L4");
+        /* the contract: the engine's document plus ready_s, memory, valid */
+        ASSERT_TRUE(json_is_true(json_object_get(m, "valid")));
+        ASSERT_STREQ(json_string_value(json_object_get(m, "kernel_gate")), "not run");
+        ASSERT_TRUE(json_number_value(json_object_get(m, "ready_s")) > 0);
+        ASSERT_EQ(json_integer_value(json_object_get(m, "measured")), 3);
+        ASSERT_EQ(json_integer_value(json_object_get(m, "failed")), 0);
+        ASSERT_NOT_NULL(json_object_get(m, "definitions"));
+        mem = json_object_get(m, "memory");
+        ASSERT_TRUE(json_integer_value(json_object_get(mem, "samples")) >= 2);
+        ASSERT_TRUE(json_integer_value(json_object_get(mem, "peak")) > 0);
+        ASSERT_STREQ(json_string_value(json_object_get(mem, "figure")), "server");
+        /* the numbers: tg is the decode rate; pp's prefill time is prompt / prefill rate */
+        tg = row(m, "tg64");
+        pp = row(m, "pp2048");
+        ASSERT_EQ(json_array_size(json_object_get(json_object_get(tg, "tps"), "values")), 3);
+        near("tg64 t/s", num(tg, "tps", "mean"), DECODE_TPS, 0);
+        near("pp2048 prefill ms", 2048 * 1000.0 / num(pp, "tps", "mean"), 2048 * 1000.0 / PREFILL_TPS, 0.3);
+        near("results tg64_tps", num(json_object_get(m, "results"), "throughput", "tg64_tps"), DECODE_TPS,
+             0);
+        /* the evidence: the same document, and seed 002's block */
+        doc = read_artifact(&g, "L4", "l4-bench.json");
+        file = json_loads(doc, 0, NULL);
+        ASSERT_NOT_NULL(file);
+        ASSERT_TRUE(json_equal(json_object_get(file, "tests"), json_object_get(m, "tests")));
+        yaml = read_artifact(&g, "L4", "l4-results.yaml");
+        ASSERT_NOT_NULL(strstr(yaml, "startup_time_s: "));
+        ASSERT_NOT_NULL(strstr(yaml, "\nthroughput:\n  pp2048_tps: "));
+        ASSERT_NOT_NULL(strstr(yaml, "\n  tg64_tps: 2"));
+        ASSERT_NOT_NULL(strstr(yaml, "\n  ttft_p99_ms: "));
+        ASSERT_NOT_NULL(strstr(yaml, "\n  gpu_memory_peak_gb: 0."));
+        ASSERT_NULL(strstr(yaml, "INVALID"));
+        rig_done(&g);
+}
+
+TEST(l4_under_a_failed_kernel_gate_is_invalid_with_its_numbers)
+{
+        struct rig g;
+        json_t *m;
+        _cleanup_free_ char *yaml = NULL;
+
+        rig_init(
+                &g, "l4-invalid",
+                sim_spec(
+                        "",
+                        "{\"log\": {\"must_see\": [[\"a line mxsim never prints\"]], \"must_not_see\": []}}",
+                        L4_SMALL),
+                "[\"L1\", \"L1.5\", \"L4\"]");
+        rig_start(&g, 60000);
+        rig_finish(&g);
+        ASSERT_STREQ(verdict(&g, "L1.5"), "fail");
+        ASSERT_STREQ(verdict(&g, "L4"), "invalid");
+        m = metrics(&g, "L4");
+        ASSERT_TRUE(json_is_false(json_object_get(m, "valid")));
+        ASSERT_STREQ(json_string_value(json_object_get(m, "kernel_gate")), "fail");
+        ASSERT_TRUE(num(row(m, "tg64"), "tps", "mean") > 0); /* the numbers are kept, flagged */
+        ASSERT_NOT_NULL(
+                strstr(json_string_value(json_object_get(level_rec(&g, "L4"), "message")), "invalid"));
+        yaml = read_artifact(&g, "L4", "l4-results.yaml");
+        ASSERT_TRUE(startswith(yaml, "# INVALID"));
+        rig_done(&g);
+}
+
+TEST(l4_fails_naming_the_requests_without_their_tokens)
+{
+        struct rig g;
+        const char *msg;
+
+        rig_init(&g, "l4-short", sim_spec("short-output=2", "null", L4_SMALL), "[\"L1\", \"L4\"]");
+        rig_start(&g, 60000);
+        rig_finish(&g);
+        ASSERT_STREQ(verdict(&g, "L4"), "fail");
+        msg = json_string_value(json_object_get(level_rec(&g, "L4"), "message"));
+        ASSERT_NOT_NULL(msg);
+        if (!strstr(msg, "3 of 3 requests failed: pp2048 tg64 run 1: "))
+                test_fail(__FILE__, __LINE__, "message: %s", msg);
+        ASSERT_EQ(json_integer_value(json_object_get(metrics(&g, "L4"), "failed")), 3);
+        rig_done(&g);
+}
+
+TEST(results_yaml_has_every_key_of_seed_002)
+{
+        _cleanup_json_ json_t *m =
+                json_text("{\"config\": {\"runs\": 10, \"concurrency\": 1, \"style\": \"llama-benchy\"}, "
+                          "\"ready_s\": 71.25, "
+                          "\"valid\": true, \"serving\": [{\"depth\": 0, \"valid\": 20}], "
+                          "\"results\": {\"throughput\": {\"pp2048_tps\": 4812.5, \"tg32_tps\": 61.234, "
+                          "\"tg128_tps\": null}, "
+                          "\"latency\": {\"ttft_p50_ms\": 420.0, \"ttft_p99_ms\": 455.5}}, "
+                          "\"memory\": {\"figure\": \"gpu\", \"peak\": 76450000000}}");
+        _cleanup_free_ char *y = mx_bench_results_yaml(m);
+        static const char *const want[] = {
+                "startup_time_s: 71.2",          "\nthroughput:\n",           "  pp2048_tps: 4812.50\n",
+                "  tg32_tps: 61.23\n",           "  tg128_tps: null\n",       "\nlatency:\n",
+                "  ttft_p50_ms: 420.00\n",       "  ttft_p99_ms: 455.50\n",   "  tpot_p50_ms: null\n",
+                "  itl_p99_ms: null\n",          "  e2e_p99_ms: null\n",      "\nresource:\n",
+                "  gpu_memory_peak_gb: 71.20\n", "  cpu_usage_percent: null", "fewer than 459",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(want); i++)
+                if (!strstr(y, want[i]))
+                        test_fail(__FILE__, __LINE__, "no '%s' in:\n%s", want[i], y);
+        ASSERT_NULL(strstr(y, "INVALID"));
+}
+
+/* ---- L5 against synthetic stored results (the history hook) ---- */
+
+struct fake_history {
+        struct mx_history ops;
+        json_t *self;
+        json_t *by_key; /* config key -> [results] */
+        unsigned asked;
+};
+
+static int fake_self(void *ud, json_t **ret, char **reterr)
+{
+        struct fake_history *f = ud;
+
+        (void)reterr;
+        *ret = json_incref(f->self);
+        return 0;
+}
+
+static int fake_results(void *ud, const char *level, const char *key, size_t limit, json_t **ret,
+                        char **reterr)
+{
+        struct fake_history *f = ud;
+        json_t *a = json_object_get(f->by_key, key);
+
+        (void)reterr;
+        ASSERT_STREQ(level, "L4");
+        ASSERT_TRUE(limit > 0);
+        f->asked++;
+        *ret = a ? json_deep_copy(a) : json_array();
+        return 0;
+}
+
+static void fake_init(struct fake_history *f, const char *gpu)
+{
+        *f = (struct fake_history){.ops = {.self = fake_self, .results = fake_results, .ud = f}};
+        f->self = json_pack("{s:i,s:i,s:i,s:s,s:s,s:i,s:{s:s},s:s}", "job", 1, "run", 2, "attempt", 2,
+                            "config_key", "test=1", "baseline_key", "test=0", "baseline_run", 1, "sources",
+                            "vllm", "abc123", "gpu_name", gpu);
+        f->by_key = json_object();
+}
+
+/* A stored L4 pass of run `run` with tg64 at `tps` t/s (10 runs, 0.2 % spread) on `gpu`. */
+static void fake_add(struct fake_history *f, const char *key, int run, double tps, const char *gpu,
+                     const char *sha)
+{
+        json_t *vals = json_array(), *a = json_object_get(f->by_key, key);
+
+        for (int i = 0; i < 10; i++)
+                json_array_append_new(vals, json_real(tps * (1 + 0.002 * ((i % 2) ? 1 : -1))));
+        if (!a) {
+                a = json_array();
+                json_object_set_new(f->by_key, key, a);
+        }
+        json_array_append_new(a, json_pack("{s:i,s:i,s:i,s:I,s:s,s:{s:[{s:s,s:s,s:{s:o}}],s:b},s:{s:s},s:s}",
+                                           "job", 1, "run", run, "attempt", run, "finished_at",
+                                           (json_int_t)run, "verdict", "pass", "metrics", "tests", "test",
+                                           "tg64", "kind", "tg", "tps", "values", vals, "valid", true,
+                                           "sources", "vllm", sha, "gpu_name", gpu));
+}
+
+static void fake_done(struct fake_history *f)
+{
+        json_decref(f->self);
+        json_decref(f->by_key);
+}
+
+#define L45 "[\"L1\", \"L4\", \"L5\"]"
+
+static const char *message(struct rig *g, const char *level)
+{
+        return json_string_value(json_object_get(level_rec(g, level), "message"));
+}
+
+TEST(l5_without_a_measured_baseline_is_skipped_not_failed)
+{
+        struct rig g;
+        struct fake_history f;
+
+        fake_init(&f, "NVIDIA GB10");
+        fake_add(&f, "test=0", 1, DECODE_TPS, "NVIDIA H100", "abc123"); /* another GPU: not comparable */
+        rig_init(&g, "l5-none", sim_spec("", "null", L4_SMALL), L45);
+        g.history = &f.ops;
+        rig_start(&g, 60000);
+        rig_finish(&g);
+        ASSERT_STREQ(verdict(&g, "L4"), "pass");
+        ASSERT_STREQ(verdict(&g, "L5"), "skipped");
+        if (!startswith(message(&g, "L5"), "no baseline measured"))
+                test_fail(__FILE__, __LINE__, "L5: %s", message(&g, "L5"));
+        ASSERT_EQ(json_integer_value(
+                          json_object_get(json_object_get(metrics(&g, "L5"), "left_out"), "other_gpu")),
+                  1);
+        ASSERT_TRUE(f.asked > 0);
+        rig_done(&g);
+        fake_done(&f);
+}
+
+TEST(l5_passes_against_a_baseline_as_fast_and_fails_against_a_faster_one)
+{
+        struct rig g;
+        struct fake_history f;
+        json_t *m;
+        const char *rule;
+
+        /* the job's baseline at the same rate: noise, no regression */
+        fake_init(&f, "NVIDIA GB10");
+        fake_add(&f, "test=0", 1, DECODE_TPS, "NVIDIA GB10", "abc123");
+        rig_init(&g, "l5-pass", sim_spec("", "null", L4_SMALL), L45);
+        g.history = &f.ops;
+        rig_start(&g, 60000);
+        rig_finish(&g);
+        if (!streq_ptr(verdict(&g, "L5"), "pass"))
+                test_fail(__FILE__, __LINE__, "L5 %s: %s", verdict(&g, "L5"), message(&g, "L5"));
+        ASSERT_NOT_NULL(strstr(message(&g, "L5"), "no regression against the baseline r1"));
+        ASSERT_NOT_NULL(strstr(message(&g, "L5"), "GPU NVIDIA GB10"));
+        rig_done(&g);
+        fake_done(&f);
+
+        /* the baseline 20 % faster, and this configuration 10 % faster at other SHAs: both regressions */
+        fake_init(&f, "NVIDIA GB10");
+        fake_add(&f, "test=0", 1, DECODE_TPS * 1.2, "NVIDIA GB10", "abc123");
+        fake_add(&f, "test=1", 7, DECODE_TPS * 1.1, "NVIDIA GB10", "0ld5ha");
+        rig_init(&g, "l5-fail", sim_spec("", "null", L4_SMALL), L45);
+        g.history = &f.ops;
+        rig_start(&g, 60000);
+        rig_finish(&g);
+        ASSERT_STREQ(verdict(&g, "L5"), "fail");
+        if (!strstr(message(&g, "L5"), "tg64") || !strstr(message(&g, "L5"), "against the baseline r1") ||
+            !strstr(message(&g, "L5"), "at other source SHAs r7"))
+                test_fail(__FILE__, __LINE__, "L5: %s", message(&g, "L5"));
+        m = metrics(&g, "L5");
+        ASSERT_TRUE(json_is_true(json_object_get(m, "regression")));
+        ASSERT_EQ(json_array_size(json_object_get(m, "groups")), 2);
+        rule = json_string_value(json_object_get(m, "rule"));
+        if (!startswith(rule, "welch p=") || !strstr(rule, "< -5 %"))
+                test_fail(__FILE__, __LINE__, "rule: %s", rule);
+        rig_done(&g);
+        fake_done(&f);
+}
+
+TEST(l5_of_invalid_numbers_is_invalid)
+{
+        struct rig g;
+        struct fake_history f;
+
+        fake_init(&f, "NVIDIA GB10");
+        fake_add(&f, "test=0", 1, DECODE_TPS * 2, "NVIDIA GB10", "abc123");
+        rig_init(
+                &g, "l5-invalid",
+                sim_spec(
+                        "",
+                        "{\"log\": {\"must_see\": [[\"a line mxsim never prints\"]], \"must_not_see\": []}}",
+                        L4_SMALL),
+                "[\"L1\", \"L1.5\", \"L4\", \"L5\"]");
+        g.history = &f.ops;
+        rig_start(&g, 60000);
+        rig_finish(&g);
+        ASSERT_STREQ(verdict(&g, "L4"), "invalid");
+        ASSERT_STREQ(verdict(&g, "L5"), "invalid");
+        rig_done(&g);
+        fake_done(&f);
+}
