@@ -6,6 +6,9 @@
 #include <inttypes.h>
 #include <math.h>
 
+/* Within this relative distance of the baseline a bar is neither green nor red. */
+#define REPORT_HTML_SAME 0.02
+
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define HEAT_AXES_MAX 64 /* distinct values of one axis in the grid */
 
@@ -160,7 +163,9 @@ static void bars_section(FILE *f, const struct hrun *runs, size_t n, const struc
                                                           "target"};
         for (i = 0; i < n; i++) {
                 double v = metric_of(&runs[i], m);
-                bool better = m->lower_is_better ? v <= bv : v >= bv;
+                /* Colour only beyond REPORT_HTML_SAME: run-to-run noise is not a verdict (L5 gives those). */
+                double rel = isfinite(bv) && bv != 0 ? (v - bv) / fabs(bv) * (m->lower_is_better ? -1 : 1) : 0;
+                const char *shade = rel > REPORT_HTML_SAME ? "good" : rel < -REPORT_HTML_SAME ? "bad" : NULL;
                 _cleanup_free_ char *vs = svg_number(v);
 
                 measured += isfinite(v);
@@ -170,8 +175,7 @@ static void bars_section(FILE *f, const struct hrun *runs, size_t n, const struc
                         v,
                         runs[i].baseline ? "baseline"
                         : !isfinite(bv)  ? NULL
-                        : better         ? "good"
-                                         : "bad",
+                                         : shade,
                         tips[i],
                 };
         }
@@ -186,7 +190,9 @@ static void bars_section(FILE *f, const struct hrun *runs, size_t n, const struc
         fprintf(f, "; %zu of %zu runs measured; one value per run (the attempt its result comes from).",
                 measured, n);
         if (isfinite(bv))
-                fprintf(f, " Green: as good as the baseline or better; red: worse.");
+                fprintf(f, " Green: better than the baseline by more than %.0f %%; red: worse by more than"
+                           " %.0f %%; within that, neutral (L5 judges regressions from the runs' spread).",
+                        REPORT_HTML_SAME * 100, REPORT_HTML_SAME * 100);
         fprintf(f, "</p>\n%s</section>\n", b.data);
         mx_buf_free(&b);
 }
