@@ -1317,7 +1317,11 @@ struct mx_sched *sched_free(struct mx_sched *s)
         current_free(s->cur);
         while (s->closing) {
                 struct run_sampling *rs = s->closing;
+                const struct mx_sample_summary *sum = mx_sampler_summary(rs->sampler);
 
+                /* Stopping before its last sample came: keep what was sampled (the database is still open). */
+                if (sum->n > 0 && !s->fault && mx_sampler_store(s->d->db, rs->attempt_id, "run", sum) < 0)
+                        log_warning("cannot record the GPU and memory summary of run %" PRId64, rs->run);
                 s->closing = rs->next;
                 run_sampling_free(rs);
         }

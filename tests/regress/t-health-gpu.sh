@@ -21,6 +21,7 @@ cat >"$T/run.sh" <<EOF
 #!/bin/sh
 # MODE=leak: the run leaves GPU memory held; MODE=clean: it leaves nothing.
 [ "\$MODE" = leak ] && echo 5000 >"$used"
+[ "\$MODE" = hold ] && exec sleep 60
 exit 0
 EOF
 cat >"$T/matrix.json" <<EOF
@@ -28,10 +29,13 @@ cat >"$T/matrix.json" <<EOF
   "target": { "profile": "command", "command": ["sh", "$T/run.sh"] },
   "axes": [ { "name": "mode", "values": [
       { "name": "clean", "env": { "MODE": "clean" } },
-      { "name": "leak", "env": { "MODE": "leak" } } ] } ],
+      { "name": "leak", "env": { "MODE": "leak" } },
+      { "name": "hold", "env": { "MODE": "hold" } } ] } ],
   "baseline": { "mode": "clean" },
   "features": [
     { "name": "leak", "priority": 1, "set": { "mode": "leak" }, "hypothesis": "h",
+      "criteria": [{ "metric": "tg32_tps", "min_gain_pct": 10 }], "status": "in-progress" },
+    { "name": "hold", "priority": 2, "set": { "mode": "hold" }, "hypothesis": "h",
       "criteria": [{ "metric": "tg32_tps", "min_gain_pct": 10 }], "status": "in-progress" } ],
   "health": { "settle_ms": 1500, "memory_tolerance_mb": 1024 } }
 EOF
@@ -80,6 +84,23 @@ start=$(jq -r '.run.attempt_history[0].samples.run.memory.start' <<<"$sj")
 expect_exit 0 "$MX_BIN" show r2
 has "$T/out" "run memory (nvml"
 ok "show r2 has the attempt's summary from NVML, with the memory it left held"
+
+step="a run interrupted by the daemon's stop keeps its summary"
+echo 0 >"$used" # job 2's leak run left its 5000 MiB: the gate paused the queue again
+mx resume >/dev/null || fail "resume"
+j=$(submit feature=hold mode=hold)
+hold_running() { [ "$(db_query "SELECT count(*) FROM attempts a JOIN runs r ON r.id = a.run_id
+        WHERE r.job_id = $j AND a.finished_at IS NULL")" = 1 ]; }
+wait_until "the hold run to start" hold_running
+sleep 1.5 # a sample or two of it
+mxd_stop TERM
+n=$(db_query "SELECT count(*) FROM samples s JOIN attempts a ON a.id = s.attempt_id JOIN runs r
+        ON r.id = a.run_id WHERE r.job_id = $j AND s.scope = 'run'")
+[ "$n" -ge 1 ] || fail "the interrupted attempt of job $j has no GPU and memory summary"
+ok "the interrupted attempt's summary was stored at the stop"
+mxd_start FAKE_NVML_DUMP="$MX_SOURCE_DIR/tests/fixtures/gpu-h200/nvml.txt" FAKE_NVML_USED_FILE="$used" \
+        -- --config "$T/mxmatrixd.json"
+mx cancel "$j" >/dev/null 2>&1
 mxd_stop TERM
 
 step="a GPU that cannot be read"
