@@ -47,7 +47,8 @@ static const struct mx_level_setting l2_settings[] = {
           "unseeded requests of other prompts between the second and the third request with the same seed" },
         { "reference", MX_LSET_STRING, "\"\"", 0, 0, NULL,
           "a JSON file {\"prompt name\": perplexity} the prompts' perplexity (from prompt_logprobs) is compared "
-          "with; empty: no comparison (the perplexities are still measured when this is set)" },
+          "with, or \"baseline\": the perplexities the baseline configuration's newest L2 stored (the baseline "
+          "run measures its own); empty: no comparison" },
         { "perplexity_tolerance", MX_LSET_NUMBER, "0.05", 0, 10, NULL,
           "the largest relative difference from the reference perplexity" },
         {},

@@ -45,6 +45,7 @@ struct l2 {
         json_t *failures, *artifacts, *per_prompt, *reference;
         unsigned n_requests, n_failed;
         char *first_failure;
+        int64_t reference_run; /* reference "baseline": the run whose perplexities it is; 0: none */
 };
 
 static const char *prompt_name(struct l2 *s, size_t i)
@@ -198,6 +199,8 @@ static void finish(struct l2 *s)
         json_t *m = json_pack("{s:I,s:I,s:O,s:O}", "requests", (json_int_t)s->n_requests, "failed_checks",
                               (json_int_t)s->n_failed, "prompts", s->per_prompt, "failures", s->failures);
 
+        if (s->reference_run > 0)
+                json_object_set_new(m, "reference_run", json_integer(s->reference_run));
         if (s->n_failed > 0)
                 mx_level_finish(l, MX_VERDICT_FAIL, m, json_incref(s->artifacts), "%s%s", s->first_failure,
                                 s->n_failed > 1 ? " (and more: metrics.failures)" : "");
@@ -247,6 +250,53 @@ static void add_step(struct l2 *s, enum step_kind k, size_t prompt, enum mx_endp
         s->steps[s->n_steps++] = (struct step){ .kind = k, .prompt = prompt, .endpoint = e };
 }
 
+/*
+ * reference "baseline": the perplexities the baseline configuration's newest
+ * L2 stored ({"name/completions": {"perplexity"}} in its metrics.prompts),
+ * through the level's read-only history. The baseline run itself, or a run
+ * whose baseline stored none, measures its own and compares with nothing
+ * (an empty reference, so the perplexity step still runs); a note says which.
+ */
+static int baseline_reference(struct l2 *s)
+{
+        const struct mx_history *h = s->base.ctx->history;
+        _cleanup_json_ json_t *self = NULL, *res = NULL;
+        const char *base_key, *key, *name;
+        json_t *r, *v;
+        size_t i;
+
+        s->reference = json_object();
+        if (!h || h->self(h->ud, &self, NULL) < 0)
+                return logcap_note(s->base.ctx->log, "L2: no stored results to take a reference from"), 0;
+        base_key = json_string_value(json_object_get(self, "baseline_key"));
+        if (!base_key || streq_ptr(base_key, json_string_value(json_object_get(self, "config_key"))))
+                return logcap_note(s->base.ctx->log, "L2: this run is the baseline: its perplexities are the "
+                                                     "reference of the others"),
+                       0;
+        if (h->results(h->ud, "L2", base_key, 20, &res, NULL) < 0)
+                return 0;
+        json_array_foreach (res, i, r) {
+                json_object_foreach (json_object_get(json_object_get(r, "metrics"), "prompts"), key, v) {
+                        _cleanup_free_ char *n = xstrdup(key);
+                        char *slash = strrchr(n, '/');
+
+                        name = n;
+                        if (slash && streq(slash, "/completions") && json_is_number(json_object_get(v, "perplexity"))) {
+                                *slash = 0;
+                                json_object_set(s->reference, name, json_object_get(v, "perplexity"));
+                        }
+                }
+                if (json_object_size(s->reference) > 0) {
+                        logcap_note(s->base.ctx->log, "L2: reference perplexities of the baseline run r%" JSON_INTEGER_FORMAT,
+                                    json_integer_value(json_object_get(r, "run")));
+                        s->reference_run = json_integer_value(json_object_get(r, "run"));
+                        return 0;
+                }
+        }
+        logcap_note(s->base.ctx->log, "L2: the baseline configuration stored no perplexities: measured only");
+        return 0;
+}
+
 /* The reference perplexities: a JSON object {"prompt name": number} in the file the setting names. */
 static int load_reference(struct l2 *s, char **reterr)
 {
@@ -255,6 +305,8 @@ static int load_reference(struct l2 *s, char **reterr)
 
         if (!path || !*path)
                 return 0;
+        if (streq(path, "baseline"))
+                return baseline_reference(s);
         s->reference = json_load_file(path, 0, &jerr);
         if (!json_is_object(s->reference)) {
                 *reterr = xasprintf("L2 reference %s: %s", path, s->reference ? "not a JSON object" : jerr.text);

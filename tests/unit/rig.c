@@ -96,6 +96,7 @@ int rig_try_start(struct rig *g, int64_t level_timeout_ms, char **reterr)
                 .levels = g->levels,
                 .level_timeout_ms = level_timeout_ms,
                 .log_max_bytes = 1 << 20,
+                .history = g->history,
         };
 
         g->ops = runner_for_spec(g->spec);

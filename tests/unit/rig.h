@@ -30,6 +30,7 @@ struct rig {
         unsigned n_finished;
         enum mx_outcome outcome;
         char *crash_class, *message;
+        const struct mx_history *history; /* handed to the runner (L2's and L5's stored results), or NULL */
 };
 
 /* A rig for one run of spec (taken over) with these levels. */

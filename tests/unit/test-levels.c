@@ -188,6 +188,82 @@ TEST(l2_reference_perplexity_within_tolerance)
         rig_done(&g);
 }
 
+/* A stored history for L2's reference "baseline": this run's keys, and the baseline's stored L2 results. */
+struct fake_history {
+        const char *config_key, *baseline_key;
+        json_t *results; /* what results("L2", baseline_key) answers */
+};
+
+static int fake_self(void *ud, json_t **ret, char **reterr)
+{
+        struct fake_history *h = ud;
+
+        (void)reterr;
+        *ret = json_pack("{s:s,s:s}", "config_key", h->config_key, "baseline_key", h->baseline_key);
+        return 0;
+}
+
+static int fake_results(void *ud, const char *level, const char *key, size_t limit, json_t **ret, char **reterr)
+{
+        struct fake_history *h = ud;
+
+        (void)limit, (void)reterr;
+        *ret = streq(level, "L2") && streq(key, h->baseline_key) ? json_incref(h->results) : json_array();
+        return 0;
+}
+
+TEST(l2_reference_baseline_from_stored_results)
+{
+        static const char settings[] = "{\"L2\": {\"max_tokens\": 8, \"after_traffic\": 0, "
+                                       "\"endpoints\": [\"completions\"], \"reference\": \"baseline\"}}";
+        struct fake_history fh = { .config_key = "kernel=marlin", .baseline_key = "kernel=marlin" };
+        struct mx_history h = { .self = fake_self, .results = fake_results, .ud = &fh };
+        _cleanup_json_ json_t *stored = NULL, *bad = NULL;
+        struct rig g;
+        json_t *m, *v;
+        const char *k;
+
+        /* The baseline run measures its perplexities and compares with nothing. */
+        fh.results = json_array();
+        rig_init(&g, "l2-base-self", sim_spec("", settings), "[\"L2\"]");
+        g.history = &h;
+        rig_start(&g, 120000);
+        rig_finish(&g);
+        ASSERT_STREQ(rig_verdict(&g, "L2"), "pass");
+        m = json_object_get(level_rec(&g, "L2"), "metrics");
+        ASSERT_NULL(json_object_get(m, "reference_run"));
+        stored = json_pack("[{s:i,s:O}]", "run", 7, "metrics", m);
+        bad = json_deep_copy(stored);
+        json_object_foreach (json_object_get(json_object_get(json_array_get(bad, 0), "metrics"), "prompts"), k, v)
+                if (json_object_get(v, "perplexity"))
+                        json_object_set_new(v, "perplexity", json_real(1.0));
+        json_decref(fh.results);
+        rig_done(&g);
+
+        /* Another configuration: the baseline's stored values are the reference (run 7 named). */
+        fh.config_key = "kernel=cutlass";
+        fh.results = stored;
+        rig_init(&g, "l2-base-good", sim_spec("", settings), "[\"L2\"]");
+        g.history = &h;
+        rig_start(&g, 120000);
+        rig_finish(&g);
+        ASSERT_STREQ(rig_verdict(&g, "L2"), "pass");
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(level_rec(&g, "L2"), "metrics"),
+                                                     "reference_run")),
+                  7);
+        rig_done(&g);
+
+        /* A baseline that stored other perplexities: out of tolerance. */
+        fh.results = bad;
+        rig_init(&g, "l2-base-bad", sim_spec("", settings), "[\"L2\"]");
+        g.history = &h;
+        rig_start(&g, 120000);
+        rig_finish(&g);
+        ASSERT_STREQ(rig_verdict(&g, "L2"), "fail");
+        ASSERT_STREQ(json_string_value(json_object_get(first_failure(&g, "L2"), "check")), "perplexity");
+        rig_done(&g);
+}
+
 /* L3 at a size a loaded 2-core machine runs in seconds; every phase included. */
 #define L3_SMALL                                                                                                   \
         "{\"L3\": {\"sequential\": 20, \"concurrency\": 4, \"max_tokens\": 8, \"long_generation_tokens\": 1024, " \
