@@ -270,8 +270,9 @@ static int baseline_reference(struct l2 *s)
                 return logcap_note(s->base.ctx->log, "L2: no stored results to take a reference from"), 0;
         base_key = json_string_value(json_object_get(self, "baseline_key"));
         if (!base_key || streq_ptr(base_key, json_string_value(json_object_get(self, "config_key"))))
-                return logcap_note(s->base.ctx->log, "L2: this run is the baseline: its perplexities are the "
-                                                     "reference of the others"),
+                return logcap_note(s->base.ctx->log,
+                                   "L2: this run is the baseline: its perplexities are the "
+                                   "reference of the others"),
                        0;
         if (h->results(h->ud, "L2", base_key, 20, &res, NULL) < 0)
                 return 0;
@@ -281,19 +282,22 @@ static int baseline_reference(struct l2 *s)
                         char *slash = strrchr(n, '/');
 
                         name = n;
-                        if (slash && streq(slash, "/completions") && json_is_number(json_object_get(v, "perplexity"))) {
+                        if (slash && streq(slash, "/completions") &&
+                            json_is_number(json_object_get(v, "perplexity"))) {
                                 *slash = 0;
                                 json_object_set(s->reference, name, json_object_get(v, "perplexity"));
                         }
                 }
                 if (json_object_size(s->reference) > 0) {
-                        logcap_note(s->base.ctx->log, "L2: reference perplexities of the baseline run r%" JSON_INTEGER_FORMAT,
+                        logcap_note(s->base.ctx->log,
+                                    "L2: reference perplexities of the baseline run r%" JSON_INTEGER_FORMAT,
                                     json_integer_value(json_object_get(r, "run")));
                         s->reference_run = json_integer_value(json_object_get(r, "run"));
                         return 0;
                 }
         }
-        logcap_note(s->base.ctx->log, "L2: the baseline configuration stored no perplexities: measured only");
+        logcap_note(s->base.ctx->log,
+                    "L2: the baseline configuration stored no perplexities: measured only");
         return 0;
 }
 

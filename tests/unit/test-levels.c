@@ -203,7 +203,8 @@ static int fake_self(void *ud, json_t **ret, char **reterr)
         return 0;
 }
 
-static int fake_results(void *ud, const char *level, const char *key, size_t limit, json_t **ret, char **reterr)
+static int fake_results(void *ud, const char *level, const char *key, size_t limit, json_t **ret,
+                        char **reterr)
 {
         struct fake_history *h = ud;
 
@@ -216,8 +217,8 @@ TEST(l2_reference_baseline_from_stored_results)
 {
         static const char settings[] = "{\"L2\": {\"max_tokens\": 8, \"after_traffic\": 0, "
                                        "\"endpoints\": [\"completions\"], \"reference\": \"baseline\"}}";
-        struct fake_history fh = { .config_key = "kernel=marlin", .baseline_key = "kernel=marlin" };
-        struct mx_history h = { .self = fake_self, .results = fake_results, .ud = &fh };
+        struct fake_history fh = {.config_key = "kernel=marlin", .baseline_key = "kernel=marlin"};
+        struct mx_history h = {.self = fake_self, .results = fake_results, .ud = &fh};
         _cleanup_json_ json_t *stored = NULL, *bad = NULL;
         struct rig g;
         json_t *m, *v;
@@ -234,7 +235,8 @@ TEST(l2_reference_baseline_from_stored_results)
         ASSERT_NULL(json_object_get(m, "reference_run"));
         stored = json_pack("[{s:i,s:O}]", "run", 7, "metrics", m);
         bad = json_deep_copy(stored);
-        json_object_foreach (json_object_get(json_object_get(json_array_get(bad, 0), "metrics"), "prompts"), k, v)
+        json_object_foreach (json_object_get(json_object_get(json_array_get(bad, 0), "metrics"), "prompts"),
+                             k, v)
                 if (json_object_get(v, "perplexity"))
                         json_object_set_new(v, "perplexity", json_real(1.0));
         json_decref(fh.results);
@@ -248,8 +250,8 @@ TEST(l2_reference_baseline_from_stored_results)
         rig_start(&g, 120000);
         rig_finish(&g);
         ASSERT_STREQ(rig_verdict(&g, "L2"), "pass");
-        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(level_rec(&g, "L2"), "metrics"),
-                                                     "reference_run")),
+        ASSERT_EQ(json_integer_value(
+                          json_object_get(json_object_get(level_rec(&g, "L2"), "metrics"), "reference_run")),
                   7);
         rig_done(&g);
 
