@@ -38,8 +38,9 @@ static const struct mx_level_setting l2_settings[] = {
         { "temperature", MX_LSET_NUMBER, "1.0", 0, 2, NULL, "sampling temperature (seed 001's workload: 1.0)" },
         { "seed", MX_LSET_INT, "42", 0, 2147483647.0, NULL, "the sampling seed (seed 001's workload: 42)" },
         { "logprobs", MX_LSET_INT, "5", 0, 20, NULL,
-          "top alternatives asked per token; each logprob must be finite and <= 0, the alternatives sorted, the "
-          "sampled token among them (completions); 0: only the sampled token's logprob is checked" },
+          "top alternatives asked per token; each logprob must be finite and <= 0, the alternatives sorted (but "
+          "for the sampled token, which vLLM lists first), the sampled token among them (completions); 0: only "
+          "the sampled token's logprob is checked" },
         { "min_printable", MX_LSET_NUMBER, "0.9", 0, 1, NULL, "the least share of printable characters in a text" },
         { "max_repeat", MX_LSET_NUMBER, "0.5", 0, 1, NULL,
           "the largest share of one word among a text's words (8 or more): above it the text is degenerate" },

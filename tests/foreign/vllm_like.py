@@ -70,6 +70,7 @@ TEMPLATE_SYSTEM = 14  # tokens of the chat template's fixed system block
 TEMPLATE_PER_MESSAGE = 4
 TEMPLATE_GEN_PROMPT = 3
 EOS_ID = 200002
+HEADER = ("<|channel|>", "analysis", "<|message|>")
 OPTS = None
 STATS = {"prompt": 0, "gen": 0, "running": 0, "success": 0, "lock": threading.Lock()}
 CACHE = set()
@@ -548,12 +549,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             piece = "" if kind in ("eos", "header") else (" " if (content if kind == "content" else reasoning)
                                                            else "") + word
             entry = None
-            if want_lp and kind in ("reasoning", "content"):
+            if kind == "header":
+                # a Harmony control token: no text, but non-streamed logprobs cover every output token id
+                word = HEADER[i % len(HEADER)]
+                alts = [(word, tlp)] + [a for a in alts if a[0] != word][:N_ALT - 1]
+                alts.sort(key=lambda a: -a[1])
+            if want_lp and kind in ("reasoning", "content", "header"):
                 d = logprob_dict(word, tlp, alts, top)
                 entry = {"token": word, "logprob": max(tlp, -9999.0), "bytes": list(word.encode()),
                          "top_logprobs": [{"token": w, "logprob": a, "bytes": list(w.encode())}
                                           for w, a in list(d.items())[:top]]}
-                lp_content.append(entry)
+                if kind != "header" or not p["stream"]:
+                    lp_content.append(entry)
             if kind == "content":
                 content += piece
             elif kind == "reasoning":

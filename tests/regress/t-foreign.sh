@@ -94,3 +94,57 @@ check tpot "$(val '.serving[0].tpot_ms.mean')" "$(jq -n "($F + 31 * $D) / 31")" 
 check itl_p50 "$(val '.serving[0].itl_ms.p50')" $D 1 0.2
 check tg_tps "$(val '.tests[] | select(.kind == "tg") | .tps.mean')" $((1000 / D)) 1 0
 ok "TTFR is the role chunk, TTFT the first text"
+
+step="matrix: a custom profile that starts the foreign server"
+MXD_MATRIX=$T/matrix.json
+jq -n --arg srv "$SERVER" --argjson f $F --argjson d $D '{
+  matrix: 1, name: "foreign",
+  profiles: {foreign: {base: "vllm", ready: {timeout: "60s", interval: "100ms"},
+                       stop: {signals: [{signal: "SIGTERM", grace: "10s"}, {signal: "SIGKILL", grace: "5s"}]}}},
+  target: {profile: "foreign", model: "openai/gpt-oss-120b", served_model_name: "gpt-oss-120b",
+           command: ["python3", $srv, "serve", "{model}", "--host", "{host}", "--port", "{port}",
+                     "--served-model-name", "{served_model_name}", "--load-s", "0.5",
+                     "--first-token-ms", ($f | tostring), "--token-ms", ($d | tostring),
+                     "--header-tokens", "3", "--reasoning-tokens", "5", "--continuous-usage",
+                     "--max-model-len", "8192", "--disable-log-requests"]},
+  axes: [{name: "role", values: [{name: "with-token"}, {name: "early", argv: ["--role-at", "request"]}]}],
+  baseline: {role: "with-token"},
+  features: [{name: "early", priority: 1, set: {role: "early"}, hypothesis: "the same", criteria: [{metric: "tg32_tps", min_gain_pct: 0}], status: "in-progress"}],
+  levels: {run: ["L1", "L2", "L3", "L4"],
+           L2: {max_tokens: 16, after_traffic: 1},
+           L3: {sequential: 4, concurrency: 3, max_tokens: 8, long_generation_tokens: 64,
+                long_context_tokens: 2048, memory_every: 2},
+           L4: {pp: [128], tg: [32], depth: [0], runs: 4, warmup: 1}}
+}' >"$MXD_MATRIX" || fail "jq"
+expect_exit 0 mx matrix check "$MXD_MATRIX"
+mxd_start
+ok "daemon pid $MXD_PID"
+
+step="L1-L4 against the foreign server"
+job=$(submit feature=early)
+mapfile -t runs < <(job_runs "$job")
+[ "${#runs[@]}" -eq 2 ] || fail "runs: ${runs[*]}"
+MX_WAIT_S=300 follow_job "$job"
+for r in "${runs[@]}"; do
+        lv=$(run_field "$r" '.run.attempt_history[-1].levels')
+        for L in L1 L2 L3 L4; do
+                v=$(jq -r ".[] | select(.level == \"$L\") | .verdict" <<<"$lv")
+                [ "$v" = pass ] || fail "r$r $L: $v: $(jq -c ".[] | select(.level == \"$L\") | .message" <<<"$lv")"
+        done
+done
+ok "r${runs[0]} r${runs[1]}: L1 L2 L3 L4 pass"
+
+step="L4's numbers on the schedule"
+l4=$(run_field "${runs[0]}" '.run.attempt_history[-1].levels[] | select(.level == "L4")')
+jq '.metrics' <<<"$l4" >"$T/bench.json"
+check ttfr "$(val '.serving[0].ttfr_ms.mean')" $F 2 1.5
+check ttft "$(val '.serving[0].ttft_ms.mean')" $((F + 3 * D)) 2 1.5
+check tpot "$(val '.serving[0].tpot_ms.mean')" $D 1 0.2
+check itl_p50 "$(val '.serving[0].itl_ms.p50')" $D 1 0.2
+check tg_tps "$(val '.tests[] | select(.kind == "tg") | .tps.mean')" $((1000 / D)) 1 0
+l4=$(run_field "${runs[1]}" '.run.attempt_history[-1].levels[] | select(.level == "L4")')
+jq '.metrics' <<<"$l4" >"$T/bench.json"
+check ttfr "$(val '.serving[0].ttfr_ms.mean')" 0 0 2
+check ttft "$(val '.serving[0].ttft_ms.mean')" $((F + 3 * D)) 2 1.5
+check tg_tps "$(val '.tests[] | select(.kind == "tg") | .tps.mean')" $((1000 / D)) 1 0
+ok "baseline and early-role runs agree with the schedule"
