@@ -85,7 +85,7 @@ struct breq {
         int64_t *tok; /* every text-bearing event */
         size_t n_tok, cap_tok;
         int64_t prompt_tokens, completion_tokens, cached_tokens; /* -1: not reported */
-        int64_t cum_last, cum_before_tok1;                        /* continuous usage; -1: none */
+        int64_t cum_before_tok1;                                  /* continuous usage; -1: none */
         char finish[24];
         const char *first_field;
         long status;
@@ -406,7 +406,7 @@ static struct breq *breq_new(struct mx_bench *b, enum req_kind kind)
         r->b = b;
         r->kind = kind;
         r->prompt_tokens = r->completion_tokens = r->cached_tokens = -1;
-        r->cum_last = r->cum_before_tok1 = -1;
+        r->cum_before_tok1 = -1;
         snprintf(r->salt, sizeof(r->salt), "mxbench-%016" PRIx64 "-%" PRIu64, rng_next(b), ++b->n_requests);
         MX_GROW(b->all, b->cap_all, b->n_all + 1);
         b->all[b->n_all++] = r;
@@ -518,9 +518,19 @@ static int on_event(const struct mx_sse_event *ev, void *userdata)
                         if (!r->t_tok1) {
                                 r->t_tok1 = t;
                                 r->first_field = field;
-                                /* tokens before this chunk, when the server streams running usage */
-                                if (json_is_object(usage))
-                                        r->cum_before_tok1 = MX_MAX(r->cum_last, 0);
+                                /*
+                                 * Tokens before this chunk's last one, when the server streams running usage:
+                                 * its own count less one, not the previous event's count. vLLM sends no chunk
+                                 * for gpt-oss's header tokens (no text), so the previous event (the role
+                                 * chunk, completion_tokens 0) misses them; and of a multi-token first chunk
+                                 * only the last token starts the decode span (llama-benchy 0.4 leaves out the
+                                 * first block).
+                                 */
+                                if (json_is_object(usage) &&
+                                    json_is_integer(json_object_get(usage, "completion_tokens")))
+                                        r->cum_before_tok1 = MX_MAX(
+                                                json_integer_value(json_object_get(usage, "completion_tokens")) - 1,
+                                                0);
                         }
                         r->t_last_tok = t;
                         MX_GROW(r->tok, r->cap_tok, r->n_tok + 1);
@@ -528,8 +538,6 @@ static int on_event(const struct mx_sse_event *ev, void *userdata)
                 }
                 if (json_is_string(fr))
                         snprintf(r->finish, sizeof(r->finish), "%s", json_string_value(fr));
-                if (json_is_object(usage) && json_is_integer(json_object_get(usage, "completion_tokens")))
-                        r->cum_last = json_integer_value(json_object_get(usage, "completion_tokens"));
         } else if (json_is_object(usage)) {
                 r->t_usage = t;
                 read_usage(r, usage);
@@ -1414,8 +1422,9 @@ static json_t *definitions_json(void)
                 "c > 1: sum of prompt tokens / (latest first text - earliest t0)",
                 "tg_tps",
                 "llama-benchy 0.4: (N - 1) / (last text-bearing event - first text-bearing event), N = tokens from "
-                "the first text-bearing event on (usage.completion_tokens less the running count before it when "
-                "the server streams one, else usage.completion_tokens, else text-bearing events); c > 1: "
+                "the first text-bearing event on (usage.completion_tokens less the running count of that event plus "
+                "one, when the server streams running counts, so tokens without text before it and a multi-token "
+                "first event are left out; else usage.completion_tokens, else text-bearing events); c > 1: "
                 "(sum N - requests) / (latest last text - earliest first text)",
                 "peak_tps",
                 "llama-benchy: most text-bearing events within any 1 s window / 1 s (count / span when they span "

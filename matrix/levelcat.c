@@ -29,35 +29,29 @@ static const char *const endpoint_choices[] = { "completions", "chat", NULL };
         " {\"name\": \"translate\", \"prompt\": \"Translate to German: The weather is nice today.\"}]"
 
 static const struct mx_level_setting l2_settings[] = {
-        {"prompts", MX_LSET_PROMPTS, L2_PROMPTS, 0, 0, NULL,
-         "the prompt set: a list of {\"name\", \"prompt\", \"expect\": [substrings]}; default: six shipped "
-         "prompts"},
-        {"endpoints", MX_LSET_STRINGS, "[\"completions\", \"chat\"]", 0, 0, endpoint_choices,
-         "the OpenAI endpoints to check: completions (/v1/completions), chat (/v1/chat/completions)"},
-        {"max_tokens", MX_LSET_INT, "64", 1, 131072, NULL,
-         "tokens asked of every prompt with ignore_eos: completion_tokens must equal it, finish_reason be "
-         "length"},
-        {"temperature", MX_LSET_NUMBER, "1.0", 0, 2, NULL,
-         "sampling temperature (seed 001's workload: 1.0)"},
-        {"seed", MX_LSET_INT, "42", 0, 2147483647.0, NULL, "the sampling seed (seed 001's workload: 42)"},
-        {"logprobs", MX_LSET_INT, "5", 0, 20, NULL,
-         "top alternatives asked per token; each logprob must be finite and <= 0, the alternatives sorted, "
-         "the "
-         "sampled token among them (completions); 0: only the sampled token's logprob is checked"},
-        {"min_printable", MX_LSET_NUMBER, "0.9", 0, 1, NULL,
-         "the least share of printable characters in a text"},
-        {"max_repeat", MX_LSET_NUMBER, "0.5", 0, 1, NULL,
-         "the largest share of one word among a text's words (8 or more): above it the text is degenerate"},
-        {"after_traffic", MX_LSET_INT, "4", 0, 1000, NULL,
-         "unseeded requests of other prompts between the second and the third request with the same seed"},
-        {"reference", MX_LSET_STRING, "\"\"", 0, 0, NULL,
-         "a JSON file {\"prompt name\": perplexity} the prompts' perplexity (from prompt_logprobs) is "
-         "compared "
-         "with, or \"baseline\": the perplexities the baseline configuration's newest L2 stored (the "
-         "baseline "
-         "run measures its own); empty: no comparison"},
-        {"perplexity_tolerance", MX_LSET_NUMBER, "0.05", 0, 10, NULL,
-         "the largest relative difference from the reference perplexity"},
+        { "prompts", MX_LSET_PROMPTS, L2_PROMPTS, 0, 0, NULL,
+          "the prompt set: a list of {\"name\", \"prompt\", \"expect\": [substrings]}; default: six shipped prompts" },
+        { "endpoints", MX_LSET_STRINGS, "[\"completions\", \"chat\"]", 0, 0, endpoint_choices,
+          "the OpenAI endpoints to check: completions (/v1/completions), chat (/v1/chat/completions)" },
+        { "max_tokens", MX_LSET_INT, "64", 1, 131072, NULL,
+          "tokens asked of every prompt with ignore_eos: completion_tokens must equal it, finish_reason be length" },
+        { "temperature", MX_LSET_NUMBER, "1.0", 0, 2, NULL, "sampling temperature (seed 001's workload: 1.0)" },
+        { "seed", MX_LSET_INT, "42", 0, 2147483647.0, NULL, "the sampling seed (seed 001's workload: 42)" },
+        { "logprobs", MX_LSET_INT, "5", 0, 20, NULL,
+          "top alternatives asked per token; each logprob must be finite and <= 0, the alternatives sorted (but "
+          "for the sampled token, which vLLM lists first), the sampled token among them (completions); 0: only "
+          "the sampled token's logprob is checked" },
+        { "min_printable", MX_LSET_NUMBER, "0.9", 0, 1, NULL, "the least share of printable characters in a text" },
+        { "max_repeat", MX_LSET_NUMBER, "0.5", 0, 1, NULL,
+          "the largest share of one word among a text's words (8 or more): above it the text is degenerate" },
+        { "after_traffic", MX_LSET_INT, "4", 0, 1000, NULL,
+          "unseeded requests of other prompts between the second and the third request with the same seed" },
+        { "reference", MX_LSET_STRING, "\"\"", 0, 0, NULL,
+          "a JSON file {\"prompt name\": perplexity} the prompts' perplexity (from prompt_logprobs) is compared "
+          "with, or \"baseline\": the perplexities the baseline configuration's newest L2 stored (the baseline "
+          "run measures its own); empty: no comparison" },
+        { "perplexity_tolerance", MX_LSET_NUMBER, "0.05", 0, 10, NULL,
+          "the largest relative difference from the reference perplexity" },
         {},
 };
 

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The product against a server that is not ours: tests/foreign/vllm_like.py, an
+# OpenAI-compatible server written from vLLM's documented behaviour (not from
+# mxsim), whose tokens leave on an exact schedule: token i at F + i*D ms after
+# the request. The truth of every metric follows from the schedule and
+# bench-methods.md's definitions; the product must agree with it.
+#  - mxmatrix bench, the role chunk with the first token, 3 gpt-oss header
+#    tokens (no chunk), reasoning first, running usage (continuous_usage_stats):
+#    TTFR = F, TTFT = F + 3D, tg = 1000/D, TPOT = (E2EL - TTFR)/(tg - 1) = D,
+#    ITL p50 = D;
+#  - the role chunk at once (before prefill): TTFR ~ 0, TTFT = F;
+#  - a daemon run L1-L4 through a custom profile that starts the server:
+#    L2's logprob checks on vLLM's shapes (chat top_logprobs lead with the
+#    sampled token), L4's numbers on the schedule.
+# Exit 0 pass, 1 fail, 77 skip.
+set -u
+source "$(dirname "$0")/lib.sh"
+
+command -v python3 >/dev/null || skip "python3 is not installed"
+SERVER=$MX_SOURCE_DIR/tests/foreign/vllm_like.py
+F=60 D=10
+
+# a free port: bind 0 in Python, print it (the server binds it again a moment later)
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# start_server ARGS...: the server in the background with the test's tag, waits for /health
+start_server() {
+        PORT=$(free_port)
+        env MX_REGRESS_TAG="$MX_REGRESS_TAG" python3 "$SERVER" serve gpt-oss --host 127.0.0.1 --port "$PORT" \
+                --first-token-ms $F --token-ms $D --disable-log-requests "$@" >"$T/server.log" 2>&1 &
+        SRV_PID=$!
+        wait_until "the foreign server on $PORT" curl -sf -o /dev/null "http://127.0.0.1:$PORT/health"
+}
+stop_server() { kill "$SRV_PID" 2>/dev/null; wait "$SRV_PID" 2>/dev/null; }
+
+# near GOT WANT TOL_PCT TOL_MS: |got - want| within TOL_PCT % or TOL_MS
+near() {
+        jq -en --argjson g "$1" --argjson w "$2" --argjson p "$3" --argjson a "$4" \
+                '(($g - $w) | fabs) <= ([($w | fabs) * $p / 100, $a] | max)' >/dev/null
+}
+check() { # NAME GOT WANT TOL_PCT TOL_MS
+        near "$2" "$3" "$4" "$5" || fail "$1 $2, the schedule says $3 (tolerance $4 % or $5 ms)"
+        printf '     %-10s %10.3f  truth %10.3f\n' "$1" "$2" "$3"
+}
+
+bench() {
+        timeout 300 "$MX_BIN" bench "http://127.0.0.1:$PORT" --pp 128 --tg 32 --depth 0 --runs 5 --warmup 1 \
+                --json >"$T/bench.json" 2>"$T/err" || fail "mxmatrix bench exited $?"
+        jq -e '.failed == 0 and .measured == 5' "$T/bench.json" >/dev/null ||
+                fail "failed requests: $(jq -c .failures "$T/bench.json")"
+}
+val() { jq -r "$1" "$T/bench.json"; }
+
+step="the server refuses connections while it loads"
+PORT=$(free_port)
+env MX_REGRESS_TAG="$MX_REGRESS_TAG" python3 "$SERVER" serve m --host 127.0.0.1 --port "$PORT" --load-s 1.5 \
+        >"$T/server.log" 2>&1 &
+SRV_PID=$!
+sleep 0.3
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/health")
+[ "$code" = 000 ] || fail "/health answered $code while loading"
+wait_until "the server to listen" curl -sf -o /dev/null "http://127.0.0.1:$PORT/health"
+stop_server
+ok "connection refused, then 200"
+
+step="bench: role chunk with the first token, header tokens, reasoning, running usage"
+start_server --header-tokens 3 --reasoning-tokens 5 --continuous-usage
+bench
+stop_server
+[ "$(val '.server')" = vllm ] || fail "server kind $(val .server)"
+[ "$(val '.serving[0].first_token_field.reasoning')" = 5 ] || fail "first token field: $(val '.serving[0].first_token_field')"
+# E2EL = F + 31 D (the last token's chunk carries finish_reason); TPOT = (E2EL - TTFR) / 31
+check ttfr "$(val '.serving[0].ttfr_ms.mean')" $F 2 1.5
+check ttft "$(val '.serving[0].ttft_ms.mean')" $((F + 3 * D)) 2 1.5
+check e2el "$(val '.serving[0].e2el_ms.mean')" $((F + 31 * D)) 1 1.5
+check tpot "$(val '.serving[0].tpot_ms.mean')" $D 1 0.2
+check itl_p50 "$(val '.serving[0].itl_ms.p50')" $D 1 0.2
+check tg_tps "$(val '.tests[] | select(.kind == "tg") | .tps.mean')" $((1000 / D)) 1 0
+[ "$(val '.tests[] | select(.kind == "tg") | .tokens_counted_from')" = "usage (running counts)" ] ||
+        fail "tg counted from $(val '.tests[] | select(.kind == "tg") | .tokens_counted_from')"
+# pp t/s = prompt tokens / (TTFR - latency)
+pp_truth=$(jq -n --argjson p "$(val '.tests[0].prompt_tokens_max')" --argjson l "$(val .latency_ms)" \
+        "\$p / (($F - \$l) / 1000)")
+check pp_tps "$(val '.tests[] | select(.kind == "pp") | .tps.mean')" "$pp_truth" 3 0
+ok "TTFR, TTFT, E2EL, TPOT, ITL, tg and pp on the schedule"
+
+step="bench: the role chunk before prefill, content only"
+start_server --role-at request --role-content-empty --sse-comments
+bench
+stop_server
+check ttfr "$(val '.serving[0].ttfr_ms.mean')" 0 0 2
+check ttft "$(val '.serving[0].ttft_ms.mean')" $F 2 1.5
+check tpot "$(val '.serving[0].tpot_ms.mean')" "$(jq -n "($F + 31 * $D) / 31")" 1 0.2
+check itl_p50 "$(val '.serving[0].itl_ms.p50')" $D 1 0.2
+check tg_tps "$(val '.tests[] | select(.kind == "tg") | .tps.mean')" $((1000 / D)) 1 0
+ok "TTFR is the role chunk, TTFT the first text"
+
+step="matrix: a custom profile that starts the foreign server"
+MXD_MATRIX=$T/matrix.json
+jq -n --arg srv "$SERVER" --argjson f $F --argjson d $D '{
+  matrix: 1, name: "foreign",
+  profiles: {foreign: {base: "vllm", ready: {timeout: "60s", interval: "100ms"},
+                       stop: {signals: [{signal: "SIGTERM", grace: "10s"}, {signal: "SIGKILL", grace: "5s"}]}}},
+  target: {profile: "foreign", model: "openai/gpt-oss-120b", served_model_name: "gpt-oss-120b",
+           command: ["python3", $srv, "serve", "{model}", "--host", "{host}", "--port", "{port}",
+                     "--served-model-name", "{served_model_name}", "--load-s", "0.5",
+                     "--first-token-ms", ($f | tostring), "--token-ms", ($d | tostring),
+                     "--header-tokens", "3", "--reasoning-tokens", "5", "--continuous-usage",
+                     "--max-model-len", "8192", "--disable-log-requests"]},
+  axes: [{name: "role", values: [{name: "with-token"}, {name: "early", argv: ["--role-at", "request"]}]}],
+  baseline: {role: "with-token"},
+  features: [{name: "early", priority: 1, set: {role: "early"}, hypothesis: "the same", criteria: [{metric: "tg32_tps", min_gain_pct: 0}], status: "in-progress"}],
+  levels: {run: ["L1", "L2", "L3", "L4"],
+           L2: {max_tokens: 16, after_traffic: 1},
+           L3: {sequential: 4, concurrency: 3, max_tokens: 8, long_generation_tokens: 64,
+                long_context_tokens: 2048, memory_every: 2},
+           L4: {pp: [128], tg: [32], depth: [0], runs: 4, warmup: 1}}
+}' >"$MXD_MATRIX" || fail "jq"
+expect_exit 0 mx matrix check "$MXD_MATRIX"
+mxd_start
+ok "daemon pid $MXD_PID"
+
+step="L1-L4 against the foreign server"
+job=$(submit feature=early)
+mapfile -t runs < <(job_runs "$job")
+[ "${#runs[@]}" -eq 2 ] || fail "runs: ${runs[*]}"
+MX_WAIT_S=300 follow_job "$job"
+for r in "${runs[@]}"; do
+        lv=$(run_field "$r" '.run.attempt_history[-1].levels')
+        for L in L1 L2 L3 L4; do
+                v=$(jq -r ".[] | select(.level == \"$L\") | .verdict" <<<"$lv")
+                [ "$v" = pass ] || fail "r$r $L: $v: $(jq -c ".[] | select(.level == \"$L\") | .message" <<<"$lv")"
+        done
+done
+ok "r${runs[0]} r${runs[1]}: L1 L2 L3 L4 pass"
+
+step="L4's numbers on the schedule"
+l4=$(run_field "${runs[0]}" '.run.attempt_history[-1].levels[] | select(.level == "L4")')
+jq '.metrics' <<<"$l4" >"$T/bench.json"
+check ttfr "$(val '.serving[0].ttfr_ms.mean')" $F 2 1.5
+check ttft "$(val '.serving[0].ttft_ms.mean')" $((F + 3 * D)) 2 1.5
+check tpot "$(val '.serving[0].tpot_ms.mean')" $D 1 0.2
+check itl_p50 "$(val '.serving[0].itl_ms.p50')" $D 1 0.2
+check tg_tps "$(val '.tests[] | select(.kind == "tg") | .tps.mean')" $((1000 / D)) 1 0
+l4=$(run_field "${runs[1]}" '.run.attempt_history[-1].levels[] | select(.level == "L4")')
+jq '.metrics' <<<"$l4" >"$T/bench.json"
+check ttfr "$(val '.serving[0].ttfr_ms.mean')" 0 0 2
+check ttft "$(val '.serving[0].ttft_ms.mean')" $((F + 3 * D)) 2 1.5
+check tg_tps "$(val '.tests[] | select(.kind == "tg") | .tps.mean')" $((1000 / D)) 1 0
+ok "baseline and early-role runs agree with the schedule"
