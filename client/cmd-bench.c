@@ -239,10 +239,18 @@ static void print_footer(json_t *doc)
                json_string_value(json_object_get(doc, "tokenize")),
                json_integer_value(json_object_get(json_object_get(doc, "template_overhead"), "user")),
                json_integer_value(json_object_get(json_object_get(doc, "template_overhead"), "context")));
+        json_array_foreach(json_object_get(doc, "tests"), i, e)
+                if (json_is_true(json_object_get(e, "ttfr_before_prefill")))
+                        printf("warning: %s: the server sent its first chunk before the prefill ended (ttfr far "
+                               "below e2e_ttft), so its pp t/s says little; by the time to the first text "
+                               "(llama-benchy 0.4): %.1f t/s\n",
+                               json_string_value(json_object_get(e, "test")),
+                               json_number_value(json_object_get(json_object_get(e, "tps_first_text"), "mean")));
         printf("\nDefinitions:\n");
         {
-                static const char *const keys[] = {"pp_tps", "tg_tps", "peak_tps", "ttfr_ms", "ttft_ms",
-                                                   "est_ppt_ms", "tpot_ms", "itl_ms", "e2el_ms", "t0"};
+                static const char *const keys[] = {"pp_tps", "pp_tps_first_text", "tg_tps", "peak_tps",
+                                                   "ttfr_ms", "ttft_ms", "est_ppt_ms", "tpot_ms",
+                                                   "itl_ms", "e2el_ms", "t0"};
                 for (size_t k = 0; k < ELEMENTSOF(keys); k++)
                         printf("  %-10s %s\n", keys[k], json_string_value(json_object_get(defs, keys[k])));
         }

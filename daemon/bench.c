@@ -1217,12 +1217,13 @@ static void rows_json(const struct mx_bench *b, const struct test *t, struct bre
                       json_t *rows, json_t *failures)
 {
         struct vals pp = {}, tg = {}, pp_req = {}, tg_req = {}, ttfr = {}, est = {}, e2e = {}, peak = {},
-                    peak_req = {};
+                    peak_req = {}, pp_text = {};
         unsigned c = b->cfg.concurrency, failed = 0;
         int64_t cached_max = -1, prompt_min = INT64_MAX, prompt_max = -1, expected = 0;
         const char *source = NULL;
         char name_pp[64], name_tg[64];
         size_t to = 0, from;
+        bool ttfr_early;
         unsigned run = 0;
 
         test_name(t, ctx ? "ctx_pp" : "pp", name_pp, sizeof(name_pp));
@@ -1250,6 +1251,10 @@ static void rows_json(const struct mx_bench *b, const struct test *t, struct bre
                 vals_add(&est, v_est);
                 vals_add(&e2e, mx_bench_ttft_ms(r->t0, r->t_tok1));
                 vals_add(&pp_req, mx_bench_pp_tps(ptoks, v_est));
+                /* llama-benchy 0.4: over the time to the first text (e2e_ttft), which a role-only first chunk
+                 * sent before the prefill cannot shorten. */
+                vals_add(&pp_text, mx_bench_pp_tps(ptoks, mx_bench_est_ppt_ms(mx_bench_ttft_ms(r->t0, r->t_tok1),
+                                                                               b->latency_ms)));
                 vals_add(&tg_req, mx_bench_tg_tps(tg_tokens(r, &source), r->t_tok1, r->t_last_tok));
                 {
                         _cleanup_free_ int64_t *ts = xreallocarray(NULL, MX_MAX(r->n_tok, 1), sizeof(int64_t));
@@ -1295,9 +1300,20 @@ static void rows_json(const struct mx_bench *b, const struct test *t, struct bre
                 tg = tg_req;
                 tg_req = (struct vals){};
         }
+        {
+                struct mx_bstat st_ttfr, st_e2e;
+
+                /*
+                 * A server that sends its role-only chunk before the prefill ends (older vLLM with chunked
+                 * prefill) makes ttfr, and so pp t/s, meaningless: say so, and keep tps_first_text.
+                 */
+                mx_bstat_compute(ttfr.v, ttfr.n, &st_ttfr);
+                mx_bstat_compute(e2e.v, e2e.n, &st_e2e);
+                ttfr_early = st_ttfr.n > 0 && st_e2e.n > 0 && st_ttfr.p50 < st_e2e.p50 / 4;
+        }
         json_array_append_new(
                 rows,
-                json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:I,s:i,s:o,s:o,s:n,s:n,s:o,s:o,s:o,s:o,s:I,s:o,s:o}",
+                json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:I,s:i,s:o,s:o,s:n,s:n,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:b}",
                           "test", name_pp, "kind", ctx ? "ctx_pp" : "pp", "depth", (json_int_t)t->depth,
                           "pp", (json_int_t)t->pp, "tg", (json_int_t)(ctx ? 1 : t->tg), "concurrency", c,
                           "requests", (json_int_t)n, "failed", failed, "tps", stat_values_json(pp.v, pp.n),
@@ -1307,7 +1323,8 @@ static void rows_json(const struct mx_bench *b, const struct test *t, struct bre
                           "cached_tokens_max", cached_max >= 0 ? json_integer(cached_max) : json_null(),
                           "prompt_tokens_expected", (json_int_t)expected, "prompt_tokens_min",
                           prompt_max >= 0 ? json_integer(prompt_min) : json_null(), "prompt_tokens_max",
-                          prompt_max >= 0 ? json_integer(prompt_max) : json_null()));
+                          prompt_max >= 0 ? json_integer(prompt_max) : json_null(), "tps_first_text",
+                          stat_json(pp_text.v, pp_text.n), "ttfr_before_prefill", ttfr_early));
         if (!ctx)
                 json_array_append_new(
                         rows,
@@ -1328,6 +1345,7 @@ static void rows_json(const struct mx_bench *b, const struct test *t, struct bre
         vals_free(&tg);
         vals_free(&pp_req);
         vals_free(&tg_req);
+        vals_free(&pp_text);
         vals_free(&ttfr);
         vals_free(&est);
         vals_free(&e2e);
@@ -1413,13 +1431,17 @@ static json_t *request_json(const struct breq *r)
 static json_t *definitions_json(void)
 {
         return json_pack(
-                "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "t0",
+                "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "t0",
                 "CLOCK_MONOTONIC immediately before the request is handed to libcurl; every event is stamped "
                 "when libcurl hands over the bytes that complete it",
                 "pp_tps",
                 "llama-benchy v0.3: prompt tokens / est_ppt; prompt tokens = usage.prompt_tokens when within "
                 "+-20 % of the expected count (depth + pp; pp with --llama-bench-style), else the expected count; "
                 "c > 1: sum of prompt tokens / (latest first text - earliest t0)",
+                "pp_tps_first_text",
+                "llama-benchy 0.4: prompt tokens / max(0, e2e_ttft - latency), per request (the pp row's "
+                "tps_first_text); ttfr_before_prefill is true when the median ttfr is under a quarter of the "
+                "median e2e_ttft: the server sent its first chunk before the prefill ended, and pp_tps says little",
                 "tg_tps",
                 "llama-benchy 0.4: (N - 1) / (last text-bearing event - first text-bearing event), N = tokens from "
                 "the first text-bearing event on (usage.completion_tokens less the running count of that event plus "

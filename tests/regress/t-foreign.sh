@@ -82,6 +82,8 @@ check tg_tps "$(val '.tests[] | select(.kind == "tg") | .tps.mean')" $((1000 / D
 pp_truth=$(jq -n --argjson p "$(val '.tests[0].prompt_tokens_max')" --argjson l "$(val .latency_ms)" \
         "\$p / (($F - \$l) / 1000)")
 check pp_tps "$(val '.tests[] | select(.kind == "pp") | .tps.mean')" "$pp_truth" 3 0
+[ "$(val '.tests[] | select(.kind == "pp") | .ttfr_before_prefill')" = false ] ||
+        fail "the role chunk with the first token is flagged as sent before the prefill"
 ok "TTFR, TTFT, E2EL, TPOT, ITL, tg and pp on the schedule"
 
 step="bench: the role chunk before prefill, content only"
@@ -93,7 +95,13 @@ check ttft "$(val '.serving[0].ttft_ms.mean')" $F 2 1.5
 check tpot "$(val '.serving[0].tpot_ms.mean')" "$(jq -n "($F + 31 * $D) / 31")" 1 0.2
 check itl_p50 "$(val '.serving[0].itl_ms.p50')" $D 1 0.2
 check tg_tps "$(val '.tests[] | select(.kind == "tg") | .tps.mean')" $((1000 / D)) 1 0
-ok "TTFR is the role chunk, TTFT the first text"
+# pp from a role chunk sent at once means nothing: flagged, and llama-benchy 0.4's pp (to the first text) kept
+[ "$(val '.tests[] | select(.kind == "pp") | .ttfr_before_prefill')" = true ] ||
+        fail "a role chunk before the prefill is not flagged"
+pp_truth=$(jq -n --argjson p "$(val '.tests[0].prompt_tokens_max')" --argjson l "$(val .latency_ms)" \
+        "\$p / (($F - \$l) / 1000)")
+check pp_first_text "$(val '.tests[] | select(.kind == "pp") | .tps_first_text.mean')" "$pp_truth" 3 0
+ok "TTFR is the role chunk, TTFT the first text; pp flagged, and by the first text on the schedule"
 
 step="matrix: a custom profile that starts the foreign server"
 MXD_MATRIX=$T/matrix.json
