@@ -479,9 +479,10 @@ static bool run_holds(json_t *run, json_t *when)
  * The axis values every run of runs holds besides the set's own: the runs
  * never varied them together with the failure, so they cannot tell whether
  * those values take part ("graphs=on" when graphs was never off with eagle3).
- * In the matrix's axis order; NULL when there is none.
+ * Axes in axes (the sets' own) are left out. In the matrix's axis order, the
+ * values off the baseline first; NULL when there is none.
  */
-static char *unvaried(json_t *doc, json_t *runs, json_t *when)
+static char *unvaried(json_t *doc, json_t *runs, json_t *axes)
 {
         json_t *first = json_array_get(runs, 0), *base = json_object_get(rep_matrix(doc), "baseline"), *a,
                *r;
@@ -492,7 +493,7 @@ static char *unvaried(json_t *doc, json_t *runs, json_t *when)
         json_array_foreach (json_object_get(rep_matrix(doc), "axes"), i, a) {
                 const char *axis = json_string_value(json_object_get(a, "name"));
                 json_t *v = json_object_get(json_object_get(first, "config"), axis ?: "");
-                bool same = json_is_string(v) && !json_object_get(when, axis);
+                bool same = json_is_string(v) && !json_object_get(axes, axis);
                 struct mx_buf *b;
 
                 json_array_foreach (runs, k, r)
@@ -555,7 +556,7 @@ static void attributed_class(FILE *f, json_t *doc, json_t *at, json_t *c, json_t
         }
         for (i = 0; i < n; i++) {
                 json_t *runs = json_array_get(held, i);
-                _cleanup_json_ json_t *tied = json_array();
+                _cleanup_json_ json_t *tied = json_array(), *axes = json_object();
                 _cleanup_free_ char *ev = NULL, *fixed = NULL;
                 struct mx_buf head = MX_BUF_INIT;
                 bool several;
@@ -608,7 +609,10 @@ static void attributed_class(FILE *f, json_t *doc, json_t *at, json_t *c, json_t
                                 "` plans runs that tell them apart)\n",
                                 job);
                 }
-                fixed = json_array_size(runs) > 0 ? unvaried(doc, runs, json_object_get(g, "when")) : NULL;
+                /* the axes of every tied set are accounted for above */
+                json_array_foreach (tied, k, r)
+                        json_object_update(axes, json_object_get(r, "when"));
+                fixed = json_array_size(runs) > 0 ? unvaried(doc, runs, axes) : NULL;
                 several = fixed &&
                           strchr(strchr(strchr(fixed, '`') + 1, '`') + 1, '`'); /* two values or more */
                 if (fixed)
