@@ -3,11 +3,16 @@
  * Seed 003's FEATURE_MATRIX.md parts that runs can fill: Feature Status
  * Overview (status from the runs beside the declared one), Configuration
  * Combinations Tested (one row per configuration) and Known Issues by
- * Configuration: the failures the runs showed, grouped by failure class and
- * declaration, each with its log evidence and the runs, beside the known
- * issues the matrix declares and whether the runs reproduced them.
+ * Configuration: the failures the runs showed, each headed by the smallest
+ * combinations of axis values that explain it (the document's attribution,
+ * mxmatrix attribute's analysis) with its log evidence and the runs, what
+ * the runs cannot separate, beside the known issues the matrix declares and
+ * whether the runs reproduced them. A document without an attribution
+ * (exported before it had one) gets the older headings: what the failing
+ * runs of a class have in common off the baseline.
  */
 #include "report-internal.h"
+#include "attrib.h"
 
 #include <ctype.h>
 
@@ -315,35 +320,88 @@ static char *common_diff(json_t *doc, json_t *runs)
                      : (mx_buf_free(&b), xstrdup("(no value in common beyond the baseline)"));
 }
 
-static void known_issues(FILE *f, json_t *doc)
+/* The bullets under an observed issue's heading: Declared (each declaration its runs come from), Workaround.
+ */
+static void declared_lines(FILE *f, json_t *doc, json_t *runs)
 {
-        json_t *kis = json_object_get(rep_matrix(doc), "known_incompatible"), *ki, *run;
-        _cleanup_json_ json_t *groups = json_object(), *order = json_array();
-        size_t i, n_ki = json_array_size(kis);
-        bool *seen = xcalloc(n_ki + 1, sizeof(bool));
-        const char *key;
-        json_t *g;
+        json_t *kis = json_object_get(rep_matrix(doc), "known_incompatible"), *r;
+        _cleanup_json_ json_t *ds = json_array();
+        _cleanup_free_ char *wa = NULL;
+        size_t k;
 
-        fputs("## Known Issues by Configuration\n\nObserved in this job's runs (crash class and log "
-              "evidence from "
-              "the runs), beside the matrix's declarations.\n\n",
-              f);
-        /* group the failing runs by (failure class, declaration) in plan order */
+        json_array_foreach (runs, k, r) {
+                int d = declared_index(doc, r);
+                bool dup = d < 0;
+                size_t q;
+                json_t *x;
+
+                json_array_foreach (ds, q, x)
+                        dup |= json_integer_value(x) == d;
+                if (!dup)
+                        json_array_append_new(ds, json_integer(d));
+        }
+        json_array_foreach (ds, k, r) {
+                json_t *e = json_array_get(kis, (size_t)json_integer_value(r));
+                const char *reason = json_string_value(json_object_get(e, "reason"));
+
+                fprintf(f, "- **Declared**: when %s, expect %s: %s\n",
+                        strna(json_string_value(json_object_get(e, "text"))),
+                        strna(json_string_value(json_object_get(e, "expect"))), strna(reason));
+                if (!wa)
+                        wa = workaround_of(reason);
+        }
+        if (json_array_size(ds) == 0)
+                fputs("- **Declared**: no: not a known issue of the matrix file (a new failure)\n", f);
+        fprintf(f, "- **Workaround**: %s\n", wa ?: "-");
+}
+
+/* "- **Observed in**: r9 (xfail, spec=eagle3-short), ..." */
+static void observed_line(FILE *f, json_t *doc, json_t *runs)
+{
+        json_t *r;
+        size_t k;
+
+        fputs("- **Observed in**:", f);
+        json_array_foreach (runs, k, r) {
+                _cleanup_free_ char *diff = rep_config_diff(doc, r);
+
+                fprintf(f, "%s r%" JSON_INTEGER_FORMAT " (%s, %s)", k ? "," : "",
+                        json_integer_value(json_object_get(r, "id")), rep_result(r),
+                        *diff ? diff : "baseline");
+        }
+        fputc('\n', f);
+}
+
+/* The first piece of log evidence of the runs, Markdown-safe. */
+static char *evidence_of(json_t *runs)
+{
+        struct rep_failure fail;
+        char *ev;
+
+        if (!rep_run_failure(json_array_get(runs, 0), &fail))
+                return xstrdup("(no evidence recorded)");
+        ev = rep_md(fail.text);
+        rep_failure_done(&fail);
+        return ev;
+}
+
+/* The older Known Issues: failing runs grouped by (failure class, declaration), headed by common_diff(). */
+static void issues_by_difference(FILE *f, json_t *doc)
+{
+        _cleanup_json_ json_t *groups = json_object(), *order = json_array();
+        json_t *run, *ki, *g;
+        size_t i;
+
         json_array_foreach (rep_runs(doc), i, run) {
                 struct rep_failure fail;
-                int d;
                 _cleanup_free_ char *gk = NULL;
 
                 if (!rep_run_failure(run, &fail))
                         continue;
-                d = declared_index(doc, run);
-                if (d >= 0)
-                        seen[d] = true;
-                gk = xasprintf("%s\x1f%d", fail.klass, d);
+                gk = xasprintf("%s\x1f%d", fail.klass, declared_index(doc, run));
                 g = json_object_get(groups, gk);
                 if (!g) {
-                        g = json_pack("{s:s,s:i,s:s,s:[]}", "class", fail.klass, "declared", d, "evidence",
-                                      fail.text, "runs");
+                        g = json_pack("{s:s,s:[]}", "class", fail.klass, "runs");
                         json_object_set_new(groups, gk, g);
                         json_array_append_new(order, json_string(gk));
                 }
@@ -351,48 +409,345 @@ static void known_issues(FILE *f, json_t *doc)
                 rep_failure_done(&fail);
         }
         json_array_foreach (order, i, ki) {
-                json_t *runs, *r;
-                int d;
-                size_t k;
-                _cleanup_free_ char *with = NULL, *ev = NULL, *wa = NULL;
-                const char *reason;
+                json_t *runs;
+                _cleanup_free_ char *with = NULL, *ev = NULL;
 
-                key = json_string_value(ki);
-                g = json_object_get(groups, key);
+                g = json_object_get(groups, json_string_value(ki));
                 runs = json_object_get(g, "runs");
-                d = (int)json_integer_value(json_object_get(g, "declared"));
-                reason =
-                        d >= 0 ? json_string_value(json_object_get(json_array_get(kis, (size_t)d), "reason"))
-                               : NULL;
                 with = common_diff(doc, runs);
+                ev = evidence_of(runs);
                 fprintf(f, "### %s\n\n", with);
-                ev = rep_md(json_string_value(json_object_get(g, "evidence")));
                 fprintf(f, "- **Issue**: `%s`: %s\n", json_string_value(json_object_get(g, "class")), ev);
-                fputs("- **Observed in**:", f);
-                json_array_foreach (runs, k, r) {
-                        _cleanup_free_ char *diff = rep_config_diff(doc, r);
-
-                        fprintf(f, "%s r%" JSON_INTEGER_FORMAT " (%s, %s)", k ? "," : "",
-                                json_integer_value(json_object_get(r, "id")), rep_result(r),
-                                *diff ? diff : "baseline");
-                }
-                fputc('\n', f);
-                if (reason) {
-                        json_t *e = json_array_get(kis, (size_t)d);
-
-                        fprintf(f, "- **Declared**: when %s, expect %s: %s\n",
-                                strna(json_string_value(json_object_get(e, "text"))),
-                                strna(json_string_value(json_object_get(e, "expect"))), reason);
-                } else
-                        fputs("- **Declared**: no: not a known issue of the matrix file (a new failure)\n",
-                              f);
-                wa = workaround_of(reason);
-                fprintf(f, "- **Workaround**: %s\n", wa ?: "-");
+                observed_line(f, doc, runs);
+                declared_lines(f, doc, runs);
                 fprintf(f, "- **Status**: Open (reproduced in this job: %zu run%s)\n\n",
                         json_array_size(runs), json_array_size(runs) == 1 ? "" : "s");
         }
         if (json_array_size(order) == 0)
                 fputs("No run of this job failed.\n\n", f);
+}
+
+/*
+ * The failure class a run counts for in the attribution: its attempts' results as
+ * mx_attrib_attempt_result() gives them to the analysis, when they agree on one
+ * failure; NULL when the run passed, came to no result or disagrees (flaky).
+ */
+static char *attrib_class_of(json_t *run)
+{
+        _cleanup_free_ char *cls = NULL;
+        json_t *a;
+        size_t i;
+        bool any = false;
+
+        json_array_foreach (json_object_get(run, "attempt_history"), i, a) {
+                _cleanup_json_ json_t *res = mx_attrib_attempt_result(
+                        json_string_value(json_object_get(a, "outcome")),
+                        json_string_value(json_object_get(a, "crash_class")), json_object_get(a, "levels"));
+                const char *c = json_string_value(json_object_get(res, "class"));
+
+                if (!res)
+                        continue;
+                if (!c || (any && !streq_ptr(cls, c)))
+                        return NULL; /* a pass, or two different failures */
+                if (!any)
+                        cls = xstrdup(c);
+                any = true;
+        }
+        return TAKE_PTR(cls);
+}
+
+/* Does the run's configuration hold a group's "when" (axis -> value, or a list of values)? */
+static bool run_holds(json_t *run, json_t *when)
+{
+        json_t *config = json_object_get(run, "config"), *v, *x;
+        const char *axis;
+        size_t i;
+
+        json_object_foreach (when, axis, v) {
+                json_t *have = json_object_get(config, axis);
+                bool in = json_equal(have, v);
+
+                json_array_foreach (v, i, x)
+                        in |= json_equal(have, x);
+                if (!have || !in)
+                        return false;
+        }
+        return json_object_size(when) > 0;
+}
+
+/*
+ * The axis values every run of runs holds besides the set's own: the runs
+ * never varied them together with the failure, so they cannot tell whether
+ * those values take part ("graphs=on" when graphs was never off with eagle3).
+ * Axes in axes (the sets' own) are left out. In the matrix's axis order, the
+ * values off the baseline first; NULL when there is none.
+ */
+static char *unvaried(json_t *doc, json_t *runs, json_t *axes)
+{
+        json_t *first = json_array_get(runs, 0), *base = json_object_get(rep_matrix(doc), "baseline"), *a,
+               *r;
+        struct mx_buf off = MX_BUF_INIT, on = MX_BUF_INIT;
+        size_t i, k;
+        char *out;
+
+        json_array_foreach (json_object_get(rep_matrix(doc), "axes"), i, a) {
+                const char *axis = json_string_value(json_object_get(a, "name"));
+                json_t *v = json_object_get(json_object_get(first, "config"), axis ?: "");
+                bool same = json_is_string(v) && !json_object_get(axes, axis);
+                struct mx_buf *b;
+
+                json_array_foreach (runs, k, r)
+                        same = same && json_equal(v, json_object_get(json_object_get(r, "config"), axis));
+                if (!same)
+                        continue;
+                /* the values off the baseline first: the likelier partners of a cause */
+                b = json_equal(v, json_object_get(base, axis)) ? &on : &off;
+                mx_buf_printf(b, "%s`%s=%s`", b->len ? ", " : "", axis, json_string_value(v));
+        }
+        if (off.len && on.len)
+                out = xasprintf("%s (and the baseline's %s)", off.data, on.data);
+        else if (off.len || on.len)
+                out = xasprintf("%s%s", off.len ? off.data : "the baseline's ", off.len ? "" : on.data);
+        else
+                out = NULL;
+        mx_buf_free(&off);
+        mx_buf_free(&on);
+        return out;
+}
+
+/* Is the run in list (runs, or run ids)? */
+static bool run_in(json_t *list, json_t *run)
+{
+        json_int_t id = json_integer_value(json_object_get(run, "id"));
+        json_t *x;
+        size_t i;
+
+        json_array_foreach (list, i, x)
+                if ((json_is_integer(x) ? json_integer_value(x)
+                                        : json_integer_value(json_object_get(x, "id"))) == id)
+                        return true;
+        return false;
+}
+
+/*
+ * One failure class of the attribution: a section per explaining combination
+ * (groups that hold in exactly the same failing runs, with the same support,
+ * are ties and share one: the runs cannot separate them), then the class's
+ * failing runs no combination explains. failing: the document's runs that
+ * count for the class, in plan order; listed collects the ids written.
+ */
+static void attributed_class(FILE *f, json_t *doc, json_t *at, json_t *c, json_t *failing, json_t *listed)
+{
+        const char *cls = json_string_value(json_object_get(c, "class"));
+        json_t *groups = json_object_get(c, "groups"), *g, *r;
+        size_t n = json_array_size(groups), i, j, k;
+        _cleanup_free_ bool *done = xcalloc(n + 1, sizeof(bool));
+        _cleanup_json_ json_t *held = json_array(), *rest = json_array();
+        int64_t job = json_integer_value(json_object_get(rep_job(doc), "id"));
+
+        /* the document's runs supporting each group */
+        json_array_foreach (groups, i, g) {
+                json_t *runs = json_array();
+
+                json_array_foreach (failing, k, r)
+                        if (run_holds(r, json_object_get(g, "when")))
+                                json_array_append(runs, r);
+                json_array_append_new(held, runs);
+        }
+        for (i = 0; i < n; i++) {
+                json_t *runs = json_array_get(held, i);
+                _cleanup_json_ json_t *tied = json_array(), *axes = json_object();
+                _cleanup_free_ char *ev = NULL, *fixed = NULL;
+                struct mx_buf head = MX_BUF_INIT;
+                bool several;
+
+                if (done[i])
+                        continue;
+                g = json_array_get(groups, i);
+                for (j = i; j < n; j++) {
+                        json_t *o = json_array_get(groups, j);
+
+                        if (!done[j] && json_equal(json_array_get(held, j), runs) &&
+                            json_equal(json_object_get(o, "support"), json_object_get(g, "support"))) {
+                                done[j] = true;
+                                json_array_append(tied, o);
+                        }
+                }
+                json_array_foreach (tied, k, r)
+                        mx_buf_printf(&head, "%s%s", k ? " or " : "",
+                                      json_string_value(json_object_get(r, "text")));
+                fprintf(f, "### %s → %s\n\n", head.data, cls);
+                mx_buf_free(&head);
+                ev = evidence_of(runs);
+                fprintf(f, "- **Issue**: `%s`: %s\n", cls, ev);
+                fprintf(f,
+                        "- **Found from the runs**: %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
+                        " failing runs with `%s` hold it, 0 passing hold it",
+                        json_integer_value(json_object_get(g, "support")),
+                        json_integer_value(json_object_get(c, "failing")), cls);
+                if (json_integer_value(json_object_get(g, "other")) > 0)
+                        fprintf(f, "; %" JSON_INTEGER_FORMAT " failing another way",
+                                json_integer_value(json_object_get(g, "other")));
+                if (json_integer_value(json_object_get(g, "flaky")) > 0)
+                        fprintf(f, "; %" JSON_INTEGER_FORMAT " flaky",
+                                json_integer_value(json_object_get(g, "flaky")));
+                fprintf(f,
+                        " (no smaller combination explains them; sets of up to %" JSON_INTEGER_FORMAT
+                        " axis values searched)\n",
+                        json_integer_value(json_object_get(at, "t")));
+                if (json_array_size(tied) > 1) {
+                        fputs("- **Cannot separate**: ", f);
+                        json_array_foreach (tied, k, r)
+                                fprintf(f, "%s`%s`",
+                                        k == 0                           ? ""
+                                        : k + 1 == json_array_size(tied) ? " and "
+                                                                         : ", ",
+                                        json_string_value(json_object_get(r, "text")));
+                        fprintf(f,
+                                " hold in the same failing runs: any of them may be the cause "
+                                "(`mxmatrix submit --confirm %" PRId64
+                                "` plans runs that tell them apart)\n",
+                                job);
+                }
+                /* the axes of every tied set are accounted for above */
+                json_array_foreach (tied, k, r)
+                        json_object_update(axes, json_object_get(r, "when"));
+                fixed = json_array_size(runs) > 0 ? unvaried(doc, runs, axes) : NULL;
+                several = fixed &&
+                          strchr(strchr(strchr(fixed, '`') + 1, '`') + 1, '`'); /* two values or more */
+                if (fixed)
+                        fprintf(f,
+                                "- **Cannot separate**: every run with it also had %s: the runs cannot tell "
+                                "whether %s take%s part (`mxmatrix submit --confirm %" PRId64
+                                "` plans runs that vary %s)\n",
+                                fixed, several ? "these" : "this", several ? "" : "s", job,
+                                several ? "them" : "it");
+                if (json_array_size(runs) > 0)
+                        observed_line(f, doc, runs);
+                else
+                        fputs("- **Observed in**: runs of the job this one confirms (`mxmatrix "
+                              "attribute`)\n",
+                              f);
+                declared_lines(f, doc, runs);
+                fprintf(f, "- **Status**: Open (reproduced in this job: %zu run%s)\n\n",
+                        json_array_size(runs), json_array_size(runs) == 1 ? "" : "s");
+                json_array_extend(listed, runs);
+        }
+        /* the class's failures no combination explains */
+        json_array_foreach (failing, k, r) {
+                bool in = false;
+
+                json_array_foreach (held, i, g)
+                        in |= run_in(g, r);
+                if (!in)
+                        json_array_append(rest, r);
+        }
+        if (json_array_size(rest) > 0) {
+                _cleanup_free_ char *ev = evidence_of(rest);
+
+                fprintf(f, "### %s (no combination explains it)\n\n- **Issue**: `%s`: %s\n", cls, cls, ev);
+                fprintf(f,
+                        "- **Found from the runs**: no set of up to %" JSON_INTEGER_FORMAT
+                        " axis values is held by these failing runs and by no passing run\n",
+                        json_integer_value(json_object_get(at, "t")));
+                observed_line(f, doc, rest);
+                declared_lines(f, doc, rest);
+                fprintf(f, "- **Status**: Open (reproduced in this job: %zu run%s)\n\n",
+                        json_array_size(rest), json_array_size(rest) == 1 ? "" : "s");
+                json_array_extend(listed, rest);
+        }
+}
+
+/* Known Issues from the document's attribution; failures it leaves out (flaky, no result) follow. */
+static void issues_attributed(FILE *f, json_t *doc, json_t *at)
+{
+        json_t *flaky = json_object_get(at, "flaky"), *c, *run;
+        _cleanup_json_ json_t *listed = json_array(), *left = json_array();
+        size_t i, k;
+
+        json_array_foreach (json_object_get(at, "classes"), i, c) {
+                _cleanup_json_ json_t *failing = json_array();
+
+                json_array_foreach (rep_runs(doc), k, run) {
+                        _cleanup_free_ char *cls = NULL;
+
+                        if (run_in(flaky, run))
+                                continue;
+                        cls = attrib_class_of(run);
+                        if (cls && streq_ptr(cls, json_string_value(json_object_get(c, "class"))))
+                                json_array_append(failing, run);
+                }
+                attributed_class(f, doc, at, c, failing, listed);
+        }
+        json_array_foreach (rep_runs(doc), k, run) {
+                struct rep_failure fail;
+
+                if (!run_in(listed, run) && rep_run_failure(run, &fail)) {
+                        json_array_append(left, run);
+                        rep_failure_done(&fail);
+                }
+        }
+        if (json_array_size(left) > 0) {
+                _cleanup_free_ char *ev = evidence_of(left);
+
+                fprintf(f, "### Failures the attribution sets aside\n\n- **Issue**: %s\n", ev);
+                fputs("- **Found from the runs**: nothing: a flaky run (its results disagree) or one that "
+                      "came "
+                      "to no result (infra-error, interrupted) is evidence for no combination\n",
+                      f);
+                observed_line(f, doc, left);
+                declared_lines(f, doc, left);
+                fputs("- **Status**: Open (not attributed)\n\n", f);
+        }
+        if (json_array_size(listed) + json_array_size(left) == 0)
+                fputs("No run of this job failed.\n\n", f);
+}
+
+static void known_issues(FILE *f, json_t *doc)
+{
+        json_t *kis = json_object_get(rep_matrix(doc), "known_incompatible"), *ki, *run;
+        json_t *at = json_object_get(doc, "attribution");
+        size_t i, n_ki = json_array_size(kis);
+        bool *seen = xcalloc(n_ki + 1, sizeof(bool));
+
+        fputs("## Known Issues by Configuration\n\n", f);
+        if (json_is_array(json_object_get(at, "classes"))) {
+                fprintf(f,
+                        "Observed in this job's runs, each headed by the smallest combinations of axis "
+                        "values "
+                        "that explain it, found from the runs (`mxmatrix attribute %" JSON_INTEGER_FORMAT
+                        "`: every run holding a combination failed that way and no passing run holds it; "
+                        "%" JSON_INTEGER_FORMAT " runs with a result, %" JSON_INTEGER_FORMAT " passed, %zu "
+                        "flaky), with the crash class and log evidence from the runs, beside the matrix's "
+                        "declarations.\n\n",
+                        json_integer_value(json_object_get(rep_job(doc), "id")),
+                        json_integer_value(json_object_get(at, "runs")),
+                        json_integer_value(json_object_get(at, "passing")),
+                        json_array_size(json_object_get(at, "flaky")));
+                issues_attributed(f, doc, at);
+        } else {
+                fputs("Observed in this job's runs (crash class and log evidence from the runs), beside the "
+                      "matrix's declarations",
+                      f);
+                if (json_is_string(json_object_get(at, "error")))
+                        fprintf(f,
+                                "; no attribution (%s), so each heading is what the failing runs have "
+                                "in common off the baseline",
+                                json_string_value(json_object_get(at, "error")));
+                fputs(".\n\n", f);
+                issues_by_difference(f, doc);
+        }
+        json_array_foreach (rep_runs(doc), i, run) {
+                struct rep_failure fail;
+                int d;
+
+                if (!rep_run_failure(run, &fail))
+                        continue;
+                d = declared_index(doc, run);
+                if (d >= 0)
+                        seen[d] = true;
+                rep_failure_done(&fail);
+        }
         /* declarations no run of this job reproduced */
         json_array_foreach (kis, i, ki) {
                 _cleanup_free_ char *wa = NULL;

@@ -55,6 +55,11 @@ int report_doc_check(json_t *doc, char **reterr)
                 *reterr = xstrdup("key 'matrix': expected an object");
                 return -EINVAL;
         }
+        v = json_object_get(doc, "attribution");
+        if (v && !json_is_object(v)) {
+                *reterr = xstrdup("key 'attribution': expected an object (mxmatrix-report.json(5))");
+                return -EINVAL;
+        }
         if (!json_is_array(runs)) {
                 *reterr = xstrdup("key 'runs': expected an array");
                 return -EINVAL;

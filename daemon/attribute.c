@@ -161,31 +161,49 @@ static void add_universe(struct mx_attrib *a, const struct mx_matrix *m)
         }
 }
 
-static int analyse_job(struct mx_request *req, int64_t job, int64_t max_size, struct mx_attrib *a,
-                       struct mx_attrib_result **ret_res, json_t **ret_configs)
+/*
+ * Load and analyse a job. On failure a negative errno with, where there is
+ * more to say than the errno, *ret_code (a protocol error code) and *reterr.
+ */
+static int analyse_job(struct mx_daemon *d, int64_t job, int64_t max_size, struct mx_attrib *a,
+                       struct mx_attrib_result **ret_res, json_t **ret_configs, const char **ret_code,
+                       char **reterr)
 {
         _cleanup_free_ char *err = NULL;
         unsigned t = 0;
         int r;
 
-        r = attribute_load(req->d->db, job, a, ret_configs, &err);
+        r = attribute_load(d->db, job, a, ret_configs, &err);
         if (r >= 0)
-                r = attribute_strength(req->d->db, job, max_size, &t);
+                r = attribute_strength(d->db, job, max_size, &t);
         if (r == -EINVAL || r == -E2BIG) {
-                request_error(req, r == -E2BIG ? "limit-exceeded" : "internal", "job %" PRId64 ": %s", job,
-                              strna(err));
+                *ret_code = r == -E2BIG ? "limit-exceeded" : "internal";
+                *reterr = xasprintf("job %" PRId64 ": %s", job, strna(err));
                 return r;
         }
-        if (r < 0) {
-                request_error_errno(req, r, req->method->name);
+        if (r < 0)
                 return r;
-        }
         r = mx_attrib_analyse(a, t, ret_res, &err);
         if (r < 0) {
-                request_error(req, "bad-request", "%s", strna(err));
-                return r;
+                *ret_code = "bad-request";
+                *reterr = xasprintf("%s", strna(err));
         }
-        return 0;
+        return r;
+}
+
+/* analyse_job() for a request: errors go to the client. */
+static int analyse_request(struct mx_request *req, int64_t job, int64_t max_size, struct mx_attrib *a,
+                           struct mx_attrib_result **ret_res, json_t **ret_configs)
+{
+        _cleanup_free_ char *err = NULL;
+        const char *code = NULL;
+        int r = analyse_job(req->d, job, max_size, a, ret_res, ret_configs, &code, &err);
+
+        if (r < 0 && err)
+                request_error(req, code, "%s", err);
+        else if (r < 0)
+                request_error_errno(req, r, req->method->name);
+        return r;
 }
 
 /* The groups as known_incompatible entries of the matrix file (mxmatrix.json(5)). */
@@ -213,20 +231,42 @@ static json_t *known_incompatible(const struct mx_attrib *a, const struct mx_att
         return list;
 }
 
+int attribute_job(struct mx_daemon *d, int64_t job, int64_t max_size, json_t **ret, const char **ret_code,
+                  char **reterr)
+{
+        _cleanup_(mx_attrib_freep) struct mx_attrib *a = mx_attrib_new();
+        _cleanup_(mx_attrib_result_freep) struct mx_attrib_result *res = NULL;
+        _cleanup_json_ json_t *configs = NULL;
+        int r;
+
+        add_universe(a, d->matrix);
+        r = analyse_job(d, job, max_size, a, &res, &configs, ret_code, reterr);
+        if (r < 0)
+                return r;
+        *ret = json_pack("{s:o,s:o}", "attribution", mx_attrib_result_to_json(a, res), "known_incompatible",
+                         known_incompatible(a, res, job));
+        return 0;
+}
+
 void attribute_handle(struct mx_request *req)
 {
         int64_t job = json_integer_value(json_object_get(req->params, "job"));
         int64_t max_size = json_integer_value(json_object_get(req->params, "max_size"));
-        _cleanup_(mx_attrib_freep) struct mx_attrib *a = mx_attrib_new();
-        _cleanup_(mx_attrib_result_freep) struct mx_attrib_result *res = NULL;
-        _cleanup_json_ json_t *configs = NULL;
+        _cleanup_free_ char *err = NULL;
+        const char *code = NULL;
+        json_t *res = NULL;
+        int r = attribute_job(req->d, job, max_size, &res, &code, &err);
 
-        add_universe(a, req->d->matrix);
-        if (analyse_job(req, job, max_size, a, &res, &configs) < 0)
+        if (r < 0 && err) {
+                request_error(req, code, "%s", err);
                 return;
-        request_reply(req, json_pack("{s:I,s:o,s:o}", "job", (json_int_t)job, "attribution",
-                                     mx_attrib_result_to_json(a, res), "known_incompatible",
-                                     known_incompatible(a, res, job)));
+        }
+        if (r < 0) {
+                request_error_errno(req, r, req->method->name);
+                return;
+        }
+        json_object_set_new(res, "job", json_integer(job));
+        request_reply(req, res);
 }
 
 int attribute_confirm_plan(struct mx_request *req, const struct mx_matrix *m, int64_t job, size_t max_runs,
@@ -239,7 +279,7 @@ int attribute_confirm_plan(struct mx_request *req, const struct mx_matrix *m, in
         int64_t max_size = json_integer_value(json_object_get(req->params, "max_size"));
         int r;
 
-        r = analyse_job(req, job, max_size, a, &res, &configs);
+        r = analyse_request(req, job, max_size, a, &res, &configs);
         if (r < 0)
                 return r;
         r = mx_confirm_plan(m, res, configs, input, max_runs, ret, &err);

@@ -25,7 +25,18 @@ int attribute_load(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t **
 /* The size of the sets to search for a job: max_size when > 0, else its covering strength, else 3. */
 int attribute_strength(struct mx_db *db, int64_t job, int64_t max_size, unsigned *ret);
 
-/* The attribute method: {"job", "result": mx_attrib_result_to_json(), "known_incompatible": [...]}. */
+/*
+ * A job's attribution, what the attribute method replies and the report
+ * document carries (daemon/report.c): {"attribution": mx_attrib_result_to_json(),
+ * "known_incompatible": [the groups as matrix-file entries]} in *ret. The
+ * daemon's matrix names each axis's values (for globs). max_size 0: the
+ * job's covering strength. Negative errno on failure, with *ret_code (a
+ * protocol error code) and *reterr where there is more to say than the errno.
+ */
+int attribute_job(struct mx_daemon *d, int64_t job, int64_t max_size, json_t **ret, const char **ret_code,
+                  char **reterr);
+
+/* The attribute method: attribute_job()'s object with "job". */
 void attribute_handle(struct mx_request *req);
 
 /* submit --confirm JOB: the follow-up plan for the job's candidates, or an error already sent. */

@@ -5,11 +5,14 @@
  * renders and `mxmatrix export` writes. The runs go out as stream items of
  * REPORT_BATCH runs each (every attempt with its levels, metrics, messages,
  * samples and metadata record), waiting for the reader between batches; the
- * reply carries the job, the matrix section and where the next page starts.
+ * reply carries the job, the matrix section and where the next page starts;
+ * the last page's reply also carries the criteria and the attribution.
  * A page of 10 000 runs never exists as one JSON document in the daemon.
  */
 #include "report.h"
+#include "attribute.h"
 #include "gates.h"
+#include "log.h"
 #include "daemon.h"
 #include "matrix-report.h"
 #include "meta.h"
@@ -127,6 +130,30 @@ static json_t *matrix_section(struct mx_daemon *d, const char *path, const char 
         return o;
 }
 
+/*
+ * What mxmatrix attribute says of the job (attribute_job(): the same
+ * analysis), with the known_incompatible entries it proposes; a job the
+ * analysis refuses (over attrib.h's limits) gets {"error"}: the rest of the
+ * report still stands.
+ */
+static json_t *attribution_section(struct mx_daemon *d, int64_t job)
+{
+        _cleanup_json_ json_t *res = NULL;
+        _cleanup_free_ char *err = NULL;
+        const char *code = NULL;
+        json_t *o;
+        int r = attribute_job(d, job, 0, &res, &code, &err);
+
+        if (r < 0) {
+                log_warning_errno(r, "report: job %" PRId64 ": no attribution%s%s", job, err ? ": " : "",
+                                  strempty(err));
+                return json_pack("{s:s}", "error", err ?: strerror(-r));
+        }
+        o = json_incref(json_object_get(res, "attribution"));
+        json_object_set(o, "known_incompatible", json_object_get(res, "known_incompatible"));
+        return o;
+}
+
 static void report_closed(struct mx_request *req, void *ud)
 {
         (void)req;
@@ -186,11 +213,16 @@ static bool report_pump(struct reportsub *rs)
         }
         json_object_set_new(job, "matrix_digest", json_string(digest));
         matrix = matrix_section(d, json_string_value(json_object_get(job, "matrix")), digest);
-        /* The daemon's evaluation of the feature's success criteria and hard constraints (gates.h), once. */
-        request_reply(rs->req, json_pack("{s:i,s:O,s:O,s:b,s:o,s:o}", "report", MX_REPORT_VERSION, "job", job,
-                                         "matrix", matrix, "more", !rs->done, "after",
-                                         rs->after_run > 0 ? json_integer(rs->after_run) : json_null(),
-                                         "criteria", rs->done ? gates_job_criteria(d, job) : json_null()));
+        /*
+         * Once, with the last page: the daemon's evaluation of the feature's success criteria and hard
+         * constraints (gates.h), and the failures' attribution (attribute.h).
+         */
+        request_reply(rs->req,
+                      json_pack("{s:i,s:O,s:O,s:b,s:o,s:o,s:o}", "report", MX_REPORT_VERSION, "job", job,
+                                "matrix", matrix, "more", !rs->done, "after",
+                                rs->after_run > 0 ? json_integer(rs->after_run) : json_null(), "criteria",
+                                rs->done ? gates_job_criteria(d, job) : json_null(), "attribution",
+                                rs->done ? attribution_section(d, rs->job) : json_null()));
         return true;
 }
 

@@ -4,11 +4,14 @@
  * (tests/fixtures/report/doc.json: three runs of the demo sweep, baseline,
  * the feature and a crash, with L3/L4 metrics and samples added): every
  * figure with its definition and sample count, the seed tables' values,
- * criteria evaluated, CSV and XML escaping, determinism, bad documents; and
- * the matrix file's reference section.
+ * criteria evaluated, CSV and XML escaping, determinism, bad documents; the
+ * Known Issues headed by the document's attribution (checked against what
+ * matrix/attrib.c finds from the fixture's runs); and the matrix file's
+ * reference section.
  */
 #include "test.h"
 
+#include "attrib.h"
 #include "csv.h"
 #include "lines.h"
 #include "matrix.h"
@@ -130,13 +133,99 @@ TEST(feature_matrix_known_issues)
         ASSERT_CONTAINS(md, "| `VLLM_MXFP4_MOE_KERNEL=gemm` | `marlin` |");
         ASSERT_CONTAINS(md, "| ID | Kernel | Activation | Tile | Sinks | Spec | Graphs | Status |");
         ASSERT_CONTAINS(md, "| B1 (r1) | marlin |");
-        /* observed: its class and evidence from the run; the declaration beside it */
+        /*
+         * observed: headed by the smallest explaining set (r2 shows kernel=cutlass alone passes), its
+         * support, what one run cannot separate, its class and evidence from the run; the declaration beside
+         * it
+         */
+        ASSERT_CONTAINS(md, "`mxmatrix attribute 7`");
+        ASSERT_CONTAINS(
+                md, "### sinks=on → illegal-instruction\n\n- **Issue**: `illegal-instruction`: crash <&>");
+        ASSERT_NULL(strstr(md, "### kernel=cutlass + sinks=on"));
         ASSERT_CONTAINS(md,
-                        "### kernel=cutlass + sinks=on\n\n- **Issue**: `illegal-instruction`: crash <&>");
+                        "- **Found from the runs**: 1 of 1 failing runs with `illegal-instruction` hold it, "
+                        "0 passing hold it");
+        ASSERT_CONTAINS(md, "- **Cannot separate**: every run with it also had `kernel=cutlass` (and the "
+                            "baseline's `activation=bf16`, `tile=auto`, `spec=off`, `graphs=on`)");
+        ASSERT_CONTAINS(md, "- **Observed in**: r8 (xfail, kernel=cutlass, sinks=on)\n");
+        ASSERT_CONTAINS(md, "- **Declared**: when sinks=on, expect crash: Attention sinks");
         ASSERT_CONTAINS(md, "- **Workaround**: disable sinks\n");
         /* declared issues no run of this (shortened) job covers */
         ASSERT_CONTAINS(md, "(declared)\n\n- **Issue**: M=64 tiles");
         ASSERT_CONTAINS(md, "Not tested in this job");
+}
+
+/* The attribution of the document's runs as the daemon computes it (daemon/attribute.c, matrix/attrib.h). */
+static json_t *attribution_of(json_t *doc)
+{
+        _cleanup_(mx_attrib_freep) struct mx_attrib *a = mx_attrib_new();
+        _cleanup_(mx_attrib_result_freep) struct mx_attrib_result *res = NULL;
+        _cleanup_free_ char *err = NULL;
+        json_t *run, *at, *ax, *v;
+        size_t i, k;
+
+        json_array_foreach (json_object_get(json_object_get(doc, "matrix"), "axes"), i, ax) {
+                _cleanup_strv_free_ char **names = NULL;
+
+                json_array_foreach (json_object_get(ax, "values"), k, v)
+                        strv_push(&names, json_string_value(json_object_get(v, "name")));
+                mx_attrib_axis_values(a, json_string_value(json_object_get(ax, "name")), names);
+        }
+        json_array_foreach (json_object_get(doc, "runs"), i, run) {
+                _cleanup_json_ json_t *results = json_array();
+
+                json_array_foreach (json_object_get(run, "attempt_history"), k, at) {
+                        json_t *r = mx_attrib_attempt_result(
+                                json_string_value(json_object_get(at, "outcome")),
+                                json_string_value(json_object_get(at, "crash_class")),
+                                json_object_get(at, "levels"));
+
+                        if (r)
+                                json_array_append_new(results, r);
+                }
+                ASSERT_OK(mx_attrib_add_run(a, json_integer_value(json_object_get(run, "id")),
+                                            json_object_get(run, "config"), results, &err));
+        }
+        ASSERT_OK(mx_attrib_analyse(a, 3, &res, &err));
+        return mx_attrib_result_to_json(a, res);
+}
+
+TEST(feature_matrix_attribution)
+{
+        _cleanup_json_ json_t *doc = fixture(), *mine = attribution_of(doc), *given = NULL;
+        json_t *r8 = json_array_get(json_object_get(doc, "runs"), 2);
+        _cleanup_free_ char *md = NULL, *old = NULL, *broken = NULL;
+
+        /* the fixture's attribution is what the code finds from its runs */
+        given = json_deep_copy(json_object_get(doc, "attribution"));
+        json_object_del(given, "known_incompatible");
+        ASSERT_TRUE(json_equal(given, mine));
+
+        /* r8 with 64x128 tiles as well: two sets hold in the same failing run and no passing one (a tie) */
+        json_object_set_new(json_object_get(r8, "config"), "tile", json_string("64x128"));
+        json_object_set_new(doc, "attribution", attribution_of(doc));
+        md = render(report_feature_matrix, doc);
+        ASSERT_CONTAINS(md, "### sinks=on or tile=64x128 → illegal-instruction\n");
+        ASSERT_CONTAINS(md,
+                        "- **Cannot separate**: `sinks=on` and `tile=64x128` hold in the same failing runs: "
+                        "any of them may be the cause (`mxmatrix submit --confirm 7`");
+        ASSERT_CONTAINS(md, "- **Cannot separate**: every run with it also had `kernel=cutlass` (and the "
+                            "baseline's `activation=bf16`, `spec=off`, `graphs=on`)");
+        /* r2 passes with kernel=cutlass alone: no heading says it takes part */
+        ASSERT_NULL(strstr(md, "### kernel=cutlass"));
+
+        /* a document exported without an attribution keeps the baseline-difference heading */
+        json_object_del(doc, "attribution");
+        json_object_set_new(json_object_get(r8, "config"), "tile", json_string("auto"));
+        old = render(report_feature_matrix, doc);
+        ASSERT_CONTAINS(old,
+                        "### kernel=cutlass + sinks=on\n\n- **Issue**: `illegal-instruction`: crash <&>");
+        ASSERT_CONTAINS(old, "- **Workaround**: disable sinks\n");
+        /* one the daemon could not attribute says why */
+        json_object_set_new(doc, "attribution", json_pack("{s:s}", "error", "job 7: too many runs"));
+        broken = render(report_feature_matrix, doc);
+        ASSERT_CONTAINS(broken, "no attribution (job 7: too many runs)");
+        ASSERT_CONTAINS(broken, "### kernel=cutlass + sinks=on\n");
 }
 
 TEST(csv_rows)
@@ -241,6 +330,11 @@ TEST(bad_documents)
         json_object_del(json_array_get(json_object_get(doc, "runs"), 1), "config");
         ASSERT_ERR(report_doc_check(doc, &err), EINVAL);
         ASSERT_CONTAINS(err, "runs[1]");
+        free(err);
+        err = NULL;
+        json_object_set_new(doc, "attribution", json_string("sinks=on"));
+        ASSERT_ERR(report_doc_check(doc, &err), EINVAL);
+        ASSERT_CONTAINS(err, "key 'attribution'");
         free(err);
         err = NULL;
         ASSERT_ERR(report_doc_load("/nonexistent/doc.json", &doc, &err), ENOENT);
