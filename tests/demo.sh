@@ -113,7 +113,7 @@ if [ -n "$chromium" ]; then
 fi
 echo
 echo "== Known Issues by Configuration, as the runs found them ($reports/FEATURE_MATRIX.md)"
-sed -n '/^## Known Issues by Configuration/,$p' "$reports/FEATURE_MATRIX.md" | grep -E '^### |^- \*\*(Issue|Observed)' | cut -c1-160
+sed -n '/^## Known Issues by Configuration/,$p' "$reports/FEATURE_MATRIX.md" | grep -E '^### |^- \*\*(Issue|Found from the runs|Cannot separate|Observed)' | cut -c1-160
 
 kill "$daemon_pid"
 wait "$daemon_pid" || true
