@@ -203,3 +203,19 @@ const char *rig_verdict(struct rig *g, const char *level)
 {
         return json_string_value(json_object_get(json_object_get(g->recorded, level), "verdict"));
 }
+
+json_t *rig_json_text(const char *fmt, ...)
+{
+        _cleanup_free_ char *text = NULL;
+        json_error_t e;
+        json_t *j;
+        va_list ap;
+
+        va_start(ap, fmt);
+        text = xvasprintf(fmt, ap);
+        va_end(ap);
+        j = json_loads(text, 0, &e);
+        if (!j)
+                test_fail(__FILE__, __LINE__, "bad JSON in a test (%s): %s", e.text, text);
+        return j;
+}

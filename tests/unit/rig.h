@@ -49,3 +49,5 @@ size_t rig_kill_tagged(const char *tag);
 void rig_finish(struct rig *g);
 void rig_done(struct rig *g);
 const char *rig_verdict(struct rig *g, const char *level);
+/* JSON text with placeholders filled by xasprintf(), parsed; the test fails on bad JSON. */
+json_t *rig_json_text(const char *fmt, ...) _printf_(1, 2);

@@ -12,247 +12,12 @@
 #include "proc-reaper.h"
 #include "proc.h"
 #include "runner.h"
+#include "rig.h"
 #include "test.h"
 
 #include <math.h>
 #include <signal.h>
 #include <sys/stat.h>
-
-#define LOOP_TIMEOUT_MS 120000
-
-struct rig {
-        struct event_base *base;
-        struct proc_reaper *reaper;
-        struct mx_http *http;
-        char *dir, *tag;
-        json_t *spec, *levels;
-        const struct mx_runner_ops *ops;
-        struct mx_runner *runner;
-        pid_t pid;
-        json_t *recorded; /* {level: {"verdict", "message", "times"}} */
-        unsigned n_finished;
-        enum mx_outcome outcome;
-        char *crash_class, *message;
-        const struct mx_history *history;
-};
-
-static void ev_process(void *ud, pid_t pid, pid_t pgid, uint64_t start)
-{
-        struct rig *g = ud;
-
-        (void)pgid, (void)start;
-        g->pid = pid;
-}
-
-static void ev_log_opened(void *ud, const char *path)
-{
-        (void)ud, (void)path;
-}
-
-static void ev_log_appended(void *ud)
-{
-        (void)ud;
-}
-
-static void ev_level_started(void *ud, const char *level)
-{
-        (void)ud, (void)level;
-}
-
-static void ev_level_finished(void *ud, const struct mx_level_result *lr)
-{
-        struct rig *g = ud;
-        json_t *prev = json_object_get(g->recorded, lr->level);
-        json_int_t times = prev ? json_integer_value(json_object_get(prev, "times")) : 0;
-
-        json_object_set_new(g->recorded, lr->level,
-                            json_pack("{s:s,s:s?,s:I,s:O?,s:O?}", "verdict", lr->verdict, "message",
-                                      lr->message, "times", times + 1, "metrics", lr->metrics, "artifacts",
-                                      lr->artifacts));
-}
-
-static void ev_finished(void *ud, const struct mx_run_result *res)
-{
-        struct rig *g = ud;
-
-        g->n_finished++;
-        g->outcome = res->outcome;
-        free(g->crash_class);
-        free(g->message);
-        g->crash_class = res->crash_class ? xstrdup(res->crash_class) : NULL;
-        g->message = res->message ? xstrdup(res->message) : NULL;
-}
-
-static const struct mx_run_events events = {
-        .process = ev_process,
-        .log_opened = ev_log_opened,
-        .log_appended = ev_log_appended,
-        .level_started = ev_level_started,
-        .level_finished = ev_level_finished,
-        .finished = ev_finished,
-};
-
-/* A rig for one run of spec (taken over) with these levels. */
-static void rig_init(struct rig *g, const char *name, json_t *spec, const char *levels)
-{
-        static unsigned n;
-
-        *g = (struct rig){.spec = spec, .recorded = json_object()};
-        ASSERT_OK(proc_subreaper_enable());
-        g->base = event_base_new();
-        ASSERT_NOT_NULL(g->base);
-        ASSERT_OK(proc_reaper_new(g->base, &g->reaper));
-        ASSERT_OK(mx_http_new(g->base, &g->http, NULL));
-        g->dir = xasprintf("%s/%s", test_tmpdir(), name);
-        ASSERT_OK(mkdir(g->dir, 0750));
-        g->tag = xasprintf("mxtest-runner-%d-%u", (int)getpid(), ++n);
-        g->levels = json_loads(levels, 0, NULL);
-        ASSERT_NOT_NULL(g->levels);
-}
-
-/* Start the runner; its return value, and its reason in *reterr on failure. */
-static int rig_try_start(struct rig *g, int64_t level_timeout_ms, char **reterr)
-{
-        struct mx_run_ctx ctx = {
-                .base = g->base,
-                .reaper = g->reaper,
-                .http = g->http,
-                .job = 1,
-                .run = 1,
-                .attempt_id = 1,
-                .attempt = 1,
-                .tag = g->tag,
-                .config_key = "test=1",
-                .run_dir = g->dir,
-                .spec = g->spec,
-                .levels = g->levels,
-                .level_timeout_ms = level_timeout_ms,
-                .log_max_bytes = 1 << 20,
-                .history = g->history,
-        };
-
-        g->ops = runner_for_spec(g->spec);
-        return g->ops->start(&ctx, &events, g, &g->runner, reterr);
-}
-
-static void rig_start(struct rig *g, int64_t level_timeout_ms)
-{
-        _cleanup_free_ char *err = NULL;
-
-        if (rig_try_start(g, level_timeout_ms, &err) < 0)
-                test_fail(__FILE__, __LINE__, "start: %s", strna(err));
-}
-
-static void expired_cb(evutil_socket_t fd, short what, void *ud)
-{
-        (void)fd, (void)what;
-        *(bool *)ud = true;
-}
-
-/* Run the loop until cond(g) holds, failing the test after LOOP_TIMEOUT_MS. */
-static void run_until(struct rig *g, bool (*cond)(struct rig *g), const char *what)
-{
-        struct event *t;
-        bool expired = false;
-
-        t = evtimer_new(g->base, expired_cb, &expired);
-        evtimer_add(t, &(struct timeval){.tv_sec = LOOP_TIMEOUT_MS / 1000});
-        while (!cond(g) && !expired)
-                event_base_loop(g->base, EVLOOP_ONCE);
-        event_free(t);
-        if (!cond(g))
-                test_fail(__FILE__, __LINE__, "event loop timed out waiting for %s", what);
-}
-
-static bool finished(struct rig *g)
-{
-        return g->n_finished > 0;
-}
-
-/* The loop a little longer, so a second finished() or a late callback would show. */
-static void run_a_while(struct rig *g, int ms)
-{
-        struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-        bool expired = false;
-        struct event *t = evtimer_new(g->base, expired_cb, &expired);
-
-        evtimer_add(t, &tv);
-        while (!expired)
-                event_base_loop(g->base, EVLOOP_ONCE);
-        event_free(t);
-}
-
-/* Kill whatever still carries the tag (after a failed assertion's evidence was taken). */
-static size_t kill_tagged(const char *tag)
-{
-        _cleanup_free_ pid_t *pids = NULL;
-        size_t n = 0;
-
-        ASSERT_OK(proc_find_tagged(tag, &pids, &n));
-        for (size_t i = 0; i < n; i++)
-                kill(pids[i], SIGKILL);
-        return n;
-}
-
-/* Wait for the end, check the common promises, free the runner. */
-static void rig_finish(struct rig *g)
-{
-        const char *level;
-        json_t *v;
-        size_t left;
-
-        run_until(g, finished, "finished()");
-        run_a_while(g, 200);
-        ASSERT_EQ(g->n_finished, 1);
-        json_object_foreach (g->recorded, level, v)
-                if (json_integer_value(json_object_get(v, "times")) != 1)
-                        test_fail(__FILE__, __LINE__, "level %s recorded %" JSON_INTEGER_FORMAT " times",
-                                  level, json_integer_value(json_object_get(v, "times")));
-        g->runner = g->ops->free(g->runner);
-        left = kill_tagged(g->tag);
-        if (left > 0)
-                test_fail(__FILE__, __LINE__, "%zu processes of the run outlived it", left);
-}
-
-static void rig_done(struct rig *g)
-{
-        if (g->runner)
-                g->ops->free(g->runner);
-        (void)kill_tagged(g->tag);
-        g->http = mx_http_free(g->http);
-        g->reaper = proc_reaper_free(g->reaper);
-        event_base_free(g->base);
-        json_decref(g->spec);
-        json_decref(g->levels);
-        json_decref(g->recorded);
-        free(g->crash_class);
-        free(g->message);
-        free(g->dir);
-        free(g->tag);
-}
-
-static const char *verdict(struct rig *g, const char *level)
-{
-        return json_string_value(json_object_get(json_object_get(g->recorded, level), "verdict"));
-}
-
-/* JSON text with placeholders filled by xasprintf(), parsed; the test fails on bad JSON. */
-static json_t *json_text(const char *fmt, ...) _printf_(1, 2);
-static json_t *json_text(const char *fmt, ...)
-{
-        _cleanup_free_ char *text = NULL;
-        json_error_t e;
-        json_t *j;
-        va_list ap;
-
-        va_start(ap, fmt);
-        text = xvasprintf(fmt, ap);
-        va_end(ap);
-        j = json_loads(text, 0, &e);
-        if (!j)
-                test_fail(__FILE__, __LINE__, "bad JSON in a test (%s): %s", e.text, text);
-        return j;
-}
 
 #define DECODE_TPS 250.0
 #define PREFILL_TPS 10000.0
@@ -260,7 +25,7 @@ static json_t *json_text(const char *fmt, ...)
 /* mxsim as vLLM on an exact schedule; faults in MXSIM_FAULTS; expectations and level settings as JSON. */
 static json_t *sim_spec(const char *faults, const char *expect, const char *settings)
 {
-        return json_text(
+        return rig_json_text(
                 "{\"argv\": [\"%s/tests/sim/mxsim\", \"serve\", \"{model}\", \"--host\", \"{host}\", "
                 "\"--port\", \"{port}\", \"--served-model-name\", \"{served_model_name}\", "
                 "\"--mxsim-decode-tps\", \"%g\", \"--mxsim-prefill-tps\", \"%g\", "
@@ -349,9 +114,9 @@ TEST(l4_numbers_follow_the_schedule_and_keep_the_contract)
         rig_init(&g, "l4-pass", sim_spec("", "null", L4_SMALL), "[\"L1\", \"L4\"]");
         rig_start(&g, 60000);
         rig_finish(&g);
-        ASSERT_STREQ(verdict(&g, "L1"), "pass");
-        if (!streq_ptr(verdict(&g, "L4"), "pass"))
-                test_fail(__FILE__, __LINE__, "L4: %s: %s", strna(verdict(&g, "L4")),
+        ASSERT_STREQ(rig_verdict(&g, "L1"), "pass");
+        if (!streq_ptr(rig_verdict(&g, "L4"), "pass"))
+                test_fail(__FILE__, __LINE__, "L4: %s: %s", strna(rig_verdict(&g, "L4")),
                           strna(json_string_value(json_object_get(level_rec(&g, "L4"), "message"))));
         m = metrics(&g, "L4");
         /* the contract: the engine's document plus ready_s, memory, valid */
@@ -403,8 +168,8 @@ TEST(l4_under_a_failed_kernel_gate_is_invalid_with_its_numbers)
                 "[\"L1\", \"L1.5\", \"L4\"]");
         rig_start(&g, 60000);
         rig_finish(&g);
-        ASSERT_STREQ(verdict(&g, "L1.5"), "fail");
-        ASSERT_STREQ(verdict(&g, "L4"), "invalid");
+        ASSERT_STREQ(rig_verdict(&g, "L1.5"), "fail");
+        ASSERT_STREQ(rig_verdict(&g, "L4"), "invalid");
         m = metrics(&g, "L4");
         ASSERT_TRUE(json_is_false(json_object_get(m, "valid")));
         ASSERT_STREQ(json_string_value(json_object_get(m, "kernel_gate")), "fail");
@@ -424,7 +189,7 @@ TEST(l4_fails_naming_the_requests_without_their_tokens)
         rig_init(&g, "l4-short", sim_spec("short-output=2", "null", L4_SMALL), "[\"L1\", \"L4\"]");
         rig_start(&g, 60000);
         rig_finish(&g);
-        ASSERT_STREQ(verdict(&g, "L4"), "fail");
+        ASSERT_STREQ(rig_verdict(&g, "L4"), "fail");
         msg = json_string_value(json_object_get(level_rec(&g, "L4"), "message"));
         ASSERT_NOT_NULL(msg);
         if (!strstr(msg, "3 of 3 requests failed: pp2048 tg64 run 1: "))
@@ -436,7 +201,7 @@ TEST(l4_fails_naming_the_requests_without_their_tokens)
 TEST(results_yaml_has_every_key_of_seed_002)
 {
         _cleanup_json_ json_t *m =
-                json_text("{\"config\": {\"runs\": 10, \"concurrency\": 1, \"style\": \"llama-benchy\"}, "
+                rig_json_text("{\"config\": {\"runs\": 10, \"concurrency\": 1, \"style\": \"llama-benchy\"}, "
                           "\"ready_s\": 71.25, "
                           "\"valid\": true, \"serving\": [{\"depth\": 0, \"valid\": 20}], "
                           "\"results\": {\"throughput\": {\"pp2048_tps\": 4812.5, \"tg32_tps\": 61.234, "
@@ -542,8 +307,8 @@ TEST(l5_without_a_measured_baseline_is_skipped_not_failed)
         g.history = &f.ops;
         rig_start(&g, 60000);
         rig_finish(&g);
-        ASSERT_STREQ(verdict(&g, "L4"), "pass");
-        ASSERT_STREQ(verdict(&g, "L5"), "skipped");
+        ASSERT_STREQ(rig_verdict(&g, "L4"), "pass");
+        ASSERT_STREQ(rig_verdict(&g, "L5"), "skipped");
         if (!startswith(message(&g, "L5"), "no baseline measured"))
                 test_fail(__FILE__, __LINE__, "L5: %s", message(&g, "L5"));
         ASSERT_EQ(json_integer_value(
@@ -568,8 +333,8 @@ TEST(l5_passes_against_a_baseline_as_fast_and_fails_against_a_faster_one)
         g.history = &f.ops;
         rig_start(&g, 60000);
         rig_finish(&g);
-        if (!streq_ptr(verdict(&g, "L5"), "pass"))
-                test_fail(__FILE__, __LINE__, "L5 %s: %s", verdict(&g, "L5"), message(&g, "L5"));
+        if (!streq_ptr(rig_verdict(&g, "L5"), "pass"))
+                test_fail(__FILE__, __LINE__, "L5 %s: %s", rig_verdict(&g, "L5"), message(&g, "L5"));
         ASSERT_NOT_NULL(strstr(message(&g, "L5"), "no regression against the baseline r1"));
         ASSERT_NOT_NULL(strstr(message(&g, "L5"), "GPU NVIDIA GB10"));
         rig_done(&g);
@@ -583,7 +348,7 @@ TEST(l5_passes_against_a_baseline_as_fast_and_fails_against_a_faster_one)
         g.history = &f.ops;
         rig_start(&g, 60000);
         rig_finish(&g);
-        ASSERT_STREQ(verdict(&g, "L5"), "fail");
+        ASSERT_STREQ(rig_verdict(&g, "L5"), "fail");
         if (!strstr(message(&g, "L5"), "tg64") || !strstr(message(&g, "L5"), "against the baseline r1") ||
             !strstr(message(&g, "L5"), "at other source SHAs r7"))
                 test_fail(__FILE__, __LINE__, "L5: %s", message(&g, "L5"));
@@ -614,8 +379,8 @@ TEST(l5_of_invalid_numbers_is_invalid)
         g.history = &f.ops;
         rig_start(&g, 60000);
         rig_finish(&g);
-        ASSERT_STREQ(verdict(&g, "L4"), "invalid");
-        ASSERT_STREQ(verdict(&g, "L5"), "invalid");
+        ASSERT_STREQ(rig_verdict(&g, "L4"), "invalid");
+        ASSERT_STREQ(rig_verdict(&g, "L5"), "invalid");
         rig_done(&g);
         fake_done(&f);
 }

@@ -16,29 +16,12 @@
 #include <signal.h>
 #include <sys/stat.h>
 
-/* JSON text with placeholders filled by xasprintf(), parsed; the test fails on bad JSON. */
-static json_t *json_text(const char *fmt, ...) _printf_(1, 2);
-static json_t *json_text(const char *fmt, ...)
-{
-        _cleanup_free_ char *text = NULL;
-        json_error_t e;
-        json_t *j;
-        va_list ap;
-
-        va_start(ap, fmt);
-        text = xvasprintf(fmt, ap);
-        va_end(ap);
-        j = json_loads(text, 0, &e);
-        if (!j)
-                test_fail(__FILE__, __LINE__, "bad JSON in a test (%s): %s", e.text, text);
-        return j;
-}
 
 
 /* mxsim as vLLM; faults in MXSIM_FAULTS; level settings as JSON text. */
 static json_t *sim_spec(const char *faults, const char *settings)
 {
-        json_t *spec = json_text(
+        json_t *spec = rig_json_text(
                 "{\"argv\": [\"%s/tests/sim/mxsim\", \"serve\", \"{model}\", \"--host\", \"{host}\", "
                 "\"--port\", \"{port}\", \"--served-model-name\", \"{served_model_name}\", "
                 "\"--enforce-eager\", \"--disable-uvicorn-access-log\"], "

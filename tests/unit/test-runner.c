@@ -97,23 +97,6 @@ TEST(command_levels_named_twice_are_recorded_once)
 
 /* ---- the target runner ---- */
 
-/* JSON text with placeholders filled by xasprintf(), parsed; the test fails on bad JSON. */
-static json_t *json_text(const char *fmt, ...) _printf_(1, 2);
-static json_t *json_text(const char *fmt, ...)
-{
-        _cleanup_free_ char *text = NULL;
-        json_error_t e;
-        json_t *j;
-        va_list ap;
-
-        va_start(ap, fmt);
-        text = xvasprintf(fmt, ap);
-        va_end(ap);
-        j = json_loads(text, 0, &e);
-        if (!j)
-                test_fail(__FILE__, __LINE__, "bad JSON in a test (%s): %s", e.text, text);
-        return j;
-}
 
 /*
  * A server profile as mx_profile_resolve() stores it: ready on GET /health within
@@ -122,7 +105,7 @@ static json_t *json_text(const char *fmt, ...)
  */
 static json_t *target_profile(const char *steps, const char *stop_command)
 {
-        return json_text("{\"name\": \"test\", \"base\": \"vllm\", \"identifier\": \"test\", "
+        return rig_json_text("{\"name\": \"test\", \"base\": \"vllm\", \"identifier\": \"test\", "
                          "\"host\": \"127.0.0.1\", \"port\": 0, "
                          "\"ready\": {\"path\": \"/health\", \"status\": 200, \"timeout_ms\": 300, "
                          "\"interval_ms\": 100}, \"health\": null, \"completion\": null, "
@@ -192,7 +175,7 @@ TEST(target_stop_command_runs_with_the_run_environment)
 /* mxsim as vLLM, writing its kernel report to the relative path report (in its working directory). */
 static json_t *sim_spec(const char *report)
 {
-        return json_text(
+        return rig_json_text(
                 "{\"argv\": [\"%s/tests/sim/mxsim\", \"serve\", \"{model}\", \"--host\", \"{host}\", "
                 "\"--port\", \"{port}\", \"--served-model-name\", \"{served_model_name}\", "
                 "\"--enforce-eager\"], "
