@@ -190,27 +190,6 @@ void mx_criterion_done(struct mx_matrix_criterion *c)
         free(c->note);
 }
 
-static const char *kind_of(json_t *v)
-{
-        switch (json_typeof(v)) {
-        case JSON_OBJECT:
-                return "an object";
-        case JSON_ARRAY:
-                return "an array";
-        case JSON_STRING:
-                return "a string";
-        case JSON_INTEGER:
-                return "an integer";
-        case JSON_REAL:
-                return "a number";
-        case JSON_TRUE:
-        case JSON_FALSE:
-                return "a boolean";
-        default:
-                return "null";
-        }
-}
-
 _printf_(5, 6) static int err_index(const struct mx_matrix *m, json_t *array, size_t index, char **reterr,
                                     const char *fmt, ...)
 {
@@ -258,7 +237,7 @@ static int opt_string(const struct mx_matrix *m, json_t *obj, const char *key, s
         if (!v)
                 return 0;
         if (!json_is_string(v))
-                return mx_matrix_error_at(m, obj, key, reterr, "expected a string, got %s", kind_of(v));
+                return mx_matrix_error_at(m, obj, key, reterr, "expected a string, got %s", mx_json_kind(v));
         if (json_string_length(v) > max)
                 return mx_matrix_error_at(m, obj, key, reterr,
                                           "string of %zu bytes is longer than the limit of %zu",
@@ -310,7 +289,7 @@ int mx_criterion_load(const struct mx_matrix *m, json_t *node, struct mx_matrix_
 
         if (!json_is_object(node))
                 return mx_matrix_error_at(m, node, NULL, reterr, "expected an object, got %s",
-                                          kind_of(node));
+                                          mx_json_kind(node));
         r = check_keys(m, node, keys, "a criterion", reterr);
         if (r < 0)
                 return r;
@@ -325,7 +304,7 @@ int mx_criterion_load(const struct mx_matrix *m, json_t *node, struct mx_matrix_
                         continue;
                 if (!json_is_number(v))
                         return mx_matrix_error_at(m, node, k, reterr, "expected a number, got %s",
-                                                  kind_of(v));
+                                                  mx_json_kind(v));
                 if (found++)
                         return mx_matrix_error_at(m, node, k, reterr,
                                                   "a criterion has exactly one comparison; split it in two");
@@ -357,7 +336,7 @@ int mx_criterion_load(const struct mx_matrix *m, json_t *node, struct mx_matrix_
         if (b) {
                 if (!json_is_number(b) || !isfinite(json_number_value(b)))
                         return mx_matrix_error_at(m, node, "baseline", reterr, "expected a number, got %s",
-                                                  kind_of(b));
+                                                  mx_json_kind(b));
                 c->has_baseline = true;
                 c->baseline = json_number_value(b);
         }
@@ -378,7 +357,7 @@ static int load_hard(const struct mx_matrix *m, json_t *parent, struct mx_matrix
                 return 0;
         if (!json_is_array(arr))
                 return mx_matrix_error_at(m, parent, "hard_constraints", reterr, "expected an array, got %s",
-                                          kind_of(arr));
+                                          mx_json_kind(arr));
         if (json_array_size(arr) > MX_MATRIX_MAX_CRITERIA)
                 return mx_matrix_error_at(m, parent, "hard_constraints", reterr,
                                           "%zu hard constraints, more than the limit of %d",
@@ -386,7 +365,7 @@ static int load_hard(const struct mx_matrix *m, json_t *parent, struct mx_matrix
         *ret = xcalloc(MX_MAX(json_array_size(arr), 1), sizeof(**ret));
         json_array_foreach (arr, i, c) {
                 if (!json_is_object(c))
-                        return err_index(m, arr, i, reterr, "expected an object, got %s", kind_of(c));
+                        return err_index(m, arr, i, reterr, "expected an object, got %s", mx_json_kind(c));
                 *ret_n = i + 1;
                 r = mx_criterion_load(m, c, &(*ret)[i], reterr);
                 if (r < 0)
@@ -486,11 +465,11 @@ static int load_gate_of(const struct mx_matrix *m, size_t self, json_t *node, st
         if (!json_is_array(of) || json_array_size(of) == 0 || json_array_size(of) > MX_MATRIX_MAX_FEATURES)
                 return mx_matrix_error_at(m, node, "of", reterr,
                                           "expected a feature or an array of 1 to %d features, got %s",
-                                          MX_MATRIX_MAX_FEATURES, kind_of(of));
+                                          MX_MATRIX_MAX_FEATURES, mx_json_kind(of));
         g->of = xcalloc(json_array_size(of), sizeof(size_t));
         json_array_foreach (of, i, v) {
                 if (!json_is_string(v))
-                        return err_index(m, of, i, reterr, "expected a feature name, got %s", kind_of(v));
+                        return err_index(m, of, i, reterr, "expected a feature name, got %s", mx_json_kind(v));
                 k = feature_ref(m, json_string_value(v));
                 if (k < 0)
                         return feature_ref_error(m, of, NULL, i, json_string_value(v), reterr);
@@ -516,7 +495,7 @@ static int number_member(const struct mx_matrix *m, json_t *node, const char *ke
         if (!v)
                 return mx_matrix_error_at(m, node, NULL, reterr, "missing required key '%s'", key);
         if (!json_is_number(v) || !isfinite(json_number_value(v)))
-                return mx_matrix_error_at(m, node, key, reterr, "expected a number, got %s", kind_of(v));
+                return mx_matrix_error_at(m, node, key, reterr, "expected a number, got %s", mx_json_kind(v));
         *ret = json_number_value(v);
         return 0;
 }
@@ -614,7 +593,7 @@ static int load_gate(const struct mx_matrix *m, size_t self, json_t *node, struc
                 v = json_object_get(node, "level");
                 if (!json_is_string(v))
                         return mx_matrix_error_at(m, node, "level", reterr, "expected a level name, got %s",
-                                                  kind_of(v));
+                                                  mx_json_kind(v));
                 if (!seed_level(json_string_value(v))) {
                         _cleanup_free_ char *e = mx_escape(json_string_value(v), MX_MATRIX_MAX_NAME);
 
@@ -639,7 +618,7 @@ static int load_gate(const struct mx_matrix *m, size_t self, json_t *node, struc
                 v = json_object_get(node, "speedup_vs");
                 if (!json_is_string(v))
                         return mx_matrix_error_at(m, node, "speedup_vs", reterr,
-                                                  "expected a feature name, got %s", kind_of(v));
+                                                  "expected a feature name, got %s", mx_json_kind(v));
                 k = feature_ref(m, json_string_value(v));
                 if (k < 0)
                         return feature_ref_error(m, node, "speedup_vs", SIZE_MAX, json_string_value(v),
@@ -678,11 +657,11 @@ static int load_gates(struct mx_matrix *m, size_t self, char **reterr)
                         m, f->node, "gate", reterr,
                         "expected a string (for people) or an array of 1 to %d conditions, "
                         "got %s",
-                        MX_MATRIX_MAX_GATES, kind_of(gate));
+                        MX_MATRIX_MAX_GATES, mx_json_kind(gate));
         f->gates = xcalloc(json_array_size(gate), sizeof(*f->gates));
         json_array_foreach (gate, i, c) {
                 if (!json_is_object(c))
-                        return err_index(m, gate, i, reterr, "expected an object, got %s", kind_of(c));
+                        return err_index(m, gate, i, reterr, "expected an object, got %s", mx_json_kind(c));
                 f->n_gates = i + 1;
                 r = load_gate(m, self, c, &f->gates[i], reterr);
                 if (r < 0)

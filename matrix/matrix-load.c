@@ -45,7 +45,7 @@ _printf_(4, 5) static int err_index(struct loader *l, json_t *array, size_t inde
         return r;
 }
 
-static const char *json_kind(json_t *v)
+const char *mx_json_kind(json_t *v)
 {
         switch (json_typeof(v)) {
         case JSON_OBJECT:
@@ -131,7 +131,7 @@ static int member(struct loader *l, json_t *obj, const char *key, enum kind k, b
                 return 0;
         }
         if (!kind_matches(v, k))
-                return err(l, obj, key, "expected %s, got %s", kind_names[k], json_kind(v));
+                return err(l, obj, key, "expected %s, got %s", kind_names[k], mx_json_kind(v));
         *ret = v;
         return 0;
 }
@@ -236,7 +236,7 @@ static int member_strings(struct loader *l, json_t *obj, const char *key, size_t
                 _cleanup_free_ char *why = NULL;
 
                 if (!json_is_string(v))
-                        return err_index(l, a, i, "expected a string, got %s", json_kind(v));
+                        return err_index(l, a, i, "expected a string, got %s", mx_json_kind(v));
                 if (json_string_length(v) > MX_MATRIX_MAX_STRING)
                         return err_index(l, a, i, "string of %zu bytes is longer than the limit of %d",
                                          json_string_length(v), MX_MATRIX_MAX_STRING);
@@ -278,7 +278,7 @@ static int member_env(struct loader *l, json_t *obj, const char *key, char ***re
                 }
                 if (!json_is_string(v))
                         return err(l, o, k, "expected a string, got %s (write numbers as strings: \"1\")",
-                                   json_kind(v));
+                                   mx_json_kind(v));
                 if (json_string_length(v) > MX_MATRIX_MAX_STRING)
                         return err(l, o, k, "string of %zu bytes is longer than the limit of %d",
                                    json_string_length(v), MX_MATRIX_MAX_STRING);
@@ -353,13 +353,13 @@ static int parse_patterns_list(struct loader *l, json_t *obj, const char *key, b
                         json_array_foreach (v, j, e) {
                                 if (!json_is_string(e))
                                         return err_index(l, v, j, "expected a pattern string, got %s",
-                                                         json_kind(e));
+                                                         mx_json_kind(e));
                                 strv_push(&alts, json_string_value(e));
                         }
                 } else
                         return err_index(l, a, i, "expected a pattern string%s, got %s",
                                          alternatives ? " or an array of alternative patterns" : "",
-                                         json_kind(v));
+                                         mx_json_kind(v));
                 for (j = 0; alts[j]; j++) {
                         _cleanup_free_ char *why = NULL;
 
@@ -539,7 +539,7 @@ static int parse_axis(struct loader *l, json_t *node, struct mx_matrix_axis *a)
         a->values = xcalloc(json_array_size(values), sizeof(struct mx_matrix_value));
         json_array_foreach (values, i, v) {
                 if (!json_is_object(v))
-                        return err_index(l, values, i, "expected an object, got %s", json_kind(v));
+                        return err_index(l, values, i, "expected an object, got %s", mx_json_kind(v));
                 a->n_values = i + 1;
                 r = parse_value(l, v, &a->values[i]);
                 if (r < 0)
@@ -627,7 +627,7 @@ static int parse_axes(struct loader *l, json_t *root)
         m->axes = xcalloc(json_array_size(axes), sizeof(struct mx_matrix_axis));
         json_array_foreach (axes, i, a) {
                 if (!json_is_object(a))
-                        return err_index(l, axes, i, "expected an object, got %s", json_kind(a));
+                        return err_index(l, axes, i, "expected an object, got %s", mx_json_kind(a));
                 m->n_axes = i + 1;
                 r = parse_axis(l, a, &m->axes[i]);
                 if (r < 0)
@@ -705,9 +705,9 @@ static int resolve_value(struct loader *l, json_t *obj, const char *key, size_t 
         if (!json_is_string(v)) {
                 if (key)
                         return err(l, obj, key, "expected a value name of axis '%s', got %s", ax->name,
-                                   json_kind(v));
+                                   mx_json_kind(v));
                 return err_index(l, obj, index, "expected a value name of axis '%s', got %s", ax->name,
-                                 json_kind(v));
+                                 mx_json_kind(v));
         }
         i = mx_matrix_value_index(ax, json_string_value(v));
         if (i < 0) {
@@ -872,7 +872,7 @@ static int parse_feature(struct loader *l, json_t *node, struct mx_matrix_featur
         f->criteria = xcalloc(json_array_size(crit), sizeof(struct mx_matrix_criterion));
         json_array_foreach (crit, i, c) {
                 if (!json_is_object(c))
-                        return err_index(l, crit, i, "expected an object, got %s", json_kind(c));
+                        return err_index(l, crit, i, "expected an object, got %s", mx_json_kind(c));
                 f->n_criteria = i + 1;
                 r = mx_criterion_load(l->m, c, &f->criteria[i], l->reterr);
                 if (r < 0)
@@ -910,7 +910,7 @@ static int resolve_depends(struct loader *l, struct mx_matrix_feature *f)
                 int k;
 
                 if (!json_is_string(d))
-                        return err_index(l, deps, i, "expected a feature name, got %s", json_kind(d));
+                        return err_index(l, deps, i, "expected a feature name, got %s", mx_json_kind(d));
                 k = mx_matrix_feature_index(l->m, json_string_value(d));
                 if (k < 0) {
                         _cleanup_free_ char *e = mx_escape(json_string_value(d), MX_MATRIX_MAX_NAME);
@@ -977,7 +977,7 @@ static int parse_features(struct loader *l, json_t *root)
         m->features = xcalloc(MX_MAX(json_array_size(features), 1), sizeof(struct mx_matrix_feature));
         json_array_foreach (features, i, f) {
                 if (!json_is_object(f))
-                        return err_index(l, features, i, "expected an object, got %s", json_kind(f));
+                        return err_index(l, features, i, "expected an object, got %s", mx_json_kind(f));
                 m->n_features = i + 1;
                 r = parse_feature(l, f, &m->features[i]);
                 if (r < 0)
@@ -1091,7 +1091,7 @@ static int parse_cond_any(struct loader *l, json_t *obj, unsigned depth, struct 
         ret->any = xcalloc(json_array_size(list), sizeof(struct mx_matrix_cond));
         json_array_foreach (list, i, e) {
                 if (!json_is_object(e))
-                        return err_index(l, list, i, "expected a condition object, got %s", json_kind(e));
+                        return err_index(l, list, i, "expected a condition object, got %s", mx_json_kind(e));
                 ret->n_any = i + 1;
                 r = parse_cond_depth(l, e, COND_RULE, false, depth + 1, &ret->any[i]);
                 if (r < 0)
@@ -1187,7 +1187,7 @@ static int constraint_list(struct loader *l, json_t *c, const char *key, json_t 
                            MX_MATRIX_MAX_CONSTRAINTS);
         json_array_foreach (a, i, e)
                 if (!json_is_object(e))
-                        return err_index(l, a, i, "expected an object, got %s", json_kind(e));
+                        return err_index(l, a, i, "expected an object, got %s", mx_json_kind(e));
         *ret = a;
         return 0;
 }
@@ -1635,7 +1635,7 @@ static int parse_reference_row(struct loader *l, json_t *row, bool target)
         int r;
 
         if (!json_is_object(row))
-                return err(l, row, NULL, "a reference row is an object, got %s", json_kind(row));
+                return err(l, row, NULL, "a reference row is an object, got %s", mx_json_kind(row));
         r = check_keys(l, row, target ? target_keys : row_keys, target ? "a reference target" : "a reference row");
         if (r < 0)
                 return r;
@@ -1707,7 +1707,7 @@ static int parse_reference(struct loader *l, json_t *root)
                 size_t k;
 
                 if (!json_is_object(e))
-                        return err_index(l, engines, i, "an engine is an object, got %s", json_kind(e));
+                        return err_index(l, engines, i, "an engine is an object, got %s", mx_json_kind(e));
                 r = check_keys(l, e, engine_keys, "a reference engine");
                 if (r < 0)
                         return r;
@@ -1751,7 +1751,7 @@ static int parse_root(struct loader *l)
         int r;
 
         if (!json_is_object(root))
-                return err(l, root, NULL, "a matrix file is a JSON object, got %s", json_kind(root));
+                return err(l, root, NULL, "a matrix file is a JSON object, got %s", mx_json_kind(root));
         r = check_keys(l, root, keys, "a matrix file");
         if (r < 0)
                 return r;

@@ -331,6 +331,8 @@ _printf_(5, 6) int mx_matrix_error_at(const struct mx_matrix *m, json_t *node, c
 /* The same with a va_list; index (SIZE_MAX for none) names an element of the array node. */
 int mx_matrix_verror_at(const struct mx_matrix *m, json_t *node, const char *key, size_t index,
                         char **reterr, const char *fmt, va_list ap) _printf_(6, 0);
+/* What a JSON value is, for errors: "an object", "a string", "null", ... */
+const char *mx_json_kind(json_t *v);
 /*
  * Warnings on a valid file (matrix-warn.c): expectations no evidence source
  * can ever satisfy, each "FILE:LINE:COL: key 'PATH': message"; NULL when none.
