@@ -91,8 +91,7 @@ bool proc_tag_is_valid(const char *tag)
         return true;
 }
 
-/* Read a small /proc file whole; -ENOENT/-ESRCH mean the process is gone. */
-static int read_small(const char *path, char *buf, size_t size, size_t *ret_len)
+int proc_read_small(const char *path, char *buf, size_t size, size_t *ret_len)
 {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         size_t len = 0;
@@ -124,7 +123,7 @@ int proc_boot_id(char ret[static PROC_BOOT_ID_SIZE])
         int r;
 
         if (!cached[0]) {
-                r = read_small("/proc/sys/kernel/random/boot_id", buf, sizeof(buf), &len);
+                r = proc_read_small("/proc/sys/kernel/random/boot_id", buf, sizeof(buf), &len);
                 if (r < 0)
                         return r;
                 if (len < PROC_BOOT_ID_SIZE - 1 || (len > PROC_BOOT_ID_SIZE - 1 && buf[36] != '\n'))
@@ -180,7 +179,7 @@ static int read_stat(pid_t pid, struct proc_entry *ret, unsigned *ret_kflags)
         int r;
 
         snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        r = read_small(path, buf, sizeof(buf), &len);
+        r = proc_read_small(path, buf, sizeof(buf), &len);
         if (r == -ENOENT)
                 return -ESRCH;
         if (r < 0)

@@ -148,6 +148,13 @@ struct proc_entry {
  * session below, and, transitively, the children of any of them (a child that
  * cleared its environment and called setsid() is still its parent's child).
  */
+/*
+ * Read a small file (of /proc) whole into buf (NUL-terminated, at most size - 1
+ * bytes, the rest left out), its length in *ret_len; -ENOENT/-ESRCH mean the
+ * process is gone.
+ */
+int proc_read_small(const char *path, char *buf, size_t size, size_t *ret_len);
+
 struct proc_match {
         const char *tag; /* processes carrying it; NULL = none */
         /*

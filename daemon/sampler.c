@@ -846,36 +846,13 @@ have_memory:
 
 /* ---- /proc: system memory and the server tree ---- */
 
-static int read_small(const char *path, char *buf, size_t size, size_t *ret_n)
-{
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        size_t n = 0;
-
-        if (fd < 0)
-                return -errno;
-        while (n < size - 1) {
-                ssize_t k = read(fd, buf + n, size - 1 - n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        break;
-                n += (size_t)k;
-        }
-        buf[n] = '\0';
-        *ret_n = n;
-        return 0;
-}
-
 static void read_meminfo(struct mx_sample *s)
 {
         char buf[8192];
         size_t n;
         int64_t total, avail;
 
-        if (read_small("/proc/meminfo", buf, sizeof(buf), &n) >= 0 &&
+        if (proc_read_small("/proc/meminfo", buf, sizeof(buf), &n) >= 0 &&
             mx_sample_parse_meminfo(buf, n, &total, &avail) >= 0) {
                 s->sys_mem_total = total;
                 s->sys_mem_used = total - avail;
@@ -917,7 +894,7 @@ static void tree_add_descendants(pid_t root, pid_t **pids, size_t *n, size_t *al
                 if (mx_parse_int64(de->d_name, 1, INT32_MAX, &pid) < 0)
                         continue;
                 snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-                if (read_small(path, buf, sizeof(buf), &len) < 0 || !(close = strrchr(buf, ')')))
+                if (proc_read_small(path, buf, sizeof(buf), &len) < 0 || !(close = strrchr(buf, ')')))
                         continue;
                 if (sscanf(close + 1, " %*c %d", &ppid) != 1)
                         continue;
@@ -986,7 +963,7 @@ static void read_tree(const struct tree *t, struct mx_sample *s)
                 int64_t pss;
 
                 snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pids[i]);
-                if (read_small(path, buf, sizeof(buf), &len) >= 0 &&
+                if (proc_read_small(path, buf, sizeof(buf), &len) >= 0 &&
                     mx_sample_parse_smaps_rollup(buf, len, &pss) >= 0)
                         pss_sum += pss;
         }
