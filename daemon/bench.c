@@ -24,6 +24,7 @@
 
 #include "bench-stats.h"
 #include "http.h"
+#include "server-kind.h"
 #include "sse.h"
 
 #include <event2/event.h>
@@ -39,15 +40,6 @@
 /* Events a request may stream per generated token (role, finish and usage chunks on top). */
 #define EVENTS_PER_TOKEN_MAX 4
 #define ERROR_TEXT_MAX 300
-
-enum server_kind {
-        SERVER_OTHER,
-        SERVER_VLLM,
-        SERVER_LLAMA,
-        SERVER_SGLANG,
-};
-
-static const char *const server_kind_names[] = {"unknown", "vllm", "llama-server", "sglang"};
 
 enum tok_form {
         TOK_NONE,
@@ -116,7 +108,7 @@ struct mx_bench {
         bool started, finished;
         uint64_t rng;
         uint64_t n_requests;
-        enum server_kind server;
+        enum mx_server_kind server;
         enum tok_form tok_form;
         /* adapt: raw counts and usage of the two probes */
         int64_t t_adapt_text, t_dot, p_adapt_user, p_adapt_ctx;
@@ -569,10 +561,10 @@ static json_t *request_body(struct mx_bench *b, struct breq *r)
                       (json_int_t)r->max_tokens, "stream", true, "stream_options", "include_usage", true,
                       "continuous_usage_stats", true, "ignore_eos", true);
         /* cache defeat (bench-methods.md §4.11); llama-bench style wants the context cached */
-        if (b->server == SERVER_VLLM)
-                json_object_set_new(o, "cache_salt", json_string(r->salt));
-        else if (b->server == SERVER_LLAMA)
-                json_object_set_new(o, "cache_prompt", json_boolean(b->cfg.llama_bench_style));
+        if (b->server == MX_SERVER_LLAMA && b->cfg.llama_bench_style)
+                json_object_set_new(o, "cache_prompt", json_true());
+        else
+                mx_server_defeat_cache(b->server, o, r->salt);
         return o;
 }
 
@@ -799,13 +791,9 @@ static void models_done_cb(struct mx_http_call *call, struct mx_http_response *r
                 return;
         }
         if (json_is_string(owner)) {
-                const char *ow = json_string_value(owner);
-                b->server = streq(ow, "vllm")       ? SERVER_VLLM
-                            : streq(ow, "llamacpp") ? SERVER_LLAMA
-                            : streq(ow, "sglang")   ? SERVER_SGLANG
-                                                    : SERVER_OTHER;
+                b->server = mx_server_kind_from_owner(json_string_value(owner));
         }
-        progress(b, "model %s, server %s", b->model, server_kind_names[b->server]);
+        progress(b, "model %s, server %s", b->model, mx_server_kind_name(b->server));
         b->tok_form = TOK_NONE;
         tokenize(b, TOK_VLLM, "hello world", tokprobe_vllm_done);
 }
@@ -1574,7 +1562,7 @@ json_t *mx_bench_result_json(const struct mx_bench *b)
         }
         o = json_pack("{s:s,s:s,s:s?,s:s,s:s,s:o,s:{s:I,s:I},s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:i,s:i}",
                       "tool", "mxmatrix bench " MX_VERSION, "url", b->url, "model", b->model, "server",
-                      server_kind_names[b->server], "tokenize",
+                      mx_server_kind_name(b->server), "tokenize",
                       b->tok_form == TOK_LLAMA  ? "POST /tokenize {content} (llama-server)"
                       : b->tok_form == TOK_VLLM ? "POST /tokenize {model, prompt} (vLLM, SGLang)"
                                                 : "none",
