@@ -4,6 +4,9 @@
 
 #include <stdlib.h>
 
+/* The most tokens one event may add to the per-token ITL (bench.h's MX_BENCH_TOKENS_MAX). */
+#define ITL_TOKENS_MAX 1048576
+
 static int cmp_double(const void *a, const void *b)
 {
         double x = *(const double *)a, y = *(const double *)b;
@@ -129,6 +132,57 @@ size_t mx_bench_itl_append(const int64_t *ev_us, size_t n_ev, double **out, size
         for (size_t i = 1; i < n_ev; i++)
                 (*out)[(*n_out)++] = (double)(ev_us[i] - ev_us[i - 1]) / 1000.0;
         return n_ev - 1;
+}
+
+int mx_bench_decode_span(const int64_t *cum, size_t n_ev, size_t i_tok1, int64_t *ret_tokens, size_t *ret_end)
+{
+        int64_t prev, last;
+        size_t end;
+
+        if (i_tok1 >= n_ev || cum[i_tok1] < 0)
+                return -ENODATA;
+        prev = last = cum[i_tok1];
+        end = i_tok1;
+        for (size_t i = i_tok1 + 1; i < n_ev; i++) {
+                if (cum[i] < 0)
+                        continue;
+                if (cum[i] < prev) {
+                        *ret_end = i;
+                        return -ERANGE;
+                }
+                if (cum[i] > last) {
+                        last = cum[i];
+                        end = i;
+                }
+                prev = cum[i];
+        }
+        *ret_tokens = last - cum[i_tok1] + 1;
+        *ret_end = end;
+        return 0;
+}
+
+size_t mx_bench_itl_tokens_append(const int64_t *ev_us, const int64_t *cum, size_t n_ev, size_t i_tok1,
+                                  double **out, size_t *n_out, size_t *cap)
+{
+        size_t added = 0, prev;
+
+        if (i_tok1 >= n_ev || cum[i_tok1] < 0)
+                return 0;
+        prev = i_tok1;
+        for (size_t i = i_tok1 + 1; i < n_ev; i++) {
+                int64_t k = cum[i] - cum[prev];
+
+                if (cum[i] < 0 || k <= 0)
+                        continue;
+                if (k > ITL_TOKENS_MAX)
+                        break; /* a count no request can reach: not a running count */
+                MX_GROW(*out, *cap, *n_out + (size_t)k);
+                for (int64_t j = 0; j < k; j++)
+                        (*out)[(*n_out)++] = (double)(ev_us[i] - ev_us[prev]) / 1000.0 / (double)k;
+                added += (size_t)k;
+                prev = i;
+        }
+        return added;
 }
 
 double mx_bench_batch_pp_tps(int64_t sum_prompt_tokens, int64_t min_t0, int64_t max_tok1)

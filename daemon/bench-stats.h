@@ -76,6 +76,38 @@ double mx_bench_tpot_ms(double e2el_ms, double ttfr_ms, int64_t completion_token
  */
 size_t mx_bench_itl_append(const int64_t *ev_us, size_t n_ev, double **out, size_t *n_out, size_t *cap);
 
+/*
+ * Running token counts: cum[i] is the number of tokens generated up to and
+ * including choices-bearing event i, as the server streams it (vLLM's
+ * continuous_usage_stats: usage.completion_tokens in every chunk;
+ * llama-server's timings_per_token: timings.predicted_n), -1 where the event
+ * carries none. They let tokens that sent no text (gpt-oss Harmony headers
+ * and channel switches, for which vLLM sends no chunk) be given the time in
+ * which they were really generated.
+ */
+
+/*
+ * The decode span of one request (tg): from the first text-bearing event
+ * (index i_tok1, count c1) to the first event at which the count reached its
+ * last value cN (the event that delivered the last token, text or not).
+ * *ret_tokens = cN - c1 + 1, so that mx_bench_tg_tps(*ret_tokens, t[i_tok1],
+ * t[*ret_end]) = (cN - c1) / span: the tokens generated after the first text,
+ * over the time they took. -ENODATA when event i_tok1 carries no count,
+ * -ERANGE when a count is lower than an earlier one (*ret_end is then the
+ * event where it fell).
+ */
+int mx_bench_decode_span(const int64_t *cum, size_t n_ev, size_t i_tok1, int64_t *ret_tokens, size_t *ret_end);
+/*
+ * ITL per token (the attribution of vLLM PR #42661): from the first
+ * text-bearing event on, every event whose count rose by k > 0 since the
+ * previous such event adds k gaps of (its time - that event's time) / k, in
+ * ms; events that add no token add nothing (their time goes to the next
+ * token). The mean of these gaps is 1 / tg of mx_bench_decode_span(). Returns
+ * how many were appended (0 without counts).
+ */
+size_t mx_bench_itl_tokens_append(const int64_t *ev_us, const int64_t *cum, size_t n_ev, size_t i_tok1,
+                                  double **out, size_t *n_out, size_t *cap);
+
 /* ---- one batch of concurrent requests (llama-benchy, c > 1) ---- */
 
 /* Σ prompt tokens ÷ (latest t_tok1 − earliest t0). */

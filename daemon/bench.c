@@ -74,10 +74,17 @@ struct breq {
         int64_t t0, t_headers, t_resp, t_tok1, t_last, t_last_tok, t_usage, t_done, t_end;
         int64_t *ev; /* every choices-bearing event */
         size_t n_ev, cap_ev;
+        int64_t *cum; /* running token count of each choices-bearing event (bench-stats.h); -1: none */
+        size_t cap_cum;
+        const char *cum_field; /* which field carried the running counts, or NULL: none did */
+        size_t i_tok1;         /* ev index of the first text-bearing event */
         int64_t *tok; /* every text-bearing event */
         size_t n_tok, cap_tok;
         int64_t prompt_tokens, completion_tokens, cached_tokens; /* -1: not reported */
-        int64_t cum_before_tok1;                                  /* continuous usage; -1: none */
+        int64_t cum_before_tok1;                                  /* running counts; -1: none */
+        int64_t n_decode;          /* tg's N: tokens from the first text-bearing event on; -1: unknown */
+        const char *decode_source; /* where n_decode came from */
+        const char *known_issue;   /* the server's known issue that failed the request, or NULL */
         char finish[24];
         const char *first_field;
         long status;
@@ -138,6 +145,7 @@ struct mx_bench {
         struct breq **all; /* every request made, for freeing */
         size_t n_all, cap_all;
         unsigned measured, failed;
+        unsigned failed_known; /* of failed: lost to a known issue of the server (server-kind.h) */
         int64_t started_real_us, finished_real_us;
 };
 
@@ -398,7 +406,7 @@ static struct breq *breq_new(struct mx_bench *b, enum req_kind kind)
         r->b = b;
         r->kind = kind;
         r->prompt_tokens = r->completion_tokens = r->cached_tokens = -1;
-        r->cum_before_tok1 = -1;
+        r->cum_before_tok1 = r->n_decode = -1;
         snprintf(r->salt, sizeof(r->salt), "mxbench-%016" PRIx64 "-%" PRIu64, rng_next(b), ++b->n_requests);
         MX_GROW(b->all, b->cap_all, b->n_all + 1);
         b->all[b->n_all++] = r;
@@ -415,6 +423,7 @@ static void breq_free(struct breq *r)
         free(r->depth_text);
         free(r->user_text);
         free(r->ev);
+        free(r->cum);
         free(r->tok);
         free(r->error);
         free(r);
@@ -467,6 +476,39 @@ static void read_usage(struct breq *r, json_t *usage)
                 r->cached_tokens = json_integer_value(json_object_get(details, "cached_tokens"));
 }
 
+/*
+ * The running count of generated tokens a chunk carries: usage.completion_tokens (vLLM's and SGLang's
+ * continuous_usage_stats) or timings.predicted_n (llama-server's timings_per_token); -1 when it carries none.
+ */
+static int64_t event_count(json_t *o, const char **ret_field)
+{
+        json_t *v = json_object_get(json_object_get(o, "usage"), "completion_tokens");
+
+        if (json_is_integer(v) && json_integer_value(v) >= 0) {
+                *ret_field = "usage.completion_tokens";
+                return json_integer_value(v);
+        }
+        v = json_object_get(json_object_get(o, "timings"), "predicted_n");
+        if (json_is_integer(v) && json_integer_value(v) >= 0) {
+                *ret_field = "timings.predicted_n";
+                return json_integer_value(v);
+        }
+        return -1;
+}
+
+/* The first error of a request that came from the server: its known issue named (server-kind.h). */
+static void breq_server_error(struct breq *r, const char *what, const char *message)
+{
+        const char *issue = mx_server_known_issue(message);
+
+        if (issue && !r->error)
+                r->known_issue = issue;
+        if (issue)
+                breq_error(r, "server known issue %s: %s: %s", issue, what, message);
+        else
+                breq_error(r, "%s: %s", what, message);
+}
+
 /* One SSE event; r->now is when its last bytes arrived. */
 static int on_event(const struct mx_sse_event *ev, void *userdata)
 {
@@ -489,7 +531,7 @@ static int on_event(const struct mx_sse_event *ev, void *userdata)
                 _cleanup_free_ char *msg = mx_escape(json_string_value(json_object_get(err, "message"))
                                                              ?: json_string_value(err) ?: "?",
                                                      ERROR_TEXT_MAX);
-                breq_error(r, "error event: %s", msg);
+                breq_server_error(r, "error event", msg);
                 return 0;
         }
         choices = json_object_get(o, "choices");
@@ -505,24 +547,14 @@ static int on_event(const struct mx_sse_event *ev, void *userdata)
                         r->t_resp = t;
                 r->t_last = t;
                 MX_GROW(r->ev, r->cap_ev, r->n_ev + 1);
+                MX_GROW(r->cum, r->cap_cum, r->n_ev + 1);
+                r->cum[r->n_ev] = event_count(o, &r->cum_field);
                 r->ev[r->n_ev++] = t;
                 if (field) {
                         if (!r->t_tok1) {
                                 r->t_tok1 = t;
                                 r->first_field = field;
-                                /*
-                                 * Tokens before this chunk's last one, when the server streams running usage:
-                                 * its own count less one, not the previous event's count. vLLM sends no chunk
-                                 * for gpt-oss's header tokens (no text), so the previous event (the role
-                                 * chunk, completion_tokens 0) misses them; and of a multi-token first chunk
-                                 * only the last token starts the decode span (llama-benchy 0.4 leaves out the
-                                 * first block).
-                                 */
-                                if (json_is_object(usage) &&
-                                    json_is_integer(json_object_get(usage, "completion_tokens")))
-                                        r->cum_before_tok1 = MX_MAX(
-                                                json_integer_value(json_object_get(usage, "completion_tokens")) - 1,
-                                                0);
+                                r->i_tok1 = r->n_ev - 1;
                         }
                         r->t_last_tok = t;
                         MX_GROW(r->tok, r->cap_tok, r->n_tok + 1);
@@ -557,9 +589,14 @@ static json_t *request_body(struct mx_bench *b, struct breq *r)
                 json_array_append_new(messages,
                                       json_pack("{s:s,s:s}", "role", "system", "content", r->depth_text));
         json_array_append_new(messages, json_pack("{s:s,s:s}", "role", "user", "content", r->user_text));
-        o = json_pack("{s:s,s:o,s:I,s:b,s:{s:b,s:b},s:b}", "model", b->model, "messages", messages, "max_tokens",
+        o = json_pack("{s:s,s:o,s:I,s:b,s:{s:b,s:b}}", "model", b->model, "messages", messages, "max_tokens",
                       (json_int_t)r->max_tokens, "stream", true, "stream_options", "include_usage", true,
-                      "continuous_usage_stats", true, "ignore_eos", true);
+                      "continuous_usage_stats", true);
+        /* exactly max_tokens without vLLM's gpt-oss ignore_eos failure (server-kind.h) */
+        mx_server_exact_tokens(o, r->max_tokens);
+        /* llama-server ignores continuous_usage_stats; its running count is timings.predicted_n */
+        if (b->server == MX_SERVER_LLAMA)
+                json_object_set_new(o, "timings_per_token", json_true());
         /* cache defeat (bench-methods.md §4.11); llama-bench style wants the context cached */
         if (b->server == MX_SERVER_LLAMA && b->cfg.llama_bench_style)
                 json_object_set_new(o, "cache_prompt", json_true());
@@ -597,6 +634,50 @@ static int breq_send(struct mx_bench *b, struct breq *r)
         return ret;
 }
 
+/*
+ * tg's N and the event of the last token (bench-methods.md §4.1, bench-stats.h): from the running counts
+ * when the server streams them, so that tokens without text (vLLM sends no chunk for gpt-oss's Harmony
+ * headers, channel switches and turn end) are given the time in which they were generated; else
+ * usage.completion_tokens over the text-bearing events' span, else the text-bearing events. Running
+ * counts that fall, or end elsewhere than usage.completion_tokens, fail the request with both numbers.
+ */
+static void breq_decode_span(struct breq *r)
+{
+        int64_t n = 0, last = -1;
+        size_t end = 0;
+        int q;
+
+        if (!r->t_tok1)
+                return;
+        for (size_t i = 0; i < r->n_ev; i++)
+                last = MX_MAX(last, r->cum[i]);
+        q = last >= 0 ? mx_bench_decode_span(r->cum, r->n_ev, r->i_tok1, &n, &end) : -ENODATA;
+        if (q == -ERANGE) {
+                breq_error(r, "the running token count (%s) fell to %" PRId64 " at event %zu", r->cum_field,
+                           r->cum[end], end + 1);
+                return;
+        }
+        if (q >= 0 && r->completion_tokens >= 0 && last != r->completion_tokens) {
+                breq_error(r, "the running token count (%s) ends at %" PRId64 ", usage.completion_tokens says %" PRId64,
+                           r->cum_field, last, r->completion_tokens);
+                return;
+        }
+        if (q >= 0) {
+                r->n_decode = n;
+                r->cum_before_tok1 = r->cum[r->i_tok1] - 1;
+                r->t_last_tok = r->ev[end];
+                r->decode_source = streq(r->cum_field, "timings.predicted_n")
+                                           ? "running counts (timings.predicted_n)"
+                                           : "running counts (usage.completion_tokens)";
+        } else if (r->completion_tokens > 0) {
+                r->n_decode = r->completion_tokens;
+                r->decode_source = "usage (no running counts: tokens without text are counted in the span)";
+        } else {
+                r->n_decode = (int64_t)r->n_tok;
+                r->decode_source = "text-bearing events";
+        }
+}
+
 /* Check a finished request against what was asked (bench-methods.md §4.12): failures are named. */
 static void breq_validate(struct breq *r, const struct mx_http_response *resp)
 {
@@ -605,8 +686,8 @@ static void breq_validate(struct breq *r, const struct mx_http_response *resp)
                 return;
         }
         if (resp->status != 200) {
-                _cleanup_free_ char *ex = body_excerpt(resp);
-                breq_error(r, "HTTP %ld: %s", resp->status, ex);
+                _cleanup_free_ char *ex = body_excerpt(resp), *what = xasprintf("HTTP %ld", resp->status);
+                breq_server_error(r, what, ex);
                 return;
         }
         if (mx_sse_finish(&r->sse) > 0)
@@ -621,6 +702,7 @@ static void breq_validate(struct breq *r, const struct mx_http_response *resp)
         if (r->completion_tokens >= 0 && r->completion_tokens != r->max_tokens)
                 breq_error(r, "completion_tokens %" PRId64 ", expected %" PRId64, r->completion_tokens,
                            r->max_tokens);
+        breq_decode_span(r);
 }
 
 /* ---- stages ---- */
@@ -670,6 +752,8 @@ static void batch_request_done(struct mx_bench *b, struct breq *r)
                 b->measured++;
                 if (r->error)
                         b->failed++;
+                if (r->known_issue)
+                        b->failed_known++;
                 if (r->kind == REQ_CTX)
                         test_add(&t->ctx, &t->n_ctx, &t->cap_ctx, r);
                 else
@@ -971,7 +1055,8 @@ static void next_batch(struct mx_bench *b)
                 b->cur_warm = b->cur_run = 0;
         }
         if (b->cur_test >= b->n_tests) {
-                progress(b, "done: %u requests measured, %u failed", b->measured, b->failed);
+                progress(b, "done: %u requests measured, %u failed (%u of them to a known issue of the server)",
+                         b->measured, b->failed, b->failed_known);
                 finish(b, 0, NULL);
                 return;
         }
@@ -1146,19 +1231,12 @@ static json_t *stat_values_json(const double *v, size_t n)
         return o;
 }
 
-/* Tokens from the first text-bearing event on, and where the count came from. */
+/* Tokens from the first text-bearing event on (breq_decode_span()), and where the count came from. */
 static int64_t tg_tokens(const struct breq *r, const char **ret_source)
 {
-        if (r->cum_before_tok1 >= 0 && r->completion_tokens > 0) {
-                *ret_source = "usage (running counts)";
-                return r->completion_tokens - r->cum_before_tok1;
-        }
-        if (r->completion_tokens > 0) {
-                *ret_source = "usage";
-                return r->completion_tokens;
-        }
-        *ret_source = "text-bearing events";
-        return (int64_t)r->n_tok;
+        if (r->decode_source)
+                *ret_source = r->decode_source;
+        return r->n_decode;
 }
 
 struct vals {
@@ -1183,8 +1261,9 @@ static void failures_json(json_t *arr, const char *name, struct breq **reqs, siz
 {
         for (size_t i = 0; i < n; i++)
                 if (reqs[i]->error)
-                        json_array_append_new(arr, json_pack("{s:s,s:i,s:s}", "test", name, "run",
-                                                             (int)reqs[i]->run + 1, "error", reqs[i]->error));
+                        json_array_append_new(arr, json_pack("{s:s,s:i,s:s,s:s?}", "test", name, "run",
+                                                             (int)reqs[i]->run + 1, "error", reqs[i]->error,
+                                                             "known_issue", reqs[i]->known_issue));
 }
 
 static bool batch_range(struct breq **reqs, size_t n, unsigned run, size_t *ret_from, size_t *ret_to)
@@ -1206,7 +1285,7 @@ static void rows_json(const struct mx_bench *b, const struct test *t, struct bre
 {
         struct vals pp = {}, tg = {}, pp_req = {}, tg_req = {}, ttfr = {}, est = {}, e2e = {}, peak = {},
                     peak_req = {}, pp_text = {};
-        unsigned c = b->cfg.concurrency, failed = 0;
+        unsigned c = b->cfg.concurrency, failed = 0, failed_known = 0;
         int64_t cached_max = -1, prompt_min = INT64_MAX, prompt_max = -1, expected = 0;
         const char *source = NULL;
         char name_pp[64], name_tg[64];
@@ -1224,6 +1303,7 @@ static void rows_json(const struct mx_bench *b, const struct test *t, struct bre
                 expected = r->expected_prompt;
                 if (r->error) {
                         failed++;
+                        failed_known += r->known_issue ? 1 : 0;
                         continue;
                 }
                 if (r->cached_tokens >= 0)
@@ -1324,6 +1404,9 @@ static void rows_json(const struct mx_bench *b, const struct test *t, struct bre
                                   stat_json(peak.v, peak.n), "peak_tps_req",
                                   c > 1 ? stat_json(peak_req.v, peak_req.n) : json_null(), "ttfr_ms",
                                   "est_ppt_ms", "e2e_ttft_ms", "tokens_counted_from", source));
+        /* the rows' statistics are the survivors': how many requests a known server issue took */
+        for (size_t i = json_array_size(rows) - (ctx ? 1 : 2); i < json_array_size(rows); i++)
+                json_object_set_new(json_array_get(rows, i), "failed_known_issue", json_integer(failed_known));
         {
                 char fname[96];
                 snprintf(fname, sizeof(fname), "%s tg%" PRId64, name_pp, ctx ? (int64_t)1 : t->tg);
@@ -1346,8 +1429,8 @@ static json_t *serving_json(struct breq **reqs, size_t n, struct vals *all_ttft,
                             struct vals *all_itl, struct vals *all_e2el)
 {
         struct vals ttfr = {}, ttft = {}, tpot = {}, e2el = {}, tpc = {};
-        double *itl = NULL;
-        size_t n_itl = 0, cap_itl = 0, valid = 0;
+        double *itl = NULL, *itl_ev = NULL;
+        size_t n_itl = 0, cap_itl = 0, n_itl_ev = 0, cap_itl_ev = 0, valid = 0, counted = 0;
         json_t *o, *first = json_object();
 
         for (size_t i = 0; i < n; i++) {
@@ -1365,7 +1448,13 @@ static json_t *serving_json(struct breq **reqs, size_t n, struct vals *all_ttft,
                 vals_add(&e2el, v_e2el);
                 if (r->completion_tokens > 0 && r->n_ev > 0)
                         vals_add(&tpc, (double)r->completion_tokens / (double)r->n_ev);
-                mx_bench_itl_append(r->ev, r->n_ev, &itl, &n_itl, &cap_itl);
+                mx_bench_itl_append(r->ev, r->n_ev, &itl_ev, &n_itl_ev, &cap_itl_ev);
+                /* per token where running counts say which event delivered how many tokens */
+                if (r->cum_before_tok1 >= 0) {
+                        mx_bench_itl_tokens_append(r->ev, r->cum, r->n_ev, r->i_tok1, &itl, &n_itl, &cap_itl);
+                        counted++;
+                } else
+                        mx_bench_itl_append(r->ev, r->n_ev, &itl, &n_itl, &cap_itl);
                 if (r->first_field) {
                         json_t *k = json_object_get(first, r->first_field);
                         json_object_set_new(first, r->first_field,
@@ -1380,30 +1469,37 @@ static json_t *serving_json(struct breq **reqs, size_t n, struct vals *all_ttft,
                 vals_add(all_itl, itl[i]);
         for (size_t i = 0; all_e2el && i < e2el.n; i++)
                 vals_add(all_e2el, e2el.v[i]);
-        o = json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "requests", (json_int_t)n, "valid",
+        o = json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o}", "requests", (json_int_t)n, "valid",
                       (json_int_t)valid, "ttfr_ms", stat_json(ttfr.v, ttfr.n), "ttft_ms",
                       stat_values_json(ttft.v, ttft.n), "tpot_ms", stat_json(tpot.v, tpot.n), "itl_ms",
-                      stat_json(itl, n_itl), "e2el_ms", stat_json(e2el.v, e2el.n), "tokens_per_event",
-                      stat_json(tpc.v, tpc.n), "first_token_field", first);
+                      stat_json(itl, n_itl), "itl_from",
+                      counted == 0       ? "events (no running counts)"
+                      : counted == valid ? "running counts (per token)"
+                                         : "running counts where streamed, else events",
+                      "itl_event_ms", stat_json(itl_ev, n_itl_ev), "e2el_ms", stat_json(e2el.v, e2el.n),
+                      "tokens_per_event", stat_json(tpc.v, tpc.n), "first_token_field", first);
         vals_free(&ttfr);
         vals_free(&ttft);
         vals_free(&tpot);
         vals_free(&e2el);
         vals_free(&tpc);
         free(itl);
+        free(itl_ev);
         return o;
 }
 
 static json_t *request_json(const struct breq *r)
 {
-        json_t *ev = json_array(), *tok = json_array();
+        json_t *ev = json_array(), *tok = json_array(), *cum = json_array(), *o;
 
-        for (size_t i = 0; i < r->n_ev; i++)
+        for (size_t i = 0; i < r->n_ev; i++) {
                 json_array_append_new(ev, json_integer(r->ev[i] - r->t0));
+                json_array_append_new(cum, r->cum[i] >= 0 ? json_integer(r->cum[i]) : json_null());
+        }
         for (size_t i = 0; i < r->n_tok; i++)
                 json_array_append_new(tok, json_integer(r->tok[i] - r->t0));
 #define REL(x) ((x) ? json_integer((x) - r->t0) : json_null())
-        return json_pack("{s:I,s:i,s:b,s:s,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:s,s:s?,s:s?,s:o,s:o}",
+        o = json_pack("{s:I,s:i,s:b,s:s,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:I,s:s,s:s?,s:s?,s:o,s:o}",
                          "t0_us", (json_int_t)r->t0, "run", (int)r->run + 1, "warmup", r->warmup, "salt", r->salt,
                          "expected_prompt_tokens", (json_int_t)r->expected_prompt, "headers_us", REL(r->t_headers),
                          "resp_us", REL(r->t_resp), "tok1_us", REL(r->t_tok1), "last_us", REL(r->t_last),
@@ -1414,12 +1510,17 @@ static json_t *request_json(const struct breq *r)
                          "first_token_field", r->first_field, "error", r->error, "events_us", ev, "text_events_us",
                          tok);
 #undef REL
+        json_object_set_new(o, "events_tokens", cum);
+        json_object_set_new(o, "decode_tokens", r->n_decode >= 0 ? json_integer(r->n_decode) : json_null());
+        json_object_set_new(o, "tokens_counted_from", r->decode_source ? json_string(r->decode_source) : json_null());
+        json_object_set_new(o, "known_issue", r->known_issue ? json_string(r->known_issue) : json_null());
+        return o;
 }
 
 static json_t *definitions_json(void)
 {
         return json_pack(
-                "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "t0",
+                "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "t0",
                 "CLOCK_MONOTONIC immediately before the request is handed to libcurl; every event is stamped "
                 "when libcurl hands over the bytes that complete it",
                 "pp_tps",
@@ -1431,11 +1532,14 @@ static json_t *definitions_json(void)
                 "tps_first_text); ttfr_before_prefill is true when the median ttfr is under a quarter of the "
                 "median e2e_ttft: the server sent its first chunk before the prefill ended, and pp_tps says little",
                 "tg_tps",
-                "llama-benchy 0.4: (N - 1) / (last text-bearing event - first text-bearing event), N = tokens from "
-                "the first text-bearing event on (usage.completion_tokens less the running count of that event plus "
-                "one, when the server streams running counts, so tokens without text before it and a multi-token "
-                "first event are left out; else usage.completion_tokens, else text-bearing events); c > 1: "
-                "(sum N - requests) / (latest last text - earliest first text)",
+                "llama-benchy 0.4: (N - 1) / (last token's event - first text-bearing event). With running counts "
+                "(usage.completion_tokens in every chunk, vLLM continuous_usage_stats; timings.predicted_n, "
+                "llama-server timings_per_token): N - 1 = the last count - the first text-bearing event's count, "
+                "and the last token's event is the first event that reached the last count, text or not, so "
+                "tokens that sent no text (gpt-oss Harmony headers, channel switches, turn end) count with the time "
+                "in which they were generated; without: N = usage.completion_tokens (else text-bearing events) "
+                "over the text-bearing events' span (tokens_counted_from says which); c > 1: (sum N - requests) / "
+                "(latest last token - earliest first text)",
                 "peak_tps",
                 "llama-benchy: most text-bearing events within any 1 s window / 1 s (count / span when they span "
                 "less than 1 s), per batch",
@@ -1448,8 +1552,13 @@ static json_t *definitions_json(void)
                 "llama-benchy: max(0, ttfr - latency); latency as latency_mode says", "tpot_ms",
                 "vllm bench serve: (E2EL - TTFR) / (usage.completion_tokens - 1), requests with more than one "
                 "token",
-                "itl_ms", "vllm bench serve: every gap between consecutive choices-bearing events, pooled over "
-                          "all requests of the test",
+                "itl_ms",
+                "per token, pooled over all requests of the test: with running counts, from the first text-bearing "
+                "event on, an event that added k tokens adds k gaps of (its time - the previous token event's "
+                "time) / k (vLLM PR #42661), so its mean is 1 / tg; without, as itl_event_ms (itl_from says which)",
+                "itl_event_ms",
+                "vllm bench serve: every gap between consecutive choices-bearing events, pooled over all requests "
+                "of the test (a chunk that follows tokens without text holds their time)",
                 "e2el_ms", "vllm bench serve: last choices-bearing event - t0", "tokens_per_event",
                 "usage.completion_tokens / choices-bearing events (1 unless the server batches tokens)");
 }
@@ -1572,6 +1681,8 @@ json_t *mx_bench_result_json(const struct mx_bench *b)
                       "results", results_json(b, rows, &ttft0, &tpot0, &itl0, &e2el0), "started_us",
                       (json_int_t)b->started_real_us, "finished_us", (json_int_t)b->finished_real_us,
                       "measured", b->measured, "failed", b->failed);
+        /* the statistics are the survivors': say how many a known server issue took (never averaged away) */
+        json_object_set_new(o, "failed_known_issue", json_integer(b->failed_known));
         if (b->cfg.keep_requests)
                 json_object_set_new(o, "requests", requests);
         else

@@ -55,3 +55,21 @@ bool mx_server_defeat_cache(enum mx_server_kind k, json_t *body, const char *sal
                 return false;
         }
 }
+
+void mx_server_exact_tokens(json_t *body, int64_t n)
+{
+        json_object_set_new(body, "ignore_eos", json_true());
+        json_object_set_new(body, "min_tokens", json_integer(n));
+}
+
+const char *mx_server_known_issue(const char *message)
+{
+        /*
+         * vLLM's Harmony parser (openai_harmony's StreamableParser) after a gpt-oss turn ended:
+         * "Unexpected token 200002 while expecting start token 200006" (target-surfaces.md §A5).
+         */
+        if (message && strstr(message, "Unexpected token") && strstr(message, "while expecting start token"))
+                return "vllm#50690 (gpt-oss with ignore_eos: the Harmony parser met a token after the model "
+                       "ended its turn before the token limit)";
+        return NULL;
+}

@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 enum mx_server_kind {
         MX_SERVER_OTHER,
@@ -38,3 +39,22 @@ enum mx_server_kind mx_server_kind_from_profile(const char *base);
  * prompt with text unique to the request instead.
  */
 bool mx_server_defeat_cache(enum mx_server_kind k, json_t *body, const char *salt);
+
+/*
+ * Ask for exactly n generated tokens: "ignore_eos": true and "min_tokens": n,
+ * as llama-benchy's --exact-tg does. min_tokens masks every stop token id
+ * (vLLM: the model's EOS ids and stop_token_ids, which for gpt-oss include
+ * <|return|> and <|call|>) until n tokens exist, so gpt-oss cannot end its
+ * Harmony turn and vLLM's parser never meets the token after <|return|> that
+ * fails an ignore_eos-only request (vllm#50690). llama-server ignores
+ * min_tokens and honours ignore_eos; SGLang takes both.
+ */
+void mx_server_exact_tokens(json_t *body, int64_t n);
+
+/*
+ * A failure that is a known issue of the server, recognised by its message:
+ * "vllm#50690 (...)" naming the issue and what it is, or NULL. Callers write
+ * "server known issue <that>: <message>" so that the failure is not taken for
+ * the harness's or a feature's.
+ */
+const char *mx_server_known_issue(const char *message);
