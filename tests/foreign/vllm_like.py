@@ -17,12 +17,24 @@ vLLM behaviour reproduced (see --help for the switches):
   - GET /health (200, empty), /ping, /version, /v1/models (with max_model_len, owned_by "vllm"),
     /metrics (a few vllm: series), POST /tokenize {prompt|messages} -> {count, max_model_len,
     tokens, token_strs}, /detokenize;
-  - chat stream: first chunk delta {"role": "assistant"} only (--role-content-empty adds
-    "content": ""), gpt-oss header tokens that produce no chunk, reasoning streamed first in
-    "reasoning" (newer) or "reasoning_content" (--reasoning-field), then content; the last token's
-    chunk carries finish_reason; stream_options.include_usage -> a final chunk with empty choices
-    and usage; continuous_usage_stats ignored unless --continuous-usage; SSE comments possible
+  - chat stream: first chunk delta {"role": "assistant", "content": ""} (current vLLM;
+    --role-content-omitted leaves "content" out, as older releases did), gpt-oss Harmony tokens
+    that produce no chunk (--header-tokens at the start, --switch-tokens at the analysis -> final
+    channel switch, --end-tokens at the turn's end: the last tokens of the request, of which only
+    the very last sends a chunk, an empty delta with finish_reason), all counted in
+    completion_tokens; reasoning streamed first in "reasoning" (newer) or "reasoning_content"
+    (--reasoning-field), then content; stream_options.include_usage -> a final chunk with empty
+    choices and usage; continuous_usage_stats ignored unless --continuous-usage (then every chunk
+    carries the running usage, the role chunk completion_tokens 0); SSE comments possible
     (--sse-comments); data: [DONE];
+  - gpt-oss chat with ignore_eos (--harmony-eos-error): when the model ends its Harmony turn
+    (its natural end) before the token limit and min_tokens does not mask the stop tokens,
+    vllm#50690: HTTP 500 "Unexpected token 200002 while expecting start token 200006", or,
+    streamed, an error chunk and [DONE] without usage;
+  - --api-key KEY (or VLLM_API_KEY): paths under /v1 answer 401 {"error": "Unauthorized"}
+    without "Authorization: Bearer KEY"; /tokenize, /health, /metrics stay open;
+  - prompt_logprobs with stream: rejected when > 0 or -1, 0 accepted; a prompt too long for the
+    context: 400 with param "input_tokens" and vLLM's wording;
   - logprobs as vLLM V1 builds them: per position a dict whose first entry is the SAMPLED token,
     then the top-k by rank (the sampled one not repeated). Completions: {text_offset,
     token_logprobs, tokens, top_logprobs: [{token: logprob}]} with up to k+1 entries; chat:
@@ -71,6 +83,8 @@ TEMPLATE_PER_MESSAGE = 4
 TEMPLATE_GEN_PROMPT = 3
 EOS_ID = 200002
 HEADER = ("<|channel|>", "analysis", "<|message|>")
+SWITCH = ("<|end|>", "<|start|>", "assistant", "<|channel|>", "final", "<|message|>")
+SILENT = ("header", "switch", "end")
 OPTS = None
 STATS = {"prompt": 0, "gen": 0, "running": 0, "success": 0, "lock": threading.Lock()}
 CACHE = set()
@@ -112,16 +126,24 @@ def chat_prompt_ids(messages, add_generation_prompt=True):
 # ---- errors ----
 
 class ApiError(Exception):
-    def __init__(self, status, message, typ="BadRequestError"):
+    def __init__(self, status, message, typ="BadRequestError", param=None):
         super().__init__(message)
-        self.status, self.message, self.typ = status, message, typ
+        self.status, self.message, self.typ, self.param = status, message, typ, param
 
     def body(self):
-        return {"error": {"message": self.message, "type": self.typ, "param": None, "code": self.status}}
+        return {"error": {"message": self.message, "type": self.typ, "param": self.param, "code": self.status}}
 
 
-def bad(msg):
-    raise ApiError(400, msg)
+def bad(msg, param=None):
+    raise ApiError(400, msg, param=param)
+
+
+# vllm#50690: what vLLM's Harmony parser raises when gpt-oss goes on after ending its turn (ignore_eos)
+HARMONY_EOS_ERROR = "Unexpected token 200002 while expecting start token 200006"
+
+
+class HarmonyEosError(Exception):
+    pass
 
 
 # ---- the "model": a context-dependent distribution, sampled with the request's generator ----
@@ -185,8 +207,10 @@ def common_params(req, chat, n_prompt):
     so = req.get("stream_options")
     if so is not None and not stream:
         bad("Stream options can only be defined when `stream=True`.")
-    if req.get("prompt_logprobs") is not None and stream:
-        bad("`prompt_logprobs` are not available when `stream=True`.")
+    plp = req.get("prompt_logprobs")
+    if plp is not None and stream and plp != 0:
+        # vLLM's check_logprobs: 0 (the prompt's own tokens only) is accepted with stream
+        bad("`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs")
     model = req.get("model")
     if model is not None and model not in (OPTS.served_model_name, OPTS.model):
         raise ApiError(404, f"The model `{model}` does not exist.", "NotFoundError")
@@ -203,9 +227,11 @@ def common_params(req, chat, n_prompt):
     if not isinstance(mt, int) or isinstance(mt, bool) or mt < (0 if not chat else 1):
         bad(f"max_tokens must be at least 1, got {mt}.")
     if n_prompt + mt > OPTS.max_model_len:
-        bad(f"This model's maximum context length is {OPTS.max_model_len} tokens. However, you requested "
-            f"{n_prompt + mt} tokens ({n_prompt} in the messages, {mt} in the completion). Please reduce the "
-            f"length of the messages or completion.")
+        # vllm/renderers/params.py (target-surfaces.md A5 Errors)
+        bad(f"You passed {n_prompt} input tokens and requested {mt} output tokens. However, the model's "
+            f"context length is only {OPTS.max_model_len} tokens, resulting in a maximum input length of "
+            f"{max(0, OPTS.max_model_len - mt)} tokens. Please reduce the length of the input prompt. "
+            f"(parameter=input_tokens, value={n_prompt})", "input_tokens")
     t = req.get("temperature")
     if t is not None and (not isinstance(t, (int, float)) or t < 0):
         bad("temperature must be non-negative")
@@ -292,8 +318,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             bad("the request body must be a JSON object")
         return obj
 
+    def authorized(self, path):
+        """vLLM's --api-key middleware: /v1, /v2, /inference, /cohere need the bearer token; 401 otherwise."""
+        if not OPTS.api_key or not path.startswith(("/v1", "/v2", "/inference", "/cohere")):
+            return True
+        if self.headers.get("Authorization", "") == f"Bearer {OPTS.api_key}":
+            return True
+        if self.command == "POST":
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.send_json(401, {"error": "Unauthorized"})
+        return False
+
     def do_GET(self):
         path = self.path.split("?")[0]
+        if not self.authorized(path):
+            return
         if path in ("/health", "/ping"):
             self.send_response(200)
             self.send_header("content-length", "0")
@@ -334,6 +373,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                   "/tokenize": self.tokenize, "/detokenize": self.detokenize}
         if path in ("/health", "/ping"):
             return self.do_GET()
+        if not self.authorized(path):
+            return
         fn = routes.get(path)
         try:
             if fn is None:
@@ -401,17 +442,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return
             time.sleep(left if left > 0.002 else left / 2 if left > 0.0002 else 0)
 
-    def run_tokens(self, gen, p, n_header, n_reasoning):
+    def run_tokens(self, gen, p, n_header, n_reasoning, chat=False):
         """Yield (index, kind, word, logprob, alts, rank, finish) per generated token on the schedule;
-        kind: header (no text), reasoning, content, eos (no text)."""
+        kind: header, switch, end (Harmony tokens without text), reasoning, content, eos (no text).
+        Raises HarmonyEosError where vLLM's parser fails (vllm#50690)."""
         limit = p["max_tokens"]
+        n_switch = OPTS.switch_tokens if chat and n_reasoning > 0 else 0
+        n_end = OPTS.end_tokens if chat else 0
         for i in range(limit):
             self.schedule(self.t_recv, i)
             if (not p["ignore_eos"] and i >= max(gen.natural, p["min_tokens"]) and i >= n_header):
                 yield i, "eos", "", 0.0, [], 1, "stop"
                 return
+            # the model ended its turn at gen.natural (min_tokens did not mask <|return|> there) and goes on
+            if (chat and OPTS.harmony_eos_error and p["ignore_eos"] and i == gen.natural + 1
+                    and p["min_tokens"] <= gen.natural):
+                raise HarmonyEosError(HARMONY_EOS_ERROR)
             word, lp, alts, rank = gen.step()
-            kind = "header" if i < n_header else "reasoning" if i < n_header + n_reasoning else "content"
+            kind = ("header" if i < n_header else "reasoning" if i < n_header + n_reasoning
+                    else "switch" if i < n_header + n_reasoning + n_switch else "content")
+            if i >= limit - n_end and i >= n_header:
+                kind = "end"
             yield i, kind, word, lp, alts, rank, ("length" if i == limit - 1 else None)
 
     def begin(self, n_prompt):
@@ -526,7 +577,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
         def role_chunk():
             delta = {"role": "assistant"}
-            if OPTS.role_content_empty:
+            if not OPTS.role_content_omitted:
                 delta["content"] = ""
             c = dict(base, choices=[{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}])
             if p["continuous"]:
@@ -540,51 +591,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if OPTS.role_at == "request":
                 role_chunk()
                 role_sent = True
-        for i, kind, word, tlp, alts, rank, fin in self.run_tokens(gen, p, OPTS.header_tokens,
-                                                                    OPTS.reasoning_tokens):
-            n_gen += 1
-            if p["stream"] and not role_sent:
-                role_chunk()  # vLLM: the first engine output yields the role chunk, then its delta
-                role_sent = True
-            piece = "" if kind in ("eos", "header") else (" " if (content if kind == "content" else reasoning)
-                                                           else "") + word
-            entry = None
-            if kind == "header":
-                # a Harmony control token: no text, but non-streamed logprobs cover every output token id
-                word = HEADER[i % len(HEADER)]
-                alts = [(word, tlp)] + [a for a in alts if a[0] != word][:N_ALT - 1]
-                alts.sort(key=lambda a: -a[1])
-            if want_lp and kind in ("reasoning", "content", "header"):
-                d = logprob_dict(word, tlp, alts, top)
-                entry = {"token": word, "logprob": max(tlp, -9999.0), "bytes": list(word.encode()),
-                         "top_logprobs": [{"token": w, "logprob": a, "bytes": list(w.encode())}
-                                          for w, a in list(d.items())[:top]]}
-                if kind != "header" or not p["stream"]:
-                    lp_content.append(entry)
-            if kind == "content":
-                content += piece
-            elif kind == "reasoning":
-                reasoning += piece
-            finish = fin
+        try:
+            done = self.chat_tokens(gen, p, want_lp, top, include_reasoning, role_chunk, role_sent, base, ids,
+                                    cached, lp_content)
+        except HarmonyEosError as e:
+            with STATS["lock"]:
+                STATS["running"] -= 1
+            err = ApiError(500, str(e), "InternalServerError")
             if not p["stream"]:
-                continue
-            delta = {}
-            if kind == "content":
-                delta = {"content": piece}
-            elif kind == "reasoning" and include_reasoning:
-                delta = {rfield: piece}
-            if not delta and not fin:
-                continue  # a header token: vLLM's parser yields no delta and no chunk is sent
-            c = dict(base, choices=[{"index": 0, "delta": delta,
-                                     "logprobs": {"content": [entry]} if entry else None,
-                                     "finish_reason": fin, "stop_reason": None if fin else None}])
-            if not fin:
-                del c["choices"][0]["stop_reason"]
-            if p["continuous"]:
-                c["usage"] = usage_obj(len(ids), n_gen, cached)
-            self.event(c)
-            if OPTS.sse_comments and i % 8 == 7:
-                self.chunk(": keep-alive\n\n")
+                raise err
+            # an exception after the 200 went out: an error chunk, then [DONE], no usage chunk
+            self.event(err.body())
+            self.end_stream()
+            return
+        n_gen, content, reasoning, finish = done
         self.end(n_gen)
         usage = usage_obj(len(ids), n_gen, cached)
         if p["stream"]:
@@ -602,6 +622,57 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if req.get("prompt_logprobs") is not None:
             out["prompt_logprobs"] = self.prompt_logprobs(ids)
         self.send_json(200, out)
+
+    def chat_tokens(self, gen, p, want_lp, top, include_reasoning, role_chunk, role_sent, base, ids, cached,
+                    lp_content):
+        """The chat answer's tokens on the schedule, streamed as vLLM does; (n_gen, content, reasoning, finish)."""
+        rfield = OPTS.reasoning_field
+        n_gen, content, reasoning, finish = 0, "", "", None
+        for i, kind, word, tlp, alts, rank, fin in self.run_tokens(gen, p, OPTS.header_tokens,
+                                                                    OPTS.reasoning_tokens, chat=True):
+            n_gen += 1
+            if p["stream"] and not role_sent:
+                role_chunk()  # vLLM: the first engine output yields the role chunk, then its delta
+                role_sent = True
+            piece = "" if kind == "eos" or kind in SILENT else (" " if (content if kind == "content"
+                                                                           else reasoning) else "") + word
+            entry = None
+            if kind in SILENT:
+                # a Harmony control token: no text, but non-streamed logprobs cover every output token id
+                word = HEADER[i % len(HEADER)] if kind == "header" else SWITCH[i % len(SWITCH)]
+                alts = [(word, tlp)] + [a for a in alts if a[0] != word][:N_ALT - 1]
+                alts.sort(key=lambda a: -a[1])
+            if want_lp and kind != "eos":
+                d = logprob_dict(word, tlp, alts, top)
+                entry = {"token": word, "logprob": max(tlp, -9999.0), "bytes": list(word.encode()),
+                         "top_logprobs": [{"token": w, "logprob": a, "bytes": list(w.encode())}
+                                          for w, a in list(d.items())[:top]]}
+                lp_content.append(entry)
+            if kind == "content":
+                content += piece
+            elif kind == "reasoning":
+                reasoning += piece
+            finish = fin
+            if not p["stream"]:
+                continue
+            delta = {}
+            if kind == "content":
+                delta = {"content": piece}
+            elif kind == "reasoning" and include_reasoning:
+                delta = {rfield: piece}
+            if not delta and not fin and not entry:
+                continue  # a Harmony token: vLLM's parser yields no delta and, without logprobs, no chunk
+            c = dict(base, choices=[{"index": 0, "delta": delta,
+                                     "logprobs": {"content": [entry]} if entry else None,
+                                     "finish_reason": fin, "stop_reason": None if fin else None}])
+            if not fin:
+                del c["choices"][0]["stop_reason"]
+            if p["continuous"]:
+                c["usage"] = usage_obj(len(ids), n_gen, cached)
+            self.event(c)
+            if OPTS.sse_comments and i % 8 == 7:
+                self.chunk(": keep-alive\n\n")
+        return n_gen, content, reasoning, finish
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -624,9 +695,22 @@ def main():
     ap.add_argument("--token-ms", type=float, default=10.0, help="D: then one token every D ms")
     ap.add_argument("--role-at", choices=("first-token", "request"), default="first-token",
                     help="when the chat stream's role-only chunk is sent")
-    ap.add_argument("--role-content-empty", action="store_true", help='role chunk also has "content": ""')
+    ap.add_argument("--role-content-empty", action="store_true",
+                    help='role chunk has "content": "" (the default of current vLLM; kept for old command lines)')
+    ap.add_argument("--role-content-omitted", action="store_true",
+                    help='role chunk without "content" (older vLLM releases)')
     ap.add_argument("--header-tokens", type=int, default=0,
                     help="gpt-oss: first tokens of a chat answer that produce no text (no chunk)")
+    ap.add_argument("--switch-tokens", type=int, default=0,
+                    help="gpt-oss: tokens without text at the analysis -> final switch (after the reasoning)")
+    ap.add_argument("--end-tokens", type=int, default=0,
+                    help="gpt-oss: the chat answer's last tokens produce no text (the turn's end); only the "
+                         "very last sends a chunk, with finish_reason")
+    ap.add_argument("--harmony-eos-error", action="store_true",
+                    help="vllm#50690: chat with ignore_eos fails once the model's turn ends before the limit "
+                         "(unless min_tokens masks the stop tokens there)")
+    ap.add_argument("--api-key", default=os.environ.get("VLLM_API_KEY"),
+                    help="require this bearer token on /v1 paths (default $VLLM_API_KEY)")
     ap.add_argument("--reasoning-tokens", type=int, default=0, help="chat: tokens in the reasoning channel")
     ap.add_argument("--reasoning-field", choices=("reasoning", "reasoning_content"), default="reasoning")
     ap.add_argument("--continuous-usage", action="store_true", help="honour continuous_usage_stats")
