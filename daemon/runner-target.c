@@ -52,6 +52,9 @@ struct mx_runner {
         char *values[_MX_PLACEHOLDER_MAX];
         char *port_text;
         char **env; /* the server's environment, also the log and stop commands' */
+        char *api_key;           /* the profile's bearer token, or NULL */
+        char *auth_header;       /* "Authorization: Bearer KEY" */
+        const char *headers[2];  /* every request's extra headers: auth_header, NULL */
         struct logcap *log;
         struct crash_scan *crash;
         struct mx_levels *levels;
@@ -360,7 +363,8 @@ static void check_health(struct mx_runner *r)
 {
         json_t *path = profile_get(r, "health", "path");
         _cleanup_free_ char *url = NULL;
-        struct mx_http_request req = { .method = "GET", .timeout_ms = 10000, .max_body = 4096 };
+        struct mx_http_request req = { .method = "GET", .timeout_ms = 10000, .max_body = 4096,
+                                       .headers = r->headers };
 
         if (!json_is_string(path)) {
                 target_stop(r, "levels done");
@@ -436,7 +440,8 @@ static void probe_cb(evutil_socket_t fd, short what, void *ud)
         struct mx_runner *r = ud;
         _cleanup_free_ char *url = xasprintf("%s%s", r->url, json_string_value(profile_get(r, "ready", "path")));
         _cleanup_free_ char *err = NULL;
-        struct mx_http_request req = { .method = "GET", .url = url, .timeout_ms = 5000, .max_body = 4096 };
+        struct mx_http_request req = { .method = "GET", .url = url, .timeout_ms = 5000, .max_body = 4096,
+                                       .headers = r->headers };
 
         (void)fd, (void)what;
         if (r->phase != PHASE_STARTING || r->call)
@@ -683,11 +688,53 @@ static int mem_sample(void *ud, struct mx_mem_sample *ret)
         return 0;
 }
 
+/*
+ * The bearer token of every request (mxmatrix.json(5): api_key, api_key_env): the profile's api_key, else
+ * the variable api_key_env names, from the run's env (the server's, placeholders expanded) and then the
+ * daemon's environment. A named variable that is set nowhere fails the start: every /v1 request would 401.
+ */
+static int resolve_api_key(struct mx_runner *r, char **reterr)
+{
+        const char *key = json_string_value(json_object_get(r->profile, "api_key"));
+        const char *var = json_string_value(json_object_get(r->profile, "api_key_env"));
+        _cleanup_free_ char *from_env = NULL;
+        size_t i, n = var ? strlen(var) : 0;
+        json_t *e;
+
+        json_array_foreach (json_object_get(r->ctx.spec, "env"), i, e) {
+                const char *kv = strempty(json_string_value(e));
+                if (var && strncmp(kv, var, n) == 0 && kv[n] == '=') {
+                        free(from_env);
+                        from_env = NULL;
+                        if (mx_placeholder_expand(kv + n + 1, (const char *const *)r->values, &from_env, reterr) < 0)
+                                return -EINVAL;
+                }
+        }
+        if (var && !from_env && getenv(var))
+                from_env = xstrdup(getenv(var));
+        if (var && (!from_env || !*from_env))
+                return *reterr = xasprintf("api_key_env names %s, which is set neither in the run's env nor in "
+                                           "the daemon's environment",
+                                           var),
+                       -ENOKEY;
+        if (from_env)
+                key = from_env;
+        if (!key)
+                return 0;
+        if (strpbrk(key, "\r\n"))
+                return *reterr = xstrdup("the API key holds a line break"), -EINVAL;
+        r->api_key = xstrdup(key);
+        r->auth_header = xasprintf("Authorization: Bearer %s", key);
+        r->headers[0] = r->auth_header;
+        return 0;
+}
+
 static int setup_levels(struct mx_runner *r, char **reterr)
 {
         const char *model = json_string_value(json_object_get(r->ctx.spec, "served_model_name"));
         struct mx_level_ctx lc = {
                 .base = r->ctx.base, .http = r->ctx.http, .url = r->url,
+                .headers = r->auth_header ? r->headers : NULL, .api_key = r->api_key,
                 .model = model ? model : json_string_value(json_object_get(r->ctx.spec, "model")),
                 .run_dir = r->ctx.run_dir, .tag = r->ctx.tag, .spec = r->ctx.spec, .profile = r->profile,
                 .crash = r->crash, .values = r->values, .mem_sample = mem_sample, .mem_ud = r,
@@ -722,6 +769,8 @@ static int target_start(const struct mx_run_ctx *ctx, const struct mx_run_events
                 q = placeholder_values(r, reterr);
         if (q >= 0)
                 q = check_profile_placeholders(r, reterr);
+        if (q >= 0)
+                q = resolve_api_key(r, reterr);
         if (q >= 0)
                 q = setup_levels(r, reterr);
         if (q >= 0)
@@ -792,6 +841,8 @@ static struct mx_runner *target_free(struct mx_runner *r)
         for (size_t i = 0; i < _MX_PLACEHOLDER_MAX; i++)
                 free(r->values[i]);
         strv_free(r->env);
+        free(r->api_key);
+        free(r->auth_header);
         free(r->port_text);
         free(r->url);
         free(r->failure);

@@ -368,6 +368,41 @@ static json_t *builtin_signatures(void)
         return list;
 }
 
+static bool env_name_ok(const char *s)
+{
+        if (!*s || (*s >= '0' && *s <= '9'))
+                return false;
+        for (; *s; s++)
+                if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+                        return false;
+        return true;
+}
+
+/*
+ * api_key (the bearer token itself) or api_key_env (the environment variable that holds it): one of the
+ * two, the later setting replacing the other; null removes both. The runner sends the token on every
+ * request of every level (vLLM's --api-key answers 401 on /v1 without it).
+ */
+static int api_key(struct resolver *rs, json_t *obj, const char *k, json_t *v, json_t *out)
+{
+        const char *s = json_string_value(v);
+
+        if (json_is_null(v)) {
+                json_object_del(out, "api_key");
+                json_object_del(out, "api_key_env");
+                return 0;
+        }
+        if (check_string(rs, obj, k, v) < 0)
+                return -EINVAL;
+        if (strpbrk(s, "\r\n") || (streq(k, "api_key") && strlen(s) > 1024))
+                return fail(rs, obj, k, "an API key of at most 1024 bytes without line breaks");
+        if (streq(k, "api_key_env") && !env_name_ok(s))
+                return fail(rs, obj, k, "expected the name of an environment variable (letters, digits, _)");
+        json_object_del(out, streq(k, "api_key") ? "api_key_env" : "api_key");
+        json_object_set(out, k, v);
+        return 0;
+}
+
 /* Apply the keys of one user object (a profiles entry or the target) over out. */
 static int apply(struct resolver *rs, json_t *obj, json_t *out, bool is_target)
 {
@@ -389,14 +424,16 @@ static int apply(struct resolver *rs, json_t *obj, json_t *out, bool is_target)
                         r = check_string(rs, obj, k, v) < 0 ? -EINVAL : (json_object_set(out, k, v), 0);
                 else if (streq(k, "host"))
                         r = check_string(rs, obj, k, v) < 0 ? -EINVAL : (json_object_set(out, k, v), 0);
+                else if (streq(k, "api_key") || streq(k, "api_key_env"))
+                        r = api_key(rs, obj, k, v, out);
                 else if (streq(k, "port"))
                         r = json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < 65536
                                     ? (json_object_set(out, k, v), 0)
                                     : fail(rs, obj, k, "expected a TCP port, or 0 for a free port per run");
                 else
                         r = fail(rs, obj, k,
-                                 "unknown key%s (known: %sidentifier, host, port, ready, health, "
-                                 "completion, stop, logs, crash_signatures, profiler)",
+                                 "unknown key%s (known: %sidentifier, host, port, api_key, api_key_env, ready, "
+                                 "health, completion, stop, logs, crash_signatures, profiler)",
                                  is_target ? " in target" : " in a profile",
                                  is_target ? "profile, command, env, model, served_model_name, " : "base, ");
                 if (r < 0)

@@ -12,6 +12,7 @@
  * run's snapshot, so a run always uses the profile it was submitted with:
  *
  *   {"name", "base", "identifier", "host", "port" (0 = a free port per run),
+ *    "api_key" | "api_key_env" (optional: the bearer token, or the variable holding it),
  *    "ready":  {"path", "status", "timeout_ms", "interval_ms"},
  *    "health": {"path", "dead_status": [..]} | null,
  *    "completion": {"path", "prompt", "max_tokens"} | null,

@@ -63,7 +63,8 @@ void mx_gen_reply_done(struct mx_gen_reply *r);
 /*
  * Check a reply. NULL when it passes; else what is wrong in one sentence,
  * and *ret_check names the check ("http", "utf8", "nan", "json", "text",
- * "usage", "tokens", "coherence", "expect", "logprobs"). ret is filled as far
+ * "usage", "tokens", "coherence", "expect", "logprobs", "known-issue": a known bug of
+ * the server, server-kind.h). ret is filled as far
  * as the reply could be read.
  */
 char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts *o,

@@ -92,7 +92,8 @@ static void l1_run(struct mx_level *l)
         json_t *c = json_object_get(l->ctx->profile, "completion");
         _cleanup_free_ char *url = NULL, *body = NULL, *err = NULL;
         _cleanup_json_ json_t *b = NULL;
-        struct mx_http_request req = { .method = "POST", .content_type = "application/json", .max_body = 1 << 20 };
+        struct mx_http_request req = { .method = "POST", .content_type = "application/json", .max_body = 1 << 20,
+                                       .headers = l->ctx->headers };
 
         if (!json_is_object(c)) {
                 mx_level_finish(l, MX_VERDICT_PASS, l1_metrics(l), NULL, "ready (the profile has no completion to try)");

@@ -214,7 +214,8 @@ static void next_step(struct l2 *s)
         struct mx_level *l = &s->base;
         const struct step *st;
         struct mx_gen_request rq;
-        struct mx_http_request req = { .method = "POST", .content_type = "application/json", .max_body = 8 << 20 };
+        struct mx_http_request req = { .method = "POST", .content_type = "application/json", .max_body = 8 << 20,
+                                       .headers = l->ctx->headers };
         _cleanup_free_ char *url = NULL, *err = NULL;
 
         if (s->next >= s->n_steps) {

@@ -173,7 +173,8 @@ static void start_request(struct l3 *s, unsigned no, int64_t max_tokens, const c
 {
         struct mx_level *l = &s->base;
         struct call *c = NULL;
-        struct mx_http_request req = { .method = "POST", .content_type = "application/json", .max_body = 16 << 20 };
+        struct mx_http_request req = { .method = "POST", .content_type = "application/json", .max_body = 16 << 20,
+                                       .headers = l->ctx->headers };
         _cleanup_free_ char *url = NULL, *err = NULL;
         int endpoint = mx_endpoint_from_string(json_string_value(json_object_get(l->ctx->settings, "endpoint")));
 
@@ -363,7 +364,8 @@ static void next_phase(struct l3 *s)
                 s->phase = PH_MODELS;
                 if (setting_int(l, "long_context_tokens") > 0) {
                         _cleanup_free_ char *url = xasprintf("%s/v1/models", l->ctx->url);
-                        struct mx_http_request req = { .method = "GET", .url = url, .timeout_ms = 30000 };
+                        struct mx_http_request req = { .method = "GET", .url = url, .timeout_ms = 30000,
+                                                                       .headers = l->ctx->headers };
 
                         if (mx_http_start(l->ctx->http, &req, models_done, s, &s->calls[0].h, NULL) >= 0)
                                 return;

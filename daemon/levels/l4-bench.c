@@ -160,6 +160,7 @@ static void bench_config(const struct mx_level_ctx *ctx, int64_t level_ms, struc
 
         mx_bench_config_defaults(c);
         c->url = ctx->url;
+        c->api_key = ctx->api_key; /* the profile's bearer token (mxmatrix.json(5)) */
         c->model = ctx->model;
         c->n_pp = ints_setting(st, "pp", c->pp, MX_BENCH_LIST_MAX);
         c->n_tg = ints_setting(st, "tg", c->tg, MX_BENCH_LIST_MAX);

@@ -73,6 +73,12 @@ struct mx_level_ctx {
         struct event_base *base;
         struct mx_http *http;
         const char *url;     /* http://host:port of the server */
+        /*
+         * Headers every request to the server carries ("Authorization: Bearer KEY" from the profile's
+         * api_key or api_key_env), NULL-terminated, or NULL; api_key is the key itself (L4's engine).
+         */
+        const char *const *headers;
+        const char *api_key;
         const char *model;   /* the served model name for requests, or NULL */
         const char *run_dir; /* the attempt's directory: evidence goes there */
         const char *tag;     /* MXMATRIX_RUN_TAG of every process of the run */
