@@ -623,6 +623,26 @@ static json_t *chunk_base(struct sim_completion_priv *c, json_t *choice)
         return o;
 }
 
+/*
+ * The chat stream's first chunk, on its own with the first engine output: vLLM's
+ * {"role": "assistant", "content": ""} (its running usage says 0 completion tokens), llama-server's
+ * {"role": "assistant", "content": null} (target-surfaces.md §A5; observed on the real llama-server).
+ */
+static void stream_role(struct sim_completion_priv *c, struct choice *ch)
+{
+        bool llama = c->srv->cfg->flavor == SIM_FLAVOR_LLAMA;
+        json_t *choice = json_pack("{s:i,s:{s:s,s:o},s:n,s:n}", "index", ch->index, "delta", "role", "assistant",
+                                   "content", llama ? json_null() : json_string(""), "logprobs", "finish_reason");
+        json_t *o = chunk_base(c, choice), *u = json_object_get(o, "usage");
+
+        if (u) {
+                json_int_t p = json_integer_value(json_object_get(u, "prompt_tokens"));
+                json_object_set_new(u, "completion_tokens", json_integer(0));
+                json_object_set_new(u, "total_tokens", json_integer(p));
+        }
+        send_event_json(c, o);
+}
+
 /* Send what choice ch produced since the last event (delta text, or the finish). */
 static void stream_delta(struct sim_completion_priv *c, struct choice *ch, json_t *lp, bool final)
 {
@@ -650,7 +670,7 @@ static void stream_delta(struct sim_completion_priv *c, struct choice *ch, json_
         if (c->api == SIM_API_CHAT) {
                 json_t *delta = json_object();
                 if (!ch->role_sent) {
-                        json_object_set_new(delta, "role", json_string("assistant"));
+                        stream_role(c, ch);
                         ch->role_sent = true;
                 }
                 if (*reasoning && c->include_reasoning && !null_content)
@@ -1085,7 +1105,8 @@ static int parse_sampling(struct sim_completion_priv *c, json_t *o, int64_t *ret
                 *err = xstrdup("Stream options can only be defined when `stream=True`.");
                 return -EINVAL;
         }
-        if (plp >= 0 && stream) {
+        /* vLLM's check_logprobs: rejected with stream when > 0 (or -1, all); 0 is accepted */
+        if (plp > 0 && stream) {
                 *err = xstrdup("`prompt_logprobs` are not available when `stream=True`.");
                 return -EINVAL;
         }
@@ -1185,6 +1206,17 @@ static void add_prompt_choices(struct sim_completion_priv *c, const char *text, 
 static int check_context(struct sim_completion_priv *c, int64_t prompt_tokens, int64_t max_model_len,
                          bool explicit_max, char **err)
 {
+        /* vLLM's current wording (vllm/renderers/params.py, target-surfaces.md §A5 Errors) */
+        if (c->srv->cfg->flavor == SIM_FLAVOR_VLLM &&
+            (prompt_tokens >= max_model_len || (explicit_max && prompt_tokens + c->max_tokens > max_model_len))) {
+                int64_t out = explicit_max ? c->max_tokens : 0;
+                *err = xasprintf("You passed %" PRId64 " input tokens and requested %" PRId64 " output tokens. "
+                                 "However, the model's context length is only %" PRId64 " tokens, resulting in a "
+                                 "maximum input length of %" PRId64 " tokens. Please reduce the length of the "
+                                 "input prompt. (parameter=input_tokens, value=%" PRId64 ")",
+                                 prompt_tokens, out, max_model_len, MX_MAX(max_model_len - out, 0), prompt_tokens);
+                return -EINVAL;
+        }
         if (prompt_tokens >= max_model_len) {
                 *err = xasprintf(
                         "This model's maximum context length is %" PRId64 " tokens. However, your request "

@@ -285,6 +285,40 @@ static void set_nodelay(struct evhttp_request *req)
                 (void)setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+/*
+ * --api-key (vLLM also VLLM_API_KEY): vLLM guards /v1, /v2, /inference and /cohere with 401
+ * {"error": "Unauthorized"} (serve/middleware/authenticate.py; /health, /tokenize, /metrics stay open);
+ * llama-server guards everything but /health and the models list (observed on the real server).
+ * True when the request may go on; else the 401 has been sent.
+ */
+static bool authorized(struct sim_server *s, struct evhttp_request *req, const char *path)
+{
+        const char *key = sim_config_arg(s->cfg, "api-key"), *got;
+        _cleanup_free_ char *want = NULL;
+        bool guarded;
+
+        if (!key && s->cfg->flavor == SIM_FLAVOR_VLLM)
+                key = getenv("VLLM_API_KEY");
+        if (!key || !*key || s->cfg->flavor == SIM_FLAVOR_SGLANG)
+                return true;
+        if (s->cfg->flavor == SIM_FLAVOR_VLLM)
+                guarded = startswith(path, "/v1") || startswith(path, "/v2") || startswith(path, "/inference") ||
+                          startswith(path, "/cohere");
+        else
+                guarded = !streq(path, "/health") && !streq(path, "/v1/health") && !streq(path, "/v1/models") &&
+                          !streq(path, "/models");
+        want = xasprintf("Bearer %s", key);
+        got = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+        if (!guarded || streq_ptr(got, want))
+                return true;
+        if (s->cfg->flavor == SIM_FLAVOR_VLLM)
+                sim_reply_json(s, req, 401, json_pack("{s:s}", "error", "Unauthorized"));
+        else
+                sim_reply_json(s, req, 401, json_pack("{s:{s:s,s:s,s:i}}", "error", "message", "Invalid API Key",
+                                                      "type", "authentication_error", "code", 401));
+        return false;
+}
+
 static void route_cb(struct evhttp_request *req, void *arg)
 {
         struct sim_server *s = arg;
@@ -294,6 +328,8 @@ static void route_cb(struct evhttp_request *req, void *arg)
         set_nodelay(req);
         if (!path || !*path)
                 path = "/";
+        if (!authorized(s, req, path))
+                return;
         for (size_t i = 0; i < s->n_routes; i++) {
                 if (!streq(path, s->routes[i].path))
                         continue;

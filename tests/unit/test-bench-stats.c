@@ -164,3 +164,56 @@ TEST(peak_llama_benchy)
         ASSERT_NEAR(mx_bench_peak_tps(same, 3, 1000000), 3, 0);
         ASSERT_TRUE(isnan(mx_bench_peak_tps(one, 0, 1000000)));
 }
+
+/*
+ * A gpt-oss stream as vLLM sends it, tokens every 10 ms from t = 100 ms: the role chunk with token 1
+ * (running count 0), 2 header tokens without a chunk, reasoning tokens 4-8, 6 silent tokens at the
+ * channel switch (9-14), content 15-18, 6 silent tokens at the turn's end (19-24) of which only the last
+ * sends a chunk (empty delta, finish_reason). Truth: 100 t/s, every token 10 ms apart.
+ */
+TEST(silent_tokens_decode_span_and_itl)
+{
+        int64_t ev[16], cum[16];
+        size_t n = 0, end = 0, i_tok1;
+        int64_t tokens = 0;
+        double *itl = NULL;
+        size_t n_itl = 0, cap = 0;
+        double sum = 0;
+
+#define TOKEN_AT(k) (100000 + ((int64_t)(k) - 1) * 10000)
+        ev[n] = TOKEN_AT(1), cum[n++] = 0; /* role chunk */
+        i_tok1 = n;
+        for (int k = 4; k <= 8; k++)
+                ev[n] = TOKEN_AT(k), cum[n++] = k;
+        for (int k = 15; k <= 18; k++)
+                ev[n] = TOKEN_AT(k), cum[n++] = k;
+        ev[n] = TOKEN_AT(24), cum[n++] = 24; /* the request's last token: a chunk though silent */
+        ASSERT_OK(mx_bench_decode_span(cum, n, i_tok1, &tokens, &end));
+        ASSERT_EQ(tokens, 21); /* tokens 4..24 */
+        ASSERT_EQ(end, n - 1);
+        /* tg: (N - 1) / (last token - first text) = 20 / 200 ms, the schedule's 100 t/s */
+        ASSERT_NEAR(mx_bench_tg_tps(tokens, ev[i_tok1], ev[end]), 100, 1e-9);
+        /* what counting to the last text-bearing event would say: 20 tokens in 140 ms, 43 % high */
+        ASSERT_TRUE(mx_bench_tg_tps(tokens, ev[i_tok1], ev[end - 1]) > 140);
+        /* per-token ITL: 20 gaps of 10 ms, the switch's and the end's 70 ms chunk gaps spread over 7 tokens */
+        ASSERT_EQ(mx_bench_itl_tokens_append(ev, cum, n, i_tok1, &itl, &n_itl, &cap), 20);
+        for (size_t i = 0; i < n_itl; i++) {
+                ASSERT_NEAR(itl[i], 10, 1e-9);
+                sum += itl[i];
+        }
+        ASSERT_NEAR(sum / (double)n_itl, 1000.0 / 100, 1e-9); /* mean ITL = 1 / tg */
+        free(itl);
+        /* a finish chunk without a count (llama-server) adds nothing; no count at the first text: no span */
+        cum[n - 1] = -1;
+        ASSERT_OK(mx_bench_decode_span(cum, n, i_tok1, &tokens, &end));
+        ASSERT_EQ(tokens, 15);
+        ASSERT_EQ(end, n - 2);
+        cum[i_tok1] = -1;
+        ASSERT_ERR(mx_bench_decode_span(cum, n, i_tok1, &tokens, &end), ENODATA);
+        /* a count that falls is refused, naming the event */
+        cum[i_tok1] = 4;
+        cum[3] = 2;
+        ASSERT_ERR(mx_bench_decode_span(cum, n, i_tok1, &tokens, &end), ERANGE);
+        ASSERT_EQ(end, 3);
+#undef TOKEN_AT
+}
