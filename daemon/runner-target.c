@@ -364,7 +364,7 @@ static void check_health(struct mx_runner *r)
         json_t *path = profile_get(r, "health", "path");
         _cleanup_free_ char *url = NULL;
         struct mx_http_request req = { .method = "GET", .timeout_ms = 10000, .max_body = 4096,
-                                       .headers = r->headers };
+                                       .headers = r->auth_header ? r->headers : NULL };
 
         if (!json_is_string(path)) {
                 target_stop(r, "levels done");
@@ -441,7 +441,7 @@ static void probe_cb(evutil_socket_t fd, short what, void *ud)
         _cleanup_free_ char *url = xasprintf("%s%s", r->url, json_string_value(profile_get(r, "ready", "path")));
         _cleanup_free_ char *err = NULL;
         struct mx_http_request req = { .method = "GET", .url = url, .timeout_ms = 5000, .max_body = 4096,
-                                       .headers = r->headers };
+                                       .headers = r->auth_header ? r->headers : NULL };
 
         (void)fd, (void)what;
         if (r->phase != PHASE_STARTING || r->call)

@@ -76,7 +76,7 @@ check e2el "$(val '.serving[0].e2el_ms.mean')" $((F + 31 * D)) 1 1.5
 check tpot "$(val '.serving[0].tpot_ms.mean')" $D 1 0.2
 check itl_p50 "$(val '.serving[0].itl_ms.p50')" $D 1 0.2
 check tg_tps "$(val '.tests[] | select(.kind == "tg") | .tps.mean')" $((1000 / D)) 1 0
-[ "$(val '.tests[] | select(.kind == "tg") | .tokens_counted_from')" = "usage (running counts)" ] ||
+[ "$(val '.tests[] | select(.kind == "tg") | .tokens_counted_from')" = "running counts (usage.completion_tokens)" ] ||
         fail "tg counted from $(val '.tests[] | select(.kind == "tg") | .tokens_counted_from')"
 # pp t/s = prompt tokens / (TTFR - latency)
 pp_truth=$(jq -n --argjson p "$(val '.tests[0].prompt_tokens_max')" --argjson l "$(val .latency_ms)" \
@@ -85,6 +85,28 @@ check pp_tps "$(val '.tests[] | select(.kind == "pp") | .tps.mean')" "$pp_truth"
 [ "$(val '.tests[] | select(.kind == "pp") | .ttfr_before_prefill')" = false ] ||
         fail "the role chunk with the first token is flagged as sent before the prefill"
 ok "TTFR, TTFT, E2EL, TPOT, ITL, tg and pp on the schedule"
+
+step="bench: silent Harmony tokens mid-stream and at the end, behind an API key"
+# 3 header tokens, 5 reasoning, 6 silent at the channel switch, content, the last 6 silent (only the very
+# last sends a chunk): tg and the per-token ITL must follow the tokens really delivered, D apart
+start_server --header-tokens 3 --reasoning-tokens 5 --switch-tokens 6 --end-tokens 6 --continuous-usage \
+        --api-key sekrit --harmony-eos-error
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/v1/models")
+[ "$code" = 401 ] || fail "/v1/models without the key answered $code"
+OPENAI_API_KEY=sekrit bench
+check tg_tps "$(val '.tests[] | select(.kind == "tg") | .tps.mean')" $((1000 / D)) 1 0
+check itl_p50 "$(val '.serving[0].itl_ms.p50')" $D 1 0.2
+check itl_mean "$(val '.serving[0].itl_ms.mean')" $D 2 0.3
+check e2el "$(val '.serving[0].e2el_ms.mean')" $((F + 31 * D)) 1 1.5
+# the chunk after the switch holds 7 tokens' time: vllm bench serve's per-chunk ITL shows it
+check itl_event_max "$(val '.serving[0].itl_event_ms.max')" $((7 * D)) 2 1.5
+[ "$(val '.serving[0].itl_from')" = "running counts (per token)" ] || fail "itl from $(val '.serving[0].itl_from')"
+# vllm#50690: ignore_eos without min_tokens fails once the turn ends early; the bench's min_tokens avoids it
+body='{"messages":[{"role":"user","content":"hi"}],"max_tokens":100,"ignore_eos":true}'
+out=$(curl -s -H 'Authorization: Bearer sekrit' -d "$body" "http://127.0.0.1:$PORT/v1/chat/completions")
+grep -q 'Unexpected token 200002 while expecting start token 200006' <<<"$out" || fail "no Harmony failure: $out"
+stop_server
+ok "tg and ITL on the delivered tokens' schedule; 401 without the key; vllm#50690 reproduced and avoided"
 
 step="bench: the role chunk before prefill, content only"
 start_server --role-at request --role-content-empty --sse-comments
