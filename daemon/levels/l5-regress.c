@@ -101,7 +101,7 @@ static json_t *run_ref(json_t *res)
 static bool compare_group(json_t *groups, const char *against, const char *key, json_t *sources,
                           json_t *refs, json_t *cur, const struct mx_regress_opts *o)
 {
-        _cleanup_json_ json_t *docs = json_array(), *runs = json_array();
+        _cleanup_json_ json_t *docs = json_array(), *runs = json_array(), *curs = json_pack("[O]", cur);
         json_t *res, *cmp;
         size_t i;
         bool reg;
@@ -110,7 +110,7 @@ static bool compare_group(json_t *groups, const char *against, const char *key, 
                 json_array_append(docs, json_object_get(res, "metrics"));
                 json_array_append_new(runs, run_ref(res));
         }
-        cmp = mx_regress_compare(cur, docs, o);
+        cmp = mx_regress_compare(curs, docs, o);
         reg = json_is_true(json_object_get(cmp, "regression"));
         json_array_append_new(groups, json_pack("{s:s,s:s,s:O?,s:O,s:o}", "against", against, "config_key",
                                                 key, "sources", sources, "runs", runs, "comparison", cmp));
@@ -302,7 +302,7 @@ static void l5_after_stop(struct mx_level *l, const struct mx_level_stop *st)
         mx_regress_opts_defaults(&o);
         o.perf_max_drop_pct = setting_num(l, "perf_max_drop_pct");
         o.ttft_p99_max_rise_pct = setting_num(l, "ttft_p99_max_rise_pct");
-        o.memory_max_rise_gib = setting_num(l, "memory_max_rise_gb");
+        o.memory_max_rise_gb = setting_num(l, "memory_max_rise_gb");
         o.alpha = setting_num(l, "alpha");
         o.rule = mx_regress_rule_from_string(json_string_value(json_object_get(l->ctx->settings, "rule")));
         if ((q = h->self(h->ud, &self, &err)) < 0 ||
@@ -323,7 +323,7 @@ static void l5_after_stop(struct mx_level *l, const struct mx_level_stop *st)
                       "gpu_name", json_object_get(self, "gpu_name"), "gpu_note",
                       "only runs on the same GPU model are compared", "thresholds", "perf_max_drop_pct",
                       o.perf_max_drop_pct, "ttft_p99_max_rise_pct", o.ttft_p99_max_rise_pct,
-                      "memory_max_rise_gb", o.memory_max_rise_gib, "alpha", o.alpha, "test",
+                      "memory_max_rise_gb", o.memory_max_rise_gb, "alpha", o.alpha, "test",
                       mx_regress_rule_to_string(o.rule), "left_out", "other_gpu", lo.other_gpu, "not_pass",
                       lo.not_pass, "invalid", lo.invalid, "no_baseline", d.no_baseline);
         msg = mx_buf_steal(&d.msg);
