@@ -449,18 +449,23 @@ static json_t *field(json_t *row, const char *k)
         return json_object_get(row, k) ?: json_null();
 }
 
-/* Rows pair by (kind, pp, tg, depth, concurrency); rows without any of pp/tg/depth/concurrency by name. */
+/*
+ * Rows pair by (kind, pp, tg, depth, concurrency); where a side lacks one of these fields (a document
+ * written without them) the test names must agree as well.
+ */
 static bool row_pairs(json_t *a, json_t *b)
 {
-        bool any = false;
+        bool complete = true;
 
         for (size_t i = 0; i < ELEMENTSOF(row_fields); i++) {
-                if (!json_equal(field(a, row_fields[i]), field(b, row_fields[i])))
+                json_t *x = json_object_get(a, row_fields[i]), *y = json_object_get(b, row_fields[i]);
+
+                if (x && y && !json_equal(x, y))
                         return false;
-                any |= i > 0 && !json_is_null(field(a, row_fields[i]));
+                complete &= x && y;
         }
-        return any || streq_ptr(json_string_value(json_object_get(a, "test")),
-                                json_string_value(json_object_get(b, "test")));
+        return complete || streq_ptr(json_string_value(json_object_get(a, "test")),
+                                     json_string_value(json_object_get(b, "test")));
 }
 
 static json_t *find_row(json_t *doc, json_t *like)
@@ -484,6 +489,9 @@ static bool row_is_primary(json_t *row, const char *spec)
 
         if (!spec || !kind || sscanf(spec, "%15[a-z_]%lld%n", k, &n, &used) < 2)
                 return false;
+        /* a row without its fields: by name */
+        if (!json_object_get(row, "tg") && !json_object_get(row, "pp"))
+                return streq_ptr(json_string_value(json_object_get(row, "test")), spec);
         if (spec[used] && sscanf(spec + used, " @ d%lld", &depth) != 1)
                 return false;
         return streq(k, kind) && json_integer_value(field(row, streq(k, "tg") ? "tg" : "pp")) == n &&
