@@ -113,20 +113,31 @@ static const char *const against_choices[] = { "baseline", "history", NULL };
 /* L5 (seed 001 Level 5; seed 000's thresholds): matrix/regress.h's comparison. */
 static const struct mx_level_setting l5_settings[] = {
         { "perf_max_drop_pct", MX_LSET_NUMBER, "5", 0, 100, NULL,
-          "a t/s row slower than the reference by more than this (percent) is beyond the threshold (seed 001: 5)" },
+          "a t/s row slower than the reference by more than this (percent) is beyond the threshold (seed 001 "
+          "Level 5: within 5 %; seed 000's Level 5 checklist says 3 %)" },
         { "ttft_p99_max_rise_pct", MX_LSET_NUMBER, "3", 0, 1000, NULL,
-          "TTFT p99 higher by more than this (percent) is beyond the threshold (seed 000: 3)" },
-        { "memory_max_rise_gb", MX_LSET_NUMBER, "2", 0, 100000, NULL,
-          "memory peak higher by more than this many GiB is a regression (seed 000: 2)" },
+          "TTFT p99 higher by more than this (percent) is beyond the threshold (seed 000 hard constraint: 3 %)" },
+        { "memory_max_rise_gb", MX_LSET_NUMBER, "1", 0, 100000, NULL,
+          "memory peak higher by more than this many GB (10^9 bytes) is beyond the threshold (seed 000 Level 5: "
+          "within 1 GB of the baseline; its hard constraint is 2 GB)" },
         { "alpha", MX_LSET_NUMBER, "0.05", 0.0001, 0.5, NULL,
-          "significance level: a difference is significant when the one-sided Welch p is below it" },
+          "significance level of a regression: the primary check at it, the others at Holm's levels" },
+        { "alpha_same", MX_LSET_NUMBER, "0.2", 0.0001, 0.5, NULL,
+          "significance level of clearing a check (no regression): within the threshold at 1 - alpha_same "
+          "confidence, else unknown" },
+        { "primary", MX_LSET_STRING, "\"tg32\"", 0, 0, NULL,
+          "the primary row (the success criteria's metric: tg32 at depth 0, concurrency 1; \"pp2048\", "
+          "\"tg32@d4096\"); empty: every check in Holm's family" },
+        { "confirm_starts", MX_LSET_INT, "6", 0, 50, NULL,
+          "confirmation server starts per side (run and reference, A/B/A/B) for an undecided comparison" },
         { "rule", MX_LSET_STRING, "\"welch\"", 0, 0, rule_choices,
-          "the noise test: welch (Welch's t-test on the per-run values) or intervals (95 % confidence intervals "
-          "of the means do not overlap)" },
+          "the within-start test that makes a comparison suspicious: welch (Welch's t-test on the per-request "
+          "values) or intervals (95 % confidence intervals of the means do not overlap)" },
         { "against", MX_LSET_STRINGS, "[\"baseline\", \"history\"]", 0, 0, against_choices,
           "what to compare with: baseline (the job's baseline run and earlier baseline runs at the same source "
           "SHAs), history (this configuration at other source SHAs)" },
-        { "baseline_runs", MX_LSET_INT, "5", 1, 100, NULL, "the newest reference runs pooled per comparison" },
+        { "baseline_runs", MX_LSET_INT, "5", 1, 100, NULL,
+          "the newest reference server starts (stored attempts) per comparison" },
         { "history_shas", MX_LSET_INT, "1", 0, 20, NULL,
           "the newest earlier source states of this configuration compared with, each on its own" },
         {},
@@ -154,7 +165,7 @@ const struct mx_level_def mx_level_defs[] = {
           .gated = true, .settings = l4_settings },
         { "L5", "regression",
           "L4's numbers against the baseline's and this configuration's at other source SHAs, same GPU model: "
-          "t/s within 5 %, TTFT p99 within +3 %, memory within +2 GB, significant differences only",
+          "one value per server start: t/s within 5 %, TTFT p99 within +3 %, memory within +1 GB, beyond the threshold at alpha",
           .gated = true, .settings = l5_settings },
 };
 const size_t mx_level_defs_count = ELEMENTSOF(mx_level_defs);

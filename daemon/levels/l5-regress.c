@@ -101,7 +101,7 @@ static json_t *run_ref(json_t *res)
 static bool compare_group(json_t *groups, const char *against, const char *key, json_t *sources,
                           json_t *refs, json_t *cur, const struct mx_regress_opts *o)
 {
-        _cleanup_json_ json_t *docs = json_array(), *runs = json_array();
+        _cleanup_json_ json_t *docs = json_array(), *runs = json_array(), *curs = json_pack("[O]", cur);
         json_t *res, *cmp;
         size_t i;
         bool reg;
@@ -110,7 +110,7 @@ static bool compare_group(json_t *groups, const char *against, const char *key, 
                 json_array_append(docs, json_object_get(res, "metrics"));
                 json_array_append_new(runs, run_ref(res));
         }
-        cmp = mx_regress_compare(cur, docs, o);
+        cmp = mx_regress_compare(curs, docs, o);
         reg = json_is_true(json_object_get(cmp, "regression"));
         json_array_append_new(groups, json_pack("{s:s,s:s,s:O?,s:O,s:o}", "against", against, "config_key",
                                                 key, "sources", sources, "runs", runs, "comparison", cmp));
@@ -141,6 +141,8 @@ struct decision {
         json_t *groups;
         struct mx_buf msg;  /* what was compared, for the message */
         struct mx_buf regs; /* the regressions */
+        struct mx_buf unknown; /* the undecided checks */
+        unsigned more;      /* starts per side likely to decide them */
         char *rule;         /* of the first regression */
         unsigned compared;
         bool no_baseline;
@@ -153,8 +155,16 @@ static void note_group(struct decision *d, const char *what, json_t *refs, bool 
         _cleanup_free_ char *runs = runs_text(refs);
         size_t i;
 
+        json_t *starts = json_object_get(cmp, "starts");
+
         d->compared++;
-        mx_buf_printf(&d->msg, "%s%s %s", d->msg.len ? "; " : "", what, runs);
+        mx_buf_printf(&d->msg, "%s%s %s (%" JSON_INTEGER_FORMAT " vs %" JSON_INTEGER_FORMAT " server starts)",
+                      d->msg.len ? "; " : "", what, runs, json_integer_value(json_array_get(starts, 0)),
+                      json_integer_value(json_array_get(starts, 1)));
+        json_array_foreach (json_object_get(cmp, "unknown"), i, r)
+                mx_buf_printf(&d->unknown, "%s%s against %s %s", d->unknown.len ? "; " : "",
+                              json_string_value(r), what, runs);
+        d->more = MX_MAX(d->more, (unsigned)json_integer_value(json_object_get(cmp, "more_starts")));
         if (!regression)
                 return;
         if (!d->rule)
@@ -266,9 +276,10 @@ static void l5_after_stop(struct mx_level *l, const struct mx_level_stop *st)
         const struct mx_history *h = l->ctx->history;
         struct mx_regress_opts o;
         struct left_out lo = {};
-        struct decision d = {.groups = json_array(), .msg = MX_BUF_INIT, .regs = MX_BUF_INIT};
+        struct decision d = {.groups = json_array(), .msg = MX_BUF_INIT, .regs = MX_BUF_INIT,
+                             .unknown = MX_BUF_INIT};
         _cleanup_json_ json_t *self = NULL;
-        _cleanup_free_ char *err = NULL, *msg = NULL, *regs = NULL, *gpu_text = NULL;
+        _cleanup_free_ char *err = NULL, *msg = NULL, *regs = NULL, *gpu_text = NULL, *unk = NULL;
         enum mx_verdict v4 = MX_VERDICT_SKIPPED;
         json_t *cur = NULL, *m;
         int q;
@@ -302,8 +313,14 @@ static void l5_after_stop(struct mx_level *l, const struct mx_level_stop *st)
         mx_regress_opts_defaults(&o);
         o.perf_max_drop_pct = setting_num(l, "perf_max_drop_pct");
         o.ttft_p99_max_rise_pct = setting_num(l, "ttft_p99_max_rise_pct");
-        o.memory_max_rise_gib = setting_num(l, "memory_max_rise_gb");
+        o.memory_max_rise_gb = setting_num(l, "memory_max_rise_gb");
         o.alpha = setting_num(l, "alpha");
+        o.alpha_same = setting_num(l, "alpha_same");
+        o.primary = json_string_value(json_object_get(l->ctx->settings, "primary"));
+        if (o.primary && !*o.primary)
+                o.primary = NULL;
+        /* the daemon does not queue confirmation starts yet: a check decides on the starts there are */
+        o.can_confirm = false;
         o.rule = mx_regress_rule_from_string(json_string_value(json_object_get(l->ctx->settings, "rule")));
         if ((q = h->self(h->ud, &self, &err)) < 0 ||
             (wants(l, "baseline") && (q = baseline_group(l, self, cur, &o, &lo, &d, &err)) < 0) ||
@@ -318,16 +335,20 @@ static void l5_after_stop(struct mx_level *l, const struct mx_level_stop *st)
         m = json_pack("{s:O,s:b,s:s,s:O?,s:s,s:{s:f,s:f,s:f,s:f,s:s},s:{s:i,s:i,s:i},s:b}", "groups",
                       d.groups, "regression", d.rule != NULL, "rule",
                       d.rule           ? d.rule
-                      : d.compared > 0 ? "no check is both significant and beyond its threshold"
+                      : d.compared > 0 ? "every check within its threshold or undecided"
                                        : "nothing compared",
                       "gpu_name", json_object_get(self, "gpu_name"), "gpu_note",
                       "only runs on the same GPU model are compared", "thresholds", "perf_max_drop_pct",
                       o.perf_max_drop_pct, "ttft_p99_max_rise_pct", o.ttft_p99_max_rise_pct,
-                      "memory_max_rise_gb", o.memory_max_rise_gib, "alpha", o.alpha, "test",
+                      "memory_max_rise_gb", o.memory_max_rise_gb, "alpha", o.alpha, "test",
                       mx_regress_rule_to_string(o.rule), "left_out", "other_gpu", lo.other_gpu, "not_pass",
                       lo.not_pass, "invalid", lo.invalid, "no_baseline", d.no_baseline);
+        json_object_set_new(m, "decision",
+                            json_string(d.rule ? "regression" : d.unknown.len ? "unknown" : "no regression"));
+        json_object_set_new(m, "unit", json_string("server start: one summary per start and check"));
         msg = mx_buf_steal(&d.msg);
         regs = mx_buf_steal(&d.regs);
+        unk = mx_buf_steal(&d.unknown);
         if (d.compared == 0) {
                 bool is_baseline = streq_ptr(baseline_key(l, self),
                                              json_string_value(json_object_get(self, "config_key")));
@@ -342,6 +363,10 @@ static void l5_after_stop(struct mx_level *l, const struct mx_level_stop *st)
                                 gpu_text, strempty(gpus));
         } else if (d.rule)
                 mx_level_finish(l, MX_VERDICT_FAIL, m, NULL, "regression: %s (%s)", regs, gpu_text);
+        else if (unk && *unk)
+                /* undecided is not a failure: more server starts would decide it */
+                mx_level_finish(l, MX_VERDICT_SKIPPED, m, NULL, "unknown (needs %u more server starts a side): %s (%s)",
+                                d.more, unk, gpu_text);
         else
                 mx_level_finish(l, MX_VERDICT_PASS, m, NULL, "%sno regression against %s (%s)",
                                 d.no_baseline ? "no baseline measured; " : "", msg, gpu_text);
@@ -350,6 +375,7 @@ out:
         free(d.rule);
         free(d.msg.data);
         free(d.regs.data);
+        free(d.unknown.data);
 }
 
 static void l5_free(struct mx_level *l)
