@@ -678,8 +678,9 @@ static int mem_sample(void *ud, struct mx_mem_sample *ret)
                 return q;
         if (last->gpu_ok && last->tree_gpu_bytes > 0)
                 ret->gpu_bytes = (uint64_t)last->tree_gpu_bytes;
-        if (last->sys_mem_used > 0)
+        if (ret->sys_used_bytes == 0 && last->sys_mem_used > 0)
                 ret->sys_used_bytes = (uint64_t)last->sys_mem_used;
+        ret->unified = last->gpu_ok && last->unified;
         return 0;
 }
 

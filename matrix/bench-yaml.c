@@ -72,11 +72,9 @@ char *mx_bench_results_yaml(json_t *l4)
 
                 number(&b, "  ", "gpu_memory_peak_gb", gb, 2);
                 json_decref(gb);
-                if (!streq_ptr(json_string_value(json_object_get(mem, "figure")), "gpu"))
-                        mx_buf_printf(&b,
-                                      "  # GiB; the GPU reported no memory: the server's processes (PSS)\n");
-                else
-                        mx_buf_printf(&b, "  # GiB (2^30 bytes), device memory in use\n");
+                mx_buf_printf(&b, "  # GiB (2^30 bytes), figure %s: %s\n",
+                              strna(json_string_value(json_object_get(mem, "figure"))),
+                              strna(json_string_value(json_object_get(mem, "figure_is"))));
         } else
                 mx_buf_printf(&b, "  gpu_memory_peak_gb: null\n");
         mx_buf_printf(&b, "  cpu_usage_percent: null  # not measured\n");

@@ -17,7 +17,8 @@
  * The metrics are a contract other parts build on (the success criteria,
  * the reports, L5): the engine's result document (mx_bench_result_json)
  * plus "ready_s" (the server's startup time), "memory" (the samples'
- * summary: figure, start, end, peak, drift, source, samples), "valid"
+ * summary in one figure kind, memtrack.h: figure, start, end, peak, drift,
+ * source, samples), "valid"
  * (false when the kernel gate failed or could not verify the kernel path:
  * the numbers are stored but never used as a pass) and "kernel_gate" (L1.5's
  * verdict, or "not run"). Verdict: pass when every measured request passed,
@@ -30,24 +31,18 @@
 #include "http.h"
 #include "levels.h"
 #include "logcap.h"
+#include "memtrack.h"
 
 #include <event2/event.h>
 #include <stdio.h>
 
-/* What the memory samples of one benchmark came to. */
-struct memsum {
-        unsigned n;
-        bool gpu; /* some sample reported device memory: that is the figure */
-        int64_t start, end, peak;
-        int64_t server_peak, sys_peak;
-        const char *source; /* of the last sample */
-        int last_error;
-};
-
 struct l4 {
         struct mx_level base;
         struct mx_bench *bench;
-        struct memsum mem;
+        struct mx_mem_track mem;
+        unsigned mem_samples;
+        int mem_error;       /* the last sample's error, or 0 */
+        const char *mem_source;
         int64_t mem_last_us; /* monotonic time of the last sample */
         json_t *result;      /* the engine's document once it is done */
         char *reason;        /* why the benchmark could not go on, or NULL */
@@ -58,8 +53,6 @@ static void mem_take(struct l4 *s)
 {
         const struct mx_level_ctx *ctx = s->base.ctx;
         struct mx_mem_sample m = {};
-        struct memsum *ms = &s->mem;
-        int64_t fig;
         int q;
 
         if (!ctx->mem_sample)
@@ -67,45 +60,37 @@ static void mem_take(struct l4 *s)
         s->mem_last_us = mx_now_mono_us();
         q = ctx->mem_sample(ctx->mem_ud, &m);
         if (q < 0) {
-                ms->last_error = q;
+                s->mem_error = q;
                 return;
         }
-        /* Device memory where the GPU reports it; else the server's own (PSS of its processes). */
-        if (m.gpu_bytes > 0 && !ms->gpu) {
-                ms->gpu = true;
-                ms->start = ms->peak = -1;
-        }
-        fig = ms->gpu ? (int64_t)m.gpu_bytes : (int64_t)m.server_bytes;
-        if (ms->gpu && m.gpu_bytes == 0)
-                return;
-        if (ms->n == 0 || ms->start < 0)
-                ms->start = fig;
-        ms->end = fig;
-        ms->peak = ms->n == 0 ? fig : MX_MAX(ms->peak, fig);
-        ms->server_peak = MX_MAX(ms->server_peak, (int64_t)m.server_bytes);
-        ms->sys_peak = MX_MAX(ms->sys_peak, (int64_t)m.sys_used_bytes);
-        ms->source = m.source;
-        ms->n++;
+        mx_mem_track_add(&s->mem, &m);
+        s->mem_source = m.source;
+        s->mem_samples++;
 }
 
-static json_t *memory_json(const struct memsum *ms)
+/*
+ * The samples' summary in one figure kind that the first and the last sample
+ * both carry (memtrack.h): "figure", "start", "end", "peak", "drift", with
+ * every kind's own figures under "kinds". Samples of different kinds are
+ * never compared.
+ */
+static json_t *memory_json(struct l4 *s)
 {
         json_t *o;
 
-        if (ms->n == 0)
+        if (s->mem_samples == 0)
                 return json_pack("{s:i,s:s}", "samples", 0, "note",
-                                 ms->last_error ? "no memory sample could be taken"
-                                                : "no memory sample taken");
-        o = json_pack("{s:s,s:I,s:I,s:I,s:I,s:s?,s:i,s:I}", "figure", ms->gpu ? "gpu" : "server", "start",
-                      (json_int_t)ms->start, "end", (json_int_t)ms->end, "peak", (json_int_t)ms->peak,
-                      "drift", (json_int_t)(ms->end - ms->start), "source", ms->gpu ? "gpu" : ms->source,
-                      "samples", ms->n, "server_peak", (json_int_t)ms->server_peak);
-        if (ms->sys_peak > 0)
-                json_object_set_new(o, "sys_used_peak", json_integer(ms->sys_peak));
-        json_object_set_new(o, "note",
-                            json_string(ms->gpu ? "device memory in use, bytes"
-                                                : "memory of the server's processes (PSS), bytes: the GPU "
-                                                  "reported none"));
+                                 s->mem_error ? "no memory sample could be taken" : "no memory sample taken");
+        o = mx_mem_track_json(&s->mem);
+        if (json_is_string(json_object_get(o, "figure"))) {
+                json_object_set(o, "start", json_object_get(o, "first"));
+                json_object_set(o, "end", json_object_get(o, "last"));
+        }
+        if (s->mem.k[MX_MEM_PSS].n > 0)
+                json_object_set_new(o, "server_peak", json_integer(s->mem.k[MX_MEM_PSS].peak));
+        if (s->mem.k[MX_MEM_SYSTEM].n > 0)
+                json_object_set_new(o, "sys_used_peak", json_integer(s->mem.k[MX_MEM_SYSTEM].peak));
+        json_object_set_new(o, "source", s->mem_source ? json_string(s->mem_source) : json_null());
         return o;
 }
 
@@ -120,7 +105,7 @@ static json_t *l4_metrics_with(struct l4 *s, bool valid, const char *gate)
                 json_object_set_new(m, "ready_s", json_real(s->base.ctx->ready_s));
         else
                 json_object_set_new(m, "ready_s", json_null());
-        json_object_set_new(m, "memory", memory_json(&s->mem));
+        json_object_set_new(m, "memory", memory_json(s));
         json_object_set_new(m, "valid", json_boolean(valid));
         json_object_set_new(m, "kernel_gate", json_string(gate));
         return m;
@@ -137,6 +122,7 @@ static int l4_new(const struct mx_level_ctx *ctx, struct mx_level **ret, char **
 
         (void)reterr;
         (void)ctx;
+        mx_mem_track_init(&s->mem);
         *ret = &s->base;
         return 0;
 }
