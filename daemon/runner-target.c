@@ -30,6 +30,7 @@
 #include "runner-util.h"
 #include "runner.h"
 #include "sampler.h"
+#include "levels/memtrack.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -674,13 +675,9 @@ static int mem_sample(void *ud, struct mx_mem_sample *ret)
         const struct mx_sample *last = r->ctx.sampler ? mx_sampler_last(r->ctx.sampler) : NULL;
         int q = mx_mem_sample_pss((void *)r->ctx.tag, ret);
 
-        if (q < 0 || !last)
+        if (q < 0)
                 return q;
-        if (last->gpu_ok && last->tree_gpu_bytes > 0)
-                ret->gpu_bytes = (uint64_t)last->tree_gpu_bytes;
-        if (ret->sys_used_bytes == 0 && last->sys_mem_used > 0)
-                ret->sys_used_bytes = (uint64_t)last->sys_mem_used;
-        ret->unified = last->gpu_ok && last->unified;
+        mx_mem_sample_add_gpu(ret, last);
         return 0;
 }
 

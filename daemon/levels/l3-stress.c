@@ -442,7 +442,8 @@ static const char *growth_text(struct l3 *s, char *buf, size_t size)
                 return buf;
         }
         mx_mem_track_growth(&s->mem_seq, k, &g);
-        snprintf(buf, size, "%+.1f%% (%s)", isfinite(g) ? 100 * g : 0.0, mx_mem_kind_to_string(k));
+        snprintf(buf, size, "%+.1f%% (%s%s%s)", isfinite(g) ? 100 * g : 0.0, mx_mem_kind_to_string(k),
+                 note ? "; " : "", strempty(note));
         return buf;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Memory like with like (memtrack.h). */
 #include "memtrack.h"
+#include "sampler.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -32,6 +33,17 @@ int64_t mx_mem_sample_figure(const struct mx_mem_sample *m, enum mx_mem_kind k)
         uint64_t v = k == MX_MEM_GPU ? m->gpu_bytes : k == MX_MEM_SYSTEM ? m->sys_used_bytes : m->server_bytes;
 
         return v > 0 && v <= INT64_MAX ? (int64_t)v : -1;
+}
+
+void mx_mem_sample_add_gpu(struct mx_mem_sample *m, const struct mx_sample *last)
+{
+        if (!last)
+                return;
+        if (last->gpu_ok && last->tree_gpu_bytes > 0)
+                m->gpu_bytes = (uint64_t)last->tree_gpu_bytes;
+        if (m->sys_used_bytes == 0 && last->sys_mem_used > 0)
+                m->sys_used_bytes = (uint64_t)last->sys_mem_used;
+        m->unified = last->gpu_ok && last->unified;
 }
 
 void mx_mem_track_init(struct mx_mem_track *t)

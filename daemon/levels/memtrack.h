@@ -19,6 +19,8 @@
 
 #include "levels.h"
 
+struct mx_sample;
+
 enum mx_mem_kind {
         MX_MEM_GPU,
         MX_MEM_SYSTEM,
@@ -32,6 +34,15 @@ const char *mx_mem_kind_to_string(enum mx_mem_kind k);
 const char *mx_mem_kind_describe(enum mx_mem_kind k);
 /* The figure of kind k in m, or -1 when m does not carry it. */
 int64_t mx_mem_sample_figure(const struct mx_mem_sample *m, enum mx_mem_kind k);
+
+/*
+ * The GPU sampler's last sample (sampler.h; NULL: none) into m, which holds
+ * the server's PSS and /proc/meminfo's system figure: the device memory of
+ * the server's compute processes, the system figure when m has none, and
+ * whether the GPU has unified memory (the GB10), which makes the system figure
+ * the one judged.
+ */
+void mx_mem_sample_add_gpu(struct mx_mem_sample *m, const struct mx_sample *last);
 
 /* One kind's figures over a window. */
 struct mx_mem_series {
