@@ -681,6 +681,18 @@ static int mem_sample(void *ud, struct mx_mem_sample *ret)
         return 0;
 }
 
+/* The sampler's window for a level (levels.h): begin starts it. */
+static const struct mx_sample_summary *gpu_window(void *ud, bool begin)
+{
+        struct mx_runner *r = ud;
+
+        if (!r->ctx.sampler)
+                return NULL;
+        if (begin)
+                mx_sampler_window_begin(r->ctx.sampler);
+        return mx_sampler_window(r->ctx.sampler);
+}
+
 static int setup_levels(struct mx_runner *r, char **reterr)
 {
         const char *model = json_string_value(json_object_get(r->ctx.spec, "served_model_name"));
@@ -689,6 +701,7 @@ static int setup_levels(struct mx_runner *r, char **reterr)
                 .model = model ? model : json_string_value(json_object_get(r->ctx.spec, "model")),
                 .run_dir = r->ctx.run_dir, .tag = r->ctx.tag, .spec = r->ctx.spec, .profile = r->profile,
                 .crash = r->crash, .values = r->values, .mem_sample = mem_sample, .mem_ud = r,
+                .gpu_window = gpu_window,
                 .history = r->ctx.history,
         };
 

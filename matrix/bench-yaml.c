@@ -40,7 +40,10 @@ char *mx_bench_results_yaml(json_t *l4)
         json_int_t n = depth0_requests(l4);
         const char *k;
 
-        if (json_is_false(json_object_get(l4, "valid")))
+        if (json_is_false(json_object_get(l4, "valid")) && json_is_string(json_object_get(l4, "invalid_because")))
+                mx_buf_printf(&b, "# INVALID: %s; these numbers must not be used\n",
+                              json_string_value(json_object_get(l4, "invalid_because")));
+        else if (json_is_false(json_object_get(l4, "valid")))
                 mx_buf_printf(&b,
                               "# INVALID: the kernel gate (L1.5) says %s; these numbers must not be used\n",
                               strna(json_string_value(json_object_get(l4, "kernel_gate"))));

@@ -31,6 +31,7 @@
 #include "http.h"
 #include "levels.h"
 #include "logcap.h"
+#include "l4-valid.h"
 #include "memtrack.h"
 
 #include <event2/event.h>
@@ -47,6 +48,8 @@ struct l4 {
         json_t *result;      /* the engine's document once it is done */
         char *reason;        /* why the benchmark could not go on, or NULL */
         bool measured;       /* the engine finished (with or without failed requests) */
+        struct mx_sample_summary gpu; /* the sampler's window over the measurement */
+        bool has_gpu;
 };
 
 static void mem_take(struct l4 *s)
@@ -180,6 +183,14 @@ static void bench_done_cb(struct mx_bench *b, int error, const char *reason, voi
         struct l4 *s = ud;
 
         mem_take(s);
+        if (s->base.ctx->gpu_window) {
+                const struct mx_sample_summary *w = s->base.ctx->gpu_window(s->base.ctx->mem_ud, false);
+
+                if (w) {
+                        s->gpu = *w;
+                        s->has_gpu = true;
+                }
+        }
         s->result = mx_bench_result_json(b);
         s->measured = error >= 0;
         if (error < 0)
@@ -201,6 +212,8 @@ static void l4_run(struct mx_level *l)
                                 err ? err : "the engine refused its configuration");
                 return;
         }
+        if (ctx->gpu_window)
+                (void)ctx->gpu_window(ctx->mem_ud, true); /* the GPU's state from the first request on */
         mem_take(s); /* before the first request */
 }
 
@@ -281,7 +294,13 @@ static void l4_after_stop(struct mx_level *l, const struct mx_level_stop *st)
         struct l4 *s = (struct l4 *)l;
         enum mx_verdict gate = MX_VERDICT_SKIPPED;
         bool have_gate = mx_level_sibling(l, "L1.5", &gate, NULL) >= 0;
-        bool valid = !have_gate || (gate != MX_VERDICT_FAIL && gate != MX_VERDICT_INVALID);
+        bool gate_ok = !have_gate || (gate != MX_VERDICT_FAIL && gate != MX_VERDICT_INVALID);
+        _cleanup_free_ char *gpu_why = NULL;
+        json_t *gpu_checks = NULL;
+        bool gpu_ok = mx_l4_gpu_valid(s->has_gpu ? &s->gpu : NULL,
+                                      json_number_value(json_object_get(l->ctx->settings, "clock_tolerance_pct")),
+                                      &gpu_why, &gpu_checks);
+        bool valid = gate_ok && gpu_ok;
         _cleanup_json_ json_t *m =
                 l4_metrics_with(s, valid, have_gate ? mx_verdict_to_string(gate) : "not run");
         _cleanup_free_ char *json_text = json_dumps(m, JSON_INDENT(1) | JSON_SORT_KEYS);
@@ -290,6 +309,11 @@ static void l4_after_stop(struct mx_level *l, const struct mx_level_stop *st)
         unsigned failed = (unsigned)json_integer_value(json_object_get(m, "failed"));
 
         (void)st;
+        json_object_set_new(m, "gpu_checks", gpu_checks);
+        if (!valid)
+                json_object_set_new(m, "invalid_because",
+                                    json_string_nocheck(!gate_ok ? "the kernel gate (L1.5) failed"
+                                                                 : strna(gpu_why)));
         if ((a = write_artifact(
                      s, "l4-bench.json", json_text ? json_text : "{}",
                      "the benchmark's full result: every row, distribution, definition and memory")))
@@ -300,10 +324,16 @@ static void l4_after_stop(struct mx_level *l, const struct mx_level_stop *st)
                 why = xasprintf("the benchmark could not finish: %s", s->reason);
         else if (failed > 0)
                 why = failures_text(m);
-        if (!valid) {
+        if (!gate_ok) {
                 mx_level_finish(l, MX_VERDICT_INVALID, json_incref(m), arts,
                                 "%s%sthe kernel gate (L1.5) says %s: these benchmark numbers are invalid",
                                 strempty(why), why ? "; " : "", mx_verdict_to_string(gate));
+                return;
+        }
+        if (!gpu_ok) {
+                mx_level_finish(l, MX_VERDICT_INVALID, json_incref(m), arts,
+                                "%s%sthe GPU measured something else: %s; these benchmark numbers are invalid",
+                                strempty(why), why ? "; " : "", gpu_why);
                 return;
         }
         if (why) {

@@ -50,6 +50,7 @@ struct logcap;
 struct mx_http;
 struct mx_levels;
 struct mx_level;
+struct mx_sample_summary;
 
 /*
  * One memory sample of the server (L3's leak check, L4's drift; the GPU
@@ -90,6 +91,12 @@ struct mx_level_ctx {
         double ready_s;           /* seconds from start to ready (set when the server became ready) */
         mx_mem_sample_fn mem_sample;
         void *mem_ud;
+        /*
+         * The GPU sampler's window (sampler.h) with mem_ud: begin true starts
+         * it; NULL when the run has no sampler. L4 reads its throttle
+         * reasons, clocks and foreign processes. NULL hook: none.
+         */
+        const struct mx_sample_summary *(*gpu_window)(void *ud, bool begin);
         const struct mx_history *history; /* stored results of earlier runs (runner.h), or NULL */
 };
 
