@@ -837,6 +837,23 @@ int queue_run_interruptions(struct mx_db *db, int64_t run, int *ret)
         return 0;
 }
 
+int queue_run_machine_failures(struct mx_db *db, int64_t run, int *ret)
+{
+        static const char sql[] = "SELECT count(*) FROM attempts WHERE run_id = ? AND outcome IN "
+                                  "('interrupted', 'infra-error')";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, run);
+        rc = sqlite3_step(s);
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret = sqlite3_column_int(s, 0);
+        return 0;
+}
+
 int queue_events(struct mx_db *db, int64_t job, int64_t after, int limit, json_t **ret)
 {
         /* The run's configuration rides along, so follow can print "r12 backend=cutlass ..." lines. */
