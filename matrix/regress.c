@@ -371,11 +371,19 @@ done:
         sample_done(&ref);
 }
 
+/* A memory summary's figure kind: gpu, system or pss (L4 before memory kinds named host PSS "server"). */
+static const char *mem_figure(json_t *mem)
+{
+        const char *f = json_string_value(json_object_get(mem, "figure"));
+
+        return streq_ptr(f, "server") ? "pss" : f;
+}
+
 /* The memory peak higher than the largest reference peak by more than the threshold. */
 static void check_memory(struct report *r, json_t *cur_doc, json_t *refs, const struct mx_regress_opts *o)
 {
         json_t *mem = json_object_get(cur_doc, "memory"), *doc;
-        const char *figure = json_string_value(json_object_get(mem, "figure"));
+        const char *figure = mem_figure(mem);
         json_int_t cur = json_integer_value(json_object_get(mem, "peak")), ref = -1;
         _cleanup_free_ char *rule = NULL, *summary = NULL;
         double delta;
@@ -387,7 +395,7 @@ static void check_memory(struct report *r, json_t *cur_doc, json_t *refs, const 
         json_array_foreach (refs, i, doc) {
                 json_t *m = json_object_get(doc, "memory");
 
-                if (!streq_ptr(json_string_value(json_object_get(m, "figure")), figure) ||
+                if (!streq_ptr(mem_figure(m), figure) ||
                     !json_is_integer(json_object_get(m, "peak")))
                         continue;
                 ref = MX_MAX(ref, json_integer_value(json_object_get(m, "peak")));
