@@ -124,7 +124,8 @@ static const struct metric metrics[] = {
          "results.throughput.pp2048_tps",
          offsetof(struct hrun, pp2048), false},
         {"ttft", "ttft_p50_ms", "TTFT p50 per configuration (lower is better)", "ms",
-         "median time to first token over every valid depth-0 request (vllm bench serve's TTFT), L4 "
+         "median TTFT (time to the first text, reasoning included; not TTFR, the first response chunk that "
+         "vllm bench serve calls TTFT) over every valid depth-0 request, L4 "
          "results.latency.ttft_p50_ms",
          offsetof(struct hrun, ttft), true},
 };

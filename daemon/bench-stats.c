@@ -3,6 +3,7 @@
 #include "bench-stats.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* The most tokens one event may add to the per-token ITL (bench.h's MX_BENCH_TOKENS_MAX). */
 #define ITL_TOKENS_MAX 1048576
@@ -117,11 +118,11 @@ double mx_bench_e2el_ms(int64_t t0, int64_t t_last)
         return t0 > 0 && t_last >= t0 ? (double)(t_last - t0) / 1000.0 : NAN;
 }
 
-double mx_bench_tpot_ms(double e2el_ms, double ttfr_ms, int64_t completion_tokens)
+double mx_bench_tpot_ms(double e2el_ms, double origin_ms, int64_t tokens)
 {
-        if (completion_tokens <= 1 || !isfinite(e2el_ms) || !isfinite(ttfr_ms))
+        if (tokens <= 1 || !isfinite(e2el_ms) || !isfinite(origin_ms))
                 return NAN;
-        return (e2el_ms - ttfr_ms) / (double)(completion_tokens - 1);
+        return (e2el_ms - origin_ms) / (double)(tokens - 1);
 }
 
 size_t mx_bench_itl_append(const int64_t *ev_us, size_t n_ev, double **out, size_t *n_out, size_t *cap)
@@ -197,6 +198,39 @@ double mx_bench_batch_tg_tps(int64_t sum_tokens, size_t requests, int64_t min_to
         if (sum_tokens <= (int64_t)requests || max_last_tok <= min_tok1)
                 return NAN;
         return (double)(sum_tokens - (int64_t)requests) / ((double)(max_last_tok - min_tok1) / 1e6);
+}
+
+size_t mx_bench_token_stamps(const int64_t *chunk_ts, const int64_t *tokens, size_t n, int64_t total,
+                             int64_t **ret)
+{
+        int64_t *ts;
+        size_t k = 0, want = 0;
+
+        if (tokens)
+                for (size_t i = 0; i < n; i++)
+                        want += (size_t)MX_MAX(tokens[i], 0);
+        else
+                want = total > 0 && n > 0 ? (size_t)total : n;
+        ts = xreallocarray(NULL, MX_MAX(want, 1), sizeof(int64_t));
+        if (tokens) {
+                for (size_t i = 0; i < n; i++) {
+                        int64_t c = MX_MAX(tokens[i], 0), prev = i > 0 ? chunk_ts[i - 1] : chunk_ts[i];
+
+                        for (int64_t j = 1; j <= c; j++)
+                                ts[k++] = prev + (chunk_ts[i] - prev) * j / c;
+                }
+        } else if (total > 0 && n > 0) {
+                int64_t first = chunk_ts[0], last = chunk_ts[n - 1];
+
+                for (size_t j = 0; j < want; j++)
+                        ts[k++] = want > 1 ? first + (int64_t)((double)(last - first) * (double)j / (double)(want - 1))
+                                           : last;
+        } else {
+                memcpy(ts, chunk_ts, n * sizeof(int64_t));
+                k = n;
+        }
+        *ret = ts;
+        return k;
 }
 
 double mx_bench_peak_tps(int64_t *ts, size_t n, int64_t window_us)

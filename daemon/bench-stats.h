@@ -65,10 +65,12 @@ double mx_bench_tg_tps(int64_t n_tokens, int64_t t_tok1, int64_t t_last_tok);
 /* vllm bench serve's E2EL: last choices-bearing event − t0, in ms. */
 double mx_bench_e2el_ms(int64_t t0, int64_t t_last);
 /*
- * vllm bench serve's TPOT: (E2EL − vLLM's TTFT) ÷ (output tokens − 1) with
- * output tokens = usage.completion_tokens; NAN when that is <= 1.
+ * TPOT: (E2EL − origin) ÷ (tokens − 1); NAN when tokens <= 1. mxmatrix's
+ * tpot_ms takes TTFT as the origin and the tokens from the first text on
+ * (one origin with ttft_ms); vllm bench serve's TPOT (tpot_vllm_ms) takes
+ * TTFR (what vLLM calls TTFT) and usage.completion_tokens.
  */
-double mx_bench_tpot_ms(double e2el_ms, double ttfr_ms, int64_t completion_tokens);
+double mx_bench_tpot_ms(double e2el_ms, double origin_ms, int64_t tokens);
 /*
  * vllm bench serve's ITL: the gaps between consecutive choices-bearing events
  * of one request, in ms, appended to *out (n_ev − 1 of them); callers pool them
@@ -115,6 +117,20 @@ double mx_bench_batch_pp_tps(int64_t sum_prompt_tokens, int64_t min_t0, int64_t 
 /* (Σ N − requests) ÷ (latest last token − earliest t_tok1). */
 double mx_bench_batch_tg_tps(int64_t sum_tokens, size_t requests, int64_t min_tok1, int64_t max_last_tok);
 
+/*
+ * Token timestamps from the timestamps of the n text-bearing chunks that
+ * carried them, as llama-benchy 0.4 does, so that a chunk of k tokens
+ * (speculative decoding, --stream-interval, a parser's buffer) counts k
+ * tokens, not one: with per-chunk counts (tokens[i], e.g. token_ids or the
+ * difference of running usage counts) a chunk's k stamps are spread evenly
+ * over the gap since the previous chunk, ending at its own stamp (the first
+ * chunk's all at its stamp); without them (tokens NULL) total stamps are
+ * spread evenly from the first chunk to the last (total: the tokens of those
+ * chunks, e.g. from usage). total <= 0 or n == 0 with tokens NULL: one stamp
+ * per chunk. Returns how many stamps *ret (a new array) holds.
+ */
+size_t mx_bench_token_stamps(const int64_t *chunk_ts, const int64_t *tokens, size_t n, int64_t total,
+                             int64_t **ret);
 /*
  * llama-benchy's peak t/s: the most token timestamps in any window of
  * window_us (a window ends at a token and holds the tokens after end −

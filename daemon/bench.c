@@ -1239,6 +1239,34 @@ static int64_t tg_tokens(const struct breq *r, const char **ret_source)
         return r->n_decode;
 }
 
+/*
+ * The request's token stamps for peak t/s: its text-bearing events with their
+ * tokens spread over them (llama-benchy 0.4, bench-stats.h), the tokens
+ * counted as tg_tokens() does. A new array in *ret; how many.
+ */
+static size_t token_stamps(const struct breq *r, int64_t **ret)
+{
+        _cleanup_free_ int64_t *ts = NULL, *k = NULL;
+        const char *source;
+        int64_t prev;
+        size_t n = 0;
+
+        if (r->cum_before_tok1 < 0)
+                return mx_bench_token_stamps(r->tok, NULL, r->n_tok, tg_tokens(r, &source), ret);
+        /* running counts: each event from the first text on carries the tokens its count added */
+        ts = xcalloc(r->n_ev ?: 1, sizeof(*ts));
+        k = xcalloc(r->n_ev ?: 1, sizeof(*k));
+        prev = r->cum_before_tok1;
+        for (size_t i = r->i_tok1; i < r->n_ev; i++) {
+                if (r->cum[i] <= prev)
+                        continue;
+                ts[n] = r->ev[i];
+                k[n++] = r->cum[i] - prev;
+                prev = r->cum[i];
+        }
+        return mx_bench_token_stamps(ts, k, n, prev - r->cum_before_tok1, ret);
+}
+
 struct vals {
         double *v;
         size_t n, cap;
@@ -1325,9 +1353,10 @@ static void rows_json(const struct mx_bench *b, const struct test *t, struct bre
                                                                                b->latency_ms)));
                 vals_add(&tg_req, mx_bench_tg_tps(tg_tokens(r, &source), r->t_tok1, r->t_last_tok));
                 {
-                        _cleanup_free_ int64_t *ts = xreallocarray(NULL, MX_MAX(r->n_tok, 1), sizeof(int64_t));
-                        memcpy(ts, r->tok, r->n_tok * sizeof(int64_t));
-                        vals_add(&peak_req, mx_bench_peak_tps(ts, r->n_tok, PEAK_WINDOW_US));
+                        _cleanup_free_ int64_t *ts = NULL;
+                        size_t nts = token_stamps(r, &ts);
+
+                        vals_add(&peak_req, mx_bench_peak_tps(ts, nts, PEAK_WINDOW_US));
                 }
         }
         /* per batch: c = 1 uses the request values themselves; c > 1 the batch totals */
@@ -1350,9 +1379,14 @@ static void rows_json(const struct mx_bench *b, const struct test *t, struct bre
                         max_tok1 = MX_MAX(max_tok1, r->t_tok1);
                         min_tok1 = MX_MIN(min_tok1, r->t_tok1);
                         max_last = MX_MAX(max_last, r->t_last_tok);
-                        MX_GROW(ts, cap_ts, n_ts + r->n_tok + 1);
-                        memcpy(ts + n_ts, r->tok, r->n_tok * sizeof(int64_t));
-                        n_ts += r->n_tok;
+                        {
+                                _cleanup_free_ int64_t *rts = NULL;
+                                size_t nr = token_stamps(r, &rts);
+
+                                MX_GROW(ts, cap_ts, n_ts + nr + 1);
+                                memcpy(ts + n_ts, rts, nr * sizeof(int64_t));
+                                n_ts += nr;
+                        }
                 }
                 if (valid == 0)
                         continue;
@@ -1425,26 +1459,30 @@ static void rows_json(const struct mx_bench *b, const struct test *t, struct bre
 }
 
 /* vllm bench serve's distributions over a request list; the pooled ITL goes to *itl too. */
-static json_t *serving_json(struct breq **reqs, size_t n, struct vals *all_ttft, struct vals *all_tpot,
-                            struct vals *all_itl, struct vals *all_e2el)
+static json_t *serving_json(struct breq **reqs, size_t n, struct vals *all_ttfr, struct vals *all_ttft,
+                            struct vals *all_tpot, struct vals *all_itl, struct vals *all_e2el)
 {
-        struct vals ttfr = {}, ttft = {}, tpot = {}, e2el = {}, tpc = {};
+        struct vals ttfr = {}, ttft = {}, tpot = {}, tpot_vllm = {}, e2el = {}, tpc = {};
         double *itl = NULL, *itl_ev = NULL;
         size_t n_itl = 0, cap_itl = 0, n_itl_ev = 0, cap_itl_ev = 0, valid = 0, counted = 0;
         json_t *o, *first = json_object();
 
         for (size_t i = 0; i < n; i++) {
                 struct breq *r = reqs[i];
-                double v_ttfr, v_e2el;
+                double v_ttfr, v_ttft, v_e2el;
+                const char *source;
 
                 if (r->error)
                         continue;
                 valid++;
                 v_ttfr = mx_bench_ttfr_ms(r->t0, r->t_resp);
+                v_ttft = mx_bench_ttft_ms(r->t0, r->t_tok1);
                 v_e2el = mx_bench_e2el_ms(r->t0, r->t_last);
                 vals_add(&ttfr, v_ttfr);
-                vals_add(&ttft, mx_bench_ttft_ms(r->t0, r->t_tok1));
-                vals_add(&tpot, mx_bench_tpot_ms(v_e2el, v_ttfr, r->completion_tokens));
+                vals_add(&ttft, v_ttft);
+                /* TPOT from the TTFT's origin, over the tokens from the first text on: TTFT + (N-1) TPOT = E2EL */
+                vals_add(&tpot, mx_bench_tpot_ms(v_e2el, v_ttft, tg_tokens(r, &source)));
+                vals_add(&tpot_vllm, mx_bench_tpot_ms(v_e2el, v_ttfr, r->completion_tokens));
                 vals_add(&e2el, v_e2el);
                 if (r->completion_tokens > 0 && r->n_ev > 0)
                         vals_add(&tpc, (double)r->completion_tokens / (double)r->n_ev);
@@ -1461,6 +1499,8 @@ static json_t *serving_json(struct breq **reqs, size_t n, struct vals *all_ttft,
                                             json_integer(k ? json_integer_value(k) + 1 : 1));
                 }
         }
+        for (size_t i = 0; all_ttfr && i < ttfr.n; i++)
+                vals_add(all_ttfr, ttfr.v[i]);
         for (size_t i = 0; all_ttft && i < ttft.n; i++)
                 vals_add(all_ttft, ttft.v[i]);
         for (size_t i = 0; all_tpot && i < tpot.n; i++)
@@ -1469,10 +1509,10 @@ static json_t *serving_json(struct breq **reqs, size_t n, struct vals *all_ttft,
                 vals_add(all_itl, itl[i]);
         for (size_t i = 0; all_e2el && i < e2el.n; i++)
                 vals_add(all_e2el, e2el.v[i]);
-        o = json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o}", "requests", (json_int_t)n, "valid",
-                      (json_int_t)valid, "ttfr_ms", stat_json(ttfr.v, ttfr.n), "ttft_ms",
-                      stat_values_json(ttft.v, ttft.n), "tpot_ms", stat_json(tpot.v, tpot.n), "itl_ms",
-                      stat_json(itl, n_itl), "itl_from",
+        o = json_pack("{s:I,s:I,s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o}", "requests", (json_int_t)n, "valid",
+                      (json_int_t)valid, "ttfr_ms", stat_values_json(ttfr.v, ttfr.n), "ttft_ms",
+                      stat_values_json(ttft.v, ttft.n), "tpot_ms", stat_json(tpot.v, tpot.n), "tpot_vllm_ms",
+                      stat_json(tpot_vllm.v, tpot_vllm.n), "itl_ms", stat_json(itl, n_itl), "itl_from",
                       counted == 0       ? "events (no running counts)"
                       : counted == valid ? "running counts (per token)"
                                          : "running counts where streamed, else events",
@@ -1481,6 +1521,7 @@ static json_t *serving_json(struct breq **reqs, size_t n, struct vals *all_ttft,
         vals_free(&ttfr);
         vals_free(&ttft);
         vals_free(&tpot);
+        vals_free(&tpot_vllm);
         vals_free(&e2el);
         vals_free(&tpc);
         free(itl);
@@ -1541,17 +1582,20 @@ static json_t *definitions_json(void)
                 "over the text-bearing events' span (tokens_counted_from says which); c > 1: (sum N - requests) / "
                 "(latest last token - earliest first text)",
                 "peak_tps",
-                "llama-benchy: most text-bearing events within any 1 s window / 1 s (count / span when they span "
-                "less than 1 s), per batch",
-                "ttfr_ms", "first event with a non-empty choices array - t0 (llama-benchy ttfr; vllm bench "
-                           "serve's TTFT, role-only chunk included)",
+                "llama-benchy 0.4: most tokens within any 1 s window / 1 s (count / span when they span less than "
+                "1 s), per batch; tokens, not events: the tokens counted as for tg_tps are spread evenly from the "
+                "first text-bearing event to the last, so a chunk of k tokens (speculative decoding) counts k",
+                "ttfr_ms", "TTFR, time to first response: first event with a non-empty choices array - t0 "
+                           "(llama-benchy ttfr; what vllm bench serve calls TTFT, role-only chunk included)",
                 "ttft_ms",
-                "first event carrying text in delta.content, delta.reasoning, delta.reasoning_content or "
-                "delta.tool_calls - t0 (llama-benchy e2e_ttft)",
+                "TTFT, time to first token: first event carrying text in delta.content, delta.reasoning, "
+                "delta.reasoning_content or delta.tool_calls - t0 (llama-benchy e2e_ttft); every ttft_* here, in "
+                "the criteria, L5 and the reports is this one",
                 "e2e_ttft_ms", "the same as ttft_ms (llama-benchy's name)", "est_ppt_ms",
                 "llama-benchy: max(0, ttfr - latency); latency as latency_mode says", "tpot_ms",
-                "vllm bench serve: (E2EL - TTFR) / (usage.completion_tokens - 1), requests with more than one "
-                "token",
+                "(E2EL - TTFT) / (N - 1), N the tokens from the first text on as for tg_tokens, requests with more "
+                "than one: the same origin as ttft_ms, so TTFT + (N - 1) TPOT = E2EL; tpot_vllm_ms is vllm bench "
+                "serve's TPOT, (E2EL - TTFR) / (usage.completion_tokens - 1)",
                 "itl_ms",
                 "per token, pooled over all requests of the test: with running counts, from the first text-bearing "
                 "event on, an event that added k tokens adds k gaps of (its time - the previous token event's "
@@ -1597,8 +1641,8 @@ static double row_mean(json_t *rows, const char *kind, int64_t depth, int64_t si
 }
 
 /* Seed 002's Results block: throughput at depth 0 and latency percentiles over every depth-0 request. */
-static json_t *results_json(const struct mx_bench *b, json_t *rows, struct vals *ttft, struct vals *tpot,
-                            struct vals *itl, struct vals *e2el)
+static json_t *results_json(const struct mx_bench *b, json_t *rows, struct vals *ttfr, struct vals *ttft,
+                            struct vals *tpot, struct vals *itl, struct vals *e2el)
 {
         json_t *thr = json_object(), *lat = json_object();
         struct mx_bstat s;
@@ -1618,20 +1662,22 @@ static json_t *results_json(const struct mx_bench *b, json_t *rows, struct vals 
                 json_object_set_new(lat, name "_p99_ms", num(s.p99));                                       \
         } while (0)
         LAT("ttft", ttft);
+        LAT("ttfr", ttfr);
         LAT("tpot", tpot);
         LAT("itl", itl);
         LAT("e2e", e2el);
 #undef LAT
         return json_pack("{s:o,s:o,s:s}", "throughput", thr, "latency", lat, "note",
                          "throughput: means of the depth-0 rows; latency: over every valid depth-0 request "
-                         "(ttft = TTFT, e2e = E2EL as defined above)");
+                         "(ttft = TTFT: first text; ttfr = TTFR: first response chunk; tpot from TTFT; e2e = E2EL; as "
+                         "defined above)");
 }
 
 json_t *mx_bench_result_json(const struct mx_bench *b)
 {
         json_t *rows = json_array(), *serving = json_array(), *failures = json_array(), *requests = json_array();
         json_t *cfg, *pp = json_array(), *tg = json_array(), *depth = json_array();
-        struct vals ttft0 = {}, tpot0 = {}, itl0 = {}, e2el0 = {};
+        struct vals ttfr0 = {}, ttft0 = {}, tpot0 = {}, itl0 = {}, e2el0 = {};
         json_t *o;
 
         for (size_t i = 0; i < b->cfg.n_pp; i++)
@@ -1655,8 +1701,8 @@ json_t *mx_bench_result_json(const struct mx_bench *b)
                         continue;
                 rows_json(b, t, t->reqs, t->n_reqs, false, rows, failures);
                 test_name(t, "pp", name, sizeof(name));
-                sv = t->depth == 0 ? serving_json(t->reqs, t->n_reqs, &ttft0, &tpot0, &itl0, &e2el0)
-                                   : serving_json(t->reqs, t->n_reqs, NULL, NULL, NULL, NULL);
+                sv = t->depth == 0 ? serving_json(t->reqs, t->n_reqs, &ttfr0, &ttft0, &tpot0, &itl0, &e2el0)
+                                   : serving_json(t->reqs, t->n_reqs, NULL, NULL, NULL, NULL, NULL);
                 json_object_set_new(sv, "test", json_sprintf("%s tg%" PRId64, name, t->tg));
                 json_object_set_new(sv, "depth", json_integer(t->depth));
                 json_object_set_new(sv, "pp", json_integer(t->pp));
@@ -1678,7 +1724,7 @@ json_t *mx_bench_result_json(const struct mx_bench *b)
                       "latency_ms", num(b->latency_ms), "template_overhead", "user", (json_int_t)b->delta_user,
                       "context", (json_int_t)b->delta_ctx, "config", cfg, "definitions", definitions_json(),
                       "statistics", statistics_json(), "tests", rows, "serving", serving, "failures", failures,
-                      "results", results_json(b, rows, &ttft0, &tpot0, &itl0, &e2el0), "started_us",
+                      "results", results_json(b, rows, &ttfr0, &ttft0, &tpot0, &itl0, &e2el0), "started_us",
                       (json_int_t)b->started_real_us, "finished_us", (json_int_t)b->finished_real_us,
                       "measured", b->measured, "failed", b->failed);
         /* the statistics are the survivors': say how many a known server issue took (never averaged away) */
@@ -1687,6 +1733,7 @@ json_t *mx_bench_result_json(const struct mx_bench *b)
                 json_object_set_new(o, "requests", requests);
         else
                 json_decref(requests);
+        vals_free(&ttfr0);
         vals_free(&ttft0);
         vals_free(&tpot0);
         vals_free(&itl0);

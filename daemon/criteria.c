@@ -108,6 +108,71 @@ static char *no_l4(json_t *run)
                          strempty(json_string_value(json_object_get(l4, "message"))));
 }
 
+/*
+ * Memory like with like: a run's memory peaks, each of one kind ("gpu": the
+ * device memory of the server's processes, "system": the unified-memory
+ * system figure, "pss": host PSS of the server's processes, "gpu-device":
+ * the whole GPU's used memory the attempt's sampler saw), the figure L4
+ * judged first. Two runs are compared only in a kind both have.
+ */
+#define MEMFIG_MAX 6
+struct memfig {
+        const char *kind;
+        double gb;
+        const char *from;
+};
+
+static const char *memory_kind_name(const char *figure)
+{
+        /* L4 before memory kinds called host PSS "server" */
+        return streq_ptr(figure, "server") ? "pss" : figure;
+}
+
+static size_t memory_figures(json_t *run, struct memfig f[MEMFIG_MAX])
+{
+        json_t *l4 = level_of(run, "L4"), *v, *kinds = json_object_get(l4, "memory_kinds");
+        const char *primary = memory_kind_name(json_string_value(json_object_get(l4, "memory_figure")));
+        const char *k;
+        size_t n = 0;
+
+        if ((v = result_number(l4, "gpu_memory_peak_gb")))
+                f[n++] = (struct memfig){ "gpu", json_number_value(v), "L4 gpu_memory_peak_gb" };
+        if (!primary)
+                primary = "unnamed"; /* a stored figure without its kind compares only with its like */
+        if (json_is_integer(v = json_object_get(l4, "memory_peak_bytes")))
+                f[n++] = (struct memfig){ primary, (double)json_integer_value(v) / GIB, "L4 memory peak" };
+        json_object_foreach (kinds, k, v)
+                if (n < MEMFIG_MAX - 1 && !streq_ptr(k, primary) && json_is_true(json_object_get(v, "complete")) &&
+                    json_is_integer(json_object_get(v, "peak")))
+                        f[n++] = (struct memfig){ k, (double)json_integer_value(json_object_get(v, "peak")) / GIB,
+                                                  "L4 memory peak" };
+        if (json_is_integer(v = json_object_get(run, "sample_peak_bytes")))
+                f[n++] = (struct memfig){ json_is_true(json_object_get(run, "sample_unified")) ? "system"
+                                                                                                : "gpu-device",
+                                          (double)json_integer_value(v) / GIB, "sampler peak" };
+        return n;
+}
+
+/* The first kind of a's figures that b has too: 0 with both; -EXDEV with why when they share none. */
+static int memory_pair(json_t *a, json_t *b, struct memfig *ret_a, struct memfig *ret_b, char **ret_why)
+{
+        struct memfig fa[MEMFIG_MAX], fb[MEMFIG_MAX];
+        size_t na = memory_figures(a, fa), nb = memory_figures(b, fb);
+
+        for (size_t i = 0; i < na; i++)
+                for (size_t j = 0; j < nb; j++)
+                        if (streq(fa[i].kind, fb[j].kind)) {
+                                *ret_a = fa[i];
+                                *ret_b = fb[j];
+                                return 0;
+                        }
+        *ret_why = xasprintf("r%" PRId64 "'s memory is %s, r%" PRId64 "'s %s: figures of different kinds "
+                             "(device, unified-memory system, host PSS) are not compared",
+                             run_id(a), na ? fa[0].kind : "not measured", run_id(b),
+                             nb ? fb[0].kind : "not measured");
+        return -EXDEV;
+}
+
 int criteria_run_metric(json_t *run, const char *metric, double *ret, char **ret_source, char **ret_why)
 {
         json_t *l4 = level_of(run, "L4"), *v;
@@ -127,15 +192,12 @@ int criteria_run_metric(json_t *run, const char *metric, double *ret, char **ret
                 if (source)
                         x = json_number_value(v);
         } else if (streq(metric, "memory_gb")) {
-                if ((v = result_number(l4, "gpu_memory_peak_gb"))) {
-                        x = json_number_value(v);
-                        source = xasprintf("r%" PRId64 " L4 gpu_memory_peak_gb", run_id(run));
-                } else if (json_is_integer(v = json_object_get(l4, "memory_peak_bytes"))) {
-                        x = (double)json_integer_value(v) / GIB;
-                        source = xasprintf("r%" PRId64 " L4 sampler peak", run_id(run));
-                } else if (json_is_integer(v = json_object_get(run, "sample_peak_bytes"))) {
-                        x = (double)json_integer_value(v) / GIB;
-                        source = xasprintf("r%" PRId64 " sampler peak", run_id(run));
+                struct memfig f[MEMFIG_MAX];
+                size_t n = memory_figures(run, f);
+
+                if (n > 0) {
+                        x = f[0].gb;
+                        source = xasprintf("r%" PRId64 " %s (%s)", run_id(run), f[0].from, f[0].kind);
                 }
         } else if ((v = result_number(l4, metric))) {
                 x = json_number_value(v);
@@ -160,17 +222,32 @@ int criteria_run_metric(json_t *run, const char *metric, double *ret, char **ret
         return 0;
 }
 
-/* Failed L3 requests (check "http": the request itself failed, not its text). */
-static int64_t l3_failed_requests(json_t *run)
+/*
+ * Did L3 lose the server: a request that failed without an answer (the
+ * connection refused or cut, checks.c's "the request failed: ..."), not one
+ * the server answered with an HTTP error (a 400 is the server refusing a
+ * request, alive) and not a timeout (a hang, not a crash).
+ */
+static bool l3_lost_server(json_t *run)
 {
         json_t *f;
         size_t i;
-        int64_t n = 0;
 
-        json_array_foreach (json_object_get(level_of(run, "L3"), "failures"), i, f)
-                if (streq_ptr(json_string_value(json_object_get(f, "check")), "http"))
-                        n++;
-        return n;
+        json_array_foreach (json_object_get(level_of(run, "L3"), "failures"), i, f) {
+                const char *detail = json_string_value(json_object_get(f, "detail"));
+
+                if (streq_ptr(json_string_value(json_object_get(f, "check")), "http") && detail &&
+                    startswith(detail, "the request failed") && !strcasestr(detail, "timeout") &&
+                    !strcasestr(detail, "timed out"))
+                        return true;
+        }
+        return false;
+}
+
+/* One crash per attempt at most: its crashed outcome, or L3 losing the server, are the same crash. */
+static bool run_crashed(json_t *run)
+{
+        return streq_ptr(json_string_value(json_object_get(run, "outcome")), "crashed") || l3_lost_server(run);
 }
 
 int criteria_crashes(json_t *runs, bool on, int64_t *ret, char **ret_why)
@@ -188,7 +265,7 @@ int criteria_crashes(json_t *runs, bool on, int64_t *ret, char **ret_why)
                         continue;
                 if (crashed || (v3 && !streq(v3, "skipped")))
                         judged = true;
-                n += (crashed ? 1 : 0) + l3_failed_requests(run);
+                n += run_crashed(run) ? 1 : 0;
         }
         if (!judged) {
                 if (ret_why)
@@ -305,6 +382,23 @@ static bool needs_baseline(const struct mx_matrix_criterion *c)
         return c->op != MX_CRITERION_MIN && c->op != MX_CRITERION_MAX;
 }
 
+/* Both runs' memory in one kind (the first of the feature's that the baseline has too); -EXDEV when none. */
+static int memory_align(const struct pair *p, struct row *r, char **ret_why)
+{
+        struct memfig a, b;
+        int q = memory_pair(p->on, p->off, &a, &b, ret_why);
+
+        if (q < 0)
+                return q;
+        r->actual = a.gb;
+        r->baseline = b.gb;
+        free(r->actual_from);
+        free(r->baseline_from);
+        r->actual_from = xasprintf("r%" PRId64 " %s (%s)", run_id(p->on), a.from, a.kind);
+        r->baseline_from = xasprintf("r%" PRId64 " %s (%s)", run_id(p->off), b.from, b.kind);
+        return 0;
+}
+
 /* Fill r's actual and baseline for criterion c from the job's runs. */
 static void measure(const struct mx_matrix_criterion *c, json_t *runs, const struct pair *p, struct row *r)
 {
@@ -341,7 +435,9 @@ static void measure(const struct mx_matrix_criterion *c, json_t *runs, const str
                                 run_id(p->off));
                 else
                         why_b = xstrdup("the job has no run with the feature off (L1-off)");
-                if (rb < 0 && rb != -EINVAL && c->has_baseline) {
+                if (ra >= 0 && rb >= 0 && streq(c->metric, "memory_gb"))
+                        rb = memory_align(p, r, &why_b);
+                if (rb < 0 && rb != -EINVAL && rb != -EXDEV && c->has_baseline) {
                         /* Seed 000's Baseline column: the declared number stands in for a missing
                          * measurement. */
                         r->baseline = c->baseline;

@@ -837,6 +837,23 @@ int queue_run_interruptions(struct mx_db *db, int64_t run, int *ret)
         return 0;
 }
 
+int queue_run_machine_failures(struct mx_db *db, int64_t run, int *ret)
+{
+        static const char sql[] = "SELECT count(*) FROM attempts WHERE run_id = ? AND outcome IN "
+                                  "('interrupted', 'infra-error')";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, run);
+        rc = sqlite3_step(s);
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret = sqlite3_column_int(s, 0);
+        return 0;
+}
+
 int queue_events(struct mx_db *db, int64_t job, int64_t after, int limit, json_t **ret)
 {
         /* The run's configuration rides along, so follow can print "r12 backend=cutlass ..." lines. */
@@ -1360,10 +1377,12 @@ static const char evidence_sql[] =
         "CASE WHEN l.level = 'L4' AND r.reasons LIKE '%\"L1-o%' THEN json_object("
         "'results', json_extract(l.metrics, '$.results'), 'ready_s', json_extract(l.metrics, '$.ready_s'), "
         "'memory_peak_bytes', json_extract(l.metrics, '$.memory.peak'), "
+        "'memory_figure', json_extract(l.metrics, '$.memory.figure'), "
+        "'memory_kinds', json_extract(l.metrics, '$.memory.kinds'), "
         "'valid', " BOOL_AT("$.valid") ") "
         "WHEN l.level = 'L1.5' THEN json_object('kernel_evidence', " BOOL_AT("$.kernels.evidence") ") "
         "WHEN l.level = 'L3' THEN json_object('failures', json_extract(l.metrics, '$.failures')) "
-        "WHEN l.level = 'L1' THEN json_object('ready_s', json_extract(l.metrics, '$.ready_s')) END "
+        "WHEN l.level = 'L1' THEN json_object('ready_s', json_extract(l.metrics, '$.ready_s')) END , json_extract(s.summary, '$.unified') "
         /* The attempt show gives (RUN_FROM): a queued run has none, a done one the one its result is from. */
         "FROM runs r LEFT JOIN attempts a ON a.run_id = r.id AND a.n = CASE r.state WHEN 'running' "
         "THEN r.attempts WHEN 'done' THEN r.result_attempt END "
@@ -1389,6 +1408,10 @@ int queue_job_evidence_json(struct mx_db *db, int64_t job, json_t **ret)
                 if (!run || json_integer_value(json_object_get(run, "run")) != sqlite3_column_int64(s, 0)) {
                         run = db_row_json(s, keys);
                         json_object_set_new(run, "levels", json_object());
+                        /* which kind the sampler's peak is: the system's on unified memory, else the GPU's */
+                        if (sqlite3_column_type(s, 12) != SQLITE_NULL)
+                                json_object_set_new(run, "sample_unified",
+                                                    json_boolean(sqlite3_column_int(s, 12) != 0));
                         json_array_append_new(a, run);
                 }
                 if (sqlite3_column_type(s, 8) == SQLITE_NULL)

@@ -144,6 +144,8 @@ int queue_set_paused_reason(struct mx_db *db, bool paused, uid_t by, const char 
 int queue_get_pause_reason(struct mx_db *db, char **ret);
 /* How many attempts of a run ended interrupted (the daemon stopped or died under them). */
 int queue_run_interruptions(struct mx_db *db, int64_t run, int *ret);
+/* How many attempts of a run ended because of the machine: interrupted, or infra-error (a full disk, ...). */
+int queue_run_machine_failures(struct mx_db *db, int64_t run, int *ret);
 
 /* Append an event (outside any transaction of the caller). */
 int queue_event(struct mx_db *db, int64_t job, int64_t run, const char *kind, int64_t uid, json_t *detail);

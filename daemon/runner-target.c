@@ -30,6 +30,7 @@
 #include "runner-util.h"
 #include "runner.h"
 #include "sampler.h"
+#include "levels/memtrack.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -679,12 +680,9 @@ static int mem_sample(void *ud, struct mx_mem_sample *ret)
         const struct mx_sample *last = r->ctx.sampler ? mx_sampler_last(r->ctx.sampler) : NULL;
         int q = mx_mem_sample_pss((void *)r->ctx.tag, ret);
 
-        if (q < 0 || !last)
+        if (q < 0)
                 return q;
-        if (last->gpu_ok && last->tree_gpu_bytes > 0)
-                ret->gpu_bytes = (uint64_t)last->tree_gpu_bytes;
-        if (last->sys_mem_used > 0)
-                ret->sys_used_bytes = (uint64_t)last->sys_mem_used;
+        mx_mem_sample_add_gpu(ret, last);
         return 0;
 }
 
@@ -729,6 +727,18 @@ static int resolve_api_key(struct mx_runner *r, char **reterr)
         return 0;
 }
 
+/* The sampler's window for a level (levels.h): begin starts it. */
+static const struct mx_sample_summary *gpu_window(void *ud, bool begin)
+{
+        struct mx_runner *r = ud;
+
+        if (!r->ctx.sampler)
+                return NULL;
+        if (begin)
+                mx_sampler_window_begin(r->ctx.sampler);
+        return mx_sampler_window(r->ctx.sampler);
+}
+
 static int setup_levels(struct mx_runner *r, char **reterr)
 {
         const char *model = json_string_value(json_object_get(r->ctx.spec, "served_model_name"));
@@ -738,6 +748,7 @@ static int setup_levels(struct mx_runner *r, char **reterr)
                 .model = model ? model : json_string_value(json_object_get(r->ctx.spec, "model")),
                 .run_dir = r->ctx.run_dir, .tag = r->ctx.tag, .spec = r->ctx.spec, .profile = r->profile,
                 .crash = r->crash, .values = r->values, .mem_sample = mem_sample, .mem_ud = r,
+                .gpu_window = gpu_window,
                 .history = r->ctx.history,
         };
 

@@ -162,6 +162,8 @@ void mx_sample_summary_init(struct mx_sample_summary *sum)
                 .temp_peak_c = -1,
                 .sm_clock_min = -1,
                 .sm_clock_max = -1,
+                .sm_clock_busy_min = -1,
+                .sm_clock_busy_max = -1,
                 .mem_clock_min = -1,
                 .mem_clock_max = -1,
                 .throttle_seen = -1,
@@ -211,6 +213,12 @@ void mx_sample_summary_add(struct mx_sample_summary *sum, const struct mx_sample
         track(s->temp_c, NULL, &sum->temp_peak_c);
         track(s->sm_clock_mhz, &sum->sm_clock_min, &sum->sm_clock_max);
         track(s->mem_clock_mhz, &sum->mem_clock_min, &sum->mem_clock_max);
+        if (s->throttle < 0 || !(s->throttle & MX_THROTTLE_GPU_IDLE))
+                track(s->sm_clock_mhz, &sum->sm_clock_busy_min, &sum->sm_clock_busy_max);
+        if (s->foreign_procs > sum->foreign_procs_max)
+                sum->foreign_procs_max = s->foreign_procs;
+        if (!sum->foreign_pid && s->foreign_pid)
+                sum->foreign_pid = s->foreign_pid;
         if (s->throttle >= 0)
                 sum->throttle_seen = (sum->throttle_seen < 0 ? 0 : sum->throttle_seen) | s->throttle;
 
@@ -289,6 +297,13 @@ json_t *mx_sample_summary_to_json(const struct mx_sample_summary *sum)
         set_figure(o, "temp_peak_c", sum->temp_peak_c);
         if (sum->sm_clock_min >= 0)
                 json_object_set_new(o, "sm_clock_mhz", pair_json(sum->sm_clock_min, sum->sm_clock_max));
+        if (sum->sm_clock_busy_min >= 0)
+                json_object_set_new(o, "sm_clock_busy_mhz",
+                                    pair_json(sum->sm_clock_busy_min, sum->sm_clock_busy_max));
+        if (sum->foreign_procs_max > 0) {
+                json_object_set_new(o, "foreign_procs_max", json_integer(sum->foreign_procs_max));
+                json_object_set_new(o, "foreign_pid", json_integer(sum->foreign_pid));
+        }
         if (sum->mem_clock_min >= 0)
                 json_object_set_new(o, "mem_clock_mhz", pair_json(sum->mem_clock_min, sum->mem_clock_max));
         if (sum->throttle_seen >= 0)
@@ -977,6 +992,12 @@ static void read_tree(const struct tree *t, struct mx_sample *s)
                                 gpu += s->procs[i].gpu_bytes;
                 }
         s->tree_gpu_bytes = gpu;
+        /* another process holding the GPU: what it does shares the GPU with the server */
+        for (size_t i = 0; k > 0 && i < s->n_procs; i++)
+                if (!bsearch(&s->procs[i].pid, pids, k, sizeof(*pids), pid_cmp)) {
+                        if (!s->foreign_procs++)
+                                s->foreign_pid = s->procs[i].pid;
+                }
 }
 
 /* The figures derived from what the sources gave. */
@@ -1052,6 +1073,8 @@ struct mx_sampler {
         struct mx_sample last;
         bool has_last;
         struct mx_sample_summary summary;
+        struct mx_sample_summary window;
+        bool window_on;
 };
 
 static void sample_begin(struct mx_sampler *s);
@@ -1066,6 +1089,8 @@ static void sample_finish(struct mx_sampler *s)
         done = s->cur;
         s->busy = false;
         mx_sample_summary_add(&s->summary, &done);
+        if (s->window_on)
+                mx_sample_summary_add(&s->window, &done);
         s->last = done;
         s->has_last = true;
         if (s->pending) {
@@ -1531,4 +1556,15 @@ int mx_sampler_attempt_json(struct mx_db *db, int64_t attempt_id, json_t **ret)
                 return db_errno(db, rc);
         *ret = TAKE_PTR(o);
         return 0;
+}
+
+void mx_sampler_window_begin(struct mx_sampler *s)
+{
+        mx_sample_summary_init(&s->window);
+        s->window_on = true;
+}
+
+const struct mx_sample_summary *mx_sampler_window(const struct mx_sampler *s)
+{
+        return s->window_on ? &s->window : NULL;
 }

@@ -104,6 +104,8 @@ struct mx_sample {
         unsigned tree_procs;                 /* processes found in the tree */
         int64_t procs_gpu_bytes;             /* GPU memory of every compute process */
         size_t n_procs; /* compute processes on the GPU (at most MX_SAMPLER_PROCS_MAX) */
+        unsigned foreign_procs; /* of them, not of the process tree (set only when the tree has processes) */
+        pid_t foreign_pid;      /* the first of them, 0 when none */
         struct mx_sample_proc procs[MX_SAMPLER_PROCS_MAX];
         int64_t sm_clock_mhz, mem_clock_mhz;
         int64_t power_mw;
@@ -138,7 +140,11 @@ struct mx_sample_summary {
         int64_t tree_gpu_peak;
         int64_t power_peak_mw, temp_peak_c;
         int64_t sm_clock_min, sm_clock_max, mem_clock_min, mem_clock_max;
+        /* the SM clock of samples whose reasons did not include GPU idle (the clock under load) */
+        int64_t sm_clock_busy_min, sm_clock_busy_max;
         int64_t throttle_seen; /* union of the reasons seen; -1 if never reported */
+        unsigned foreign_procs_max; /* most compute processes outside the tree in one sample */
+        pid_t foreign_pid;          /* the first one seen, 0 when none */
         char last_error[MX_SAMPLE_ERROR_SIZE];
         /* The series: n_points buckets of `stride` samples each (the last one may be partial). */
         size_t n_points;
@@ -225,6 +231,13 @@ enum mx_sample_source mx_sampler_source(const struct mx_sampler *s);
 /* The summary of every sample since new or the last reset. */
 const struct mx_sample_summary *mx_sampler_summary(const struct mx_sampler *s);
 void mx_sampler_reset_summary(struct mx_sampler *s);
+/*
+ * A second summary of the samples from now on (a level's window: L4's
+ * validity reads its throttle reasons, clocks and foreign processes);
+ * mx_sampler_window() gives it, or NULL before any begin.
+ */
+void mx_sampler_window_begin(struct mx_sampler *s);
+const struct mx_sample_summary *mx_sampler_window(const struct mx_sampler *s);
 /* The last sample delivered, or NULL. */
 const struct mx_sample *mx_sampler_last(const struct mx_sampler *s);
 /* Ticks skipped because a sample was still in flight. */

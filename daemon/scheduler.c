@@ -675,6 +675,36 @@ static void finish_requeues(struct mx_sched *s, struct pending_write *w)
                 sched_pause(s, "a run was interrupted and the recovery policy is 'pause'");
 }
 
+/*
+ * A run cut by the machine (a write refused: the disk full) measured nothing
+ * of its own: it goes back to the queue, which the storage error paused, and
+ * runs again once the cause is gone and the queue resumed; at most
+ * max_requeues times, counting its interruptions, so a machine that keeps
+ * failing cannot hold it forever.
+ */
+static void finish_machine_requeue(struct mx_sched *s, struct pending_write *w)
+{
+        struct queue_finish *f = &w->finish;
+        int n = 0;
+        char *m;
+
+        if (queue_run_machine_failures(s->d->db, w->run, &n) < 0)
+                n = 0; /* the database is what failed: the count is read again at the next end */
+        if (n >= s->d->cfg.max_requeues) {
+                m = xasprintf("%s; ended %d times because of the machine, not requeued again (max_requeues %d): "
+                              "'mxmatrix retry' runs it once more",
+                              strna(f->message), n + 1, s->d->cfg.max_requeues);
+                free((char *)f->message);
+                f->message = m;
+                return;
+        }
+        f->requeue = true;
+        m = xasprintf("%s; requeued: it runs again once the cause is gone and the queue is resumed",
+                      strna(f->message));
+        free((char *)f->message);
+        f->message = m;
+}
+
 static void ev_finished(void *ud, const struct mx_run_result *res)
 {
         struct mx_sched *s = ud;
@@ -692,6 +722,8 @@ static void ev_finished(void *ud, const struct mx_run_result *res)
         c->ended = true;
         event_del(s->timeout_ev);
         finish_requeues(s, w);
+        if (storage)
+                finish_machine_requeue(s, w);
         if (res->leftovers) {
                 /* Like a node drained after a failed epilog: no run starts next to what is left. */
                 struct mx_log_ctx ctx = current_ctx(c);

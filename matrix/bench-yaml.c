@@ -40,7 +40,10 @@ char *mx_bench_results_yaml(json_t *l4)
         json_int_t n = depth0_requests(l4);
         const char *k;
 
-        if (json_is_false(json_object_get(l4, "valid")))
+        if (json_is_false(json_object_get(l4, "valid")) && json_is_string(json_object_get(l4, "invalid_because")))
+                mx_buf_printf(&b, "# INVALID: %s; these numbers must not be used\n",
+                              json_string_value(json_object_get(l4, "invalid_because")));
+        else if (json_is_false(json_object_get(l4, "valid")))
                 mx_buf_printf(&b,
                               "# INVALID: the kernel gate (L1.5) says %s; these numbers must not be used\n",
                               strna(json_string_value(json_object_get(l4, "kernel_gate"))));
@@ -72,11 +75,9 @@ char *mx_bench_results_yaml(json_t *l4)
 
                 number(&b, "  ", "gpu_memory_peak_gb", gb, 2);
                 json_decref(gb);
-                if (!streq_ptr(json_string_value(json_object_get(mem, "figure")), "gpu"))
-                        mx_buf_printf(&b,
-                                      "  # GiB; the GPU reported no memory: the server's processes (PSS)\n");
-                else
-                        mx_buf_printf(&b, "  # GiB (2^30 bytes), device memory in use\n");
+                mx_buf_printf(&b, "  # GiB (2^30 bytes), figure %s: %s\n",
+                              strna(json_string_value(json_object_get(mem, "figure"))),
+                              strna(json_string_value(json_object_get(mem, "figure_is"))));
         } else
                 mx_buf_printf(&b, "  gpu_memory_peak_gb: null\n");
         mx_buf_printf(&b, "  cpu_usage_percent: null  # not measured\n");

@@ -104,6 +104,10 @@ static const struct mx_level_setting l4_settings[] = {
         { "memory_interval", MX_LSET_DURATION, "1000", 20, 3600 * 1000.0, NULL,
           "the least time between memory samples, taken between requests (never while one streams) and at the "
           "start and end" },
+        { "clock_tolerance_pct", MX_LSET_NUMBER, "10", 0, 100, NULL,
+          "the numbers are invalid when the SM clock under load (the GPU sampler's samples while L4 measures) "
+          "moved by more than this, (max - min) / max in percent; thermal or power throttling and another "
+          "process on the GPU make them invalid too" },
         {},
 };
 

@@ -631,6 +631,14 @@ done:
         sample_done(&ref_req);
 }
 
+/* A memory summary's figure kind: gpu, system or pss (L4 before memory kinds named host PSS "server"). */
+static const char *mem_figure(json_t *mem)
+{
+        const char *f = json_string_value(json_object_get(mem, "figure"));
+
+        return streq_ptr(f, "server") ? "pss" : f;
+}
+
 /* The memory peak in GB of each start with the same figure. */
 static void memory_peaks(json_t *docs, const char *figure, struct sample *s)
 {
@@ -639,7 +647,7 @@ static void memory_peaks(json_t *docs, const char *figure, struct sample *s)
 
         json_array_foreach (docs, i, doc) {
                 m = json_object_get(doc, "memory");
-                if (streq_ptr(json_string_value(json_object_get(m, "figure")), figure) &&
+                if (streq_ptr(mem_figure(m), figure) &&
                     json_is_integer(json_object_get(m, "peak")))
                         sample_add(s, (double)json_integer_value(json_object_get(m, "peak")) / 1e9);
         }
@@ -649,7 +657,7 @@ static void memory_peaks(json_t *docs, const char *figure, struct sample *s)
 static void check_memory(struct report *r, json_t *curs, json_t *refs, const struct mx_regress_opts *o)
 {
         json_t *mem = json_object_get(json_array_get(curs, 0), "memory");
-        const char *figure = json_string_value(json_object_get(mem, "figure"));
+        const char *figure = mem_figure(mem);
         struct check *c;
 
         if (!figure)

@@ -18,12 +18,16 @@
  * usage, exact token count with ignore_eos, coherence). A failure names the
  * phase and the request number and keeps the request and reply in
  * L3-evidence/. Memory comes from the level context's mem_sample hook (PSS
- * of the run's processes by default; the GPU sampler plugs in there).
+ * of the run's processes by default; the GPU sampler plugs in there). The
+ * growth compares the first and the last sample of the sequential phase in
+ * one figure (memtrack.h: device memory on a discrete GPU, the system figure
+ * on unified memory, host PSS without a GPU) that both of them carry.
  */
 #include "checks.h"
 #include "http.h"
 #include "levels.h"
 #include "logcap.h"
+#include "memtrack.h"
 #include "proc.h"
 
 #include <dirent.h>
@@ -62,7 +66,8 @@ struct l3 {
         size_t n_calls;
         json_t *failures, *artifacts, *series, *metrics;
         char *first_failure;
-        uint64_t mem_first, mem_last, mem_peak;
+        struct mx_mem_track mem_seq; /* the sequential phase: before, during, after */
+        struct mx_mem_track mem_all; /* every sample, for the peaks */
         const char *mem_source;
         int64_t started_mono, max_model_len;
         char *context_prompt;
@@ -99,29 +104,26 @@ static void add_failure(struct l3 *s, unsigned no, const char *check, const char
                 json_array_append_new(s->artifacts, art);
 }
 
-/* One memory sample into the series; the first and last of the sequential phase make the drift. */
+/* One memory sample into the series; those of the sequential phase make the growth. */
 static void sample(struct l3 *s, const char *when)
 {
         struct mx_level *l = &s->base;
-        struct mx_mem_sample m;
+        struct mx_mem_sample m = {};
 
-        uint64_t held;
-
-        if (!l->ctx->mem_sample || l->ctx->mem_sample(l->ctx->mem_ud, &m) < 0 || m.server_bytes == 0)
+        if (!l->ctx->mem_sample || l->ctx->mem_sample(l->ctx->mem_ud, &m) < 0)
                 return;
-        /* What the server holds: its processes' memory and, on a discrete GPU, their device memory. */
-        held = m.server_bytes + m.gpu_bytes;
         s->mem_source = m.source;
-        if (!s->mem_first)
-                s->mem_first = held;
-        s->mem_last = held;
-        s->mem_peak = MX_MAX(s->mem_peak, held);
+        if (s->phase == PH_SEQUENTIAL)
+                mx_mem_track_add(&s->mem_seq, &m);
+        mx_mem_track_add(&s->mem_all, &m);
         if (json_array_size(s->series) < L3_SERIES_MAX)
                 json_array_append_new(s->series,
-                                      json_pack("{s:f,s:s,s:I,s:I,s:i}", "t_s",
+                                      json_pack("{s:f,s:s,s:I,s:I,s:I,s:b,s:i}", "t_s",
                                                 (double)(m.t_mono_us - s->started_mono) / 1e6, "when", when,
                                                 "server_bytes", (json_int_t)m.server_bytes, "gpu_bytes",
-                                                (json_int_t)m.gpu_bytes, "procs", (int)m.n_procs));
+                                                (json_int_t)m.gpu_bytes, "sys_used_bytes",
+                                                (json_int_t)m.sys_used_bytes, "unified", m.unified, "procs",
+                                                (int)m.n_procs));
 }
 
 static void next_phase(struct l3 *s);
@@ -275,28 +277,40 @@ static void zombie_check(struct l3 *s)
         }
 }
 
+/* The sequential phase's growth in the figure memtrack picks ("figure", "first_bytes", ...), and the series. */
 static json_t *memory_json(struct l3 *s)
 {
-        double growth = s->mem_first ? ((double)s->mem_last - (double)s->mem_first) / (double)s->mem_first : 0;
+        json_t *o = mx_mem_track_json(&s->mem_seq);
+        enum mx_mem_kind k;
 
-        return json_pack("{s:s?,s:I,s:I,s:I,s:f,s:O}", "source", s->mem_source, "first_bytes",
-                         (json_int_t)s->mem_first, "last_bytes", (json_int_t)s->mem_last, "peak_bytes",
-                         (json_int_t)s->mem_peak, "growth", growth, "series", s->series);
+        if (mx_mem_track_pick(&s->mem_seq, &k, NULL) >= 0) {
+                json_object_set(o, "first_bytes", json_object_get(o, "first"));
+                json_object_set(o, "last_bytes", json_object_get(o, "last"));
+                json_object_set_new(o, "peak_bytes", json_integer(s->mem_all.k[k].peak));
+        }
+        json_object_set_new(o, "source", s->mem_source ? json_string(s->mem_source) : json_null());
+        json_object_set_new(o, "window", json_string("first to last sample of the sequential phase"));
+        json_object_set(o, "series", s->series);
+        return o;
 }
 
 static void memory_check(struct l3 *s)
 {
         double max = json_number_value(json_object_get(s->base.ctx->settings, "memory_growth_max"));
         double growth;
+        enum mx_mem_kind k;
+        const struct mx_mem_series *ms;
 
-        if (!s->mem_first || !s->mem_last)
+        if (mx_mem_track_pick(&s->mem_seq, &k, NULL) < 0)
                 return;
-        growth = ((double)s->mem_last - (double)s->mem_first) / (double)s->mem_first;
-        if (growth > max) {
+        mx_mem_track_growth(&s->mem_seq, k, &growth);
+        ms = &s->mem_seq.k[k];
+        if (isfinite(growth) && growth > max) {
                 _cleanup_free_ char *m = xasprintf(
-                        "memory grew %.1f%% over %u sequential requests (%.1f MiB to %.1f MiB, %s; at most %.0f%%)",
-                        100 * growth, s->seq_done, (double)s->mem_first / 1048576, (double)s->mem_last / 1048576,
-                        strna(s->mem_source), 100 * max);
+                        "memory grew %.1f%% over %u sequential requests (%.1f MiB to %.1f MiB, %s: %s; at most "
+                        "%.0f%%)",
+                        100 * growth, s->seq_done, (double)ms->first / 1048576, (double)ms->last / 1048576,
+                        mx_mem_kind_to_string(k), mx_mem_kind_describe(k), 100 * max);
                 enum phase p = s->phase;
 
                 s->phase = PH_SEQUENTIAL;
@@ -410,26 +424,43 @@ static void l3_run(struct mx_level *l)
         s->n_calls = (size_t)MX_MAX(1, setting_int(l, "concurrency"));
         s->calls = xcalloc(s->n_calls, sizeof(*s->calls));
         logcap_note(l->ctx->log, "L3: %" PRId64 " sequential requests", setting_int(l, "sequential"));
-        sample(s, "before");
         s->phase = PH_SEQUENTIAL;
+        sample(s, "before");
         if (setting_int(l, "sequential") > 0)
                 start_request(s, 1, setting_int(l, "max_tokens"), L3_PROMPT);
         else
                 next_phase(s);
 }
 
+/* "+1.2% (system)", or "not compared (<why>)". */
+static const char *growth_text(struct l3 *s, char *buf, size_t size)
+{
+        _cleanup_free_ char *note = NULL;
+        enum mx_mem_kind k;
+        double g;
+
+        if (mx_mem_track_pick(&s->mem_seq, &k, &note) < 0) {
+                snprintf(buf, size, "not compared (%s)", note ? note : "no sample");
+                return buf;
+        }
+        mx_mem_track_growth(&s->mem_seq, k, &g);
+        snprintf(buf, size, "%+.1f%% (%s%s%s)", isfinite(g) ? 100 * g : 0.0, mx_mem_kind_to_string(k),
+                 note ? "; " : "", strempty(note));
+        return buf;
+}
+
 static void l3_after_stop(struct mx_level *l, const struct mx_level_stop *st)
 {
         struct l3 *s = (struct l3 *)l;
+        char buf[320];
 
         if (st->n_leftovers > 0)
                 mx_level_finish(l, MX_VERDICT_FAIL, l3_metrics(l), json_incref(s->artifacts),
                                 "%zu processes of the server outlived the stop", st->n_leftovers);
         else
                 mx_level_finish(l, MX_VERDICT_PASS, l3_metrics(l), json_incref(s->artifacts),
-                                "%u requests, memory %+.1f%%, nothing left after the stop", s->n_requests,
-                                s->mem_first ? 100.0 * ((double)s->mem_last - (double)s->mem_first) / (double)s->mem_first
-                                             : 0.0);
+                                "%u requests, memory %s, nothing left after the stop", s->n_requests,
+                                growth_text(s, buf, sizeof(buf)));
 }
 
 static int l3_new(const struct mx_level_ctx *ctx, struct mx_level **ret, char **reterr)
@@ -441,6 +472,8 @@ static int l3_new(const struct mx_level_ctx *ctx, struct mx_level **ret, char **
         s->artifacts = json_array();
         s->series = json_array();
         s->metrics = json_object();
+        mx_mem_track_init(&s->mem_seq);
+        mx_mem_track_init(&s->mem_all);
         *ret = &s->base;
         return 0;
 }

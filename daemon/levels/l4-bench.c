@@ -17,7 +17,8 @@
  * The metrics are a contract other parts build on (the success criteria,
  * the reports, L5): the engine's result document (mx_bench_result_json)
  * plus "ready_s" (the server's startup time), "memory" (the samples'
- * summary: figure, start, end, peak, drift, source, samples), "valid"
+ * summary in one figure kind, memtrack.h: figure, start, end, peak, drift,
+ * source, samples), "valid"
  * (false when the kernel gate failed or could not verify the kernel path:
  * the numbers are stored but never used as a pass) and "kernel_gate" (L1.5's
  * verdict, or "not run"). Verdict: pass when every measured request passed,
@@ -30,36 +31,31 @@
 #include "http.h"
 #include "levels.h"
 #include "logcap.h"
+#include "l4-valid.h"
+#include "memtrack.h"
 
 #include <event2/event.h>
 #include <stdio.h>
 
-/* What the memory samples of one benchmark came to. */
-struct memsum {
-        unsigned n;
-        bool gpu; /* some sample reported device memory: that is the figure */
-        int64_t start, end, peak;
-        int64_t server_peak, sys_peak;
-        const char *source; /* of the last sample */
-        int last_error;
-};
-
 struct l4 {
         struct mx_level base;
         struct mx_bench *bench;
-        struct memsum mem;
+        struct mx_mem_track mem;
+        unsigned mem_samples;
+        int mem_error;       /* the last sample's error, or 0 */
+        const char *mem_source;
         int64_t mem_last_us; /* monotonic time of the last sample */
         json_t *result;      /* the engine's document once it is done */
         char *reason;        /* why the benchmark could not go on, or NULL */
         bool measured;       /* the engine finished (with or without failed requests) */
+        struct mx_sample_summary gpu; /* the sampler's window over the measurement */
+        bool has_gpu;
 };
 
 static void mem_take(struct l4 *s)
 {
         const struct mx_level_ctx *ctx = s->base.ctx;
         struct mx_mem_sample m = {};
-        struct memsum *ms = &s->mem;
-        int64_t fig;
         int q;
 
         if (!ctx->mem_sample)
@@ -67,45 +63,37 @@ static void mem_take(struct l4 *s)
         s->mem_last_us = mx_now_mono_us();
         q = ctx->mem_sample(ctx->mem_ud, &m);
         if (q < 0) {
-                ms->last_error = q;
+                s->mem_error = q;
                 return;
         }
-        /* Device memory where the GPU reports it; else the server's own (PSS of its processes). */
-        if (m.gpu_bytes > 0 && !ms->gpu) {
-                ms->gpu = true;
-                ms->start = ms->peak = -1;
-        }
-        fig = ms->gpu ? (int64_t)m.gpu_bytes : (int64_t)m.server_bytes;
-        if (ms->gpu && m.gpu_bytes == 0)
-                return;
-        if (ms->n == 0 || ms->start < 0)
-                ms->start = fig;
-        ms->end = fig;
-        ms->peak = ms->n == 0 ? fig : MX_MAX(ms->peak, fig);
-        ms->server_peak = MX_MAX(ms->server_peak, (int64_t)m.server_bytes);
-        ms->sys_peak = MX_MAX(ms->sys_peak, (int64_t)m.sys_used_bytes);
-        ms->source = m.source;
-        ms->n++;
+        mx_mem_track_add(&s->mem, &m);
+        s->mem_source = m.source;
+        s->mem_samples++;
 }
 
-static json_t *memory_json(const struct memsum *ms)
+/*
+ * The samples' summary in one figure kind that the first and the last sample
+ * both carry (memtrack.h): "figure", "start", "end", "peak", "drift", with
+ * every kind's own figures under "kinds". Samples of different kinds are
+ * never compared.
+ */
+static json_t *memory_json(struct l4 *s)
 {
         json_t *o;
 
-        if (ms->n == 0)
+        if (s->mem_samples == 0)
                 return json_pack("{s:i,s:s}", "samples", 0, "note",
-                                 ms->last_error ? "no memory sample could be taken"
-                                                : "no memory sample taken");
-        o = json_pack("{s:s,s:I,s:I,s:I,s:I,s:s?,s:i,s:I}", "figure", ms->gpu ? "gpu" : "server", "start",
-                      (json_int_t)ms->start, "end", (json_int_t)ms->end, "peak", (json_int_t)ms->peak,
-                      "drift", (json_int_t)(ms->end - ms->start), "source", ms->gpu ? "gpu" : ms->source,
-                      "samples", ms->n, "server_peak", (json_int_t)ms->server_peak);
-        if (ms->sys_peak > 0)
-                json_object_set_new(o, "sys_used_peak", json_integer(ms->sys_peak));
-        json_object_set_new(o, "note",
-                            json_string(ms->gpu ? "device memory in use, bytes"
-                                                : "memory of the server's processes (PSS), bytes: the GPU "
-                                                  "reported none"));
+                                 s->mem_error ? "no memory sample could be taken" : "no memory sample taken");
+        o = mx_mem_track_json(&s->mem);
+        if (json_is_string(json_object_get(o, "figure"))) {
+                json_object_set(o, "start", json_object_get(o, "first"));
+                json_object_set(o, "end", json_object_get(o, "last"));
+        }
+        if (s->mem.k[MX_MEM_PSS].n > 0)
+                json_object_set_new(o, "server_peak", json_integer(s->mem.k[MX_MEM_PSS].peak));
+        if (s->mem.k[MX_MEM_SYSTEM].n > 0)
+                json_object_set_new(o, "sys_used_peak", json_integer(s->mem.k[MX_MEM_SYSTEM].peak));
+        json_object_set_new(o, "source", s->mem_source ? json_string(s->mem_source) : json_null());
         return o;
 }
 
@@ -120,7 +108,7 @@ static json_t *l4_metrics_with(struct l4 *s, bool valid, const char *gate)
                 json_object_set_new(m, "ready_s", json_real(s->base.ctx->ready_s));
         else
                 json_object_set_new(m, "ready_s", json_null());
-        json_object_set_new(m, "memory", memory_json(&s->mem));
+        json_object_set_new(m, "memory", memory_json(s));
         json_object_set_new(m, "valid", json_boolean(valid));
         json_object_set_new(m, "kernel_gate", json_string(gate));
         return m;
@@ -137,6 +125,7 @@ static int l4_new(const struct mx_level_ctx *ctx, struct mx_level **ret, char **
 
         (void)reterr;
         (void)ctx;
+        mx_mem_track_init(&s->mem);
         *ret = &s->base;
         return 0;
 }
@@ -195,6 +184,14 @@ static void bench_done_cb(struct mx_bench *b, int error, const char *reason, voi
         struct l4 *s = ud;
 
         mem_take(s);
+        if (s->base.ctx->gpu_window) {
+                const struct mx_sample_summary *w = s->base.ctx->gpu_window(s->base.ctx->mem_ud, false);
+
+                if (w) {
+                        s->gpu = *w;
+                        s->has_gpu = true;
+                }
+        }
         s->result = mx_bench_result_json(b);
         s->measured = error >= 0;
         if (error < 0)
@@ -216,6 +213,8 @@ static void l4_run(struct mx_level *l)
                                 err ? err : "the engine refused its configuration");
                 return;
         }
+        if (ctx->gpu_window)
+                (void)ctx->gpu_window(ctx->mem_ud, true); /* the GPU's state from the first request on */
         mem_take(s); /* before the first request */
 }
 
@@ -296,7 +295,13 @@ static void l4_after_stop(struct mx_level *l, const struct mx_level_stop *st)
         struct l4 *s = (struct l4 *)l;
         enum mx_verdict gate = MX_VERDICT_SKIPPED;
         bool have_gate = mx_level_sibling(l, "L1.5", &gate, NULL) >= 0;
-        bool valid = !have_gate || (gate != MX_VERDICT_FAIL && gate != MX_VERDICT_INVALID);
+        bool gate_ok = !have_gate || (gate != MX_VERDICT_FAIL && gate != MX_VERDICT_INVALID);
+        _cleanup_free_ char *gpu_why = NULL;
+        json_t *gpu_checks = NULL;
+        bool gpu_ok = mx_l4_gpu_valid(s->has_gpu ? &s->gpu : NULL,
+                                      json_number_value(json_object_get(l->ctx->settings, "clock_tolerance_pct")),
+                                      &gpu_why, &gpu_checks);
+        bool valid = gate_ok && gpu_ok;
         _cleanup_json_ json_t *m =
                 l4_metrics_with(s, valid, have_gate ? mx_verdict_to_string(gate) : "not run");
         _cleanup_free_ char *json_text = json_dumps(m, JSON_INDENT(1) | JSON_SORT_KEYS);
@@ -305,6 +310,11 @@ static void l4_after_stop(struct mx_level *l, const struct mx_level_stop *st)
         unsigned failed = (unsigned)json_integer_value(json_object_get(m, "failed"));
 
         (void)st;
+        json_object_set_new(m, "gpu_checks", gpu_checks);
+        if (!valid)
+                json_object_set_new(m, "invalid_because",
+                                    json_string_nocheck(!gate_ok ? "the kernel gate (L1.5) failed"
+                                                                 : strna(gpu_why)));
         if ((a = write_artifact(
                      s, "l4-bench.json", json_text ? json_text : "{}",
                      "the benchmark's full result: every row, distribution, definition and memory")))
@@ -315,10 +325,16 @@ static void l4_after_stop(struct mx_level *l, const struct mx_level_stop *st)
                 why = xasprintf("the benchmark could not finish: %s", s->reason);
         else if (failed > 0)
                 why = failures_text(m);
-        if (!valid) {
+        if (!gate_ok) {
                 mx_level_finish(l, MX_VERDICT_INVALID, json_incref(m), arts,
                                 "%s%sthe kernel gate (L1.5) says %s: these benchmark numbers are invalid",
                                 strempty(why), why ? "; " : "", mx_verdict_to_string(gate));
+                return;
+        }
+        if (!gpu_ok) {
+                mx_level_finish(l, MX_VERDICT_INVALID, json_incref(m), arts,
+                                "%s%sthe GPU measured something else: %s; these benchmark numbers are invalid",
+                                strempty(why), why ? "; " : "", gpu_why);
                 return;
         }
         if (why) {

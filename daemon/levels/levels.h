@@ -50,13 +50,19 @@ struct logcap;
 struct mx_http;
 struct mx_levels;
 struct mx_level;
+struct mx_sample_summary;
 
-/* One memory sample of the server (L3's leak check; the GPU sampler plugs in here). */
+/*
+ * One memory sample of the server (L3's leak check, L4's drift; the GPU
+ * sampler plugs in here). Three figures of different kinds, never added or
+ * compared with each other (memtrack.h picks one per comparison).
+ */
 struct mx_mem_sample {
         int64_t t_mono_us;
-        uint64_t server_bytes; /* memory of the server's process tree (PSS when known, else RSS) */
-        uint64_t gpu_bytes;    /* device memory in use; 0: unknown (e.g. GB10's unified memory) */
+        uint64_t server_bytes; /* memory of the server's process tree (PSS when known, else RSS); 0: unknown */
+        uint64_t gpu_bytes;    /* device memory of the server's compute processes; 0: unknown */
         uint64_t sys_used_bytes; /* MemTotal - MemAvailable; 0: unknown */
+        bool unified;            /* the GPU has no memory of its own (the GB10): sys_used_bytes is the figure */
         unsigned n_procs;        /* processes counted in server_bytes */
         const char *source;      /* static string naming where server_bytes came from */
 };
@@ -91,6 +97,12 @@ struct mx_level_ctx {
         double ready_s;           /* seconds from start to ready (set when the server became ready) */
         mx_mem_sample_fn mem_sample;
         void *mem_ud;
+        /*
+         * The GPU sampler's window (sampler.h) with mem_ud: begin true starts
+         * it; NULL when the run has no sampler. L4 reads its throttle
+         * reasons, clocks and foreign processes. NULL hook: none.
+         */
+        const struct mx_sample_summary *(*gpu_window)(void *ud, bool begin);
         const struct mx_history *history; /* stored results of earlier runs (runner.h), or NULL */
 };
 

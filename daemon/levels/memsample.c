@@ -5,8 +5,10 @@
  * (Linux 4.14+), or the resident set size from /proc/PID/status where that
  * file is missing. PSS counts shared pages once across the tree, so a
  * server that forks workers sharing its libraries is not counted twice.
- * On a GPU with unified memory (the GB10) CUDA allocations are host pages of
- * the process, so a leak of device memory shows here too.
+ * On a GPU with unified memory (the GB10) CUDA allocations are NOT in the
+ * process's PSS or RSS, nor in its cgroup's accounting (target-surfaces.md
+ * §D3): a leak of device memory there shows only in the system figure,
+ * MemTotal - MemAvailable (sys_used_bytes), which memtrack.h judges instead.
  */
 #include "levels.h"
 #include "proc.h"

@@ -5,9 +5,10 @@
 # ENOSPC. Then: the queue is paused with the reason in status, r1 is not left
 # without an outcome, a cancel while the disk is full fails with a reason and
 # exit 1 (never "cancelled 0" and 0); once space is back the retried writes
-# land: r1 ends infra-error, the pause and its reason are stored, the job
-# acknowledged before keeps all its runs, the database is sound, and resume
-# runs the rest. Needs root (mount); exit 77 without. Exit 0 pass, 1 fail.
+# land: r1's attempt ends infra-error and r1 is requeued (the machine cut it,
+# issue 15), the pause and its reason are stored, the job acknowledged before
+# keeps all its runs, the database is sound, and resume runs the rest, r1
+# again included, so its job's L5 has its reference. Needs root (mount); exit 77 without. Exit 0 pass, 1 fail.
 set -u
 if [ -z "${MX_DISKFULL_NS:-}" ]; then
         [ "$(id -u)" = 0 ] || { echo "SKIP: needs root to mount a tmpfs in a mount namespace"; exit 77; }
@@ -64,9 +65,12 @@ ok "cancel r$r1 says why it cannot and exits 1"
 step="space back"
 rm -f "$MXD_STATE/filler" "$MXD_STATE/filler2"
 run_done() { run_in_state "$1" done; }
-wait_until "r$r1 to get its outcome once space is back" run_done "$r1"
-[ "$(run_field "$r1" .run.outcome)" = infra-error ] || fail "r$r1 outcome $(run_field "$r1" .run.outcome)"
-[ "$(run_field "$r1" .run.result)" = infra-error ] || fail "r$r1 result $(run_field "$r1" .run.result)"
+run_queued() { run_in_state "$1" queued; }
+wait_until "r$r1 to get its outcome once space is back (requeued)" run_queued "$r1"
+[ "$(run_field "$r1" '.run.attempt_history[-1].outcome')" = infra-error ] ||
+        fail "r$r1's attempt outcome $(run_field "$r1" '.run.attempt_history[-1].outcome')"
+run_field "$r1" '.run.attempt_history[-1].message' | grep -q "requeued" ||
+        fail "r$r1's message does not say it was requeued: $(run_field "$r1" '.run.attempt_history[-1].message')"
 run_field "$r1" '.run.attempt_history[-1].message' | grep -q "No space left on device" ||
         fail "r$r1's message does not say why: $(run_field "$r1" '.run.attempt_history[-1].message')"
 # The attempt's GPU and memory summary is one of its writes: refused with the rest, it lands with them.
@@ -80,20 +84,22 @@ db_query "SELECT value FROM settings WHERE key = 'paused_reason'" | grep -q "No 
 [ "$(db_query "SELECT count(*) FROM runs WHERE job_id = $j")" = 2 ] || fail "job $j lost runs"
 [ "$(db_query 'PRAGMA integrity_check')" = ok ] || fail "integrity_check"
 has "$MXD_LOG" "the database takes writes again"
-ok "r$r1 ended infra-error with the reason; paused and its reason stored; job $j whole"
+ok "r$r1's attempt ended infra-error with the reason and r$r1 is queued again; paused and its reason stored; job $j whole"
+
+step="resume"
+expect_exit 0 mx resume
+wait_until "r$r1 to run again and finish" run_done "$r1"
+[ "$(run_field "$r1" .run.result)" = pass ] || fail "r$r1 result $(run_field "$r1" .run.result) after resume"
+wait_until "r$r2 to finish" run_done "$r2"
+[ "$(run_field "$r2" .run.result)" = pass ] || fail "r$r2 result $(run_field "$r2" .run.result)"
+expect_exit 0 mx status
+lacks "$T/out" "No space left"
+ok "resume clears the reason and runs r$r1 again and r$r2 (pass)"
 
 step="cancel after"
 expect_exit 1 mx cancel "r$r1"
 has "$T/err" "is not queued or running"
 ok "cancel of the finished r$r1 says so and exits 1"
-
-step="resume"
-expect_exit 0 mx resume
-wait_until "r$r2 to finish" run_done "$r2"
-[ "$(run_field "$r2" .run.result)" = pass ] || fail "r$r2 result $(run_field "$r2" .run.result)"
-expect_exit 0 mx status
-lacks "$T/out" "No space left"
-ok "resume clears the reason and runs r$r2 (pass)"
 
 step="cancel of a queued run"
 expect_exit 0 mx pause

@@ -99,7 +99,10 @@ check itl_p50 "$(val '.serving[0].itl_ms.p50')" $D 1 0.2
 check itl_mean "$(val '.serving[0].itl_ms.mean')" $D 2 0.3
 check e2el "$(val '.serving[0].e2el_ms.mean')" $((F + 31 * D)) 1 1.5
 # the chunk after the switch holds 7 tokens' time: vllm bench serve's per-chunk ITL shows it
-check itl_event_max "$(val '.serving[0].itl_event_ms.max')" $((7 * D)) 2 1.5
+# (a maximum only grows with the machine's jitter: its lower bound is exact, its upper bound loose)
+ev_max=$(val '.serving[0].itl_event_ms.max')
+jq -en --argjson g "$ev_max" --argjson w $((7 * D)) '$g >= $w * 0.98 and $g <= $w * 1.25' >/dev/null ||
+        fail "itl_event_max $ev_max, the schedule says $((7 * D)) (at least 98 %, at most 125 %)"
 [ "$(val '.serving[0].itl_from')" = "running counts (per token)" ] || fail "itl from $(val '.serving[0].itl_from')"
 # vllm#50690: ignore_eos without min_tokens fails once the turn ends early; the bench's min_tokens avoids it
 body='{"messages":[{"role":"user","content":"hi"}],"max_tokens":100,"ignore_eos":true}'

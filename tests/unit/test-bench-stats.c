@@ -2,6 +2,8 @@
 /* The benchmark formulas (daemon/bench-stats.c) on examples computed by hand. */
 #include "test.h"
 
+#include <string.h>
+
 #include "bench-stats.h"
 
 #define ASSERT_NEAR(a, b, tol)                                                                              \
@@ -145,6 +147,53 @@ TEST(batch_throughput)
         /* 30 tokens in 3 requests: (30 - 3) / 0.9 s */
         ASSERT_NEAR(mx_bench_batch_tg_tps(30, 3, 2000000, 2900000), 30, 1e-9);
         ASSERT_TRUE(isnan(mx_bench_batch_tg_tps(3, 3, 2000000, 2900000)));
+}
+
+/*
+ * Issue 15: peak_tps counted chunks. Speculative decoding sends several tokens a chunk: 20 chunks of 3
+ * tokens 100 ms apart read a peak of 10 t/s against a mean of 31 t/s. Tokens spread over their chunks as
+ * llama-benchy 0.4 does put the peak at or above the mean.
+ */
+TEST(peak_counts_tokens_not_chunks)
+{
+        int64_t chunks[20], k3[20];
+        _cleanup_free_ int64_t *ts = NULL, *ts2 = NULL, *ts3 = NULL;
+        int64_t copy[20];
+        double mean, peak_chunks;
+        size_t n;
+
+        for (size_t i = 0; i < 20; i++) {
+                chunks[i] = 1000000 + (int64_t)i * 100000;
+                k3[i] = 3;
+        }
+        memcpy(copy, chunks, sizeof(copy));
+        mean = mx_bench_tg_tps(60, chunks[0], chunks[19]);
+        ASSERT_NEAR(mean, 59 / 1.9, 1e-9);
+        peak_chunks = mx_bench_peak_tps(copy, 20, 1000000);
+        ASSERT_NEAR(peak_chunks, 10, 1e-9); /* the old reading: below the mean */
+        ASSERT_TRUE(peak_chunks < mean);
+
+        /* usage only (60 tokens from the first text on): spread evenly from the first chunk to the last */
+        n = mx_bench_token_stamps(chunks, NULL, 20, 60, &ts);
+        ASSERT_EQ(n, 60u);
+        ASSERT_EQ(ts[0], chunks[0]);
+        ASSERT_EQ(ts[59], chunks[19]);
+        ASSERT_TRUE(mx_bench_peak_tps(ts, n, 1000000) >= mean);
+
+        /* per-chunk counts: each chunk's 3 stamps over the gap since the previous one, ending at it */
+        n = mx_bench_token_stamps(chunks, k3, 20, 0, &ts2);
+        ASSERT_EQ(n, 60u);
+        ASSERT_EQ(ts2[0], chunks[0]);
+        ASSERT_EQ(ts2[2], chunks[0]);
+        ASSERT_EQ(ts2[3], chunks[0] + 33333);
+        ASSERT_EQ(ts2[5], chunks[1]);
+        /* the mean llama-benchy 0.4 reports with block streaming leaves the first block out: 57 / 1.9 s */
+        ASSERT_TRUE(mx_bench_peak_tps(ts2, n, 1000000) >= mx_bench_tg_tps(58, chunks[0], chunks[19]) - 1e-9);
+
+        /* nothing known about tokens: one stamp per chunk, as before */
+        n = mx_bench_token_stamps(chunks, NULL, 20, 0, &ts3);
+        ASSERT_EQ(n, 20u);
+        ASSERT_NEAR(mx_bench_peak_tps(ts3, n, 1000000), 10, 1e-9);
 }
 
 TEST(peak_llama_benchy)

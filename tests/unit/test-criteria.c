@@ -56,10 +56,11 @@ static void ev_level(json_t *run, const char *level, const char *verdict, const 
  * 0, -1. */
 static void ev_l4(json_t *run, double tg32, double ttft50, double mem_gb, double ready_s, int valid)
 {
-        json_t *l4 = json_pack("{s:s,s:{s:{s:f,s:f},s:{s:f,s:f}},s:f,s:I}", "verdict", "pass", "results",
+        json_t *l4 = json_pack("{s:s,s:{s:{s:f,s:f},s:{s:f,s:f}},s:f,s:I,s:s}", "verdict", "pass", "results",
                                "throughput", "tg32_tps", tg32, "pp2048_tps", 4900.0, "latency",
                                "ttft_p50_ms", ttft50, "ttft_p99_ms", ttft50 * 2, "ready_s", ready_s,
-                               "memory_peak_bytes", (json_int_t)(mem_gb * 1024 * 1024 * 1024));
+                               "memory_peak_bytes", (json_int_t)(mem_gb * 1024 * 1024 * 1024), "memory_figure",
+                               "gpu");
 
         if (valid >= 0)
                 json_object_set_new(l4, "valid", json_boolean(valid));
@@ -208,15 +209,83 @@ TEST(criteria_crashes)
         json_object_set_new(r3, "expect_fail", json_string("graphs + Eagle3"));
         ASSERT_OK(criteria_crashes(runs, true, &n, NULL));
         ASSERT_EQ(n, 0);
-        /* A request that failed in L3 (check http) counts; a wrong text does not. */
+        /*
+         * L3 losing the server (requests that got no answer) is a crash, once per attempt however many
+         * requests it cut; a wrong text, an HTTP error (the server answered) and a timeout are not.
+         */
         json_object_set_new(
                 json_object_get(json_object_get(run_of(runs, 2), "levels"), "L3"), "failures",
-                json_pack("[{s:s},{s:s},{s:s}]", "check", "http", "check", "coherence", "check", "http"));
+                json_pack("[{s:s,s:s},{s:s},{s:s,s:s}]", "check", "http", "detail",
+                          "the request failed: Couldn't connect to server", "check", "coherence", "check", "http",
+                          "detail", "the request failed: Connection reset by peer"));
         ASSERT_OK(criteria_crashes(runs, true, &n, NULL));
-        ASSERT_EQ(n, 2);
+        ASSERT_EQ(n, 1);
         /* The baseline crashing is not the feature's crash. */
         ASSERT_OK(criteria_crashes(runs, false, &n, NULL));
         ASSERT_EQ(n, 0);
+}
+
+/* Issue 15: the crashed outcome and L3's in-flight request were two crashes; an HTTP 400 was one. */
+TEST(criteria_crash_once_per_attempt)
+{
+        _cleanup_(json_decrefp) json_t *runs = good_job();
+        json_t *l3 = json_object_get(json_object_get(run_of(runs, 2), "levels"), "L3");
+        int64_t n = -1;
+
+        /* The server died under L3: the attempt is crashed and L3's request in flight failed with it. */
+        json_object_set_new(run_of(runs, 2), "outcome", json_string("crashed"));
+        json_object_set_new(l3, "failures",
+                            json_pack("[{s:s,s:s}]", "check", "http", "detail",
+                                      "the request failed: Server returned nothing (no headers, no data)"));
+        ASSERT_OK(criteria_crashes(runs, true, &n, NULL));
+        ASSERT_EQ(n, 1);
+        /* A server that refuses a request with HTTP 400 is alive: no crash. */
+        json_object_set_new(run_of(runs, 2), "outcome", json_string("completed"));
+        json_object_set_new(l3, "failures",
+                            json_pack("[{s:s,s:s},{s:s,s:s}]", "check", "http", "detail",
+                                      "HTTP 400: {\"error\": \"max_tokens is too large\"}", "check", "http",
+                                      "detail", "the request failed: Timeout was reached"));
+        ASSERT_OK(criteria_crashes(runs, true, &n, NULL));
+        ASSERT_EQ(n, 0);
+}
+
+/* Issue 15: a GPU peak against a host PSS read +54.6 GiB, fail. Figures of different kinds are not compared. */
+TEST(criteria_memory_like_with_like)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(MATRIX);
+        _cleanup_(json_decrefp) json_t *runs = good_job();
+        json_t *off = l4_of(runs, 1), *on = l4_of(runs, 2), *c, *r;
+
+        /* The baseline's L4 saw no GPU figure (host PSS, 8 GiB); the feature's saw the GPU's 62.6 GiB. */
+        json_object_set_new(off, "memory_figure", json_string("pss"));
+        json_object_set_new(off, "memory_peak_bytes", json_integer((json_int_t)8 << 30));
+        json_object_set_new(on, "memory_peak_bytes", json_integer((json_int_t)(62.6 * (1 << 30))));
+        c = criteria_job_json(m, 0, runs);
+        r = row(c, "constraints", 1);
+        ASSERT_STREQ(json_string_value(json_object_get(r, "metric")), "memory_gb");
+        ASSERT_STREQ(json_string_value(json_object_get(r, "pass")), "missing");
+        ASSERT_CONTAINS(json_string_value(json_object_get(r, "why")), "r2's memory is gpu, r1's pss");
+        ASSERT_CONTAINS(json_string_value(json_object_get(r, "why")), "not compared");
+        json_decref(c);
+
+        /* The feature's run has a complete host PSS too: that is the figure both share (+1.5 GiB, pass). */
+        json_object_set_new(on, "memory_kinds",
+                            json_pack("{s:{s:I,s:b}}", "pss", "peak", (json_int_t)(9.5 * (1 << 30)), "complete",
+                                      true));
+        c = criteria_job_json(m, 0, runs);
+        r = row(c, "constraints", 1);
+        ASSERT_STREQ(json_string_value(json_object_get(r, "pass")), "pass");
+        ASSERT_TRUE(near(json_number_value(json_object_get(r, "actual")), 9.5));
+        ASSERT_TRUE(near(json_number_value(json_object_get(r, "baseline")), 8));
+        ASSERT_CONTAINS(json_string_value(json_object_get(r, "actual_from")), "(pss)");
+        json_decref(c);
+
+        /* The same kind on both sides but a real rise of 3 GiB: fail. */
+        json_object_set_new(on, "memory_kinds",
+                            json_pack("{s:{s:I,s:b}}", "pss", "peak", (json_int_t)11 << 30, "complete", true));
+        c = criteria_job_json(m, 0, runs);
+        ASSERT_STREQ(row_pass(c, "constraints", 1), "fail");
+        json_decref(c);
 }
 
 TEST(criteria_missing_numbers)

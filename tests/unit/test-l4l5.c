@@ -129,7 +129,7 @@ TEST(l4_numbers_follow_the_schedule_and_keep_the_contract)
         mem = json_object_get(m, "memory");
         ASSERT_TRUE(json_integer_value(json_object_get(mem, "samples")) >= 2);
         ASSERT_TRUE(json_integer_value(json_object_get(mem, "peak")) > 0);
-        ASSERT_STREQ(json_string_value(json_object_get(mem, "figure")), "server");
+        ASSERT_STREQ(json_string_value(json_object_get(mem, "figure")), "pss");
         /* the numbers: tg is the decode rate; pp's prefill time is prompt / prefill rate */
         tg = row(m, "tg64");
         pp = row(m, "pp2048");
