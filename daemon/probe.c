@@ -342,7 +342,7 @@ static void call(struct mx_probe *p, const char *method, const char *path, json_
         if (mx_http_start(p->http, &req, step_done_cb, p, NULL, &err) < 0) {
                 p->stop = true;
                 free(p->stop_why);
-                p->stop_why = xasprintf("not measured: %s %s could not be sent: %s", method, url, strna(err));
+                p->stop_why = xasprintf("%s %s could not be sent: %s", method, url, strna(err));
                 finish(p);
         }
 }
@@ -466,7 +466,7 @@ static void on_key(struct mx_probe *p, struct mx_http_response *resp)
         if (resp->error < 0) {
                 set_check(p, CK_SERVER_KIND, MX_PROBE_FAIL, "no answer from %s: %s", p->url, ex);
                 p->stop = true;
-                p->stop_why = xasprintf("not measured: the server did not answer (%s)", ex);
+                p->stop_why = xasprintf("the server did not answer (%s)", ex);
                 return;
         }
         if (resp->status == 401 && !p->auth_header) {
@@ -474,7 +474,7 @@ static void on_key(struct mx_probe *p, struct mx_http_response *resp)
                           "needed: a completion without a key got HTTP 401 and no key was given (the profile's "
                           "api_key, bench and probe --api-key)");
                 p->stop = true;
-                p->stop_why = xstrdup("not measured: the server wants an API key");
+                p->stop_why = xstrdup("the server wants an API key");
         } else if (resp->status == 401)
                 set_check(p, CK_API_KEY, MX_PROBE_PASS,
                           "needed: HTTP 401 without a key; every request here carries the key given");
@@ -496,7 +496,7 @@ static void on_models(struct mx_probe *p, struct mx_http_response *resp)
                 _cleanup_free_ char *ex = excerpt(resp);
                 set_check(p, CK_SERVER_KIND, MX_PROBE_FAIL, "GET /v1/models: %s", ex);
                 p->stop = true;
-                p->stop_why = xstrdup("not measured: GET /v1/models did not answer a model list");
+                p->stop_why = xstrdup("GET /v1/models did not answer a model list");
                 return;
         }
         json_array_foreach(data, i, m) {
