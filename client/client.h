@@ -37,6 +37,7 @@ int cmd_matrix(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_gate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 /* Hidden: "__complete CWORD WORD...", candidates for shell completion (docs/bash-completion). */
 int cmd_complete(int argc, char **argv);
 int cmd_report(int argc, char **argv);

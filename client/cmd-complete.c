@@ -22,7 +22,7 @@
 #define COMPLETE_MATRIX_DEFAULT "/etc/mxmatrix/matrix.json"
 #define COMPLETE_HELP_MAX (256 * 1024) /* a verb's --help text */
 
-static const char *const local_verb_names[] = { "matrix", "plan", "gate", "bench" };
+static const char *const local_verb_names[] = { "matrix", "plan", "gate", "bench", "probe" };
 static const char *const global_options[] = { "--json", "--socket", "--timeout", "--help", "--version" };
 
 static int (*local_run(const char *verb))(int, char **)
@@ -35,6 +35,8 @@ static int (*local_run(const char *verb))(int, char **)
                 return cmd_gate;
         if (streq(verb, "bench"))
                 return cmd_bench;
+        if (streq(verb, "probe"))
+                return cmd_probe;
         return NULL;
 }
 

@@ -24,6 +24,8 @@ static const struct client_verb local_verbs[] = {
           "check a profiler report or log against kernel expectations", cmd_gate },
         { "bench", "bench URL [--pp N] [--tg N] [--depth N] [--runs N] [--concurrency N] ...",
           "benchmark a running server with llama-benchy's workloads", cmd_bench },
+        { "probe", "probe URL [--api-key KEY] [--kind KIND] [--json]",
+          "check the harness's assumptions against a running server, one line each", cmd_probe },
         { "report", "report KIND [FEATURE] JOB|--from FILE [-o DIR]",
           "write the seeds' reports, JSON, CSV or JUnit of a job (from mxmatrixd, or from an export)", cmd_report },
         { "export", "export JOB [-o FILE] [--page N]", "write a job's report document (from mxmatrixd) for report --from",

@@ -7,6 +7,7 @@
  */
 #include "report-internal.h"
 #include "metadata.h"
+#include "server-flags.h"
 #include "matrix.h"
 
 /* A YAML value: the figure with its sample count as a comment, or a quoted reason. */
@@ -113,42 +114,21 @@ static void current_best(FILE *f, json_t *doc, json_t *base)
         rep_defs_done(&defs);
 }
 
-/* The server's flags as seed 002's vLLM Configuration block, with the run's environment. */
+/* The server's flags, read as its kind reads them, as seed 002's vLLM Configuration block, with its environment. */
 static void vllm_config(FILE *f, json_t *doc, json_t *run)
 {
-        json_t *spec = json_object_get(run, "spec"), *argv = json_object_get(spec, "argv"), *e;
-        _cleanup_json_ json_t *flags = json_object();
-        static const char *const skip[] = {"host", "port", "served_model_name", NULL};
+        json_t *spec = json_object_get(run, "spec"), *e;
+        const char *kind = json_string_value(json_object_get(json_object_get(spec, "profile"), "base"));
+        _cleanup_json_ json_t *flags = mx_server_flags(kind, json_object_get(spec, "argv"),
+                                                       json_object_get(spec, "env"));
+        static const char *const skip[] = {"host", "port", "served_model_name", "model", "alias", NULL};
         const char *k;
         json_t *v;
-        size_t i, n = json_array_size(argv);
+        size_t i;
 
         (void)doc;
-        for (i = 0; i < n; i++) {
-                const char *w = json_string_value(json_array_get(argv, i));
-                const char *next = i + 1 < n ? json_string_value(json_array_get(argv, i + 1)) : NULL;
-                _cleanup_free_ char *key = NULL;
-                bool skipped = false;
-
-                if (!w || !startswith(w, "--") || !w[2])
-                        continue;
-                key = xstrdup(w + 2);
-                for (char *p = key; *p; p++)
-                        if (*p == '-')
-                                *p = '_';
-                for (size_t s = 0; skip[s]; s++)
-                        skipped |= streq(skip[s], key);
-                if (next && !startswith(next, "--")) {
-                        if (!skipped)
-                                json_object_set_new(flags, key, json_string(next));
-                        i++;
-                } else if (!skipped)
-                        json_object_set_new(flags, key, json_true());
-        }
-        if (!json_object_get(flags, "enforce_eager"))
-                json_object_set_new(flags, "enforce_eager", json_false());
-        if (!json_object_get(flags, "enable_prefix_caching"))
-                json_object_set_new(flags, "enable_prefix_caching", json_false());
+        for (size_t s = 0; skip[s]; s++)
+                json_object_del(flags, skip[s]);
         fputs("### vLLM Configuration\n```yaml\n", f);
         {
                 /* the seed's keys first, in its order; then the other flags, sorted */

@@ -73,3 +73,8 @@ const char *mx_server_known_issue(const char *message)
                        "ended its turn before the token limit)";
         return NULL;
 }
+
+bool mx_server_has_cache_field(enum mx_server_kind k)
+{
+        return k == MX_SERVER_VLLM || k == MX_SERVER_LLAMA;
+}

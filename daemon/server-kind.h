@@ -58,3 +58,6 @@ void mx_server_exact_tokens(json_t *body, int64_t n);
  * the harness's or a feature's.
  */
 const char *mx_server_known_issue(const char *message);
+
+/* Does kind k have a request field that defeats its prompt cache (vLLM's salt, llama-server's cache_prompt)? */
+bool mx_server_has_cache_field(enum mx_server_kind k);

@@ -16,6 +16,13 @@ const struct mx_level_setting mx_level_common_settings[] = {
 
 static const struct mx_level_setting no_settings[] = { {} };
 
+static const struct mx_level_setting l1_settings[] = {
+        { "probe", MX_LSET_BOOL, "true", 0, 0, NULL,
+          "after the smoke completion, check the harness's assumptions against the server (mxmatrix probe) and "
+          "record them; a later level that depends on a failed one fails early with its line" },
+        {},
+};
+
 static const char *const endpoint_choices[] = { "completions", "chat", NULL };
 
 /* L2's shipped prompt set: short, varied tasks a coherent model answers in plain text. */
@@ -150,7 +157,7 @@ static const struct mx_level_setting l5_settings[] = {
 /* Keep in the seed's order (seed 001, Phase 6). */
 const struct mx_level_def mx_level_defs[] = {
         { "L1", "smoke", "the server becomes ready in time and answers one completion; its log shows no crash",
-          .fail_unrun = true, .settings = no_settings },
+          .fail_unrun = true, .settings = l1_settings },
         { "L1.5", "kernel gate",
           "the kernels the configuration must (not) run, from the log and the profiler report (decided after "
           "the stop, when the report is written)",

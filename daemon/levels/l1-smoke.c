@@ -6,14 +6,23 @@
  * the log so far shows no crash signature (import errors, CUDA errors,
  * tracebacks: crash.h). Metrics: ready_s, completion_tokens, completion_s,
  * and every crash signature the log has matched (forensics for `show rRUN`).
+ *
+ * Then, unless its probe setting is false, the probe (daemon/probe.c, the
+ * engine of `mxmatrix probe`) checks the harness's assumptions against the
+ * server; its document is L1's metrics "probe", where later levels read it
+ * (mx_level_fail_on_assumptions). A failed assumption does not fail L1: the
+ * levels that depend on it fail with its line.
  */
 #include "crash.h"
 #include "http.h"
 #include "levels.h"
+#include "probe.h"
+#include "server-kind.h"
 
 struct l1 {
         struct mx_level base;
         struct mx_http_call *call;
+        struct mx_probe *probe;
         json_t *metrics;
 };
 
@@ -68,6 +77,47 @@ static char *completion_problem(struct mx_http_response *res, json_t *metrics)
         return NULL;
 }
 
+static void probe_done(struct mx_probe *p, void *ud)
+{
+        struct l1 *s = ud;
+        struct mx_level *l = &s->base;
+        json_t *doc = mx_probe_result_json(p), *c;
+        _cleanup_buf_ struct mx_buf failed = MX_BUF_INIT;
+        size_t i;
+
+        json_array_foreach(json_object_get(doc, "checks"), i, c)
+                if (streq_ptr(json_string_value(json_object_get(c, "status")), "fail"))
+                        mx_buf_printf(&failed, "%s%s", failed.len ? ", " : "",
+                                      json_string_value(json_object_get(c, "check")));
+        json_object_set_new(s->metrics, "probe", doc);
+        if (failed.len) {
+                _cleanup_free_ char *names = mx_buf_steal(&failed);
+                mx_level_finish(l, MX_VERDICT_PASS, l1_metrics(l), NULL, "probe: assumptions failed: %s", names);
+        } else
+                mx_level_finish(l, MX_VERDICT_PASS, l1_metrics(l), NULL, NULL);
+}
+
+/* The probe against the ready server; with the profile's kind and API key where it names them. */
+static void start_probe(struct l1 *s)
+{
+        struct mx_level *l = &s->base;
+        struct mx_probe_config cfg = {
+                .url = l->ctx->url,
+                .model = l->ctx->model,
+                .api_key = l->ctx->api_key, /* the profile's api_key or api_key_env, resolved by the runner */
+                .expect_kind = mx_server_kind_from_profile(json_string_value(json_object_get(l->ctx->profile, "base"))),
+                .timeout_ms = MX_MIN(mx_level_timeout_ms(l), 60000),
+        };
+        _cleanup_free_ char *err = NULL;
+
+        if (mx_probe_new(l->ctx->base, &cfg, &s->probe, &err) < 0) {
+                json_object_set_new(s->metrics, "probe_error", json_string(strna(err)));
+                mx_level_finish(l, MX_VERDICT_PASS, l1_metrics(l), NULL, "probe not run: %s", strna(err));
+                return;
+        }
+        mx_probe_start(s->probe, probe_done, s);
+}
+
 static void completion_done(struct mx_http_call *call, struct mx_http_response *res, void *ud)
 {
         struct l1 *s = ud;
@@ -82,6 +132,8 @@ static void completion_done(struct mx_http_call *call, struct mx_http_response *
                                     crash_scan_evidence(l->ctx->crash));
         if (problem)
                 mx_level_finish(l, MX_VERDICT_FAIL, l1_metrics(l), NULL, "%s", problem);
+        else if (json_is_true(json_object_get(l->ctx->settings, "probe")))
+                start_probe(s);
         else
                 mx_level_finish(l, MX_VERDICT_PASS, l1_metrics(l), NULL, NULL);
 }
@@ -119,6 +171,7 @@ static void l1_cancel(struct mx_level *l)
 
         mx_http_cancel(s->call);
         s->call = NULL;
+        s->probe = mx_probe_free(s->probe);
 }
 
 static void l1_free(struct mx_level *l)
@@ -126,6 +179,7 @@ static void l1_free(struct mx_level *l)
         struct l1 *s = (struct l1 *)l;
 
         mx_http_cancel(s->call);
+        mx_probe_free(s->probe);
         json_decref(s->metrics);
         free(s);
 }

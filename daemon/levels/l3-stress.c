@@ -420,6 +420,12 @@ static void l3_run(struct mx_level *l)
 {
         struct l3 *s = (struct l3 *)l;
 
+        /* the long-context prompt is sized by the context the server has */
+        if (mx_level_fail_on_assumptions(l, (const char *const[]){ "api_key",
+                                                                  setting_int(l, "long_context_tokens") > 0 ? "context"
+                                                                                                            : NULL,
+                                                                  NULL }))
+                return;
         s->started_mono = mx_now_mono_us();
         s->n_calls = (size_t)MX_MAX(1, setting_int(l, "concurrency"));
         s->calls = xcalloc(s->n_calls, sizeof(*s->calls));

@@ -6,6 +6,7 @@
 #include "levels.h"
 #include "crash.h"
 #include "logcap.h"
+#include "probe.h"
 
 extern const struct mx_level_ops mx_level_l1_ops;
 extern const struct mx_level_ops mx_level_l15_ops;
@@ -198,6 +199,29 @@ void mx_level_finish(struct mx_level *l, enum mx_verdict v, json_t *metrics, jso
             !lv->stopped_by)
                 lv->stopped_by = xasprintf("not run: %s failed", s->def->name);
         schedule_advance(lv);
+}
+
+const char *mx_level_assumption_failed(struct mx_level *l, const char *check)
+{
+        enum mx_verdict v;
+        json_t *m = NULL;
+
+        if (mx_level_sibling(l, "L1", &v, &m) < 0)
+                return NULL;
+        return mx_probe_result_failed(json_object_get(m, "probe"), check);
+}
+
+bool mx_level_fail_on_assumptions(struct mx_level *l, const char *const *checks)
+{
+        for (size_t i = 0; checks[i]; i++) {
+                const char *line = mx_level_assumption_failed(l, checks[i]);
+
+                if (line) {
+                        mx_level_finish(l, MX_VERDICT_FAIL, NULL, NULL, "assumption %s failed: %s", checks[i], line);
+                        return true;
+                }
+        }
+        return false;
 }
 
 int64_t mx_level_timeout_ms(struct mx_level *l)

@@ -154,6 +154,19 @@ void mx_level_pending(struct mx_level *l);
 int mx_level_sibling(struct mx_level *l, const char *name, enum mx_verdict *ret_verdict,
                      json_t **ret_metrics);
 
+/*
+ * The line of a failed assumption (probe.h's check names: "tokenize",
+ * "context", "cache_defeat", ...) that L1's probe recorded in this attempt,
+ * or NULL: it passed, was not measured, or no probe ran. Borrowed.
+ */
+const char *mx_level_assumption_failed(struct mx_level *l, const char *check);
+/*
+ * Call at the start of run(): when one of checks (NULL-terminated) failed in
+ * L1's probe, the level fails now with "assumption CHECK failed: LINE"
+ * instead of producing numbers, and true is returned.
+ */
+bool mx_level_fail_on_assumptions(struct mx_level *l, const char *const *checks);
+
 /* The level's time limit (its timeout setting, else the daemon's --level-timeout), for its requests. */
 int64_t mx_level_timeout_ms(struct mx_level *l);
 
