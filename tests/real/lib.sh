@@ -53,7 +53,8 @@ real_unpack() {
 # real_server: REAL_SERVER = the llama-server to test.
 real_server() {
         if [ -n "${MX_LLAMA_SERVER:-}" ]; then
-                [ -x "$MX_LLAMA_SERVER" ] || real_missing "MX_LLAMA_SERVER=$MX_LLAMA_SERVER is not an executable"
+                # asked for by name: a wrong path is an error, never a skip
+                [ -x "$MX_LLAMA_SERVER" ] || fail "MX_LLAMA_SERVER=$MX_LLAMA_SERVER is not an executable"
                 REAL_SERVER=$MX_LLAMA_SERVER
                 return
         fi
