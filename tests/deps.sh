@@ -5,6 +5,7 @@ pkgs=(build-essential cmake pkg-config groff-base
       libevent-dev libjansson-dev libsqlite3-dev libsystemd-dev libcurl4-openssl-dev
       systemd sqlite3 util-linux procps psmisc curl valgrind jq
       libxml2-utils # xmllint: t-report checks the JUnit XML
+      xz-utils python3-numpy python3-yaml # tests/real: the real llama-server, models made at test time
       clang libclang-rt-14-dev # libFuzzer targets (tests/fuzz/run.sh)
       chromium)                # the HTML report in a browser (unit/test-report-chromium; 122 MB, 25 packages)
 missing=()
