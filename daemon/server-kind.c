@@ -55,3 +55,8 @@ bool mx_server_defeat_cache(enum mx_server_kind k, json_t *body, const char *sal
                 return false;
         }
 }
+
+bool mx_server_can_defeat_cache(enum mx_server_kind k)
+{
+        return k == MX_SERVER_VLLM || k == MX_SERVER_LLAMA;
+}

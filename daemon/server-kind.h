@@ -38,3 +38,6 @@ enum mx_server_kind mx_server_kind_from_profile(const char *base);
  * prompt with text unique to the request instead.
  */
 bool mx_server_defeat_cache(enum mx_server_kind k, json_t *body, const char *salt);
+
+/* Has kind k a request field that defeats its prompt cache (mx_server_defeat_cache)? */
+bool mx_server_can_defeat_cache(enum mx_server_kind k);

@@ -52,6 +52,10 @@ static const struct mx_level_setting l2_settings[] = {
           "run measures its own); empty: no comparison" },
         { "perplexity_tolerance", MX_LSET_NUMBER, "0.05", 0, 10, NULL,
           "the largest relative difference from the reference perplexity" },
+        { "near_tie_gap", MX_LSET_NUMBER, "0.05", 0, 100, NULL,
+          "where the same seed gave different tokens: the largest logprob gap (nats) between the two sampled "
+          "tokens, or between the other token listed among the alternatives and the sampled one, that is called a "
+          "near tie (a rounding difference can flip it) rather than a real difference" },
         {},
 };
 
