@@ -301,16 +301,18 @@ static double prompt_ppl(json_t *plp)
 }
 
 /*
- * A text without white space that is one short unit (at most 16 bytes) over
- * and over, 8 times or more: "!!!!!!!!", what a model whose logits are NaN
- * emits (every step samples token 0, or the same fallback). The unit's
- * length, or 0. The word check below cannot see it: it is one "word".
+ * A text of 8 tokens or more without white space that is one short unit (at
+ * most 16 bytes) over and over, 8 times or more: "!!!!!!!!", what a model
+ * whose logits are NaN emits (every step samples token 0, or the same
+ * fallback). The unit's length, or 0. The word check below cannot see it: it
+ * is one "word". Fewer tokens are left alone: vocabularies have tokens such
+ * as "****************" (the real llama-server's random model sampled one).
  */
-static size_t repeated_unit(const char *text)
+static size_t repeated_unit(const char *text, int64_t tokens)
 {
         size_t n = strlen(text);
 
-        if (n < 8 || strpbrk(text, " \t\n\r"))
+        if (n < 8 || tokens < 8 || strpbrk(text, " \t\n\r"))
                 return 0;
         for (size_t p = 1; p <= 16 && p * 8 <= n; p++) {
                 size_t i = p;
@@ -329,7 +331,7 @@ static size_t repeated_unit(const char *text)
  * is caught before, outside strings); a random-weight model's nonsense
  * ("I weard copyright Imenttiesmenticenshis") is healthy output and passes.
  */
-static char *check_text(const char *text, const struct mx_check_opts *o)
+static char *check_text(const char *text, int64_t tokens, const struct mx_check_opts *o)
 {
         _cleanup_strv_free_ char **words = NULL;
         size_t printable = 0, chars = 0, best = 0, n = 0, unit;
@@ -349,7 +351,7 @@ static char *check_text(const char *text, const struct mx_check_opts *o)
         if (o->min_printable > 0 && chars > 0 && (double)printable < o->min_printable * (double)chars)
                 return xasprintf("only %.0f%% of the text is printable (at least %.0f%% wanted)",
                                  100.0 * (double)printable / (double)chars, 100.0 * o->min_printable);
-        unit = repeated_unit(text);
+        unit = repeated_unit(text, tokens);
         if (unit > 0) {
                 _cleanup_free_ char *u = xstrndup(text, unit), *e = mx_escape(u, 40);
                 return xasprintf("degenerate text: '%s' repeated %zu times with no space (what NaN logits give)", e,
@@ -443,7 +445,7 @@ char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts
                      ret->completion_tokens, o->expect_tokens);
         if (o->expect_tokens > 0 && !streq_ptr(ret->finish_reason, "length"))
                 FAIL("tokens", "finish_reason %s, expected length", strna(ret->finish_reason));
-        p = check_text(ret->text, o);
+        p = check_text(ret->text, ret->completion_tokens, o);
         if (p) {
                 *ret_check = "coherence";
                 return p;
