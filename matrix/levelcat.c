@@ -46,8 +46,9 @@ static const struct mx_level_setting l2_settings[] = {
         { "seed", MX_LSET_INT, "42", 0, 2147483647.0, NULL, "the sampling seed (seed 001's workload: 42)" },
         { "logprobs", MX_LSET_INT, "5", 0, 20, NULL,
           "top alternatives asked per token; each logprob must be finite and <= 0, the alternatives sorted (but "
-          "for the sampled token, which vLLM lists first), the sampled token among them (completions); 0: only "
-          "the sampled token's logprob is checked" },
+          "for the sampled token, which vLLM lists first), the sampled token among them (vLLM's legacy arrays; "
+          "llama-server's content form lists the best N only); 0: only the sampled token's logprob is checked (the "
+          "determinism requests ask for at least 5)" },
         { "min_printable", MX_LSET_NUMBER, "0.9", 0, 1, NULL, "the least share of printable characters in a text" },
         { "max_repeat", MX_LSET_NUMBER, "0.5", 0, 1, NULL,
           "the largest share of one word among a text's words (8 or more): above it the text is degenerate" },
@@ -59,6 +60,10 @@ static const struct mx_level_setting l2_settings[] = {
           "run measures its own); empty: no comparison" },
         { "perplexity_tolerance", MX_LSET_NUMBER, "0.05", 0, 10, NULL,
           "the largest relative difference from the reference perplexity" },
+        { "near_tie_gap", MX_LSET_NUMBER, "0.05", 0, 100, NULL,
+          "where the same seed gave different tokens: the largest logprob gap (nats) between the two sampled "
+          "tokens, or between the other token listed among the alternatives and the sampled one, that is called a "
+          "near tie (a rounding difference can flip it) rather than a real difference" },
         {},
 };
 

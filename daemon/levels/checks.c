@@ -57,6 +57,8 @@ char *mx_gen_body(const struct mx_gen_request *r)
         /* exactly max_tokens, without vLLM's gpt-oss ignore_eos failure (server-kind.h, vllm#50690) */
         if (r->ignore_eos)
                 mx_server_exact_tokens(b, r->max_tokens);
+        if (r->defeat_cache)
+                mx_server_defeat_cache(r->server, b, r->cache_salt);
         return json_dumps(b, JSON_COMPACT);
 }
 
@@ -64,6 +66,7 @@ void mx_gen_reply_done(struct mx_gen_reply *r)
 {
         json_decref(r->json);
         json_decref(r->tokens);
+        json_decref(r->logprobs);
         free(r->text);
         free(r->finish_reason);
         *r = (struct mx_gen_reply){ .prompt_ppl = -1 };
@@ -127,99 +130,153 @@ static bool finite_logprob(json_t *v, double *ret)
         return isfinite(*ret);
 }
 
-/* Logprobs of a completions reply: {tokens, token_logprobs, top_logprobs: [{token: lp}]}. */
-static char *check_logprobs_completions(json_t *lp, const struct mx_check_opts *o, struct mx_gen_reply *ret)
+static json_t *or_null(json_t *v)
+{
+        return v ? v : json_null();
+}
+
+/*
+ * One token's logprobs, whatever form the server wrote them in:
+ * {"token", "logprob", "top": [{"token", "logprob"}]}, the alternatives in the
+ * server's order.
+ */
+static json_t *lp_entry(json_t *token, json_t *logprob, json_t *top)
+{
+        return json_pack("{s:O,s:O,s:o}", "token", or_null(token), "logprob", or_null(logprob), "top", top);
+}
+
+/* The legacy arrays (vLLM completions): tokens, token_logprobs, top_logprobs as {token: logprob} dicts. */
+static char *logprobs_from_legacy(json_t *lp, json_t *out)
 {
         json_t *tokens = json_object_get(lp, "tokens"), *tlp = json_object_get(lp, "token_logprobs");
-        json_t *top = json_object_get(lp, "top_logprobs");
+        json_t *top = json_object_get(lp, "top_logprobs"), *t;
         size_t i;
-        json_t *t;
 
         if (!json_is_array(tokens) || !json_is_array(tlp) || json_array_size(tokens) != json_array_size(tlp))
                 return xstrdup("logprobs without tokens and token_logprobs of the same length");
-        if (ret->completion_tokens > 0 && (int64_t)json_array_size(tokens) != ret->completion_tokens)
-                return xasprintf("%zu logprob entries for %" PRId64 " completion tokens", json_array_size(tokens),
-                                 ret->completion_tokens);
-        ret->tokens = json_incref(tokens);
         json_array_foreach (tokens, i, t) {
-                json_t *alts = json_array_get(top, i), *v;
-                double lpv, prev = INFINITY, a;
+                json_t *dict = json_array_get(top, i), *alts = json_array(), *v;
                 const char *k;
-                bool found = false;
 
-                if (!finite_logprob(json_array_get(tlp, i), &lpv))
-                        return xasprintf("token %zu: logprob is not a finite number", i + 1);
-                if (lpv > 1e-6)
-                        return xasprintf("token %zu: logprob %g is above 0", i + 1, lpv);
-                if (o->logprobs <= 0)
-                        continue;
-                if (!json_is_object(alts))
-                        return xasprintf("token %zu: no top_logprobs", i + 1);
-                json_object_foreach (alts, k, v) {
-                        if (!finite_logprob(v, &a) || a > 1e-6)
-                                return xasprintf("token %zu: top logprob of '%s' is not a finite number <= 0",
-                                                 i + 1, k);
-                        if (streq_ptr(k, json_string_value(t)))
-                                found = true;
-                        else if (a > prev + 1e-9)
-                                return xasprintf("token %zu: top_logprobs not sorted best first", i + 1);
-                        else
-                                prev = a;
+                if (!json_is_string(t)) {
+                        json_decref(alts);
+                        return xasprintf("token %zu: not a string in logprobs.tokens", i + 1);
                 }
-                if (!found)
-                        return xasprintf("token %zu: the sampled token is not among its top_logprobs", i + 1);
+                json_object_foreach (dict, k, v)
+                        json_array_append_new(alts, json_pack("{s:s,s:O}", "token", k, "logprob", v));
+                json_array_append_new(out, lp_entry(t, json_array_get(tlp, i), alts));
         }
         return NULL;
 }
 
-/* Logprobs of a chat reply: {content: [{token, logprob, bytes, top_logprobs: [{token, logprob}]}]}. */
-static char *check_logprobs_chat(json_t *lp, const struct mx_check_opts *o, struct mx_gen_reply *ret)
+/* The content form (every chat; llama-server's completions too): [{id?, token, bytes, logprob, top_logprobs}]. */
+static char *logprobs_from_content(json_t *content, json_t *out)
 {
-        json_t *content = json_object_get(lp, "content"), *e;
-        size_t i;
+        json_t *e, *a;
+        size_t i, j;
 
-        if (!json_is_array(content))
-                return xstrdup("logprobs without content");
-        if (ret->completion_tokens > 0 && (int64_t)json_array_size(content) != ret->completion_tokens)
-                return xasprintf("%zu logprob entries for %" PRId64 " completion tokens", json_array_size(content),
-                                 ret->completion_tokens);
-        ret->tokens = json_array();
         json_array_foreach (content, i, e) {
-                const char *tok = json_string_value(json_object_get(e, "token"));
-                json_t *alts = json_object_get(e, "top_logprobs"), *a;
-                double lpv, prev = INFINITY, av;
-                size_t j;
+                json_t *alts = json_array();
 
-                if (!tok)
-                        return xasprintf("token %zu: no token", i + 1);
-                json_array_append_new(ret->tokens, json_string(tok));
+                if (!json_is_string(json_object_get(e, "token"))) {
+                        json_decref(alts);
+                        return xasprintf("token %zu: a logprobs.content entry without a token", i + 1);
+                }
+                json_array_foreach (json_object_get(e, "top_logprobs"), j, a)
+                        json_array_append_new(alts, json_pack("{s:O,s:O}", "token", or_null(json_object_get(a, "token")),
+                                                              "logprob", or_null(json_object_get(a, "logprob"))));
+                json_array_append_new(out, lp_entry(json_object_get(e, "token"), json_object_get(e, "logprob"), alts));
+        }
+        return NULL;
+}
+
+char *mx_logprobs_normalise(json_t *lp, json_t **ret, bool *ret_legacy)
+{
+        _cleanup_json_ json_t *out = json_array();
+        json_t *content = json_object_get(lp, "content");
+        char *p;
+
+        *ret = NULL;
+        if (!json_is_object(lp))
+                return xstrdup("logprobs were asked for and are missing");
+        *ret_legacy = !json_is_array(content);
+        if (json_is_array(content))
+                p = logprobs_from_content(content, out);
+        else if (json_object_get(lp, "tokens") || json_object_get(lp, "token_logprobs"))
+                p = logprobs_from_legacy(lp, out);
+        else
+                p = xstrdup("logprobs in neither form: no content array, no tokens and token_logprobs");
+        if (!p)
+                *ret = TAKE_PTR(out);
+        return p;
+}
+
+/*
+ * The alternatives of one token: finite and <= 0, sorted best first apart
+ * from the sampled token (vLLM lists it first: its sampler's logprob row
+ * leads with it, in the completions dict and in the chat list alike), which
+ * must carry its own logprob where it appears (content form; the legacy
+ * dict's keys are decoded strings, so two ids that decode alike merge).
+ * vLLM's legacy dict always holds the sampled token (N+1 keys); llama-server
+ * lists the distribution's best N, which need not include it.
+ */
+static char *check_alternatives(size_t i, json_t *e, bool legacy)
+{
+        const char *tok = json_string_value(json_object_get(e, "token"));
+        double lpv = json_number_value(json_object_get(e, "logprob")), prev = INFINITY, av;
+        bool found = false;
+        json_t *a;
+        size_t j;
+
+        if (json_array_size(json_object_get(e, "top")) == 0)
+                return xasprintf("token %zu: no top_logprobs", i + 1);
+        json_array_foreach (json_object_get(e, "top"), j, a) {
+                const char *at = json_string_value(json_object_get(a, "token"));
+                bool sampled = streq_ptr(at, tok);
+
+                if (!finite_logprob(json_object_get(a, "logprob"), &av) || av > 1e-6)
+                        return xasprintf("token %zu: the top logprob of '%s' is not a finite number <= 0", i + 1,
+                                         strna(at));
+                if (sampled && !found && !legacy && fabs(av - lpv) > 1e-4)
+                        return xasprintf("token %zu: the sampled token's logprob %g is %g in top_logprobs", i + 1,
+                                         lpv, av);
+                if (sampled && !found) {
+                        found = true;
+                        continue;
+                }
+                if (av > prev + 1e-9)
+                        return xasprintf("token %zu: top_logprobs not sorted best first", i + 1);
+                prev = av;
+        }
+        if (legacy && !found)
+                return xasprintf("token %zu: the sampled token is not among its top_logprobs", i + 1);
+        return NULL;
+}
+
+/* Both forms: one entry per completion token, each logprob finite and <= 0, the alternatives as above. */
+static char *check_logprobs(json_t *lp, const struct mx_check_opts *o, struct mx_gen_reply *ret)
+{
+        json_t *e;
+        bool legacy = false;
+        size_t i;
+        char *p = mx_logprobs_normalise(lp, &ret->logprobs, &legacy);
+
+        if (p)
+                return p;
+        if (ret->completion_tokens > 0 && (int64_t)json_array_size(ret->logprobs) != ret->completion_tokens)
+                return xasprintf("%zu logprob entries for %" PRId64 " completion tokens",
+                                 json_array_size(ret->logprobs), ret->completion_tokens);
+        ret->tokens = json_array();
+        json_array_foreach (ret->logprobs, i, e) {
+                double lpv;
+
+                json_array_append(ret->tokens, json_object_get(e, "token"));
                 if (!finite_logprob(json_object_get(e, "logprob"), &lpv))
                         return xasprintf("token %zu: logprob is not a finite number", i + 1);
                 if (lpv > 1e-6)
                         return xasprintf("token %zu: logprob %g is above 0", i + 1, lpv);
-                if (o->logprobs <= 0)
-                        continue;
-                if (!json_is_array(alts) || json_array_size(alts) == 0)
-                        return xasprintf("token %zu: no top_logprobs", i + 1);
-                json_array_foreach (alts, j, a) {
-                        bool sampled = streq_ptr(json_string_value(json_object_get(a, "token")), tok);
-
-                        if (!finite_logprob(json_object_get(a, "logprob"), &av) || av > 1e-6)
-                                return xasprintf("token %zu: a top logprob is not a finite number <= 0", i + 1);
-                        if (sampled && fabs(av - lpv) > 1e-4)
-                                return xasprintf("token %zu: the sampled token's logprob differs in top_logprobs",
-                                                 i + 1);
-                        /*
-                         * vLLM V1 puts the sampled token first (its sampler's logprob row leads with it, and
-                         * the chat reply takes the row's first top_logprobs entries), so the list is sorted
-                         * best first apart from it, as the completions dict is.
-                         */
-                        if (sampled)
-                                continue;
-                        if (av > prev + 1e-9)
-                                return xasprintf("token %zu: top_logprobs not sorted best first", i + 1);
-                        prev = av;
-                }
+                if (o->logprobs > 0 && (p = check_alternatives(i, e, legacy)))
+                        return p;
         }
         return NULL;
 }
@@ -246,11 +303,41 @@ static double prompt_ppl(json_t *plp)
         return n > 0 ? exp(-sum / (double)n) : -1;
 }
 
-/* Text checks: replacement characters, printable share, one word repeated, a bare NaN. */
-static char *check_text(const char *text, const struct mx_check_opts *o)
+/*
+ * A text of 8 tokens or more without white space that is one short unit (at
+ * most 16 bytes) over and over, 8 times or more: "!!!!!!!!", what a model
+ * whose logits are NaN emits (every step samples token 0, or the same
+ * fallback). The unit's length, or 0. The word check below cannot see it: it
+ * is one "word". Fewer tokens are left alone: vocabularies have tokens such
+ * as "****************" (the real llama-server's random model sampled one).
+ */
+static size_t repeated_unit(const char *text, int64_t tokens)
+{
+        size_t n = strlen(text);
+
+        if (n < 8 || tokens < 8 || strpbrk(text, " \t\n\r"))
+                return 0;
+        for (size_t p = 1; p <= 16 && p * 8 <= n; p++) {
+                size_t i = p;
+
+                while (i < n && text[i] == text[i % p])
+                        i++;
+                if (i == n)
+                        return p;
+        }
+        return 0;
+}
+
+/*
+ * Text checks: replacement characters, printable share, one symbol repeated,
+ * one word repeated. The word "NaN" in a text is text (a bare NaN in the JSON
+ * is caught before, outside strings); a random-weight model's nonsense
+ * ("I weard copyright Imenttiesmenticenshis") is healthy output and passes.
+ */
+static char *check_text(const char *text, int64_t tokens, const struct mx_check_opts *o)
 {
         _cleanup_strv_free_ char **words = NULL;
-        size_t printable = 0, chars = 0, best = 0, n = 0;
+        size_t printable = 0, chars = 0, best = 0, n = 0, unit;
         const char *best_w = NULL;
         _cleanup_free_ char *copy = xstrdup(text);
         char *save = NULL;
@@ -267,11 +354,15 @@ static char *check_text(const char *text, const struct mx_check_opts *o)
         if (o->min_printable > 0 && chars > 0 && (double)printable < o->min_printable * (double)chars)
                 return xasprintf("only %.0f%% of the text is printable (at least %.0f%% wanted)",
                                  100.0 * (double)printable / (double)chars, 100.0 * o->min_printable);
+        unit = repeated_unit(text, tokens);
+        if (unit > 0) {
+                _cleanup_free_ char *u = xstrndup(text, unit), *e = mx_escape(u, 40);
+                return xasprintf("degenerate text: '%s' repeated %zu times with no space (what NaN logits give)", e,
+                                 strlen(text) / unit);
+        }
         for (char *w = strtok_r(copy, " \t\n\r", &save); w; w = strtok_r(NULL, " \t\n\r", &save)) {
                 size_t count = 1;
 
-                if (streq(w, "NaN"))
-                        return xstrdup("the text contains NaN");
                 for (size_t i = 0; i < n; i++)
                         if (streq(words[i], w))
                                 count++;
@@ -362,7 +453,7 @@ char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts
                      ret->completion_tokens, o->expect_tokens);
         if (o->expect_tokens > 0 && !streq_ptr(ret->finish_reason, "length"))
                 FAIL("tokens", "finish_reason %s, expected length", strna(ret->finish_reason));
-        p = check_text(ret->text, o);
+        p = check_text(ret->text, ret->completion_tokens, o);
         if (p) {
                 *ret_check = "coherence";
                 return p;
@@ -372,10 +463,7 @@ char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts
                         FAIL("expect", "the text does not contain '%s'", json_string_value(e));
         lp = json_object_get(choice, "logprobs");
         if (rq->logprobs >= 0) {
-                if (!json_is_object(lp))
-                        FAIL("logprobs", "logprobs were asked for and are missing");
-                p = rq->endpoint == MX_ENDPOINT_CHAT ? check_logprobs_chat(lp, o, ret)
-                                                     : check_logprobs_completions(lp, o, ret);
+                p = check_logprobs(lp, o, ret);
                 if (p) {
                         *ret_check = "logprobs";
                         return p;
@@ -384,8 +472,10 @@ char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts
         if (rq->prompt_logprobs >= 0) {
                 json_t *plp = json_object_get(choice, "prompt_logprobs");
 
-                if (!plp)
+                /* vLLM: in the choice (completions) or at the top level (chat); llama-server: none. */
+                if (!json_is_array(plp))
                         plp = json_object_get(ret->json, "prompt_logprobs");
+                ret->no_prompt_logprobs = !json_is_array(plp);
                 ret->prompt_ppl = prompt_ppl(plp);
                 if (isnan(ret->prompt_ppl))
                         FAIL("logprobs", "a prompt logprob is not a finite number");
@@ -428,4 +518,78 @@ json_t *mx_evidence_write(const char *run_dir, const char *dir, const char *name
         if (!f || !text || fputs(text, f) < 0)
                 return NULL;
         return json_pack("{s:s,s:s,s:s}", "name", name, "path", rel, "what", what);
+}
+
+/* The logprob tok has among an entry's alternatives (or as the entry's own token); false when not listed. */
+static bool listed_logprob(json_t *e, const char *tok, double *ret)
+{
+        json_t *a;
+        size_t j;
+
+        if (streq_ptr(json_string_value(json_object_get(e, "token")), tok))
+                return finite_logprob(json_object_get(e, "logprob"), ret);
+        json_array_foreach (json_object_get(e, "top"), j, a)
+                if (streq_ptr(json_string_value(json_object_get(a, "token")), tok))
+                        return finite_logprob(json_object_get(a, "logprob"), ret);
+        return false;
+}
+
+static json_t *side(json_t *e)
+{
+        return json_pack("{s:O,s:O}", "token", or_null(json_object_get(e, "token")), "logprob",
+                         or_null(json_object_get(e, "logprob")));
+}
+
+json_t *mx_divergence(json_t *a, json_t *b, double epsilon, char **ret_text)
+{
+        size_t na = json_array_size(a), nb = json_array_size(b), n = MX_MIN(na, nb), i;
+        double drift = 0, la = NAN, lb = NAN, x, y, gap;
+        const char *ta, *tb;
+        _cleanup_free_ char *ea = NULL, *eb = NULL;
+        bool near = false, a_in_b, b_in_a;
+        json_t *d;
+
+        *ret_text = NULL;
+        for (i = 0; i < n; i++) {
+                json_t *pa = json_array_get(a, i), *pb = json_array_get(b, i);
+
+                if (!streq_ptr(json_string_value(json_object_get(pa, "token")),
+                               json_string_value(json_object_get(pb, "token"))))
+                        break;
+                if (finite_logprob(json_object_get(pa, "logprob"), &x) &&
+                    finite_logprob(json_object_get(pb, "logprob"), &y))
+                        drift = MX_MAX(drift, fabs(x - y));
+        }
+        if (i == n && na == nb)
+                return NULL;
+        if (i == n) {
+                *ret_text = xasprintf("%zu tokens against %zu", na, nb);
+                return json_pack("{s:I,s:I,s:f}", "tokens_first", (json_int_t)na, "tokens_second", (json_int_t)nb,
+                                 "drift", drift);
+        }
+        ta = json_string_value(json_object_get(json_array_get(a, i), "token"));
+        tb = json_string_value(json_object_get(json_array_get(b, i), "token"));
+        finite_logprob(json_object_get(json_array_get(a, i), "logprob"), &la);
+        finite_logprob(json_object_get(json_array_get(b, i), "logprob"), &lb);
+        gap = fabs(la - lb);
+        near = gap <= epsilon;
+        /* The other run's token among this run's alternatives, at nearly the sampled one's logprob. */
+        b_in_a = listed_logprob(json_array_get(a, i), tb, &x);
+        a_in_b = listed_logprob(json_array_get(b, i), ta, &y);
+        near = near || (b_in_a && fabs(x - la) <= epsilon) || (a_in_b && fabs(y - lb) <= epsilon);
+        ea = mx_escape(strempty(ta), 24);
+        eb = mx_escape(strempty(tb), 24);
+        d = json_pack("{s:I,s:o,s:o,s:f,s:f,s:b,s:f}", "token", (json_int_t)(i + 1), "first",
+                      side(json_array_get(a, i)), "second", side(json_array_get(b, i)), "gap", gap, "drift", drift,
+                      "near_tie", near, "epsilon", epsilon);
+        if (b_in_a)
+                json_object_set_new(d, "second_in_first_top", json_real(x));
+        if (a_in_b)
+                json_object_set_new(d, "first_in_second_top", json_real(y));
+        *ret_text = xasprintf("token %zu differs: '%s' (logprob %.4g) then '%s' (logprob %.4g), gap %.3g: %s "
+                              "(near-tie epsilon %g)",
+                              i + 1, ea, la, eb, lb, gap,
+                              near ? "a near tie, as a rounding difference flips" : "a real difference, not a near tie",
+                              epsilon);
+        return d;
 }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "http.h"
+#include "server-kind.h"
 #include "util.h"
 
 #include <jansson.h>
@@ -34,6 +35,14 @@ struct mx_gen_request {
         int64_t seed;
         int logprobs;        /* top alternatives per token; -1: none */
         int prompt_logprobs; /* -1: none */
+        /*
+         * Make the server evaluate the whole prompt again (server-kind.h):
+         * llama-server "cache_prompt": false, vLLM this cache_salt. Unset or a
+         * kind without such a field: nothing is added.
+         */
+        enum mx_server_kind server;
+        const char *cache_salt; /* unique to the request (vLLM), or NULL: no cache defeat */
+        bool defeat_cache;
 };
 
 /* The JSON body of a request. */
@@ -53,9 +62,11 @@ struct mx_gen_reply {
         json_t *json;
         char *text;   /* content, after the reasoning text (chat) */
         json_t *tokens; /* the sampled tokens from the logprobs, or NULL */
+        json_t *logprobs; /* [{"token", "logprob", "top": [{"token", "logprob"}]}] whatever the form, or NULL */
         int64_t completion_tokens, prompt_tokens;
         char *finish_reason;
         double prompt_ppl; /* perplexity from prompt_logprobs; < 0: none */
+        bool no_prompt_logprobs; /* they were asked for and the reply has none (llama-server) */
 };
 
 void mx_gen_reply_done(struct mx_gen_reply *r);
@@ -69,6 +80,29 @@ void mx_gen_reply_done(struct mx_gen_reply *r);
  */
 char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts *o,
                      const struct mx_http_response *res, struct mx_gen_reply *ret, const char **ret_check);
+
+/*
+ * A reply's logprobs in one shape whatever form the server used — the legacy
+ * arrays (tokens, token_logprobs, top_logprobs dicts: vLLM completions) or
+ * the content form (content: [{id?, token, bytes, logprob, top_logprobs}]:
+ * every chat, llama-server's completions) — as [{"token", "logprob", "top":
+ * [{"token", "logprob"}]}] in *ret. NULL, or what is wrong; *ret_legacy says
+ * which form it was.
+ */
+char *mx_logprobs_normalise(json_t *lp, json_t **ret, bool *ret_legacy);
+
+/*
+ * Where two outputs of the same seeded request first differ, from their
+ * normalised logprobs: NULL when they are the same. Else {"token" (1-based),
+ * "first"/"second": {"token", "logprob"}, "gap" (|difference| of the two
+ * sampled tokens' logprobs), "first_in_second_top"/"second_in_first_top" (the
+ * other token's logprob where the run listed it), "drift" (the largest change
+ * of a logprob over the common prefix), "near_tie", "epsilon"} and a sentence
+ * in *ret_text. A near tie: the gap is at most epsilon, or the other token is
+ * listed at most epsilon from the sampled one — a rounding difference can
+ * flip such a token; a real difference cannot be explained so.
+ */
+json_t *mx_divergence(json_t *a, json_t *b, double epsilon, char **ret_text);
 
 /*
  * Keep a request and its reply as evidence in run_dir/dir/name.json; returns

@@ -5,28 +5,52 @@
  *
  *   main        every prompt on every endpoint, seeded, ignore_eos and
  *               max_tokens: the checks of checks.h (text, exact token count
- *               and finish_reason length, no NaN/Inf, valid logprobs, coherence,
- *               expected substrings)
+ *               and finish_reason length, no NaN/Inf, valid logprobs in
+ *               either form, coherence, expected substrings)
  *   repeat      the first prompt again with the same seed: the same tokens
  *   traffic     after_traffic unseeded requests of other prompts
  *   again       the first prompt once more with the same seed: the same tokens
  *               (a server whose sampling depends on the batch fails here)
  *   perplexity  with a reference: every prompt with prompt_logprobs=0 on the
  *               completions endpoint; exp(-mean logprob) within the tolerance
+ *   prime       (servers without a per-request cache switch) the compared
+ *               prompt just before each compared request, unchecked for
+ *               sameness: see below
+ *
+ * The same seed gives the same tokens only from the same cache state: a
+ * request that reuses a cached prefix evaluates the rest of its prompt in
+ * other batch shapes, rounds differently, and with near-uniform logits a
+ * sampled token flips (../shared/targets/README.md). So every request defeats
+ * the prompt cache where the server kind has a field for it (server-kind.h:
+ * llama-server cache_prompt false, vLLM a fresh cache_salt); SGLang and
+ * unknown servers have none, and a prefix unique to the request would make
+ * the two compared prompts differ, so there L2 sends the compared prompt once
+ * just before each compared request ("prime"): both then find it cached alike.
+ * Where the outputs still differ, the first divergence is reported with both
+ * tokens' logprobs and their gap (a near tie or a real difference), beside
+ * what the baseline configuration's own L2 stored for the same comparison: a
+ * difference the baseline shows too is not this configuration's fault.
  *
  * Every failure names its prompt and endpoint and keeps the request and the
  * reply in L2-evidence/ (artifacts); the verdict is fail when any check failed.
+ * A check that could not run (no prompt_logprobs from the server, no
+ * reference value) is listed as not measured, never as passed.
  */
 #include "checks.h"
 #include "http.h"
 #include "levels.h"
 #include "logcap.h"
+#include "server-kind.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #define L2_FAILURES_KEPT 32
 
-enum step_kind { STEP_MAIN, STEP_REPEAT, STEP_TRAFFIC, STEP_AGAIN, STEP_PPL };
+enum step_kind { STEP_MAIN, STEP_REPEAT, STEP_TRAFFIC, STEP_AGAIN, STEP_PPL, STEP_PRIME };
 
 struct step {
         enum step_kind kind;
@@ -41,11 +65,20 @@ struct l2 {
         size_t n_steps, next;
         struct mx_http_call *call;
         char *body; /* of the request in flight */
-        json_t *first[2]; /* the first prompt's tokens (or text) per endpoint, from its main request */
+        json_t *first[2]; /* the first prompt's normalised logprobs (or text) per endpoint, from its main request */
         json_t *failures, *artifacts, *per_prompt, *reference;
         unsigned n_requests, n_failed;
         char *first_failure;
         int64_t reference_run; /* reference "baseline": the run whose perplexities it is; 0: none */
+        enum mx_server_kind kind;
+        const char *kind_from;   /* static: where the kind came from */
+        uint64_t salt_nonce;     /* makes the cache salts of this level unique */
+        json_t *determinism;     /* {"endpoint/step": {"same", divergence...}} */
+        json_t *base_det;        /* the baseline configuration's stored determinism, or NULL */
+        char *base_det_what;     /* which baseline run, or why there is none */
+        json_t *not_measured;    /* ["check: why"] */
+        json_t *as_baseline;     /* ["differences the baseline configuration shows too"] */
+        const char *ref_missing; /* static: why a prompt may have no reference value; NULL: none asked */
 };
 
 static const char *prompt_name(struct l2 *s, size_t i)
@@ -63,7 +96,7 @@ static double setting_num(struct mx_level *l, const char *k)
         return json_number_value(json_object_get(l->ctx->settings, k));
 }
 
-static const char *const step_names[] = { "main", "repeat", "traffic", "again", "perplexity" };
+static const char *const step_names[] = { "main", "repeat", "traffic", "again", "perplexity", "prime" };
 
 /* A failed check: named, kept as evidence, the first one is the level's message. */
 static void add_failure(struct l2 *s, const struct step *st, const char *check, const char *detail,
@@ -95,23 +128,158 @@ static void add_failure(struct l2 *s, const struct step *st, const char *check, 
 
 static void next_step(struct l2 *s);
 
-static json_t *identity(const struct mx_gen_reply *g)
+/* The determinism comparisons: the first prompt's main request, and the requests compared with it. */
+static bool compared(const struct step *st)
 {
-        return g->tokens ? json_incref(g->tokens) : json_string(strempty(g->text));
+        return st->kind == STEP_REPEAT || st->kind == STEP_AGAIN || st->kind == STEP_PRIME ||
+               (st->kind == STEP_MAIN && st->prompt == 0);
 }
 
-/* Where two outputs first differ, as "token N" (or "the text"). */
-static char *first_difference(json_t *a, json_t *b)
+/* Top alternatives asked: none for traffic and perplexity; at least 5 where a divergence may need telling apart. */
+static int step_logprobs(struct l2 *s, const struct step *st)
 {
-        if (json_is_array(a) && json_is_array(b)) {
-                size_t n = MX_MIN(json_array_size(a), json_array_size(b));
+        int lp = (int)setting_int(&s->base, "logprobs");
 
-                for (size_t i = 0; i < n; i++)
-                        if (!json_equal(json_array_get(a, i), json_array_get(b, i)))
-                                return xasprintf("token %zu differs", i + 1);
-                return xasprintf("%zu tokens against %zu", json_array_size(a), json_array_size(b));
+        if (st->kind == STEP_TRAFFIC || st->kind == STEP_PPL)
+                return -1;
+        return compared(st) ? MX_MAX(lp, 5) : lp;
+}
+
+/* Every request of the level, in the form the server kind needs to evaluate its whole prompt again. */
+static char *step_body(struct l2 *s, const struct step *st)
+{
+        struct mx_level *l = &s->base;
+        _cleanup_free_ char *salt = xasprintf("mxmatrix-l2-%016" PRIx64 "-%u", s->salt_nonce, s->n_requests);
+        struct mx_gen_request rq = {
+                .endpoint = st->endpoint, .model = l->ctx->model,
+                .prompt = json_string_value(json_object_get(json_array_get(s->prompts, st->prompt), "prompt")),
+                .max_tokens = st->kind == STEP_PPL ? 1 : setting_int(l, "max_tokens"),
+                .ignore_eos = st->kind != STEP_PPL, .temperature = setting_num(l, "temperature"),
+                .has_seed = st->kind != STEP_TRAFFIC, .seed = setting_int(l, "seed"),
+                .logprobs = step_logprobs(s, st), .prompt_logprobs = st->kind == STEP_PPL ? 0 : -1,
+                .server = s->kind, .cache_salt = salt, .defeat_cache = true,
+        };
+
+        return mx_gen_body(&rq);
+}
+
+/* What two seeded outputs are compared by: the normalised logprobs, else the text. */
+static json_t *identity(const struct mx_gen_reply *g)
+{
+        return g->logprobs ? json_incref(g->logprobs) : json_string(strempty(g->text));
+}
+
+/* Where two outputs first differ (NULL: the same), in *ret_text in words. */
+static json_t *difference(json_t *a, json_t *b, double epsilon, char **ret_text)
+{
+        const char *x = json_string_value(a), *y = json_string_value(b);
+        size_t i = 0;
+
+        if (json_is_array(a) && json_is_array(b))
+                return mx_divergence(a, b, epsilon, ret_text);
+        *ret_text = NULL;
+        if (json_equal(a, b))
+                return NULL;
+        while (x && y && x[i] && x[i] == y[i])
+                i++;
+        *ret_text = xasprintf("the text differs from byte %zu (no logprobs to tell the tokens)", i + 1);
+        return json_pack("{s:I}", "byte", (json_int_t)(i + 1));
+}
+
+_printf_(2, 3) static void not_measured(struct l2 *s, const char *fmt, ...)
+{
+        _cleanup_free_ char *t = NULL;
+        va_list ap;
+        json_t *v;
+        size_t i;
+
+        va_start(ap, fmt);
+        t = xvasprintf(fmt, ap);
+        va_end(ap);
+        json_array_foreach (s->not_measured, i, v)
+                if (streq(json_string_value(v), t))
+                        return;
+        logcap_note(s->base.ctx->log, "L2: not measured: %s", t);
+        json_array_append_new(s->not_measured, json_string(t));
+}
+
+static const char *cache_defeat_words(enum mx_server_kind k)
+{
+        switch (k) {
+        case MX_SERVER_LLAMA:
+                return "every request had cache_prompt false";
+        case MX_SERVER_VLLM:
+                return "every request had a cache_salt of its own";
+        default:
+                return "each compared request came right after the same prompt, so both found it cached alike "
+                       "(no per-request cache switch on this server)";
         }
-        return xstrdup("the text differs");
+}
+
+/* Is "NAME=value" in the run's environment? */
+static bool run_env_has(struct l2 *s, const char *kv)
+{
+        json_t *e;
+        size_t i;
+
+        json_array_foreach (json_object_get(s->base.ctx->spec, "env"), i, e)
+                if (streq_ptr(json_string_value(e), kv))
+                        return true;
+        return false;
+}
+
+/* What the baseline configuration's stored L2 said of the same comparison, in words. */
+static char *baseline_words(struct l2 *s, const char *key)
+{
+        json_t *b = json_object_get(s->base_det, key);
+
+        if (!s->base_det)
+                return xstrdup(s->base_det_what);
+        if (json_is_true(json_object_get(b, "same")))
+                return xasprintf("%s gave the same output", s->base_det_what);
+        return xasprintf("%s did not compare %s", s->base_det_what, key);
+}
+
+/*
+ * The same seed, the same prompt, the same cache state: the same tokens.
+ * A difference the baseline configuration shows too is noted, not failed.
+ */
+static void compare_determinism(struct l2 *s, const struct step *st, const struct mx_gen_reply *g,
+                                const struct mx_http_response *res)
+{
+        _cleanup_free_ char *key = xasprintf("%s/%s", mx_endpoint_name(st->endpoint), step_names[st->kind]);
+        _cleanup_free_ char *where = NULL, *base = NULL, *d = NULL;
+        _cleanup_json_ json_t *now = identity(g);
+        json_t *diff;
+
+        if (!s->first[st->endpoint]) {
+                not_measured(s, "determinism %s: the first prompt's main request failed", key);
+                return;
+        }
+        diff = difference(s->first[st->endpoint], now, setting_num(&s->base, "near_tie_gap"), &where);
+        if (!diff) {
+                json_object_set_new(s->determinism, key, json_pack("{s:b}", "same", true));
+                return;
+        }
+        json_object_set_new(diff, "same", json_false());
+        json_object_set_new(s->determinism, key, diff);
+        if (json_is_false(json_object_get(json_object_get(s->base_det, key), "same"))) {
+                json_object_set_new(diff, "as_baseline", json_true());
+                d = xasprintf("%s: %s, as %s does too", key, where, s->base_det_what);
+                logcap_note(s->base.ctx->log, "L2: determinism %s", d);
+                json_array_append_new(s->as_baseline, json_string(d));
+                return;
+        }
+        base = baseline_words(s, key);
+        d = xasprintf("the same seed gave different output %s: %s; %s; %s%s",
+                      st->kind == STEP_REPEAT ? "on the second request" : "after other traffic", where,
+                      cache_defeat_words(s->kind), base,
+                      s->kind != MX_SERVER_VLLM ? ""
+                      : run_env_has(s, "VLLM_BATCH_INVARIANT=1")
+                              ? "; VLLM_BATCH_INVARIANT=1 is set, so vLLM promises the same output"
+                              : "; vLLM promises the same output for a seed online only with VLLM_BATCH_INVARIANT=1, "
+                                "which this run does not set");
+        add_failure(s, st, "determinism", d, res);
 }
 
 static void record_prompt(struct l2 *s, const struct step *st, const struct mx_gen_reply *g)
@@ -138,7 +306,16 @@ static void compare_reference(struct l2 *s, const struct step *st, const struct 
         double tol = setting_num(&s->base, "perplexity_tolerance"), want;
         _cleanup_free_ char *d = NULL;
 
-        if (!json_is_number(ref) || g->prompt_ppl <= 0)
+        if (g->no_prompt_logprobs) {
+                not_measured(s, "perplexity: the server sent no prompt_logprobs (llama-server has none)");
+                return;
+        }
+        if (!json_is_number(ref)) {
+                if (s->ref_missing)
+                        not_measured(s, "perplexity of '%s': %s", prompt_name(s, st->prompt), s->ref_missing);
+                return;
+        }
+        if (g->prompt_ppl <= 0)
                 return;
         want = json_number_value(ref);
         if (fabs(g->prompt_ppl - want) <= tol * want)
@@ -157,7 +334,7 @@ static void step_done(struct mx_http_call *call, struct mx_http_response *res, v
                 .expect_tokens = st->kind == STEP_PPL ? 0 : setting_int(l, "max_tokens"),
                 .min_printable = setting_num(l, "min_printable"), .max_repeat = setting_num(l, "max_repeat"),
                 .expect = st->kind == STEP_MAIN ? json_object_get(p, "expect") : NULL,
-                .logprobs = st->kind == STEP_TRAFFIC || st->kind == STEP_PPL ? -1 : (int)setting_int(l, "logprobs"),
+                .logprobs = step_logprobs(s, st),
         };
         struct mx_gen_request rq = { .endpoint = st->endpoint, .logprobs = o.logprobs,
                                      .prompt_logprobs = st->kind == STEP_PPL ? 0 : -1 };
@@ -174,18 +351,8 @@ static void step_done(struct mx_http_call *call, struct mx_http_response *res, v
                 record_prompt(s, st, &g);
                 if (st->kind == STEP_MAIN && st->prompt == 0)
                         s->first[st->endpoint] = identity(&g);
-                if (st->kind == STEP_REPEAT || st->kind == STEP_AGAIN) {
-                        _cleanup_json_ json_t *now = identity(&g);
-
-                        if (s->first[st->endpoint] && !json_equal(now, s->first[st->endpoint])) {
-                                _cleanup_free_ char *where = first_difference(s->first[st->endpoint], now);
-                                _cleanup_free_ char *d = xasprintf(
-                                        "the same seed gave different output %s: %s",
-                                        st->kind == STEP_REPEAT ? "on the second request" : "after other traffic",
-                                        where);
-                                add_failure(s, st, "determinism", d, res);
-                        }
-                }
+                if (st->kind == STEP_REPEAT || st->kind == STEP_AGAIN)
+                        compare_determinism(s, st, &g, res);
                 if (st->kind == STEP_PPL)
                         compare_reference(s, st, &g, res);
         }
@@ -193,27 +360,56 @@ static void step_done(struct mx_http_call *call, struct mx_http_response *res, v
         next_step(s);
 }
 
+static json_t *level_metrics(struct l2 *s)
+{
+        return json_pack("{s:I,s:I,s:O,s:O,s:s,s:s,s:s,s:O,s:s?,s:O,s:O}", "requests", (json_int_t)s->n_requests,
+                         "failed_checks", (json_int_t)s->n_failed, "prompts", s->per_prompt, "failures", s->failures,
+                         "server_kind", mx_server_kind_name(s->kind), "server_kind_from", strna(s->kind_from),
+                         "cache_defeat", cache_defeat_words(s->kind), "determinism", s->determinism,
+                         "determinism_baseline", s->base_det_what, "not_measured", s->not_measured,
+                         "as_baseline", s->as_baseline);
+}
+
+/* "every check passed" only when every asked check ran and found nothing. */
+static char *pass_message(struct l2 *s)
+{
+        struct mx_buf b = MX_BUF_INIT;
+        json_t *v;
+        size_t i;
+
+        mx_buf_printf(&b, "%u requests, every check %s", s->n_requests,
+                      json_array_size(s->not_measured) + json_array_size(s->as_baseline) ? "that ran passed"
+                                                                                        : "passed");
+        json_array_foreach (s->as_baseline, i, v)
+                mx_buf_printf(&b, "%s%s", i ? "; " : " but determinism, which differed as in the baseline, so not "
+                                                     "blamed on this configuration: ",
+                              json_string_value(v));
+        json_array_foreach (s->not_measured, i, v)
+                mx_buf_printf(&b, "%s%s", i ? "; " : "; not measured: ", json_string_value(v));
+        return mx_buf_steal(&b);
+}
+
 static void finish(struct l2 *s)
 {
         struct mx_level *l = &s->base;
-        json_t *m = json_pack("{s:I,s:I,s:O,s:O}", "requests", (json_int_t)s->n_requests, "failed_checks",
-                              (json_int_t)s->n_failed, "prompts", s->per_prompt, "failures", s->failures);
+        json_t *m = level_metrics(s);
+        _cleanup_free_ char *msg = NULL;
 
         if (s->reference_run > 0)
                 json_object_set_new(m, "reference_run", json_integer(s->reference_run));
-        if (s->n_failed > 0)
+        if (s->n_failed > 0) {
                 mx_level_finish(l, MX_VERDICT_FAIL, m, json_incref(s->artifacts), "%s%s", s->first_failure,
                                 s->n_failed > 1 ? " (and more: metrics.failures)" : "");
-        else
-                mx_level_finish(l, MX_VERDICT_PASS, m, json_incref(s->artifacts), "%u requests, every check passed",
-                                s->n_requests);
+                return;
+        }
+        msg = pass_message(s);
+        mx_level_finish(l, MX_VERDICT_PASS, m, json_incref(s->artifacts), "%s", msg);
 }
 
 static void next_step(struct l2 *s)
 {
         struct mx_level *l = &s->base;
         const struct step *st;
-        struct mx_gen_request rq;
         struct mx_http_request req = { .method = "POST", .content_type = "application/json", .max_body = 8 << 20,
                                        .headers = l->ctx->headers };
         _cleanup_free_ char *url = NULL, *err = NULL;
@@ -223,17 +419,8 @@ static void next_step(struct l2 *s)
                 return;
         }
         st = &s->steps[s->next++];
-        rq = (struct mx_gen_request){
-                .endpoint = st->endpoint, .model = l->ctx->model,
-                .prompt = json_string_value(json_object_get(json_array_get(s->prompts, st->prompt), "prompt")),
-                .max_tokens = st->kind == STEP_PPL ? 1 : setting_int(l, "max_tokens"),
-                .ignore_eos = st->kind != STEP_PPL, .temperature = setting_num(l, "temperature"),
-                .has_seed = st->kind != STEP_TRAFFIC, .seed = setting_int(l, "seed"),
-                .logprobs = st->kind == STEP_TRAFFIC || st->kind == STEP_PPL ? -1 : (int)setting_int(l, "logprobs"),
-                .prompt_logprobs = st->kind == STEP_PPL ? 0 : -1,
-        };
         free(s->body);
-        s->body = mx_gen_body(&rq);
+        s->body = step_body(s, st);
         url = xasprintf("%s%s", l->ctx->url, mx_endpoint_path(st->endpoint));
         req.url = url;
         req.body = s->body;
@@ -251,6 +438,66 @@ static void add_step(struct l2 *s, enum step_kind k, size_t prompt, enum mx_endp
         s->steps[s->n_steps++] = (struct step){ .kind = k, .prompt = prompt, .endpoint = e };
 }
 
+/* A compared request; where the server has no cache switch, the same prompt right before it. */
+static void add_compared(struct l2 *s, enum step_kind k, enum mx_endpoint e)
+{
+        if (!mx_server_has_cache_field(s->kind))
+                add_step(s, STEP_PRIME, 0, e);
+        add_step(s, k, 0, e);
+}
+
+/*
+ * The baseline configuration's key, or NULL with *ret_why saying why there
+ * is none to compare with (no stored results, this run is the baseline).
+ */
+static const char *baseline_key(struct l2 *s, json_t **ret_self, const char **ret_why)
+{
+        const struct mx_history *h = s->base.ctx->history;
+        const char *key;
+
+        *ret_self = NULL;
+        if (!h || h->self(h->ud, ret_self, NULL) < 0) {
+                *ret_why = "no stored results to compare with";
+                return NULL;
+        }
+        key = json_string_value(json_object_get(*ret_self, "baseline_key"));
+        if (!key || streq_ptr(key, json_string_value(json_object_get(*ret_self, "config_key")))) {
+                *ret_why = "this run is the baseline configuration";
+                return NULL;
+        }
+        return key;
+}
+
+/* What the baseline configuration's newest L2 stored of its determinism comparisons. */
+static void baseline_determinism(struct l2 *s)
+{
+        const struct mx_history *h = s->base.ctx->history;
+        _cleanup_json_ json_t *self = NULL, *res = NULL;
+        const char *why = NULL, *key = baseline_key(s, &self, &why);
+        json_t *r;
+        size_t i;
+
+        if (!key) {
+                s->base_det_what = xstrdup(why);
+                return;
+        }
+        if (h->results(h->ud, "L2", key, 20, &res, NULL) < 0) {
+                s->base_det_what = xstrdup("the baseline configuration's stored results could not be read");
+                return;
+        }
+        json_array_foreach (res, i, r) {
+                json_t *d = json_object_get(json_object_get(r, "metrics"), "determinism");
+
+                if (json_is_object(d)) {
+                        s->base_det = json_incref(d);
+                        s->base_det_what = xasprintf("the baseline configuration's L2 (r%" JSON_INTEGER_FORMAT ")",
+                                                     json_integer_value(json_object_get(r, "run")));
+                        return;
+                }
+        }
+        s->base_det_what = xstrdup("the baseline configuration has no stored L2 determinism result");
+}
+
 /*
  * reference "baseline": the perplexities the baseline configuration's newest
  * L2 stored ({"name/completions": {"perplexity"}} in its metrics.prompts),
@@ -262,19 +509,18 @@ static int baseline_reference(struct l2 *s)
 {
         const struct mx_history *h = s->base.ctx->history;
         _cleanup_json_ json_t *self = NULL, *res = NULL;
-        const char *base_key, *key, *name;
+        const char *why = NULL, *base_key = baseline_key(s, &self, &why), *key, *name;
         json_t *r, *v;
         size_t i;
 
         s->reference = json_object();
-        if (!h || h->self(h->ud, &self, NULL) < 0)
-                return logcap_note(s->base.ctx->log, "L2: no stored results to take a reference from"), 0;
-        base_key = json_string_value(json_object_get(self, "baseline_key"));
-        if (!base_key || streq_ptr(base_key, json_string_value(json_object_get(self, "config_key"))))
-                return logcap_note(s->base.ctx->log,
-                                   "L2: this run is the baseline: its perplexities are the "
-                                   "reference of the others"),
-                       0;
+        if (!base_key) {
+                logcap_note(s->base.ctx->log, "L2: %s: its perplexities are measured, compared with nothing", why);
+                /* The baseline run measures for the others: no comparison was asked of it. */
+                s->ref_missing = streq(why, "this run is the baseline configuration") ? NULL : why;
+                return 0;
+        }
+        s->ref_missing = "the baseline configuration stored no perplexity for it";
         if (h->results(h->ud, "L2", base_key, 20, &res, NULL) < 0)
                 return 0;
         json_array_foreach (res, i, r) {
@@ -312,6 +558,7 @@ static int load_reference(struct l2 *s, char **reterr)
                 return 0;
         if (streq(path, "baseline"))
                 return baseline_reference(s);
+        s->ref_missing = "the reference file has no value for it";
         s->reference = json_load_file(path, 0, &jerr);
         if (!json_is_object(s->reference)) {
                 *reterr = xasprintf("L2 reference %s: %s", path, s->reference ? "not a JSON object" : jerr.text);
@@ -320,12 +567,61 @@ static int load_reference(struct l2 *s, char **reterr)
         return 0;
 }
 
+/* The steps, once the server kind is known, and the first request. */
+static void plan(struct l2 *s)
+{
+        struct mx_level *l = &s->base;
+        json_t *eps = json_object_get(l->ctx->settings, "endpoints"), *e;
+        size_t n = json_array_size(s->prompts), i;
+
+        logcap_note(l->ctx->log, "L2: server kind %s (from %s): %s", mx_server_kind_name(s->kind), s->kind_from,
+                    cache_defeat_words(s->kind));
+        json_array_foreach (eps, i, e) {
+                enum mx_endpoint ep = (enum mx_endpoint)mx_endpoint_from_string(json_string_value(e));
+
+                add_compared(s, STEP_MAIN, ep);
+                for (size_t p = 1; p < n; p++)
+                        add_step(s, STEP_MAIN, p, ep);
+        }
+        json_array_foreach (eps, i, e) {
+                enum mx_endpoint ep = (enum mx_endpoint)mx_endpoint_from_string(json_string_value(e));
+
+                add_compared(s, STEP_REPEAT, ep);
+                for (int64_t t = 0; t < setting_int(l, "after_traffic"); t++)
+                        add_step(s, STEP_TRAFFIC, n > 1 ? 1 + (size_t)t % (n - 1) : 0, ep);
+                add_compared(s, STEP_AGAIN, ep);
+        }
+        if (s->reference)
+                for (size_t p = 0; p < n; p++)
+                        add_step(s, STEP_PPL, p, MX_ENDPOINT_COMPLETIONS);
+        logcap_note(l->ctx->log, "L2: %zu requests (%zu prompts)", s->n_steps, n);
+        next_step(s);
+}
+
+/* The kind from /v1/models' owned_by, when the profile did not say it. */
+static void models_done(struct mx_http_call *call, struct mx_http_response *res, void *ud)
+{
+        struct l2 *s = ud;
+        _cleanup_json_ json_t *j = NULL;
+        json_t *d;
+        size_t i;
+
+        (void)call;
+        s->call = NULL;
+        j = res->error == 0 && res->status == 200 ? json_loadb(res->body, res->body_len, 0, NULL) : NULL;
+        json_array_foreach (json_object_get(j, "data"), i, d)
+                if (s->kind == MX_SERVER_OTHER)
+                        s->kind = mx_server_kind_from_owner(json_string_value(json_object_get(d, "owned_by")));
+        s->kind_from = s->kind != MX_SERVER_OTHER ? "/v1/models owned_by"
+                                                  : "neither the profile nor /v1/models owned_by";
+        plan(s);
+}
+
 static void l2_run(struct mx_level *l)
 {
         struct l2 *s = (struct l2 *)l;
-        json_t *eps = json_object_get(l->ctx->settings, "endpoints"), *e;
-        size_t n = json_array_size(s->prompts), i;
-        _cleanup_free_ char *err = NULL;
+        struct mx_http_request req = { .method = "GET", .max_body = 1 << 20, .headers = l->ctx->headers };
+        _cleanup_free_ char *err = NULL, *url = NULL;
 
         /* the determinism requests mean nothing when a repeated prompt is served from the cache */
         if (mx_level_fail_on_assumptions(l, (const char *const[]){ "api_key", "cache_defeat", NULL }))
@@ -334,22 +630,20 @@ static void l2_run(struct mx_level *l)
                 mx_level_finish(l, MX_VERDICT_FAIL, NULL, NULL, "%s", err);
                 return;
         }
-        json_array_foreach (eps, i, e)
-                for (size_t p = 0; p < n; p++)
-                        add_step(s, STEP_MAIN, p, (enum mx_endpoint)mx_endpoint_from_string(json_string_value(e)));
-        json_array_foreach (eps, i, e) {
-                enum mx_endpoint ep = (enum mx_endpoint)mx_endpoint_from_string(json_string_value(e));
-
-                add_step(s, STEP_REPEAT, 0, ep);
-                for (int64_t t = 0; t < setting_int(l, "after_traffic"); t++)
-                        add_step(s, STEP_TRAFFIC, n > 1 ? 1 + (size_t)t % (n - 1) : 0, ep);
-                add_step(s, STEP_AGAIN, 0, ep);
+        baseline_determinism(s);
+        s->kind = mx_server_kind_from_profile(json_string_value(json_object_get(l->ctx->profile, "base")));
+        s->kind_from = "the profile's base";
+        if (s->kind != MX_SERVER_OTHER) {
+                plan(s);
+                return;
         }
-        if (s->reference)
-                for (size_t p = 0; p < n; p++)
-                        add_step(s, STEP_PPL, p, MX_ENDPOINT_COMPLETIONS);
-        logcap_note(l->ctx->log, "L2: %zu requests (%zu prompts)", s->n_steps, n);
-        next_step(s);
+        url = xasprintf("%s/v1/models", l->ctx->url);
+        req.url = url;
+        req.timeout_ms = MX_MIN(mx_level_timeout_ms(l), MX_HTTP_TIMEOUT_MAX_MS);
+        if (mx_http_start(l->ctx->http, &req, models_done, s, &s->call, &err) < 0) {
+                s->kind_from = "neither the profile nor /v1/models (not reachable)";
+                plan(s);
+        }
 }
 
 static int l2_new(const struct mx_level_ctx *ctx, struct mx_level **ret, char **reterr)
@@ -361,16 +655,17 @@ static int l2_new(const struct mx_level_ctx *ctx, struct mx_level **ret, char **
         s->failures = json_array();
         s->artifacts = json_array();
         s->per_prompt = json_object();
+        s->determinism = json_object();
+        s->not_measured = json_array();
+        s->as_baseline = json_array();
+        s->salt_nonce = (uint64_t)mx_now_mono_us() * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
         *ret = &s->base;
         return 0;
 }
 
 static json_t *l2_metrics(struct mx_level *l)
 {
-        struct l2 *s = (struct l2 *)l;
-
-        return json_pack("{s:I,s:I,s:O}", "requests", (json_int_t)s->n_requests, "failed_checks",
-                         (json_int_t)s->n_failed, "failures", s->failures);
+        return level_metrics((struct l2 *)l);
 }
 
 static void l2_cancel(struct mx_level *l)
@@ -393,6 +688,11 @@ static void l2_free(struct mx_level *l)
         json_decref(s->reference);
         json_decref(s->first[0]);
         json_decref(s->first[1]);
+        json_decref(s->determinism);
+        json_decref(s->base_det);
+        json_decref(s->not_measured);
+        json_decref(s->as_baseline);
+        free(s->base_det_what);
         free(s->steps);
         free(s->body);
         free(s->first_failure);

@@ -328,14 +328,20 @@ static json_t *bytes_of(const char *s)
         return a;
 }
 
-/* Append one token's logprobs in the shape of the request's API. */
+/*
+ * Append one token's logprobs in the shape of the request's API and flavour:
+ * vLLM's completions the legacy arrays; every chat and llama-server's
+ * completions the content form, llama-server's entries with their "id"
+ * (../shared/targets/README.md: what the real server answers).
+ */
 static void add_logprobs(struct choice *ch, const struct sim_token *t, const char *text)
 {
         struct sim_completion_priv *c = ch->c;
         struct sim_server *s = c->srv;
         _cleanup_free_ char *tok = token_str(t->id);
+        bool with_id = c->api == SIM_API_LLAMA_NATIVE || s->cfg->flavor == SIM_FLAVOR_LLAMA;
 
-        if (c->api == SIM_API_COMPLETIONS) {
+        if (c->api == SIM_API_COMPLETIONS && s->cfg->flavor != SIM_FLAVOR_LLAMA) {
                 json_t *top = json_object();
                 if (!ch->logprobs)
                         ch->logprobs = json_pack("{s:[],s:[],s:[],s:[]}", "text_offset", "token_logprobs",
@@ -357,7 +363,7 @@ static void add_logprobs(struct choice *ch, const struct sim_token *t, const cha
         json_t *alts = json_array();
         for (int k = 0; k < t->n_top; k++) {
                 _cleanup_free_ char *alt = token_str(t->top_id[k]);
-                if (c->api == SIM_API_LLAMA_NATIVE)
+                if (with_id)
                         json_array_append_new(alts,
                                               json_pack("{s:I,s:s,s:o,s:o}", "id", (json_int_t)t->top_id[k],
                                                         "token", alt, "bytes", bytes_of(alt), "logprob",
@@ -369,7 +375,7 @@ static void add_logprobs(struct choice *ch, const struct sim_token *t, const cha
         }
         if (!ch->logprobs)
                 ch->logprobs = json_array();
-        if (c->api == SIM_API_LLAMA_NATIVE)
+        if (with_id)
                 json_array_append_new(ch->logprobs,
                                       json_pack("{s:I,s:s,s:o,s:o,s:o}", "id", (json_int_t)t->id, "token",
                                                 tok, "bytes", bytes_of(tok), "logprob",
@@ -479,8 +485,11 @@ static json_t *render_choice(struct sim_completion_priv *c, struct choice *ch)
                 _cleanup_free_ char *text =
                         c->echo ? xasprintf("%s%s", strempty(ch->prompt_text), strempty(ch->text.data))
                                 : xstrdup(strempty(ch->text.data));
-                o = json_pack("{s:i,s:s,s:O,s:s}", "index", ch->index, "text", text, "logprobs",
-                              ch->logprobs ? ch->logprobs : json_null(), "finish_reason", finish_name(ch));
+                json_t *lp = !ch->logprobs           ? json_null()
+                             : json_is_array(ch->logprobs) ? json_pack("{s:O}", "content", ch->logprobs)
+                                                           : json_incref(ch->logprobs);
+                o = json_pack("{s:i,s:s,s:o,s:s}", "index", ch->index, "text", text, "logprobs", lp,
+                              "finish_reason", finish_name(ch));
         }
         if (fl == SIM_FLAVOR_VLLM) {
                 json_object_set(o, "stop_reason", ch->stop_reason ? ch->stop_reason : json_null());
@@ -687,8 +696,10 @@ static void stream_delta(struct sim_completion_priv *c, struct choice *ch, json_
                                    final ? json_string(finish_name(ch)) : json_null());
         } else
                 choice = json_pack("{s:i,s:s,s:o,s:o}", "index", ch->index, "text", text, "logprobs",
-                                   lp ? lp : json_null(), "finish_reason",
-                                   final ? json_string(finish_name(ch)) : json_null());
+                                   !lp                 ? json_null()
+                                   : json_is_array(lp) ? json_pack("{s:o}", "content", lp)
+                                                       : lp,
+                                   "finish_reason", final ? json_string(finish_name(ch)) : json_null());
         if (c->srv->cfg->flavor == SIM_FLAVOR_VLLM)
                 json_object_set(choice, "stop_reason",
                                 final && ch->stop_reason ? ch->stop_reason : json_null());
@@ -1185,6 +1196,35 @@ static int64_t reasoning_budget(json_t *o, int64_t max_tokens)
         return MX_MIN(t, max_tokens / 2);
 }
 
+/*
+ * llama-server's prompt cache (on by default, keyed on the token prefix; one
+ * slot here): a request that shares a prefix with the slot's last prompt
+ * evaluates only the rest, in other batch shapes that round differently, so
+ * its seeded sampling differs from the same request evaluated whole; the same
+ * request from the same cache state gives the same tokens
+ * (../shared/targets/README.md). "cache_prompt": false evaluates it whole.
+ */
+static void llama_prompt_cache(struct sim_completion_priv *c, json_t *o)
+{
+        static int64_t *slot;
+        static size_t n_slot;
+        size_t common = 0;
+
+        if (c->srv->cfg->flavor != SIM_FLAVOR_LLAMA || !c->prompt_ids || c->n_prompt_ids == 0)
+                return;
+        if (!json_is_false(json_object_get(o, "cache_prompt"))) {
+                while (common < n_slot && common < c->n_prompt_ids && slot[common] == c->prompt_ids[common])
+                        common++;
+                common = MX_MIN(common, c->n_prompt_ids - 1); /* the last prompt token is evaluated again */
+        }
+        for (unsigned i = 0; i < c->n && common > 0; i++)
+                c->choices[i].key = sim_mix(c->choices[i].key, (uint64_t)common);
+        free(slot);
+        slot = xreallocarray(NULL, c->n_prompt_ids, sizeof(*slot));
+        memcpy(slot, c->prompt_ids, c->n_prompt_ids * sizeof(*slot));
+        n_slot = c->n_prompt_ids;
+}
+
 /* Set up the choices for a list of prompts (each id list owned by the caller). */
 static void add_prompt_choices(struct sim_completion_priv *c, const char *text, const int64_t *ids,
                                size_t n_ids, int64_t seed, unsigned *next_index, unsigned per_prompt)
@@ -1437,6 +1477,7 @@ void sim_completion_handle(struct sim_server *s, struct evhttp_request *req, enu
                 priv_free(c);
                 return;
         }
+        llama_prompt_cache(c, o);
         c->id = new_id(api, s->cfg->flavor);
         c->req = req;
         evhttp_connection_set_closecb(evhttp_request_get_connection(req), conn_close_cb, c);

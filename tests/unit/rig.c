@@ -117,14 +117,18 @@ static void expired_cb(evutil_socket_t fd, short what, void *ud)
         *(bool *)ud = true;
 }
 
-/* Run the loop until cond(g) holds, failing the test after RIG_LOOP_TIMEOUT_MS. */
+/*
+ * Run the loop until cond(g) holds, failing the test after RIG_LOOP_TIMEOUT_MS
+ * (or g->loop_timeout_ms: a real server on a loaded machine needs longer).
+ */
 void rig_run_until(struct rig *g, bool (*cond)(struct rig *g), const char *what)
 {
+        int64_t ms = g->loop_timeout_ms > 0 ? g->loop_timeout_ms : RIG_LOOP_TIMEOUT_MS;
         struct event *t;
         bool expired = false;
 
         t = evtimer_new(g->base, expired_cb, &expired);
-        evtimer_add(t, &(struct timeval){.tv_sec = RIG_LOOP_TIMEOUT_MS / 1000});
+        evtimer_add(t, &(struct timeval){.tv_sec = ms / 1000});
         while (!cond(g) && !expired)
                 event_base_loop(g->base, EVLOOP_ONCE);
         event_free(t);

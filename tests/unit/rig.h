@@ -31,6 +31,7 @@ struct rig {
         enum mx_outcome outcome;
         char *crash_class, *message;
         const struct mx_history *history; /* handed to the runner (L2's and L5's stored results), or NULL */
+        int64_t loop_timeout_ms;          /* rig_run_until()'s limit; 0: RIG_LOOP_TIMEOUT_MS */
 };
 
 /* A rig for one run of spec (taken over) with these levels. */

@@ -46,6 +46,26 @@ static json_t *sim_spec(const char *faults, const char *settings)
         return spec;
 }
 
+/* mxsim as llama-server (--flavor llama-server), run under a profile of this base. */
+static json_t *sim_llama_spec(const char *base, const char *settings)
+{
+        return rig_json_text(
+                "{\"argv\": [\"%s/tests/sim/mxsim\", \"serve\", \"{model}\", \"--host\", \"{host}\", "
+                "\"--port\", \"{port}\", \"--alias\", \"{served_model_name}\", \"--flavor\", \"llama-server\"], "
+                "\"env\": [\"MXSIM_LOAD_S=0.1\", \"MXSIM_TOKEN_MS=0.2\", \"MXSIM_GPU_LOCK={run_dir}/gpu.lock\"], "
+                "\"model\": \"m.gguf\", \"served_model_name\": \"m\", \"expect\": null, \"level_settings\": %s, "
+                "\"profile\": {\"name\": \"%s\", \"base\": \"%s\", \"identifier\": \"mxsim\", "
+                "\"host\": \"127.0.0.1\", \"port\": 0, "
+                "\"ready\": {\"path\": \"/health\", \"status\": 200, \"timeout_ms\": 20000, \"interval_ms\": 100}, "
+                "\"health\": {\"path\": \"/health\", \"dead_status\": [500]}, "
+                "\"completion\": {\"path\": \"/v1/completions\", \"prompt\": \"The capital of France is\", "
+                "\"max_tokens\": 4}, "
+                "\"stop\": {\"steps\": [{\"signal\": 15, \"grace_ms\": 5000}, {\"signal\": 9, \"grace_ms\": 5000}], "
+                "\"command\": null, \"timeout_ms\": 10000}, "
+                "\"logs\": null, \"crash_signatures\": [], \"profiler\": null}}",
+                MX_BUILD_DIR, settings, base, base);
+}
+
 static json_t *level_rec(struct rig *g, const char *level)
 {
         return json_object_get(g->recorded, level);
@@ -325,5 +345,104 @@ TEST(l3_failure_skips_nothing_before_and_continue_on_fail_goes_on)
                    "[\"L1\",\"L2\",\"L3\"]");
         ASSERT_STREQ(rig_verdict(&g, "L2"), "fail");
         ASSERT_STREQ(rig_verdict(&g, "L3"), "fail");
+        rig_done(&g);
+}
+
+/*
+ * llama-server (mxsim's llama flavour, as the real one: logprobs in the
+ * content form on /v1/completions, a prompt cache that changes the seeded
+ * sampling of a request reusing a cached prefix). Under its own profile L2
+ * sends cache_prompt false and passes; under a vLLM profile its cache_salt
+ * means nothing to the server, the reused prefix flips the tokens, and the
+ * failure reports the first divergence with both logprobs, the cache defeat
+ * used and what the baseline configuration did. A difference the baseline
+ * shows too is not blamed on the configuration.
+ */
+TEST(l2_llama_server_cache_defeat_and_divergence_beside_the_baseline)
+{
+        static const char settings[] = "{\"L2\": {\"max_tokens\": 12, \"after_traffic\": 1}}";
+        struct fake_history fh = {.config_key = "fa=on", .baseline_key = "fa=off"};
+        struct mx_history h = {.self = fake_self, .results = fake_results, .ud = &fh};
+        const char *msg;
+        struct rig g;
+        json_t *m, *f, *d;
+
+        rig_init(&g, "l2-llama", sim_llama_spec("llama-server", settings), "[\"L1\", \"L2\"]");
+        rig_start(&g, 120000);
+        rig_finish(&g);
+        msg = json_string_value(json_object_get(level_rec(&g, "L2"), "message"));
+        fprintf(stderr, "  llama-server profile: %s: %s\n", strna(rig_verdict(&g, "L2")), strna(msg));
+        ASSERT_STREQ(rig_verdict(&g, "L2"), "pass");
+        ASSERT_CONTAINS(msg, "every check passed");
+        m = json_object_get(level_rec(&g, "L2"), "metrics");
+        ASSERT_STREQ(json_string_value(json_object_get(m, "server_kind")), "llama-server");
+        ASSERT_TRUE(json_is_true(json_object_get(json_object_get(json_object_get(m, "determinism"),
+                                                                 "completions/repeat"), "same")));
+        rig_done(&g);
+
+        /* The same server under a vLLM profile: its prompt cache is not defeated. The baseline gave the same. */
+        fh.results = json_pack("[{s:i,s:{s:{s:{s:b},s:{s:b},s:{s:b},s:{s:b}}}}]", "run", 3, "metrics", "determinism",
+                               "completions/repeat", "same", 1, "completions/again", "same", 1, "chat/repeat",
+                               "same", 1, "chat/again", "same", 1);
+        rig_init(&g, "l2-llama-as-vllm", sim_llama_spec("vllm", settings), "[\"L2\"]");
+        g.history = &h;
+        rig_start(&g, 120000);
+        rig_finish(&g);
+        msg = json_string_value(json_object_get(level_rec(&g, "L2"), "message"));
+        fprintf(stderr, "  vllm profile: %s: %s\n", strna(rig_verdict(&g, "L2")), strna(msg));
+        ASSERT_STREQ(rig_verdict(&g, "L2"), "fail");
+        f = first_failure(&g, "L2");
+        ASSERT_STREQ(json_string_value(json_object_get(f, "check")), "determinism");
+        ASSERT_CONTAINS(msg, "prompt 'capital' (chat, again): the same seed gave different output after other traffic");
+        ASSERT_CONTAINS(msg, "differs: '");
+        ASSERT_CONTAINS(msg, "(logprob ");
+        ASSERT_CONTAINS(msg, "gap ");
+        ASSERT_CONTAINS(msg, "every request had a cache_salt of its own");
+        ASSERT_CONTAINS(msg, "the baseline configuration's L2 (r3) gave the same output");
+        ASSERT_CONTAINS(msg, "VLLM_BATCH_INVARIANT=1");
+        d = json_object_get(json_object_get(json_object_get(level_rec(&g, "L2"), "metrics"), "determinism"),
+                            "chat/again");
+        ASSERT_TRUE(json_is_false(json_object_get(d, "same")));
+        ASSERT_TRUE(json_is_number(json_object_get(d, "gap")));
+        ASSERT_TRUE(json_is_boolean(json_object_get(d, "near_tie")));
+        ASSERT_TRUE(json_is_string(json_object_get(json_object_get(d, "second"), "token")));
+        rig_done(&g);
+
+        /* The baseline configuration differed the same way: noted, not failed. */
+        json_decref(fh.results);
+        fh.results = json_pack("[{s:i,s:{s:{s:{s:b},s:{s:b},s:{s:b},s:{s:b}}}}]", "run", 4, "metrics", "determinism",
+                               "completions/repeat", "same", 0, "completions/again", "same", 0, "chat/repeat",
+                               "same", 0, "chat/again", "same", 0);
+        rig_init(&g, "l2-llama-as-vllm-base", sim_llama_spec("vllm", settings), "[\"L2\"]");
+        g.history = &h;
+        rig_start(&g, 120000);
+        rig_finish(&g);
+        msg = json_string_value(json_object_get(level_rec(&g, "L2"), "message"));
+        fprintf(stderr, "  vllm profile, baseline differs too: %s: %s\n", strna(rig_verdict(&g, "L2")), strna(msg));
+        ASSERT_STREQ(rig_verdict(&g, "L2"), "pass");
+        ASSERT_CONTAINS(msg, "every check that ran passed but determinism, which differed as in the baseline");
+        ASSERT_CONTAINS(msg, "as the baseline configuration's L2 (r4) does too");
+        json_decref(fh.results);
+        rig_done(&g);
+}
+
+/* SGLang has no per-request cache switch: the compared prompt goes right before each compared request. */
+TEST(l2_sglang_primes_the_compared_prompt)
+{
+        struct rig g;
+        json_t *m;
+
+        rig_init(&g, "l2-sglang", sim_llama_spec("sglang", "{\"L2\": {\"max_tokens\": 8, \"after_traffic\": 1}}"),
+                 "[\"L2\"]");
+        rig_start(&g, 120000);
+        rig_finish(&g);
+        m = json_object_get(level_rec(&g, "L2"), "metrics");
+        fprintf(stderr, "  sglang: %s: %s\n", strna(rig_verdict(&g, "L2")),
+                strna(json_string_value(json_object_get(level_rec(&g, "L2"), "message"))));
+        /* The llama sim's cache stands in for SGLang's radix cache: primed alike, the pairs agree. */
+        ASSERT_STREQ(rig_verdict(&g, "L2"), "pass");
+        ASSERT_STREQ(json_string_value(json_object_get(m, "server_kind")), "sglang");
+        /* 6 prompts x 2 endpoints + per endpoint repeat, 1 traffic, again; plus 3 primes per endpoint. */
+        ASSERT_EQ(json_integer_value(json_object_get(m, "requests")), 12 + 2 * 3 + 2 * 3);
         rig_done(&g);
 }
