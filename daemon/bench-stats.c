@@ -87,12 +87,11 @@ double mx_bench_est_ppt_ms(double ttfr_ms, double latency_ms)
         return MX_MAX(0.0, ttfr_ms - (isfinite(latency_ms) ? latency_ms : 0.0));
 }
 
-int64_t mx_bench_pp_tokens(int64_t usage_prompt_tokens, int64_t expected)
+int64_t mx_bench_pp_tokens(int64_t usage_prompt_tokens, int64_t cached_tokens, int64_t tokenizer_count)
 {
-        if (usage_prompt_tokens > 0 &&
-            fabs((double)(usage_prompt_tokens - expected)) < (double)expected * 0.2)
-                return usage_prompt_tokens;
-        return expected;
+        int64_t n = usage_prompt_tokens >= 0 ? usage_prompt_tokens : tokenizer_count;
+
+        return n - MX_MAX(cached_tokens, 0);
 }
 
 double mx_bench_pp_tps(int64_t prompt_tokens, double est_ppt_ms)

@@ -49,11 +49,15 @@ double mx_bench_ttft_ms(int64_t t0, int64_t t_tok1);
 /* llama-benchy's est_ppt: max(0, ttfr − latency), in ms. */
 double mx_bench_est_ppt_ms(double ttfr_ms, double latency_ms);
 /*
- * The prompt tokens in llama-benchy's pp numerator: the server's
- * usage.prompt_tokens when it is within ±20 % of the expected count (strictly:
- * |usage − expected| < 0.2 × expected), else the expected count.
+ * The prompt tokens in the pp numerator: those the server evaluated, its
+ * usage.prompt_tokens less the cached tokens it reused (cached_tokens, -1:
+ * not reported); without usage (-1), the count of the server's /tokenize
+ * (tokenizer_count, template overhead included: vllm bench serve's fallback).
+ * Never an expected count in place of the server's: the engine fails a
+ * request whose usage contradicts the count its prompt was built to
+ * (llama-benchy's ±20 % substitution is not followed).
  */
-int64_t mx_bench_pp_tokens(int64_t usage_prompt_tokens, int64_t expected);
+int64_t mx_bench_pp_tokens(int64_t usage_prompt_tokens, int64_t cached_tokens, int64_t tokenizer_count);
 /* llama-benchy's pp t/s: prompt tokens ÷ est_ppt; NAN when est_ppt is 0. */
 double mx_bench_pp_tps(int64_t prompt_tokens, double est_ppt_ms);
 /*
