@@ -573,38 +573,19 @@ static int64_t breq_cached(const struct breq *r)
         return r->cached_tokens >= 0 ? r->cached_tokens : r->cache_n;
 }
 
-/*
- * The prompt as the server saw it: its count must be the one the prompt was built to (never replaced by
- * it), and its cache must have been reused exactly where the mode wants it. Without usage the count is the
- * server's tokenizer's (vllm bench serve's fallback): the request stands, the row says so.
- */
+/* The prompt as the server saw it, against what r was built to (bench-stats.h: mx_bench_prompt_problem). */
 static void breq_check_prompt(struct breq *r)
 {
-        int64_t cached = breq_cached(r);
+        struct mx_bench_prompt_seen seen = {
+                .prompt_tokens = r->prompt_tokens,
+                .cached_tokens = r->cached_tokens,
+                .cache_n = r->cache_n,
+                .prompt_n = r->prompt_n,
+        };
+        _cleanup_free_ char *problem = mx_bench_prompt_problem(&seen, r->expected_prompt, r->cached_max, r->reused_min);
 
-        if (r->prompt_tokens >= 0 && r->prompt_tokens != r->expected_prompt)
-                breq_error(r, "usage.prompt_tokens %" PRId64 ", but the prompt was built to %" PRId64
-                              " tokens (the server's /tokenize and the chat template's overhead)",
-                           r->prompt_tokens, r->expected_prompt);
-        if (r->cached_tokens >= 0 && r->cache_n >= 0 && r->cached_tokens != r->cache_n)
-                breq_error(r, "usage.prompt_tokens_details.cached_tokens %" PRId64 " but timings.cache_n %" PRId64,
-                           r->cached_tokens, r->cache_n);
-        if (r->prompt_tokens >= 0 && r->prompt_n >= 0 && r->cache_n >= 0 &&
-            r->prompt_n + r->cache_n != r->prompt_tokens)
-                breq_error(r, "timings.prompt_n %" PRId64 " + cache_n %" PRId64 " is not usage.prompt_tokens %" PRId64,
-                           r->prompt_n, r->cache_n, r->prompt_tokens);
-        if (r->reused_min >= 0) {
-                if (cached < 0)
-                        breq_error(r, "the server reports no cached tokens (usage.prompt_tokens_details.cached_tokens, "
-                                      "timings.cache_n): the context's reuse cannot be verified");
-                else if (cached < r->reused_min)
-                        breq_error(r, "the server reused %" PRId64 " cached prompt tokens, but the context holds %" PRId64
-                                      ": the context was not reused",
-                                   cached, r->reused_min);
-        } else if (cached > r->cached_max)
-                breq_error(r, "the server reused %" PRId64 " cached prompt tokens of %" PRId64 " (at most %" PRId64
-                              ", the chat template's own, may be shared): the prefill was not measured",
-                           cached, r->prompt_tokens, r->cached_max);
+        if (problem)
+                breq_error(r, "%s", problem);
 }
 
 /* Check a finished request against what was asked (bench-methods.md §4.12): failures are named. */
@@ -1560,9 +1541,12 @@ static json_t *definitions_json(void)
                 "CLOCK_MONOTONIC immediately before the request is handed to libcurl; every event is stamped "
                 "when libcurl hands over the bytes that complete it",
                 "pp_tps",
-                "llama-benchy v0.3: prompt tokens / est_ppt; prompt tokens = usage.prompt_tokens when within "
-                "+-20 % of the expected count (depth + pp; pp with --llama-bench-style), else the expected count; "
-                "c > 1: sum of prompt tokens / (latest first text - earliest t0)",
+                "llama-benchy v0.3: prompt tokens / est_ppt; prompt tokens = those the server evaluated, "
+                "usage.prompt_tokens less the cached tokens it reports (--llama-bench-style: the cached context; "
+                "else at most the chat template's header), one row over every tg of a (pp, depth); a request whose "
+                "usage.prompt_tokens is not depth + pp, or whose cache was reused where it must not be (or not "
+                "reused in llama-bench style), fails naming both numbers; without usage the count of the server's "
+                "/tokenize (prompt_tokens_from); c > 1: sum of prompt tokens / (latest first text - earliest t0)",
                 "pp_tps_first_text",
                 "llama-benchy 0.4: prompt tokens / max(0, e2e_ttft - latency), per request (the pp row's "
                 "tps_first_text); ttfr_before_prefill is true when the median ttfr is under a quarter of the "

@@ -166,3 +166,37 @@ TEST(peak_llama_benchy)
         ASSERT_NEAR(mx_bench_peak_tps(same, 3, 1000000), 3, 0);
         ASSERT_TRUE(isnan(mx_bench_peak_tps(one, 0, 1000000)));
 }
+
+/* What the real llama-server reported (../shared/targets README), judged: a count it contradicts fails the request. */
+TEST(prompt_problems_named_with_both_numbers)
+{
+        /* the defect of issue 14: 17 tokens evaluated of a prompt meant to be 2048 */
+        struct mx_bench_prompt_seen short_prompt = {.prompt_tokens = 17, .cached_tokens = 0, .cache_n = 0, .prompt_n = 17};
+        /* cache_prompt true, a distinct prompt: only the template's header is shared (5 of 29) */
+        struct mx_bench_prompt_seen header = {.prompt_tokens = 2048, .cached_tokens = 5, .cache_n = 5, .prompt_n = 2043};
+        /* the same prompt again: all but the last token reused */
+        struct mx_bench_prompt_seen reused = {.prompt_tokens = 2048, .cached_tokens = 2047, .cache_n = 2047, .prompt_n = 1};
+        /* llama-bench style: the context reused */
+        struct mx_bench_prompt_seen ctx = {.prompt_tokens = 1280, .cached_tokens = 1015, .cache_n = 1015, .prompt_n = 265};
+        struct mx_bench_prompt_seen none = {.prompt_tokens = -1, .cached_tokens = -1, .cache_n = -1, .prompt_n = -1};
+        struct mx_bench_prompt_seen odd = {.prompt_tokens = 2048, .cached_tokens = 0, .cache_n = 3, .prompt_n = 2045};
+        _cleanup_free_ char *p1 = mx_bench_prompt_problem(&short_prompt, 2048, 14, -1);
+        _cleanup_free_ char *p2 = mx_bench_prompt_problem(&header, 2048, 14, -1);
+        _cleanup_free_ char *p3 = mx_bench_prompt_problem(&reused, 2048, 14, -1);
+        _cleanup_free_ char *p4 = mx_bench_prompt_problem(&ctx, 1280, -1, 1002);
+        _cleanup_free_ char *p5 = mx_bench_prompt_problem(&header, 1280 + 768, -1, 1002);
+        _cleanup_free_ char *p6 = mx_bench_prompt_problem(&none, 2048, 14, -1);
+        _cleanup_free_ char *p7 = mx_bench_prompt_problem(&none, 2048, -1, 1002);
+        _cleanup_free_ char *p8 = mx_bench_prompt_problem(&odd, 2048, 14, -1);
+
+        ASSERT_CONTAINS(p1, "usage.prompt_tokens 17, but the prompt was built to 2048 tokens");
+        ASSERT_NULL(p2);
+        ASSERT_CONTAINS(p3, "reused 2047 cached prompt tokens of 2048 (at most 14");
+        ASSERT_NULL(p4);
+        ASSERT_CONTAINS(p5, "reused 5 cached prompt tokens, but the context holds 1002: the context was not reused");
+        ASSERT_NULL(p6); /* no usage: the tokenizer's count stands, nothing contradicts it */
+        ASSERT_CONTAINS(p7, "reports no cached tokens");
+        ASSERT_CONTAINS(p8, "cached_tokens 0 but timings.cache_n 3");
+        ASSERT_EQ(mx_bench_prompt_cached(&odd), 0);
+        ASSERT_EQ(mx_bench_prompt_cached(&(struct mx_bench_prompt_seen){.cached_tokens = -1, .cache_n = 7}), 7);
+}
