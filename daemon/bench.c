@@ -888,8 +888,14 @@ static void build_text(struct mx_bench *b, struct breq *r, bool user)
         int ret;
 
         b->build_user = user;
-        if (spec.target < 1)
-                spec.target = 1; /* nothing left after the template's overhead: the prompt check names it */
+        if (spec.target < 1) {
+                /* nothing left for the text after the chat template's own tokens */
+                breq_error(r, "no prompt of %" PRId64 " tokens: the chat template alone has %" PRId64,
+                           r->expected_prompt, r->expected_prompt - spec.target);
+                *(user ? &r->user_text : &r->depth_text) = xstrdup("");
+                build_next(b);
+                return;
+        }
         ret = mx_prompt_build(&b->tk, &spec, build_done, b, &b->pbuild, &err);
         if (ret < 0)
                 fail_bench(b, ret, "building a prompt: %s", strna(err));

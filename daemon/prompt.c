@@ -126,13 +126,14 @@ void mx_prompt_unique_prefix(uint64_t seed, uint64_t serial, char buf[static 16]
         /* the first character already differs between most requests: a shared first token is rare */
         buf[0] = (char)('A' + x % 26);
         x /= 26;
-        for (int i = 1; i < 11; i++) {
+        /* six more: unique enough among a benchmark's requests, short enough for small prompts */
+        for (int i = 1; i < 7; i++) {
                 buf[i] = alnum[x % 36];
                 x /= 36;
                 if (x == 0)
                         x = mix(seed + serial + (uint64_t)i);
         }
-        buf[11] = '\0';
+        buf[7] = '\0';
 }
 
 /* ---- the search ---- */

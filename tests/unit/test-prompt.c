@@ -139,7 +139,7 @@ TEST(unique_prefixes)
 
         for (unsigned i = 0; i < ELEMENTSOF(seen); i++) {
                 mx_prompt_unique_prefix(99, i, seen[i]);
-                ASSERT_EQ(strlen(seen[i]), (size_t)11);
+                ASSERT_EQ(strlen(seen[i]), (size_t)7);
                 ASSERT_TRUE(seen[i][0] >= 'A' && seen[i][0] <= 'Z');
                 for (unsigned k = 0; k < i; k++)
                         ASSERT_TRUE(!streq(seen[i], seen[k]));
