@@ -269,7 +269,8 @@ static void print_footer(json_t *doc)
 int cmd_bench(int argc, char **argv)
 {
         enum { OPT_MODEL = 256, OPT_PP, OPT_TG, OPT_DEPTH, OPT_RUNS, OPT_WARMUP, OPT_CONC, OPT_STYLE,
-               OPT_LATENCY, OPT_KEY, OPT_TIMEOUT, OPT_SEED, OPT_REQUESTS, OPT_JSON };
+               OPT_LATENCY, OPT_KEY, OPT_TIMEOUT, OPT_SEED, OPT_REQUESTS, OPT_JSON,
+               OPT_FORCE_REUSE };
         static const struct option opts[] = {
                 {"model", required_argument, NULL, OPT_MODEL},
                 {"pp", required_argument, NULL, OPT_PP},
@@ -285,6 +286,8 @@ int cmd_bench(int argc, char **argv)
                 {"seed", required_argument, NULL, OPT_SEED},
                 {"requests", no_argument, NULL, OPT_REQUESTS},
                 {"json", no_argument, NULL, OPT_JSON},
+                /* not in --help: for testing that a reused cache is caught (mxmatrix(1), DEBUGGING) */
+                {"debug-force-cache-reuse", no_argument, NULL, OPT_FORCE_REUSE},
                 {"quiet", no_argument, NULL, 'q'},
                 {"help", no_argument, NULL, 'h'},
                 {},
@@ -332,6 +335,9 @@ int cmd_bench(int argc, char **argv)
                 case OPT_CONC:
                         if (parse_uint("--concurrency", optarg, 1, MX_BENCH_CONCURRENCY_MAX, &cfg.concurrency) < 0)
                                 return MX_EXIT_USAGE;
+                        break;
+                case OPT_FORCE_REUSE:
+                        cfg.force_cache_reuse = true;
                         break;
                 case OPT_STYLE:
                         cfg.llama_bench_style = true;

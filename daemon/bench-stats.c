@@ -2,6 +2,7 @@
 /* Benchmark metric formulas (see bench-stats.h). */
 #include "bench-stats.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,12 +92,49 @@ double mx_bench_est_ppt_ms(double ttfr_ms, double latency_ms)
         return MX_MAX(0.0, ttfr_ms - (isfinite(latency_ms) ? latency_ms : 0.0));
 }
 
-int64_t mx_bench_pp_tokens(int64_t usage_prompt_tokens, int64_t expected)
+int64_t mx_bench_pp_tokens(int64_t usage_prompt_tokens, int64_t cached_tokens, int64_t tokenizer_count)
 {
-        if (usage_prompt_tokens > 0 &&
-            fabs((double)(usage_prompt_tokens - expected)) < (double)expected * 0.2)
-                return usage_prompt_tokens;
-        return expected;
+        int64_t n = usage_prompt_tokens >= 0 ? usage_prompt_tokens : tokenizer_count;
+
+        return n - MX_MAX(cached_tokens, 0);
+}
+
+int64_t mx_bench_prompt_cached(const struct mx_bench_prompt_seen *seen)
+{
+        return seen->cached_tokens >= 0 ? seen->cached_tokens : seen->cache_n;
+}
+
+char *mx_bench_prompt_problem(const struct mx_bench_prompt_seen *seen, int64_t expected, int64_t cached_max,
+                              int64_t reused_min)
+{
+        int64_t cached = mx_bench_prompt_cached(seen);
+
+        if (seen->prompt_tokens >= 0 && seen->prompt_tokens != expected)
+                return xasprintf("usage.prompt_tokens %" PRId64 ", but the prompt was built to %" PRId64
+                                 " tokens (the server's /tokenize and the chat template's overhead)",
+                                 seen->prompt_tokens, expected);
+        if (seen->cached_tokens >= 0 && seen->cache_n >= 0 && seen->cached_tokens != seen->cache_n)
+                return xasprintf("usage.prompt_tokens_details.cached_tokens %" PRId64 " but timings.cache_n %" PRId64,
+                                 seen->cached_tokens, seen->cache_n);
+        if (seen->prompt_tokens >= 0 && seen->prompt_n >= 0 && seen->cache_n >= 0 &&
+            seen->prompt_n + seen->cache_n != seen->prompt_tokens)
+                return xasprintf("timings.prompt_n %" PRId64 " + cache_n %" PRId64 " is not usage.prompt_tokens %" PRId64,
+                                 seen->prompt_n, seen->cache_n, seen->prompt_tokens);
+        if (reused_min >= 0) {
+                if (cached < 0)
+                        return xstrdup("the server reports no cached tokens (usage.prompt_tokens_details.cached_tokens, "
+                                       "timings.cache_n): the context's reuse cannot be verified");
+                if (cached < reused_min)
+                        return xasprintf("the server reused %" PRId64 " cached prompt tokens, but the context holds "
+                                         "%" PRId64 ": the context was not reused",
+                                         cached, reused_min);
+                return NULL;
+        }
+        if (cached > cached_max)
+                return xasprintf("the server reused %" PRId64 " cached prompt tokens of %" PRId64 " (at most %" PRId64
+                                 ", the chat template's own, may be shared): the prefill was not measured",
+                                 cached, seen->prompt_tokens >= 0 ? seen->prompt_tokens : expected, cached_max);
+        return NULL;
 }
 
 double mx_bench_pp_tps(int64_t prompt_tokens, double est_ppt_ms)

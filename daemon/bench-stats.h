@@ -49,11 +49,38 @@ double mx_bench_ttft_ms(int64_t t0, int64_t t_tok1);
 /* llama-benchy's est_ppt: max(0, ttfr − latency), in ms. */
 double mx_bench_est_ppt_ms(double ttfr_ms, double latency_ms);
 /*
- * The prompt tokens in llama-benchy's pp numerator: the server's
- * usage.prompt_tokens when it is within ±20 % of the expected count (strictly:
- * |usage − expected| < 0.2 × expected), else the expected count.
+ * The prompt tokens in the pp numerator: those the server evaluated, its
+ * usage.prompt_tokens less the cached tokens it reused (cached_tokens, -1:
+ * not reported); without usage (-1), the count of the server's /tokenize
+ * (tokenizer_count, template overhead included: vllm bench serve's fallback).
+ * Never an expected count in place of the server's: the engine fails a
+ * request whose usage contradicts the count its prompt was built to
+ * (llama-benchy's ±20 % substitution is not followed).
  */
-int64_t mx_bench_pp_tokens(int64_t usage_prompt_tokens, int64_t expected);
+int64_t mx_bench_pp_tokens(int64_t usage_prompt_tokens, int64_t cached_tokens, int64_t tokenizer_count);
+/* What a server reported about a request's prompt; -1: not reported. */
+struct mx_bench_prompt_seen {
+        int64_t prompt_tokens; /* usage.prompt_tokens (from any chunk) */
+        int64_t cached_tokens; /* usage.prompt_tokens_details.cached_tokens */
+        int64_t cache_n;       /* llama-server's timings.cache_n */
+        int64_t prompt_n;      /* llama-server's timings.prompt_n */
+};
+
+/*
+ * Why the server's view of a prompt fails the request, or NULL: usage.prompt_tokens
+ * is not the count the prompt was built to (both named, never one replacing
+ * the other); the two cache counts disagree; prompt_n + cache_n is not
+ * prompt_tokens; with reused_min >= 0 (llama-bench style, the context cached
+ * on purpose) fewer cached tokens than reused_min, or none reported; else more
+ * than cached_max (the chat template's own tokens, which every request shares
+ * before its unique prefix). Without usage nothing is contradicted: the count
+ * is then the server tokenizer's.
+ */
+char *mx_bench_prompt_problem(const struct mx_bench_prompt_seen *seen, int64_t expected, int64_t cached_max,
+                              int64_t reused_min);
+/* The cached tokens of seen: cached_tokens, else cache_n; -1: none reported. */
+int64_t mx_bench_prompt_cached(const struct mx_bench_prompt_seen *seen);
+
 /* llama-benchy's pp t/s: prompt tokens ÷ est_ppt; NAN when est_ppt is 0. */
 double mx_bench_pp_tps(int64_t prompt_tokens, double est_ppt_ms);
 /*

@@ -24,6 +24,7 @@
 
 #include "bench-stats.h"
 #include "http.h"
+#include "prompt.h"
 #include "server-kind.h"
 #include "sse.h"
 
@@ -32,7 +33,6 @@
 #include <math.h>
 #include <unistd.h>
 
-#define TOKENIZE_TRIES 8
 #define LATENCY_PROBES 3
 #define ADAPT_TEXT "Warmup Warmup Warmup Warmup Warmup Warmup Warmup Warmup Warmup Warmup"
 #define CTX_USER_TEXT "."
@@ -40,12 +40,6 @@
 /* Events a request may stream per generated token (role, finish and usage chunks on top). */
 #define EVENTS_PER_TOKEN_MAX 4
 #define ERROR_TEXT_MAX 300
-
-enum tok_form {
-        TOK_NONE,
-        TOK_VLLM,  /* {model, prompt, add_special_tokens:false} -> {count, tokens} */
-        TOK_LLAMA, /* {content, add_special:false} -> {tokens} */
-};
 
 enum req_kind {
         REQ_MEASURED, /* a run's request (or a warm-up's) */
@@ -63,10 +57,14 @@ struct breq {
         bool warmup;
         unsigned test, run; /* run: 0-based; warm-ups count separately */
         char salt[40];
+        char prefix[16];    /* starts the request's first message ("": none, the forced-reuse mode) */
+        uint64_t text_seed; /* the word sequence of its texts */
         char *depth_text, *user_text;
         int64_t depth_target, user_target; /* raw tokens wanted for each text */
         int64_t max_tokens;
-        int64_t expected_prompt; /* what usage.prompt_tokens should be */
+        int64_t expected_prompt; /* what usage.prompt_tokens must be */
+        int64_t cached_max;      /* the most cached prompt tokens the server may report (the chat template's) */
+        int64_t reused_min;      /* llama-bench style: the fewest it must report (the context's); -1: none */
         struct mx_sse sse;
         int64_t now; /* stamp of the bytes being fed */
         bool sse_live;
@@ -81,6 +79,7 @@ struct breq {
         int64_t *tok; /* every text-bearing event */
         size_t n_tok, cap_tok;
         int64_t prompt_tokens, completion_tokens, cached_tokens; /* -1: not reported */
+        int64_t cache_n, prompt_n;                                /* llama-server's timings; -1: none */
         int64_t cum_before_tok1;                                  /* running counts; -1: none */
         int64_t n_decode;          /* tg's N: tokens from the first text-bearing event on; -1: unknown */
         const char *decode_source; /* where n_decode came from */
@@ -116,7 +115,8 @@ struct mx_bench {
         uint64_t rng;
         uint64_t n_requests;
         enum mx_server_kind server;
-        enum tok_form tok_form;
+        enum mx_tokenize_form tok_form;
+        struct mx_prompt_tokenizer tk;
         /* adapt: raw counts and usage of the two probes */
         int64_t t_adapt_text, t_dot, p_adapt_user, p_adapt_ctx;
         int64_t delta_user, delta_ctx;
@@ -133,13 +133,12 @@ struct mx_bench {
         struct breq *batch[MX_BENCH_CONCURRENCY_MAX];
         unsigned n_batch, n_built, n_sent, n_done;
         bool batch_ctx_phase;
-        /* prompt building: which text of which request is being measured */
+        /* prompt building: which text of which request is being built */
         unsigned build_req;
         bool build_user;
-        int64_t build_words;
-        unsigned build_try;
-        char *build_best;
-        int64_t build_best_diff;
+        struct mx_prompt_build *pbuild; /* a build or count in flight */
+        double tokens_per_word;         /* of the last build: the next one's first guess */
+        uint64_t test_seed;             /* forced-reuse mode: every prompt of the test the same */
         /* a pending tokenize call's continuation */
         void (*tok_cont)(struct mx_bench *b, int64_t count);
         struct breq **all; /* every request made, for freeing */
@@ -291,45 +290,6 @@ static char *body_excerpt(const struct mx_http_response *resp)
         return mx_escape(resp->body, 200);
 }
 
-/* ---- words: prompts of random common words, about one token each ---- */
-
-static const char *const words[] = {
-        "the",   "of",    "and",   "to",    "in",    "is",    "was",   "that",  "for",   "it",    "with",
-        "as",    "his",   "on",    "be",    "at",    "by",    "had",   "are",   "but",   "from",  "or",
-        "have",  "an",    "they",  "which", "one",   "you",   "were",  "her",   "all",   "she",   "there",
-        "would", "their", "we",    "him",   "been",  "has",   "when",  "who",   "will",  "more",  "no",
-        "if",    "out",   "so",    "said",  "what",  "up",    "its",   "about", "into",  "than",  "them",
-        "can",   "only",  "other", "new",   "some",  "could", "time",  "these", "two",   "may",   "then",
-        "do",    "first", "any",   "my",    "now",   "such",  "like",  "our",   "over",  "man",   "me",
-        "even",  "most",  "made",  "after", "also",  "did",   "many",  "before", "must", "through", "back",
-        "years", "where", "much",  "your",  "way",   "well",  "down",  "should", "because", "each", "just",
-        "those", "people", "how",  "too",   "little", "state", "good", "very",  "make",  "world", "still",
-        "own",   "see",   "men",   "work",  "long",  "get",   "here",  "between", "both", "life", "being",
-        "under", "never", "day",   "same",  "another", "know", "while", "last", "might", "us",   "great",
-        "old",   "year",  "off",   "come",  "since", "against", "go", "came",  "right", "used",  "take",
-        "three", "house", "light", "water", "night", "place", "hand",  "city",  "river", "road",  "stone",
-        "paper", "green", "small", "large", "early", "young", "open",  "short", "high",  "order", "point",
-        "table", "window", "door", "field", "story", "music", "money", "power", "heart", "voice", "friend",
-};
-
-/* n random words, the first capitalised; different on every call. */
-static char *make_text(struct mx_bench *b, int64_t n)
-{
-        _cleanup_buf_ struct mx_buf t = MX_BUF_INIT;
-
-        for (int64_t i = 0; i < n; i++) {
-                const char *w = words[rng_next(b) % ELEMENTSOF(words)];
-                if (i > 0)
-                        mx_buf_putc(&t, ' ');
-                if (i == 0) {
-                        mx_buf_putc(&t, (char)(w[0] - 'a' + 'A'));
-                        mx_buf_puts(&t, w + 1);
-                } else
-                        mx_buf_puts(&t, w);
-        }
-        return mx_buf_steal(&t);
-}
-
 /* ---- plain (non-streamed) calls ---- */
 
 static int plain_call(struct mx_bench *b, const char *method, const char *path, json_t *body, mx_http_done_cb cb,
@@ -359,42 +319,29 @@ static int plain_call(struct mx_bench *b, const char *method, const char *path, 
 
 /* ---- tokenize ---- */
 
-static void tokenize_done_cb(struct mx_http_call *call, struct mx_http_response *resp, void *userdata)
+static void tokenize_done_cb(void *userdata, int64_t n, const char *reason)
 {
         struct mx_bench *b = userdata;
-        json_auto_t *o = NULL;
-        json_t *count, *tokens;
-        int64_t n = -1;
 
-        if (resp->error == 0 && resp->status == 200 && (o = json_loadb(resp->body, resp->body_len, 0, NULL))) {
-                count = json_object_get(o, "count");
-                tokens = json_object_get(o, "tokens");
-                if (json_is_integer(count))
-                        n = json_integer_value(count);
-                else if (json_is_array(tokens))
-                        n = (int64_t)json_array_size(tokens);
-        }
-        if (n < 0 && b->tok_form != TOK_NONE) {
-                _cleanup_free_ char *ex = body_excerpt(resp);
-                fail_bench(b, resp->error ?: -EPROTO, "POST %s/tokenize: %s", b->url,
-                           resp->error ? strna(resp->error_text)
-                                       : resp->status != 200 ? ex : "no \"count\" or \"tokens\" in the reply");
+        b->pbuild = NULL;
+        if (n < 0 && b->tok_form != MX_TOKENIZE_NONE) {
+                fail_bench(b, (int)n, "POST %s/tokenize: %s", b->url, strna(reason));
                 return;
         }
         b->tok_cont(b, n);
 }
 
-static void tokenize(struct mx_bench *b, enum tok_form form, const char *text,
+/* Count text with form (probing: a failure reaches cont as a negative count while tok_form is none). */
+static void tokenize(struct mx_bench *b, enum mx_tokenize_form form, const char *text,
                      void (*cont)(struct mx_bench *b, int64_t count))
 {
-        json_auto_t *body = NULL;
+        _cleanup_free_ char *err = NULL;
+        int r;
 
-        if (form == TOK_LLAMA)
-                body = json_pack("{s:s,s:b}", "content", text, "add_special", false);
-        else
-                body = json_pack("{s:s,s:s,s:b}", "model", b->model, "prompt", text, "add_special_tokens", false);
         b->tok_cont = cont;
-        plain_call(b, "POST", "/tokenize", body, tokenize_done_cb, b);
+        r = mx_prompt_count(&b->tk, form, text, false, tokenize_done_cb, b, &b->pbuild, &err);
+        if (r < 0)
+                fail_bench(b, r, "POST %s/tokenize: %s", b->url, strna(err));
 }
 
 /* ---- streamed requests ---- */
@@ -406,6 +353,8 @@ static struct breq *breq_new(struct mx_bench *b, enum req_kind kind)
         r->b = b;
         r->kind = kind;
         r->prompt_tokens = r->completion_tokens = r->cached_tokens = -1;
+        r->cache_n = r->prompt_n = -1;
+        r->cached_max = r->reused_min = -1;
         r->cum_before_tok1 = r->n_decode = -1;
         snprintf(r->salt, sizeof(r->salt), "mxbench-%016" PRIx64 "-%" PRIu64, rng_next(b), ++b->n_requests);
         MX_GROW(b->all, b->cap_all, b->n_all + 1);
@@ -462,6 +411,15 @@ static const char *text_field(json_t *choice)
         if (nonempty_string(json_object_get(choice, "text")))
                 return "text";
         return NULL;
+}
+
+/* llama-server's timings object: prompt tokens it evaluated (prompt_n) and took from its cache (cache_n). */
+static void read_timings(struct breq *r, json_t *timings)
+{
+        if (json_is_integer(json_object_get(timings, "cache_n")))
+                r->cache_n = json_integer_value(json_object_get(timings, "cache_n"));
+        if (json_is_integer(json_object_get(timings, "prompt_n")))
+                r->prompt_n = json_integer_value(json_object_get(timings, "prompt_n"));
 }
 
 static void read_usage(struct breq *r, json_t *usage)
@@ -536,6 +494,8 @@ static int on_event(const struct mx_sse_event *ev, void *userdata)
         }
         choices = json_object_get(o, "choices");
         usage = json_object_get(o, "usage");
+        if (json_is_object(json_object_get(o, "timings")))
+                read_timings(r, json_object_get(o, "timings"));
         if (json_is_array(choices) && json_array_size(choices) > 0) {
                 json_t *ch = json_array_get(choices, 0);
                 const char *field = text_field(ch);
@@ -562,6 +522,9 @@ static int on_event(const struct mx_sse_event *ev, void *userdata)
                 }
                 if (json_is_string(fr))
                         snprintf(r->finish, sizeof(r->finish), "%s", json_string_value(fr));
+                /* usage may ride on a choices chunk (running counts, or a server without a usage-only chunk) */
+                if (json_is_object(usage))
+                        read_usage(r, usage);
         } else if (json_is_object(usage)) {
                 r->t_usage = t;
                 read_usage(r, usage);
@@ -597,8 +560,15 @@ static json_t *request_body(struct mx_bench *b, struct breq *r)
         /* llama-server ignores continuous_usage_stats; its running count is timings.predicted_n */
         if (b->server == MX_SERVER_LLAMA)
                 json_object_set_new(o, "timings_per_token", json_true());
-        /* cache defeat (bench-methods.md §4.11); llama-bench style wants the context cached */
-        if (b->server == MX_SERVER_LLAMA && b->cfg.llama_bench_style)
+        /*
+         * Cache defeat (bench-methods.md §4.11): the server's field beside the unique prefix. llama-bench
+         * style wants the context cached (vLLM: the context and its prompt share one salt); the forced-reuse
+         * mode wants every cache to hit, to show that the checks catch it.
+         */
+        if (b->cfg.force_cache_reuse) {
+                if (b->server == MX_SERVER_LLAMA)
+                        json_object_set_new(o, "cache_prompt", json_true());
+        } else if (b->server == MX_SERVER_LLAMA && b->cfg.llama_bench_style)
                 json_object_set_new(o, "cache_prompt", json_true());
         else
                 mx_server_defeat_cache(b->server, o, r->salt);
@@ -678,6 +648,27 @@ static void breq_decode_span(struct breq *r)
         }
 }
 
+/* The cached prompt tokens the server reported: usage's, else llama-server's timings.cache_n; -1: none. */
+static int64_t breq_cached(const struct breq *r)
+{
+        return r->cached_tokens >= 0 ? r->cached_tokens : r->cache_n;
+}
+
+/* The prompt as the server saw it, against what r was built to (bench-stats.h: mx_bench_prompt_problem). */
+static void breq_check_prompt(struct breq *r)
+{
+        struct mx_bench_prompt_seen seen = {
+                .prompt_tokens = r->prompt_tokens,
+                .cached_tokens = r->cached_tokens,
+                .cache_n = r->cache_n,
+                .prompt_n = r->prompt_n,
+        };
+        _cleanup_free_ char *problem = mx_bench_prompt_problem(&seen, r->expected_prompt, r->cached_max, r->reused_min);
+
+        if (problem)
+                breq_error(r, "%s", problem);
+}
+
 /* Check a finished request against what was asked (bench-methods.md §4.12): failures are named. */
 static void breq_validate(struct breq *r, const struct mx_http_response *resp)
 {
@@ -703,6 +694,8 @@ static void breq_validate(struct breq *r, const struct mx_http_response *resp)
                 breq_error(r, "completion_tokens %" PRId64 ", expected %" PRId64, r->completion_tokens,
                            r->max_tokens);
         breq_decode_span(r);
+        if (r->kind == REQ_MEASURED || r->kind == REQ_CTX)
+                breq_check_prompt(r);
 }
 
 /* ---- stages ---- */
@@ -829,7 +822,7 @@ static void tokprobe_llama_done(struct mx_bench *b, int64_t n)
                            b->url);
                 return;
         }
-        b->tok_form = TOK_LLAMA;
+        b->tok_form = b->tk.form = MX_TOKENIZE_LLAMA;
         progress(b, "tokenize: POST /tokenize {content} (llama-server's form)");
         tokenize(b, b->tok_form, ADAPT_TEXT, adapt_text_counted);
 }
@@ -837,10 +830,10 @@ static void tokprobe_llama_done(struct mx_bench *b, int64_t n)
 static void tokprobe_vllm_done(struct mx_bench *b, int64_t n)
 {
         if (n <= 0) {
-                tokenize(b, TOK_LLAMA, "hello world", tokprobe_llama_done);
+                tokenize(b, MX_TOKENIZE_LLAMA, "hello world", tokprobe_llama_done);
                 return;
         }
-        b->tok_form = TOK_VLLM;
+        b->tok_form = b->tk.form = MX_TOKENIZE_VLLM;
         progress(b, "tokenize: POST /tokenize {model, prompt} (vLLM's and SGLang's form)");
         tokenize(b, b->tok_form, ADAPT_TEXT, adapt_text_counted);
 }
@@ -878,8 +871,9 @@ static void models_done_cb(struct mx_http_call *call, struct mx_http_response *r
                 b->server = mx_server_kind_from_owner(json_string_value(owner));
         }
         progress(b, "model %s, server %s", b->model, mx_server_kind_name(b->server));
-        b->tok_form = TOK_NONE;
-        tokenize(b, TOK_VLLM, "hello world", tokprobe_vllm_done);
+        b->tok_form = b->tk.form = MX_TOKENIZE_NONE;
+        b->tk.model = b->model;
+        tokenize(b, MX_TOKENIZE_VLLM, "hello world", tokprobe_vllm_done);
 }
 
 /* latency */
@@ -943,65 +937,103 @@ static struct breq *build_target(struct mx_bench *b)
 
 static void build_next(struct mx_bench *b);
 
-/* A text has been counted: keep it if exact (or the best so far), else adjust its word count and retry. */
-static void build_counted(struct mx_bench *b, int64_t n)
+/* A text of the batch is built (exactly its target) or could not be: then the request fails, named. */
+static void build_done(void *userdata, struct mx_prompt_result *res)
 {
+        struct mx_bench *b = userdata;
         struct breq *r = build_target(b);
-        int64_t target = b->build_user ? r->user_target : r->depth_target;
-        int64_t diff = n - target;
         char **slot = b->build_user ? &r->user_text : &r->depth_text;
 
-        if (!b->build_best || llabs(diff) < llabs(b->build_best_diff)) {
-                free(b->build_best);
-                b->build_best = TAKE_PTR(*slot);
-                b->build_best_diff = diff;
+        b->pbuild = NULL;
+        if (res->error < 0) {
+                breq_error(r, "building a prompt of %" PRId64 " tokens: %s",
+                           b->build_user ? r->user_target : r->depth_target, strna(res->reason));
+                /* the request is not sent; it still needs texts to be skipped by build_next */
+                *slot = xstrdup("");
         } else {
-                free(*slot);
-                *slot = NULL;
+                *slot = TAKE_PTR(res->text);
+                if (res->words > 0)
+                        b->tokens_per_word = (double)res->tokens / (double)res->words;
         }
-        if (diff != 0 && ++b->build_try < TOKENIZE_TRIES) {
-                b->build_words = MX_MAX(1, b->build_words - diff);
-                *slot = make_text(b, b->build_words);
-                tokenize(b, b->tok_form, *slot, build_counted);
-                return;
-        }
-        *slot = TAKE_PTR(b->build_best);
-        if (b->build_best_diff != 0)
-                progress(b, "prompt text %+" PRId64 " tokens off its target after %u tries",
-                         b->build_best_diff, b->build_try + 1);
         build_next(b);
 }
 
-/* Build the next missing text of the batch, or send the whole batch once all are built. */
+/* Build one text of r: its first message starts with r's unique prefix. */
+static void build_text(struct mx_bench *b, struct breq *r, bool user)
+{
+        bool first = user ? r->depth_target <= 0 : true;
+        struct mx_prompt_spec spec = {
+                .target = user ? r->user_target : r->depth_target,
+                .prefix = first && r->prefix[0] ? r->prefix : NULL,
+                .seed = r->text_seed + (user ? 1 : 0),
+                .tokens_per_word = b->tokens_per_word,
+        };
+        _cleanup_free_ char *err = NULL;
+        int ret;
+
+        b->build_user = user;
+        if (spec.target < 1) {
+                /* nothing left for the text after the chat template's own tokens */
+                breq_error(r, "no prompt of %" PRId64 " tokens: the chat template alone has %" PRId64,
+                           r->expected_prompt, r->expected_prompt - spec.target);
+                *(user ? &r->user_text : &r->depth_text) = xstrdup("");
+                build_next(b);
+                return;
+        }
+        ret = mx_prompt_build(&b->tk, &spec, build_done, b, &b->pbuild, &err);
+        if (ret < 0)
+                fail_bench(b, ret, "building a prompt: %s", strna(err));
+}
+
+/* Build the next missing text of the batch, or send the batch once all are built (those that could not be fail). */
 static void build_next(struct mx_bench *b)
 {
         struct breq *r;
 
         while ((r = build_target(b))) {
-                bool need_depth = r->depth_target > 0 && !r->depth_text;
-                bool need_user = !r->user_text;
-
-                if (!need_depth && !need_user) {
+                if (r->error) {
                         b->build_req++;
                         continue;
                 }
-                b->build_user = !need_depth;
-                b->build_try = 0;
-                b->build_words = b->build_user ? r->user_target : r->depth_target;
-                if (b->build_words < 1) {
-                        /* nothing left after the template's overhead: one word is the shortest prompt */
-                        b->build_words = 1;
+                if (r->depth_target > 0 && !r->depth_text) {
+                        build_text(b, r, false);
+                        return;
                 }
-                if (b->build_user)
-                        r->user_text = make_text(b, b->build_words);
-                else
-                        r->depth_text = make_text(b, b->build_words);
-                tokenize(b, b->tok_form, b->build_user ? r->user_text : r->depth_text, build_counted);
+                if (!r->user_text) {
+                        build_text(b, r, true);
+                        return;
+                }
+                b->build_req++;
+        }
+        for (unsigned i = 0; i < b->n_batch; i++) {
+                struct breq *q = b->batch[i];
+
+                if (q->error) {
+                        /* no prompt of its length could be built: failed without a request */
+                        q->done = true;
+                        batch_request_done(b, q);
+                        continue;
+                }
+                if (breq_send(b, q) < 0)
+                        return;
+        }
+}
+
+/*
+ * A request's prompt identity: its own word sequence and a prefix unique to it at the start of its first
+ * message, so that no prefix cache (a server's own, whatever its cache field) can reuse its text. The
+ * forced-reuse mode (a test of the checks) sends every request of a test the same text instead.
+ */
+static void breq_prepare(struct mx_bench *b, struct breq *r)
+{
+        r->reused_min = -1;
+        if (b->cfg.force_cache_reuse) {
+                r->text_seed = b->test_seed;
+                r->prefix[0] = '\0';
                 return;
         }
-        for (unsigned i = 0; i < b->n_batch; i++)
-                if (breq_send(b, b->batch[i]) < 0)
-                        return;
+        r->text_seed = rng_next(b);
+        mx_prompt_unique_prefix(r->text_seed, b->n_requests, r->prefix);
 }
 
 static void test_name(const struct test *t, const char *kind, char *buf, size_t n)
@@ -1030,11 +1062,18 @@ static void next_batch(struct mx_bench *b)
                         r->run = ctx->run;
                         r->warmup = ctx->warmup;
                         memcpy(r->salt, ctx->salt, sizeof(r->salt));
+                        memcpy(r->prefix, ctx->prefix, sizeof(r->prefix));
+                        r->text_seed = ctx->text_seed;
                         r->depth_text = xstrdup(ctx->depth_text);
                         r->depth_target = ctx->depth_target;
                         r->user_target = t->pp;
                         r->max_tokens = t->tg;
-                        r->expected_prompt = t->pp;
+                        /* the same context, now with the prompt: the server must reuse the context's tokens */
+                        r->expected_prompt = t->depth + t->pp;
+                        r->reused_min = ctx->depth_target;
+                        r->cached_max = -1;
+                        if (ctx->error)
+                                breq_error(r, "its context load failed: %s", ctx->error);
                         b->batch[i] = r;
                 }
                 b->n_done = 0;
@@ -1075,11 +1114,13 @@ static void next_batch(struct mx_bench *b)
         b->n_done = 0;
         b->build_req = 0;
         b->batch_ctx_phase = ctx_phase;
+        b->test_seed = UINT64_C(0x51ed270b27f1b3d5) * (b->cur_test + 1);
         for (unsigned i = 0; i < b->n_batch; i++) {
                 struct breq *r = breq_new(b, ctx_phase ? REQ_CTX : REQ_MEASURED);
                 r->test = (unsigned)b->cur_test;
                 r->run = b->cur_warm < b->cfg.warmup ? b->cur_warm : b->cur_run;
                 r->warmup = b->cur_warm < b->cfg.warmup;
+                breq_prepare(b, r);
                 if (t->depth > 0) {
                         r->depth_target = t->depth - b->delta_ctx;
                         r->user_target = ctx_phase ? 0 : t->pp;
@@ -1087,10 +1128,12 @@ static void next_batch(struct mx_bench *b)
                                 r->user_text = xstrdup(CTX_USER_TEXT);
                         r->expected_prompt = ctx_phase ? t->depth + b->t_dot : t->depth + t->pp;
                         r->max_tokens = ctx_phase ? 1 : t->tg;
+                        r->cached_max = MX_MAX(b->delta_ctx, 0);
                 } else {
                         r->user_target = t->pp - b->delta_user;
                         r->expected_prompt = t->pp;
                         r->max_tokens = t->tg;
+                        r->cached_max = MX_MAX(b->delta_user, 0);
                 }
                 if (r->depth_target < 1 && t->depth > 0)
                         r->depth_target = 1;
@@ -1140,6 +1183,12 @@ int mx_bench_new(struct event_base *base, const struct mx_bench_config *cfg, str
         r = mx_http_new(base, &b->http, reterr);
         if (r < 0)
                 return r;
+        b->tk = (struct mx_prompt_tokenizer){
+                .http = b->http,
+                .url = b->url,
+                .auth_header = b->auth_header,
+                .timeout_ms = b->cfg.timeout_ms ?: MX_BENCH_TIMEOUT_DEFAULT_MS,
+        };
         b->kick = event_new(base, -1, 0, kick_cb, b);
         if (!b->kick)
                 mx_die("event_new failed");
@@ -1171,7 +1220,8 @@ struct mx_bench *mx_bench_free(struct mx_bench *b)
 {
         if (!b)
                 return NULL;
-        /* requests first: each cancels its call while the client still exists */
+        /* requests and builds first: each cancels its call while the client still exists */
+        mx_prompt_build_cancel(b->pbuild);
         for (size_t i = 0; i < b->n_all; i++)
                 breq_free(b->all[i]);
         free(b->all);
@@ -1183,7 +1233,6 @@ struct mx_bench *mx_bench_free(struct mx_bench *b)
                 free(b->tests[i].ctx);
         }
         free(b->tests);
-        free(b->build_best);
         free(b->url);
         free(b->model);
         free(b->auth_header);
@@ -1307,64 +1356,81 @@ static bool batch_range(struct breq **reqs, size_t n, unsigned run, size_t *ret_
         return *ret_from < *ret_to;
 }
 
-/* llama-benchy's rows of one request list (pp and tg, or ctx_pp), c = 1 or c > 1. */
-static void rows_json(const struct mx_bench *b, const struct test *t, struct breq **reqs, size_t n, bool ctx,
-                      json_t *rows, json_t *failures)
-{
-        struct vals pp = {}, tg = {}, pp_req = {}, tg_req = {}, ttfr = {}, est = {}, e2e = {}, peak = {},
-                    peak_req = {}, pp_text = {};
-        unsigned c = b->cfg.concurrency, failed = 0, failed_known = 0;
-        int64_t cached_max = -1, prompt_min = INT64_MAX, prompt_max = -1, expected = 0;
-        const char *source = NULL;
-        char name_pp[64], name_tg[64];
-        size_t to = 0, from;
-        bool ttfr_early;
-        unsigned run = 0;
+enum row_mode {
+        ROW_PP,  /* one per (depth, pp): every measured request of the tests that share them */
+        ROW_CTX, /* llama-bench style: the context loads of those tests */
+        ROW_TG,  /* one per test */
+};
 
-        test_name(t, ctx ? "ctx_pp" : "pp", name_pp, sizeof(name_pp));
-        test_name(t, "tg", name_tg, sizeof(name_tg));
+/* What a row is made from: its tests' requests, in run order per test. */
+struct row_acc {
+        struct vals rate, rate_req, ttfr, est, e2e, peak, peak_req, rate_text;
+        unsigned failed, failed_known;
+        size_t requests;
+        int64_t cached_max, prompt_min, prompt_max, expected;
+        bool from_usage, from_tokenizer;
+        const char *source;
+};
+
+/* The prompt tokens of r's pp numerator (bench-stats.h), and where the count came from. */
+static int64_t pp_tokens(const struct breq *r, struct row_acc *a)
+{
+        if (r->prompt_tokens >= 0)
+                a->from_usage = true;
+        else
+                a->from_tokenizer = true;
+        return mx_bench_pp_tokens(r->prompt_tokens, breq_cached(r), r->expected_prompt);
+}
+
+/* One test's requests into a row: per request, and per batch when c > 1. */
+static void row_add(const struct mx_bench *b, struct breq **reqs, size_t n, enum row_mode mode, struct row_acc *a)
+{
+        unsigned c = b->cfg.concurrency, run;
+        size_t to = 0, from;
+
+        a->requests += n;
         for (size_t i = 0; i < n; i++) {
                 struct breq *r = reqs[i];
                 double v_ttfr, v_est;
                 int64_t ptoks;
 
-                expected = r->expected_prompt;
+                a->expected = r->expected_prompt;
                 if (r->error) {
-                        failed++;
-                        failed_known += r->known_issue ? 1 : 0;
+                        a->failed++;
+                        a->failed_known += r->known_issue ? 1 : 0;
                         continue;
                 }
-                if (r->cached_tokens >= 0)
-                        cached_max = MX_MAX(cached_max, r->cached_tokens);
+                if (breq_cached(r) >= 0)
+                        a->cached_max = MX_MAX(a->cached_max, breq_cached(r));
                 if (r->prompt_tokens >= 0) {
-                        prompt_min = MX_MIN(prompt_min, r->prompt_tokens);
-                        prompt_max = MX_MAX(prompt_max, r->prompt_tokens);
+                        a->prompt_min = MX_MIN(a->prompt_min, r->prompt_tokens);
+                        a->prompt_max = MX_MAX(a->prompt_max, r->prompt_tokens);
                 }
                 v_ttfr = mx_bench_ttfr_ms(r->t0, r->t_resp);
                 v_est = mx_bench_est_ppt_ms(v_ttfr, b->latency_ms);
-                ptoks = mx_bench_pp_tokens(r->prompt_tokens, r->expected_prompt);
-                vals_add(&ttfr, v_ttfr);
-                vals_add(&est, v_est);
-                vals_add(&e2e, mx_bench_ttft_ms(r->t0, r->t_tok1));
-                vals_add(&pp_req, mx_bench_pp_tps(ptoks, v_est));
-                /* llama-benchy 0.4: over the time to the first text (e2e_ttft), which a role-only first chunk
-                 * sent before the prefill cannot shorten. */
-                vals_add(&pp_text, mx_bench_pp_tps(ptoks, mx_bench_est_ppt_ms(mx_bench_ttft_ms(r->t0, r->t_tok1),
-                                                                               b->latency_ms)));
-                vals_add(&tg_req, mx_bench_tg_tps(tg_tokens(r, &source), r->t_tok1, r->t_last_tok));
-                {
+                if (mode == ROW_TG) {
                         _cleanup_free_ int64_t *ts = NULL;
                         size_t nts = token_stamps(r, &ts);
 
-                        vals_add(&peak_req, mx_bench_peak_tps(ts, nts, PEAK_WINDOW_US));
+                        vals_add(&a->rate_req, mx_bench_tg_tps(tg_tokens(r, &a->source), r->t_tok1, r->t_last_tok));
+                        vals_add(&a->peak_req, mx_bench_peak_tps(ts, nts, PEAK_WINDOW_US));
+                        continue;
                 }
+                ptoks = pp_tokens(r, a);
+                vals_add(&a->ttfr, v_ttfr);
+                vals_add(&a->est, v_est);
+                vals_add(&a->e2e, mx_bench_ttft_ms(r->t0, r->t_tok1));
+                vals_add(&a->rate_req, mx_bench_pp_tps(ptoks, v_est));
+                /* llama-benchy 0.4: over the time to the first text (e2e_ttft), which a role-only first chunk
+                 * sent before the prefill cannot shorten. */
+                vals_add(&a->rate_text,
+                         mx_bench_pp_tps(ptoks, mx_bench_est_ppt_ms(mx_bench_ttft_ms(r->t0, r->t_tok1), b->latency_ms)));
         }
         /* per batch: c = 1 uses the request values themselves; c > 1 the batch totals */
         for (run = 0; batch_range(reqs, n, run, &from, &to) || to < n; run++) {
                 int64_t sum_p = 0, sum_n = 0, min_t0 = INT64_MAX, max_tok1 = 0, min_tok1 = INT64_MAX, max_last = 0;
-                size_t valid = 0, n_ts = 0;
+                size_t valid = 0, n_ts = 0, cap_ts = 0;
                 _cleanup_free_ int64_t *ts = NULL;
-                size_t cap_ts = 0;
 
                 if (from >= to)
                         continue;
@@ -1373,8 +1439,9 @@ static void rows_json(const struct mx_bench *b, const struct test *t, struct bre
                         if (r->error || !r->t_tok1)
                                 continue;
                         valid++;
-                        sum_p += mx_bench_pp_tokens(r->prompt_tokens, r->expected_prompt);
-                        sum_n += tg_tokens(r, &source);
+                        if (mode != ROW_TG)
+                                sum_p += pp_tokens(r, a);
+                        sum_n += tg_tokens(r, &a->source);
                         min_t0 = MX_MIN(min_t0, r->t0);
                         max_tok1 = MX_MAX(max_tok1, r->t_tok1);
                         min_tok1 = MX_MIN(min_tok1, r->t_tok1);
@@ -1390,17 +1457,49 @@ static void rows_json(const struct mx_bench *b, const struct test *t, struct bre
                 }
                 if (valid == 0)
                         continue;
-                vals_add(&peak, mx_bench_peak_tps(ts, n_ts, PEAK_WINDOW_US));
-                if (c > 1) {
-                        vals_add(&pp, mx_bench_batch_pp_tps(sum_p, min_t0, max_tok1));
-                        vals_add(&tg, mx_bench_batch_tg_tps(sum_n, valid, min_tok1, max_last));
-                }
+                if (mode == ROW_TG)
+                        vals_add(&a->peak, mx_bench_peak_tps(ts, n_ts, PEAK_WINDOW_US));
+                if (c > 1)
+                        vals_add(&a->rate, mode == ROW_TG ? mx_bench_batch_tg_tps(sum_n, valid, min_tok1, max_last)
+                                                          : mx_bench_batch_pp_tps(sum_p, min_t0, max_tok1));
         }
-        if (c == 1) {
-                pp = pp_req;
-                pp_req = (struct vals){};
-                tg = tg_req;
-                tg_req = (struct vals){};
+}
+
+static void row_acc_free(struct row_acc *a)
+{
+        vals_free(&a->rate);
+        vals_free(&a->rate_req);
+        vals_free(&a->ttfr);
+        vals_free(&a->est);
+        vals_free(&a->e2e);
+        vals_free(&a->peak);
+        vals_free(&a->peak_req);
+        vals_free(&a->rate_text);
+}
+
+/* The row as llama-benchy prints it. */
+static json_t *row_json(const struct mx_bench *b, const struct test *t, enum row_mode mode, struct row_acc *a,
+                        json_t *pooled_tg)
+{
+        unsigned c = b->cfg.concurrency;
+        const struct vals *rate = c > 1 ? &a->rate : &a->rate_req;
+        char name[64];
+        bool ttfr_early;
+        json_t *o;
+
+        test_name(t, mode == ROW_CTX ? "ctx_pp" : mode == ROW_PP ? "pp" : "tg", name, sizeof(name));
+        if (mode == ROW_TG) {
+                o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:I,s:i,s:o,s:o,s:o,s:o,s:n,s:n,s:n,s:s?}", "test", name,
+                                 "kind", "tg", "depth", (json_int_t)t->depth, "pp", (json_int_t)t->pp, "tg",
+                                 (json_int_t)t->tg, "concurrency", c, "requests", (json_int_t)a->requests, "failed",
+                                 a->failed, "tps", stat_values_json(rate->v, rate->n), "tps_req",
+                                 c > 1 ? stat_json(a->rate_req.v, a->rate_req.n) : json_null(), "peak_tps",
+                                 stat_json(a->peak.v, a->peak.n), "peak_tps_req",
+                                 c > 1 ? stat_json(a->peak_req.v, a->peak_req.n) : json_null(), "ttfr_ms",
+                                 "est_ppt_ms", "e2e_ttft_ms", "tokens_counted_from", a->source);
+                /* the row's statistics are the survivors': how many requests a known server issue took */
+                json_object_set_new(o, "failed_known_issue", json_integer(a->failed_known));
+                return o;
         }
         {
                 struct mx_bstat st_ttfr, st_e2e;
@@ -1409,53 +1508,80 @@ static void rows_json(const struct mx_bench *b, const struct test *t, struct bre
                  * A server that sends its role-only chunk before the prefill ends (older vLLM with chunked
                  * prefill) makes ttfr, and so pp t/s, meaningless: say so, and keep tps_first_text.
                  */
-                mx_bstat_compute(ttfr.v, ttfr.n, &st_ttfr);
-                mx_bstat_compute(e2e.v, e2e.n, &st_e2e);
+                mx_bstat_compute(a->ttfr.v, a->ttfr.n, &st_ttfr);
+                mx_bstat_compute(a->e2e.v, a->e2e.n, &st_e2e);
                 ttfr_early = st_ttfr.n > 0 && st_e2e.n > 0 && st_ttfr.p50 < st_e2e.p50 / 4;
         }
-        json_array_append_new(
-                rows,
-                json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:I,s:i,s:o,s:o,s:n,s:n,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:b}",
-                          "test", name_pp, "kind", ctx ? "ctx_pp" : "pp", "depth", (json_int_t)t->depth,
-                          "pp", (json_int_t)t->pp, "tg", (json_int_t)(ctx ? 1 : t->tg), "concurrency", c,
-                          "requests", (json_int_t)n, "failed", failed, "tps", stat_values_json(pp.v, pp.n),
-                          "tps_req", c > 1 ? stat_json(pp_req.v, pp_req.n) : json_null(), "peak_tps",
-                          "peak_tps_req", "ttfr_ms", stat_json(ttfr.v, ttfr.n), "est_ppt_ms",
-                          stat_json(est.v, est.n), "e2e_ttft_ms", stat_json(e2e.v, e2e.n),
-                          "cached_tokens_max", cached_max >= 0 ? json_integer(cached_max) : json_null(),
-                          "prompt_tokens_expected", (json_int_t)expected, "prompt_tokens_min",
-                          prompt_max >= 0 ? json_integer(prompt_min) : json_null(), "prompt_tokens_max",
-                          prompt_max >= 0 ? json_integer(prompt_max) : json_null(), "tps_first_text",
-                          stat_json(pp_text.v, pp_text.n), "ttfr_before_prefill", ttfr_early));
-        if (!ctx)
-                json_array_append_new(
-                        rows,
-                        json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:I,s:i,s:o,s:o,s:o,s:o,s:n,s:n,s:n,s:s?}",
-                                  "test", name_tg, "kind", "tg", "depth", (json_int_t)t->depth, "pp",
-                                  (json_int_t)t->pp, "tg", (json_int_t)t->tg, "concurrency", c, "requests",
-                                  (json_int_t)n, "failed", failed, "tps", stat_values_json(tg.v, tg.n),
-                                  "tps_req", c > 1 ? stat_json(tg_req.v, tg_req.n) : json_null(), "peak_tps",
-                                  stat_json(peak.v, peak.n), "peak_tps_req",
-                                  c > 1 ? stat_json(peak_req.v, peak_req.n) : json_null(), "ttfr_ms",
-                                  "est_ppt_ms", "e2e_ttft_ms", "tokens_counted_from", source));
-        /* the rows' statistics are the survivors': how many requests a known server issue took */
-        for (size_t i = json_array_size(rows) - (ctx ? 1 : 2); i < json_array_size(rows); i++)
-                json_object_set_new(json_array_get(rows, i), "failed_known_issue", json_integer(failed_known));
-        {
-                char fname[96];
-                snprintf(fname, sizeof(fname), "%s tg%" PRId64, name_pp, ctx ? (int64_t)1 : t->tg);
-                failures_json(failures, fname, reqs, n);
+        o = json_pack("{s:s,s:s,s:I,s:I,s:i,s:I,s:i,s:o,s:o,s:n,s:n,s:o,s:o,s:o,s:o,s:I,s:o,s:o,s:o,s:b,s:s}",
+                      "test", name, "kind", mode == ROW_CTX ? "ctx_pp" : "pp", "depth", (json_int_t)t->depth, "pp",
+                      (json_int_t)t->pp, "concurrency", c, "requests", (json_int_t)a->requests, "failed", a->failed,
+                      "tps", stat_values_json(rate->v, rate->n), "tps_req",
+                      c > 1 ? stat_json(a->rate_req.v, a->rate_req.n) : json_null(), "peak_tps", "peak_tps_req",
+                      "ttfr_ms", stat_json(a->ttfr.v, a->ttfr.n), "est_ppt_ms", stat_json(a->est.v, a->est.n),
+                      "e2e_ttft_ms", stat_json(a->e2e.v, a->e2e.n), "cached_tokens_max",
+                      a->cached_max >= 0 ? json_integer(a->cached_max) : json_null(), "prompt_tokens_expected",
+                      (json_int_t)a->expected, "prompt_tokens_min",
+                      a->prompt_max >= 0 ? json_integer(a->prompt_min) : json_null(), "prompt_tokens_max",
+                      a->prompt_max >= 0 ? json_integer(a->prompt_max) : json_null(), "tps_first_text",
+                      stat_json(a->rate_text.v, a->rate_text.n), "ttfr_before_prefill", ttfr_early,
+                      "prompt_tokens_from",
+                      a->from_tokenizer ? (a->from_usage ? "usage, else the server's tokenizer" : "the server's tokenizer")
+                                        : "usage");
+        if (mode == ROW_CTX)
+                json_object_set_new(o, "tg", json_integer(1));
+        else
+                json_object_set_new(o, "tg_pooled", pooled_tg);
+        json_object_set_new(o, "failed_known_issue", json_integer(a->failed_known));
+        return o;
+}
+
+/*
+ * The rows of the tests [first, first + n) that share (depth, pp): one pp row (and one ctx_pp row in
+ * llama-bench style) over all of their requests (prefill does not depend on tg), then one tg row per test.
+ */
+static void rows_json(const struct mx_bench *b, size_t first, size_t n, json_t *rows, json_t *failures)
+{
+        const struct test *t0 = &b->tests[first];
+        char name_pp[64];
+
+        static const enum row_mode modes[] = {ROW_CTX, ROW_PP};
+
+        for (size_t mi = 0; mi < ELEMENTSOF(modes); mi++) {
+                enum row_mode m = modes[mi];
+                struct row_acc a = {.cached_max = -1, .prompt_min = INT64_MAX, .prompt_max = -1};
+                json_t *pooled = json_array();
+                size_t k = 0;
+
+                for (size_t i = first; i < first + n; i++) {
+                        const struct test *t = &b->tests[i];
+
+                        k += m == ROW_CTX ? t->n_ctx : t->n_reqs;
+                        row_add(b, m == ROW_CTX ? t->ctx : t->reqs, m == ROW_CTX ? t->n_ctx : t->n_reqs, m, &a);
+                        json_array_append_new(pooled, json_integer(t->tg));
+                }
+                if (k > 0)
+                        json_array_append_new(rows, row_json(b, t0, m, &a, json_incref(pooled)));
+                json_decref(pooled);
+                row_acc_free(&a);
         }
-        vals_free(&pp);
-        vals_free(&tg);
-        vals_free(&pp_req);
-        vals_free(&tg_req);
-        vals_free(&pp_text);
-        vals_free(&ttfr);
-        vals_free(&est);
-        vals_free(&e2e);
-        vals_free(&peak);
-        vals_free(&peak_req);
+        test_name(t0, "pp", name_pp, sizeof(name_pp));
+        for (size_t i = first; i < first + n; i++) {
+                const struct test *t = &b->tests[i];
+                struct row_acc a = {.cached_max = -1, .prompt_min = INT64_MAX, .prompt_max = -1};
+                char fname[96];
+
+                if (t->n_ctx > 0) {
+                        snprintf(fname, sizeof(fname), "%s tg1", name_pp);
+                        failures_json(failures, fname, t->ctx, t->n_ctx);
+                }
+                if (t->n_reqs == 0)
+                        continue;
+                row_add(b, t->reqs, t->n_reqs, ROW_TG, &a);
+                json_array_append_new(rows, row_json(b, t, ROW_TG, &a, NULL));
+                row_acc_free(&a);
+                snprintf(fname, sizeof(fname), "%s tg%" PRId64, name_pp, t->tg);
+                failures_json(failures, fname, t->reqs, t->n_reqs);
+        }
 }
 
 /* vllm bench serve's distributions over a request list; the pooled ITL goes to *itl too. */
@@ -1565,9 +1691,12 @@ static json_t *definitions_json(void)
                 "CLOCK_MONOTONIC immediately before the request is handed to libcurl; every event is stamped "
                 "when libcurl hands over the bytes that complete it",
                 "pp_tps",
-                "llama-benchy v0.3: prompt tokens / est_ppt; prompt tokens = usage.prompt_tokens when within "
-                "+-20 % of the expected count (depth + pp; pp with --llama-bench-style), else the expected count; "
-                "c > 1: sum of prompt tokens / (latest first text - earliest t0)",
+                "llama-benchy v0.3: prompt tokens / est_ppt; prompt tokens = those the server evaluated, "
+                "usage.prompt_tokens less the cached tokens it reports (--llama-bench-style: the cached context; "
+                "else at most the chat template's header), one row over every tg of a (pp, depth); a request whose "
+                "usage.prompt_tokens is not depth + pp, or whose cache was reused where it must not be (or not "
+                "reused in llama-bench style), fails naming both numbers; without usage the count of the server's "
+                "/tokenize (prompt_tokens_from); c > 1: sum of prompt tokens / (latest first text - earliest t0)",
                 "pp_tps_first_text",
                 "llama-benchy 0.4: prompt tokens / max(0, e2e_ttft - latency), per request (the pp row's "
                 "tps_first_text); ttfr_before_prefill is true when the median ttfr is under a quarter of the "
@@ -1695,11 +1824,15 @@ json_t *mx_bench_result_json(const struct mx_bench *b)
                 char name[64];
                 json_t *sv;
 
-                if (t->n_ctx > 0)
-                        rows_json(b, t, t->ctx, t->n_ctx, true, rows, failures);
+                if (i == 0 || t->depth != t[-1].depth || t->pp != t[-1].pp) {
+                        size_t n = 1;
+
+                        while (i + n < b->n_tests && t[n].depth == t->depth && t[n].pp == t->pp)
+                                n++;
+                        rows_json(b, i, n, rows, failures);
+                }
                 if (t->n_reqs == 0)
                         continue;
-                rows_json(b, t, t->reqs, t->n_reqs, false, rows, failures);
                 test_name(t, "pp", name, sizeof(name));
                 sv = t->depth == 0 ? serving_json(t->reqs, t->n_reqs, &ttfr0, &ttft0, &tpot0, &itl0, &e2el0)
                                    : serving_json(t->reqs, t->n_reqs, NULL, NULL, NULL, NULL, NULL);
@@ -1718,9 +1851,7 @@ json_t *mx_bench_result_json(const struct mx_bench *b)
         o = json_pack("{s:s,s:s,s:s?,s:s,s:s,s:o,s:{s:I,s:I},s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:i,s:i}",
                       "tool", "mxmatrix bench " MX_VERSION, "url", b->url, "model", b->model, "server",
                       mx_server_kind_name(b->server), "tokenize",
-                      b->tok_form == TOK_LLAMA  ? "POST /tokenize {content} (llama-server)"
-                      : b->tok_form == TOK_VLLM ? "POST /tokenize {model, prompt} (vLLM, SGLang)"
-                                                : "none",
+                      mx_tokenize_form_describe(b->tok_form),
                       "latency_ms", num(b->latency_ms), "template_overhead", "user", (json_int_t)b->delta_user,
                       "context", (json_int_t)b->delta_ctx, "config", cfg, "definitions", definitions_json(),
                       "statistics", statistics_json(), "tests", rows, "serving", serving, "failures", failures,

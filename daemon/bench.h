@@ -75,6 +75,12 @@ struct mx_bench_config {
         int64_t timeout_ms; /* per request; 0: MX_BENCH_TIMEOUT_DEFAULT_MS */
         uint64_t seed;      /* prompt words and salts; 0: random */
         bool keep_requests; /* keep every request's raw stamps in the JSON */
+        /*
+         * Testing the checks: every request of a test gets the same prompt,
+         * without a unique prefix or cache field (llama-server: cache_prompt
+         * true), so that a server's cache is reused and the requests fail.
+         */
+        bool force_cache_reuse;
 };
 
 /* Seed 002's defaults: pp 2048, tg 32 and 128, depths 0/4096/8192, 10 runs, 3 warm-ups, c = 1. */

@@ -77,8 +77,8 @@ static const struct mx_level_setting l3_settings[] = {
         { "long_generation_tokens", MX_LSET_INT, "1024", 0, 1048576, NULL,
           "tokens of the one long generation (seed 001: 1024+); 0: none" },
         { "long_context_tokens", MX_LSET_INT, "32768", 0, 16777216, NULL,
-          "prompt tokens of the one long-context request (template 000: 32K+); a server whose max_model_len "
-          "(from /v1/models) cannot hold them fails; 0: none" },
+          "prompt tokens of the one long-context request, exact by the server's /tokenize (template 000: 32K+); "
+          "a server whose context (max_model_len, n_ctx) cannot hold them and 16 generated fails; 0: none" },
         { "memory_growth_max", MX_LSET_NUMBER, "0.10", 0, 100, NULL,
           "the largest growth of the server's memory from the first sample to the last of the sequential "
           "requests (seed 001: 10 %)" },

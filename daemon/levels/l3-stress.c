@@ -8,9 +8,17 @@
  *                10 %) growth from the first sample to the last fails
  *   concurrent   `concurrency` requests at once (seed: 10; template: 2-4)
  *   long         one generation of `long_generation_tokens` (seed: 1024+)
- *   context      one prompt of `long_context_tokens` (template: 32K+), capped by
- *                the max_model_len that /v1/models reports; a server whose
- *                context cannot hold it fails
+ *   context      one prompt of exactly `long_context_tokens` (template: 32K+;
+ *                32768) as the server's /tokenize counts it (prompt.h, the
+ *                builder L4 uses; special tokens included, as /v1/completions
+ *                adds them), checked against the context the server really
+ *                has: vLLM's max_model_len in /v1/models, llama-server's
+ *                data[].meta.n_ctx there or /props
+ *                default_generation_settings.n_ctx, or the n_ctx of its 400.
+ *                A prompt that does not fit with its 16 generated tokens
+ *                fails naming both numbers (the matrix asked for more than
+ *                the server has); usage.prompt_tokens must equal the asked
+ *                count on /v1/completions
  *   zombies      no process of the server's tree is a zombie (state Z)
  *   after stop   (pending) nothing of the run outlived the stop
  *
@@ -29,6 +37,7 @@
 #include "logcap.h"
 #include "memtrack.h"
 #include "proc.h"
+#include "prompt.h"
 
 #include <dirent.h>
 #include <inttypes.h>
@@ -45,9 +54,11 @@ static void closedirp(DIR **d)
 #define L3_SERIES_MAX 512
 #define L3_PROMPT "Write a short paragraph about the history of the printing press."
 
-enum phase { PH_SEQUENTIAL, PH_CONCURRENT, PH_LONG, PH_MODELS, PH_CONTEXT, PH_DONE };
-static const char *const phase_names[] = { "sequential", "concurrent", "long generation", "models",
-                                           "long context", "zombie check" };
+#define L3_CONTEXT_GEN 16
+
+enum phase { PH_SEQUENTIAL, PH_CONCURRENT, PH_LONG, PH_MODELS, PH_PROPS, PH_TOKENIZE, PH_CONTEXT, PH_DONE };
+static const char *const phase_names[] = { "sequential", "concurrent", "long generation", "models", "props",
+                                           "long context", "long context", "zombie check" };
 
 struct call {
         struct l3 *s;
@@ -70,7 +81,10 @@ struct l3 {
         struct mx_mem_track mem_all; /* every sample, for the peaks */
         const char *mem_source;
         int64_t started_mono, max_model_len;
+        const char *ctx_field, *ctx_source; /* what max_model_len is and where it came from */
         char *context_prompt;
+        struct mx_prompt_tokenizer tk;
+        struct mx_prompt_build *pb; /* a /tokenize count or build in flight */
 };
 
 static int64_t setting_int(struct mx_level *l, const char *k)
@@ -127,6 +141,7 @@ static void sample(struct l3 *s, const char *when)
 }
 
 static void next_phase(struct l3 *s);
+static char *context_check(struct l3 *s, const struct mx_http_response *res, const struct mx_gen_reply *g);
 static void start_request(struct l3 *s, unsigned no, int64_t max_tokens, const char *prompt);
 
 static void call_done(struct mx_http_call *h, struct mx_http_response *res, void *ud)
@@ -143,6 +158,15 @@ static void call_done(struct mx_http_call *h, struct mx_http_response *res, void
         (void)h;
         c->h = NULL;
         problem = mx_check_reply(&c->rq, &o, res, &g, &check);
+        if (s->phase == PH_CONTEXT) {
+                char *ctx_problem = context_check(s, res, &g);
+
+                if (ctx_problem) {
+                        free(problem);
+                        problem = ctx_problem;
+                        check = "context";
+                }
+        }
         if (problem)
                 add_failure(s, c->no, check, problem, body, res);
         if (s->phase == PH_CONTEXT)
@@ -206,7 +230,7 @@ static void start_request(struct l3 *s, unsigned no, int64_t max_tokens, const c
         }
 }
 
-/* The context length the server reports in /v1/models (vLLM: data[].max_model_len), or 0. */
+/* The context the server has, from /v1/models: vLLM's data[].max_model_len, llama-server's data[].meta.n_ctx. */
 static void models_done(struct mx_http_call *h, struct mx_http_response *res, void *ud)
 {
         struct l3 *s = ud;
@@ -217,26 +241,129 @@ static void models_done(struct mx_http_call *h, struct mx_http_response *res, vo
         (void)h;
         s->calls[0].h = NULL;
         j = res->error == 0 && res->status == 200 ? json_loadb(res->body, res->body_len, 0, NULL) : NULL;
-        json_array_foreach (json_object_get(j, "data"), i, d)
-                if (json_is_integer(json_object_get(d, "max_model_len")) &&
-                    (!s->base.ctx->model || streq_ptr(json_string_value(json_object_get(d, "id")), s->base.ctx->model)
-                     || s->max_model_len == 0))
-                        s->max_model_len = json_integer_value(json_object_get(d, "max_model_len"));
-        json_object_set_new(s->metrics, "max_model_len", json_integer(s->max_model_len));
+        json_array_foreach (json_object_get(j, "data"), i, d) {
+                json_t *mml = json_object_get(d, "max_model_len"),
+                       *nctx = json_object_get(json_object_get(d, "meta"), "n_ctx");
+
+                if (s->base.ctx->model && s->max_model_len != 0 &&
+                    !streq_ptr(json_string_value(json_object_get(d, "id")), s->base.ctx->model))
+                        continue;
+                if (json_is_integer(mml) && json_integer_value(mml) > 0) {
+                        s->max_model_len = json_integer_value(mml);
+                        s->ctx_field = "max_model_len";
+                        s->ctx_source = "/v1/models";
+                } else if (json_is_integer(nctx) && json_integer_value(nctx) > 0) {
+                        s->max_model_len = json_integer_value(nctx);
+                        s->ctx_field = "n_ctx";
+                        s->ctx_source = "/v1/models meta";
+                }
+        }
         next_phase(s);
 }
 
-/* A prompt of about n tokens: common words, one token each in the usual tokenizers (and in mxsim). */
+/* llama-server's /props: default_generation_settings.n_ctx (a server without /props answers 404: no figure). */
+static void props_done(struct mx_http_call *h, struct mx_http_response *res, void *ud)
+{
+        struct l3 *s = ud;
+        _cleanup_json_ json_t *j = NULL;
+        json_t *n;
+
+        (void)h;
+        s->calls[0].h = NULL;
+        j = res->error == 0 && res->status == 200 ? json_loadb(res->body, res->body_len, 0, NULL) : NULL;
+        n = json_object_get(json_object_get(j, "default_generation_settings"), "n_ctx");
+        if (json_is_integer(n) && json_integer_value(n) > 0) {
+                s->max_model_len = json_integer_value(n);
+                s->ctx_field = "n_ctx";
+                s->ctx_source = "/props";
+        }
+        next_phase(s);
+}
+
+/* A prompt of about n words when the server has no /tokenize: not token-exact, and the metrics say so. */
 static char *long_prompt(int64_t n)
 {
-        static const char *const words[] = { "the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog",
-                                             "and", "then", "runs", "home", "to", "sleep", "well" };
-        struct mx_buf b = MX_BUF_INIT;
+        return mx_prompt_text("Summarise the following text.", 1, n, 0, 0);
+}
 
-        mx_buf_printf(&b, "Summarise the following text.");
-        for (int64_t i = 0; i < n; i++)
-                mx_buf_printf(&b, " %s", words[i % ELEMENTSOF(words)]);
-        return mx_buf_steal(&b);
+static void context_built(void *ud, struct mx_prompt_result *res)
+{
+        struct l3 *s = ud;
+
+        s->pb = NULL;
+        json_object_set_new(s->metrics, "long_context_tokenize_calls", json_integer(res->tries));
+        if (res->error < 0) {
+                _cleanup_free_ char *m = xasprintf("no prompt of %" PRId64 " tokens by the server's /tokenize: %s",
+                                                   setting_int(&s->base, "long_context_tokens"), strna(res->reason));
+                add_failure(s, 0, "context", m, NULL, NULL);
+                s->phase = PH_CONTEXT; /* nothing to send */
+        } else {
+                free(s->context_prompt);
+                s->context_prompt = TAKE_PTR(res->text);
+        }
+        next_phase(s);
+}
+
+/* The /tokenize form: vLLM's first, then llama-server's; neither: words, said so. */
+static void tokenize_probed(void *ud, int64_t n, const char *reason)
+{
+        struct l3 *s = ud;
+        struct mx_prompt_spec spec = {
+                .target = setting_int(&s->base, "long_context_tokens"),
+                .seed = (uint64_t)s->started_mono,
+                /* /v1/completions adds BOS and the like; the chat template's tokens are the server's */
+                .add_special = mx_endpoint_from_string(json_string_value(
+                                       json_object_get(s->base.ctx->settings, "endpoint"))) != MX_ENDPOINT_CHAT,
+        };
+        _cleanup_free_ char *err = NULL;
+
+        (void)reason;
+        s->pb = NULL;
+        if (n <= 0 && s->tk.form == MX_TOKENIZE_VLLM) {
+                s->tk.form = MX_TOKENIZE_LLAMA;
+                if (mx_prompt_count(&s->tk, MX_TOKENIZE_LLAMA, "hello world", false, tokenize_probed, s, &s->pb, NULL) >= 0)
+                        return;
+        }
+        if (n <= 0) {
+                logcap_note(s->base.ctx->log, "L3: the server answers no /tokenize: the long-context prompt is "
+                                              "sized by words, not token-exact");
+                json_object_set_new(s->metrics, "long_context_exact", json_false());
+                s->context_prompt = long_prompt(spec.target);
+                next_phase(s);
+                return;
+        }
+        json_object_set_new(s->metrics, "long_context_exact", json_true());
+        json_object_set_new(s->metrics, "tokenize", json_string(mx_tokenize_form_describe(s->tk.form)));
+        if (mx_prompt_build(&s->tk, &spec, context_built, s, &s->pb, &err) < 0) {
+                struct mx_prompt_result res = { .error = -EIO, .reason = err };
+
+                context_built(s, &res);
+        }
+}
+
+/* The long-context request's reply: the count the server evaluated is the one asked, or both are named. */
+static char *context_check(struct l3 *s, const struct mx_http_response *res, const struct mx_gen_reply *g)
+{
+        int64_t want = setting_int(&s->base, "long_context_tokens");
+        _cleanup_json_ json_t *j = NULL;
+        json_t *e;
+
+        if (res->status == 400 && (j = json_loadb(res->body, res->body_len, 0, NULL)) &&
+            json_is_integer(json_object_get((e = json_object_get(j, "error")), "n_ctx")))
+                return xasprintf("the server's context (n_ctx %" PRId64 ", from its HTTP 400) cannot hold the "
+                                 "long-context prompt of %" PRId64 " tokens (the server counted %" PRId64
+                                 ") plus %d generated (L3.long_context_tokens)",
+                                 (int64_t)json_integer_value(json_object_get(e, "n_ctx")), want,
+                                 (int64_t)json_integer_value(json_object_get(e, "n_prompt_tokens")), L3_CONTEXT_GEN);
+        if (res->status != 200 || !json_is_true(json_object_get(s->metrics, "long_context_exact")) ||
+            mx_endpoint_from_string(json_string_value(json_object_get(s->base.ctx->settings, "endpoint"))) ==
+                    MX_ENDPOINT_CHAT)
+                return NULL;
+        if (g->prompt_tokens != want)
+                return xasprintf("usage.prompt_tokens %" PRId64 ", but the long-context prompt was built to %" PRId64
+                                 " tokens by the server's /tokenize",
+                                 g->prompt_tokens, want);
+        return NULL;
 }
 
 static void zombie_check(struct l3 *s)
@@ -385,27 +512,51 @@ static void next_phase(struct l3 *s)
                                 return;
                 }
                 /* fall through */
-        case PH_MODELS: {
-                int64_t want = setting_int(l, "long_context_tokens"), room;
+        case PH_MODELS:
+                s->phase = PH_PROPS;
+                if (setting_int(l, "long_context_tokens") > 0 && s->max_model_len == 0) {
+                        _cleanup_free_ char *url = xasprintf("%s/props", l->ctx->url);
+                        /* llama-server guards /props with its --api-key */
+                        struct mx_http_request req = { .method = "GET", .url = url, .timeout_ms = 30000,
+                                                       .headers = l->ctx->headers };
 
-                s->phase = PH_CONTEXT;
+                        if (mx_http_start(l->ctx->http, &req, props_done, s, &s->calls[0].h, NULL) >= 0)
+                                return;
+                }
+                /* fall through */
+        case PH_PROPS: {
+                int64_t want = setting_int(l, "long_context_tokens");
+
+                s->phase = PH_TOKENIZE;
                 if (want <= 0)
                         goto done;
-                /* Room for the prompt: the context less the generation and the chat template's overhead. */
-                room = s->max_model_len > 0 ? s->max_model_len - 16 - 128 : want;
-                if (room < want) {
+                json_object_set_new(s->metrics, "max_model_len", json_integer(s->max_model_len));
+                json_object_set_new(s->metrics, "max_model_len_from",
+                                    s->ctx_source ? json_sprintf("%s, %s", s->ctx_field, s->ctx_source) : json_null());
+                json_object_set_new(s->metrics, "long_context_tokens_asked", json_integer(want));
+                /* the matrix asked for more than the server has: the check fails, naming both */
+                if (s->max_model_len > 0 && want + L3_CONTEXT_GEN > s->max_model_len) {
                         _cleanup_free_ char *m = xasprintf(
-                                "the server's max_model_len %" PRId64 " (from /v1/models) cannot hold the "
-                                "long-context prompt of %" PRId64 " tokens (L3.long_context_tokens)",
-                                s->max_model_len, want);
+                                "the server's context (%s %" PRId64 ", from %s) cannot hold the long-context "
+                                "prompt of %" PRId64 " tokens plus %d generated (L3.long_context_tokens)",
+                                s->ctx_field, s->max_model_len, s->ctx_source, want, L3_CONTEXT_GEN);
                         add_failure(s, 0, "context", m, NULL, NULL);
                         goto done;
                 }
-                free(s->context_prompt);
-                s->context_prompt = long_prompt(want);
-                start_request(s, 1, 16, s->context_prompt);
+                /* headers[0] is the profile's bearer token where it names one (runner: api_key, api_key_env) */
+                s->tk = (struct mx_prompt_tokenizer){ .http = l->ctx->http, .url = l->ctx->url, .model = l->ctx->model,
+                                                      .auth_header = l->ctx->headers ? l->ctx->headers[0] : NULL,
+                                                      .form = MX_TOKENIZE_VLLM,
+                                                      .timeout_ms = MX_MIN(mx_level_timeout_ms(l), 600000) };
+                if (mx_prompt_count(&s->tk, MX_TOKENIZE_VLLM, "hello world", false, tokenize_probed, s, &s->pb,
+                                    NULL) < 0)
+                        tokenize_probed(s, -EIO, NULL);
                 return;
         }
+        case PH_TOKENIZE:
+                s->phase = PH_CONTEXT;
+                start_request(s, 1, L3_CONTEXT_GEN, s->context_prompt);
+                return;
         case PH_CONTEXT:
         done:
                 s->phase = PH_DONE;
@@ -463,10 +614,22 @@ static void l3_after_stop(struct mx_level *l, const struct mx_level_stop *st)
         if (st->n_leftovers > 0)
                 mx_level_finish(l, MX_VERDICT_FAIL, l3_metrics(l), json_incref(s->artifacts),
                                 "%zu processes of the server outlived the stop", st->n_leftovers);
-        else
+        else {
+                json_t *got = json_object_get(s->metrics, "long_context_prompt_tokens");
+                _cleanup_free_ char *ctx = NULL;
+
+                if (json_is_integer(got))
+                        ctx = s->ctx_source ? xasprintf(", long context %" PRId64 " tokens of the server's %s %" PRId64
+                                                        " (from %s)",
+                                                        (int64_t)json_integer_value(got), s->ctx_field,
+                                                        s->max_model_len, s->ctx_source)
+                                            : xasprintf(", long context %" PRId64 " tokens (the server reports "
+                                                        "no context size)",
+                                                        (int64_t)json_integer_value(got));
                 mx_level_finish(l, MX_VERDICT_PASS, l3_metrics(l), json_incref(s->artifacts),
-                                "%u requests, memory %s, nothing left after the stop", s->n_requests,
-                                growth_text(s, buf, sizeof(buf)));
+                                "%u requests, memory %s%s, nothing left after the stop", s->n_requests,
+                                growth_text(s, buf, sizeof(buf)), strempty(ctx));
+        }
 }
 
 static int l3_new(const struct mx_level_ctx *ctx, struct mx_level **ret, char **reterr)
@@ -492,6 +655,8 @@ static void l3_cancel(struct mx_level *l)
                 mx_http_cancel(s->calls[i].h);
                 s->calls[i].h = NULL;
         }
+        mx_prompt_build_cancel(s->pb);
+        s->pb = NULL;
 }
 
 static void l3_free(struct mx_level *l)

@@ -488,6 +488,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             ids = tokenize_text(prompt)[0]
             if not ids:
                 ids = [tok_id(prompt)]
+            # vLLM's CompletionRequest.add_special_tokens defaults to true: BOS, as /tokenize counts it
+            if req.get("add_special_tokens", True):
+                ids = [0] + ids
         else:
             bad("Either prompt or prompt_embeds must be provided and non-empty.")
         p = common_params(req, False, len(ids))

@@ -76,10 +76,14 @@ echo "ok   json"
 [ $rc -eq 1 ] && grep -q '/v1/models' "$tmp/err" || fail "unreachable server: exit $rc, $(cat "$tmp/err")"
 echo "ok   exit status"
 
-# failed requests are counted and shown, and fail the command
+# failed requests are counted and shown, and fail the command (pp 128: gpt-oss's chat template alone is
+# 71 tokens here, so a pp64 prompt cannot be made and fails before any request, a separate case)
 start_sim --mxsim-fault null-content
-"$mx" bench "http://127.0.0.1:$PORT" --pp 64 --tg 8 --depth 0 --runs 2 --warmup 0 -q >"$tmp/table" 2>&1; rc=$?
+"$mx" bench "http://127.0.0.1:$PORT" --pp 128 --tg 8 --depth 0 --runs 2 --warmup 0 -q >"$tmp/table" 2>&1; rc=$?
 [ $rc -eq 1 ] || fail "failed requests did not fail the command (exit $rc)"
 grep -q 'Requests: 2 measured, 2 failed' "$tmp/table" || fail "failures not counted: $(tail -5 "$tmp/table")"
-grep -q 'FAILED pp64 tg8 run 1: no event carried text' "$tmp/table" || fail "failure not shown"
+grep -q 'FAILED pp128 tg8 run 1: no event carried text' "$tmp/table" || fail "failure not shown"
+"$mx" bench "http://127.0.0.1:$PORT" --pp 64 --tg 8 --depth 0 --runs 1 --warmup 0 -q >"$tmp/table" 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q 'FAILED pp64 tg8 run 1: no prompt of 64 tokens: the chat template alone has' "$tmp/table" ||
+        fail "a prompt smaller than the chat template was not a failure naming both (exit $rc): $(tail -3 "$tmp/table")"
 echo "ok   failures"

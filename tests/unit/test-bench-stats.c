@@ -96,15 +96,17 @@ TEST(pp_llama_benchy)
         ASSERT_TRUE(isnan(mx_bench_pp_tps(6144, 0)));
         ASSERT_TRUE(isnan(mx_bench_est_ppt_ms(NAN, 1.0)));
 
-        /* usage counts when strictly within +-20 % of the expected count */
-        ASSERT_EQ(mx_bench_pp_tokens(1199, 1000), 1199);
-        ASSERT_EQ(mx_bench_pp_tokens(1200, 1000), 1000);
-        ASSERT_EQ(mx_bench_pp_tokens(801, 1000), 801);
-        ASSERT_EQ(mx_bench_pp_tokens(800, 1000), 1000);
-        ASSERT_EQ(mx_bench_pp_tokens(-1, 1000), 1000);
-        ASSERT_EQ(mx_bench_pp_tokens(0, 1000), 1000);
-        /* llama-bench style: usage = depth + pp is ~3x pp, so pp itself is the numerator */
-        ASSERT_EQ(mx_bench_pp_tokens(6144, 2048), 2048);
+        /*
+         * The server's count, never the expected one in its place (the old +-20 % substitution turned 17
+         * evaluated tokens into 2048): what it evaluated, usage less what it took from its cache.
+         */
+        ASSERT_EQ(mx_bench_pp_tokens(1199, -1, 1000), 1199);
+        ASSERT_EQ(mx_bench_pp_tokens(17, 0, 2048), 17);
+        ASSERT_EQ(mx_bench_pp_tokens(0, -1, 1000), 0);
+        /* no usage: the count of the server's tokenizer (vllm bench serve's fallback) */
+        ASSERT_EQ(mx_bench_pp_tokens(-1, -1, 1000), 1000);
+        /* llama-bench style: usage = depth + pp, the cached context is not evaluated again */
+        ASSERT_EQ(mx_bench_pp_tokens(6144, 4100, 6144), 2044);
 }
 
 TEST(tg_llama_benchy)
@@ -265,4 +267,38 @@ TEST(silent_tokens_decode_span_and_itl)
         ASSERT_ERR(mx_bench_decode_span(cum, n, i_tok1, &tokens, &end), ERANGE);
         ASSERT_EQ(end, 3);
 #undef TOKEN_AT
+}
+
+/* What the real llama-server reported (../shared/targets README), judged: a count it contradicts fails the request. */
+TEST(prompt_problems_named_with_both_numbers)
+{
+        /* the defect of issue 14: 17 tokens evaluated of a prompt meant to be 2048 */
+        struct mx_bench_prompt_seen short_prompt = {.prompt_tokens = 17, .cached_tokens = 0, .cache_n = 0, .prompt_n = 17};
+        /* cache_prompt true, a distinct prompt: only the template's header is shared (5 of 29) */
+        struct mx_bench_prompt_seen header = {.prompt_tokens = 2048, .cached_tokens = 5, .cache_n = 5, .prompt_n = 2043};
+        /* the same prompt again: all but the last token reused */
+        struct mx_bench_prompt_seen reused = {.prompt_tokens = 2048, .cached_tokens = 2047, .cache_n = 2047, .prompt_n = 1};
+        /* llama-bench style: the context reused */
+        struct mx_bench_prompt_seen ctx = {.prompt_tokens = 1280, .cached_tokens = 1015, .cache_n = 1015, .prompt_n = 265};
+        struct mx_bench_prompt_seen none = {.prompt_tokens = -1, .cached_tokens = -1, .cache_n = -1, .prompt_n = -1};
+        struct mx_bench_prompt_seen odd = {.prompt_tokens = 2048, .cached_tokens = 0, .cache_n = 3, .prompt_n = 2045};
+        _cleanup_free_ char *p1 = mx_bench_prompt_problem(&short_prompt, 2048, 14, -1);
+        _cleanup_free_ char *p2 = mx_bench_prompt_problem(&header, 2048, 14, -1);
+        _cleanup_free_ char *p3 = mx_bench_prompt_problem(&reused, 2048, 14, -1);
+        _cleanup_free_ char *p4 = mx_bench_prompt_problem(&ctx, 1280, -1, 1002);
+        _cleanup_free_ char *p5 = mx_bench_prompt_problem(&header, 1280 + 768, -1, 1002);
+        _cleanup_free_ char *p6 = mx_bench_prompt_problem(&none, 2048, 14, -1);
+        _cleanup_free_ char *p7 = mx_bench_prompt_problem(&none, 2048, -1, 1002);
+        _cleanup_free_ char *p8 = mx_bench_prompt_problem(&odd, 2048, 14, -1);
+
+        ASSERT_CONTAINS(p1, "usage.prompt_tokens 17, but the prompt was built to 2048 tokens");
+        ASSERT_NULL(p2);
+        ASSERT_CONTAINS(p3, "reused 2047 cached prompt tokens of 2048 (at most 14");
+        ASSERT_NULL(p4);
+        ASSERT_CONTAINS(p5, "reused 5 cached prompt tokens, but the context holds 1002: the context was not reused");
+        ASSERT_NULL(p6); /* no usage: the tokenizer's count stands, nothing contradicts it */
+        ASSERT_CONTAINS(p7, "reports no cached tokens");
+        ASSERT_CONTAINS(p8, "cached_tokens 0 but timings.cache_n 3");
+        ASSERT_EQ(mx_bench_prompt_cached(&odd), 0);
+        ASSERT_EQ(mx_bench_prompt_cached(&(struct mx_bench_prompt_seen){.cached_tokens = -1, .cache_n = 7}), 7);
 }

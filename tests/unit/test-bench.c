@@ -396,6 +396,47 @@ TEST(failures_counted_not_dropped)
         sim_stop(&s);
 }
 
+/*
+ * One pp row per (pp, depth): prefill does not depend on tg, so the tests that differ only in tg pool their
+ * requests into one row (it used to repeat under one name, once per tg, and L5 paired the wrong rows).
+ */
+TEST(one_pp_row_per_pp_and_depth)
+{
+        struct sim s;
+        struct mx_bench_config cfg;
+        _cleanup_json_ json_t *doc = NULL;
+        unsigned failed, n_pp = 0, n_tg = 0;
+        json_t *r, *pp;
+        size_t i;
+
+        sim_start(&s, "llama-server", 0, NULL);
+        config(&cfg, s.port);
+        cfg.tg[0] = 8;
+        cfg.tg[1] = 16;
+        cfg.n_tg = 2;
+        cfg.n_depth = 1;
+        cfg.runs = 2;
+        cfg.warmup = 0;
+        doc = run_bench(&cfg, &failed);
+        ASSERT_EQ(failed, 0);
+        json_array_foreach(json_object_get(doc, "tests"), i, r) {
+                if (streq_ptr(json_string_value(json_object_get(r, "kind")), "pp"))
+                        n_pp++;
+                else
+                        n_tg++;
+        }
+        ASSERT_EQ(n_pp, 1u);
+        ASSERT_EQ(n_tg, 2u);
+        pp = row(doc, "pp256");
+        ASSERT_EQ(json_integer_value(json_object_get(pp, "requests")), 4);
+        ASSERT_EQ(json_array_size(json_object_get(json_object_get(pp, "tps"), "values")), 4);
+        ASSERT_EQ(json_integer_value(json_array_get(json_object_get(pp, "tg_pooled"), 1)), 16);
+        ASSERT_EQ(json_integer_value(json_object_get(pp, "prompt_tokens_min")), 256);
+        ASSERT_STREQ(json_string_value(json_object_get(pp, "prompt_tokens_from")), "usage");
+        ASSERT_EQ(json_integer_value(json_object_get(row(doc, "tg16"), "requests")), 2);
+        sim_stop(&s);
+}
+
 TEST(unreachable_server_is_an_error)
 {
         struct mx_bench_config cfg;

@@ -286,7 +286,9 @@ TEST(l3_passes_on_a_faithful_server)
         m = json_object_get(level_rec(&g, "L3"), "metrics");
         ASSERT_EQ(json_integer_value(json_object_get(m, "requests")), 20 + 4 + 1 + 1);
         ASSERT_EQ(json_integer_value(json_object_get(m, "long_generation_tokens")), 1024);
-        ASSERT_TRUE(json_integer_value(json_object_get(m, "long_context_prompt_tokens")) >= 32768);
+        /* token-exact: the prompt was built with the server's /tokenize to exactly 32K */
+        ASSERT_EQ(json_integer_value(json_object_get(m, "long_context_prompt_tokens")), 32768);
+        ASSERT_TRUE(json_is_true(json_object_get(m, "long_context_exact")));
         ASSERT_EQ(json_integer_value(json_object_get(m, "max_model_len")), 131072);
         ASSERT_TRUE(json_integer_value(json_object_get(json_object_get(m, "memory"), "first_bytes")) > 0);
         ASSERT_TRUE(json_array_size(json_object_get(json_object_get(m, "memory"), "series")) >= 4);
@@ -324,6 +326,47 @@ TEST(l3_every_injected_fault_fails_with_its_check)
                         /* The engine died under the concurrent requests: the run crashed, L3 says where. */
                         ASSERT_STREQ(mx_outcome_to_string(g.outcome), "crashed");
                         ASSERT_CONTAINS(msg, want[i].message);
+                }
+                rig_done(&g);
+        }
+}
+
+/*
+ * The long-context prompt against the context the server has: 32768 prompt tokens and 16 generated fit a
+ * context of 32784 exactly (the prompt is token-exact, so there is no slack to hide in), and one token less
+ * fails naming both numbers: the matrix asked for more than the server has.
+ */
+TEST(l3_context_fits_to_the_token)
+{
+        static const struct {
+                const char *fault, *verdict;
+        } want[] = {
+                { "short-context=32784", "pass" },
+                { "short-context=32783", "fail" },
+        };
+        const char *settings = "{\"L3\": {\"sequential\": 1, \"concurrency\": 0, \"long_generation_tokens\": 0, "
+                               "\"long_context_tokens\": 32768}}";
+
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                _cleanup_free_ char *name = xasprintf("l3-%s", want[i].fault);
+                const char *msg;
+                json_t *m;
+                struct rig g;
+
+                run_levels(&g, name, want[i].fault, settings, "[\"L3\"]");
+                msg = json_string_value(json_object_get(level_rec(&g, "L3"), "message"));
+                m = json_object_get(level_rec(&g, "L3"), "metrics");
+                if (!streq_ptr(rig_verdict(&g, "L3"), want[i].verdict))
+                        test_fail(__FILE__, __LINE__, "%s: L3 %s: %s", want[i].fault, strna(rig_verdict(&g, "L3")),
+                                  strna(msg));
+                ASSERT_EQ(json_integer_value(json_object_get(m, "long_context_tokens_asked")), 32768);
+                if (streq(want[i].verdict, "pass")) {
+                        ASSERT_EQ(json_integer_value(json_object_get(m, "long_context_prompt_tokens")), 32768);
+                        ASSERT_CONTAINS(msg, "long context 32768 tokens of the server's max_model_len 32784");
+                } else {
+                        ASSERT_STREQ(json_string_value(json_object_get(first_failure(&g, "L3"), "check")), "context");
+                        ASSERT_CONTAINS(msg, "max_model_len 32783, from /v1/models");
+                        ASSERT_CONTAINS(msg, "prompt of 32768 tokens plus 16 generated");
                 }
                 rig_done(&g);
         }
