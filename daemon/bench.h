@@ -75,6 +75,11 @@ struct mx_bench_config {
         int64_t timeout_ms; /* per request; 0: MX_BENCH_TIMEOUT_DEFAULT_MS */
         uint64_t seed;      /* prompt words and salts; 0: random */
         bool keep_requests; /* keep every request's raw stamps in the JSON */
+        /*
+         * Tests only, not on the command line: "ignore_eos" without "min_tokens", the request that
+         * vLLM with gpt-oss fails once the model ends its turn early (vllm#50690, server-kind.h).
+         */
+        bool ignore_eos_only;
 };
 
 /* Seed 002's defaults: pp 2048, tg 32 and 128, depths 0/4096/8192, 10 runs, 3 warm-ups, c = 1. */
