@@ -16,6 +16,7 @@
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -83,6 +84,8 @@ static void sim_start(struct sim *s, const char *flavor, double jitter_ms, const
 
                 for (; extra && *extra && n < 30; extra++)
                         argv[n++] = *extra;
+                /* a failed assertion ends the test without sim_stop(): the sim goes with it */
+                prctl(PR_SET_PDEATHSIG, SIGTERM);
                 setenv("MXSIM_LOAD_S", "0.1", 1);
                 setenv("MXSIM_GPU_LOCK", lock, 1);
                 unsetenv("MXSIM_FAULTS");
