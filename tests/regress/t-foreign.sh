@@ -98,8 +98,9 @@ check tg_tps "$(val '.tests[] | select(.kind == "tg") | .tps.mean')" $((1000 / D
 check itl_p50 "$(val '.serving[0].itl_ms.p50')" $D 1 0.2
 check itl_mean "$(val '.serving[0].itl_ms.mean')" $D 2 0.3
 check e2el "$(val '.serving[0].e2el_ms.mean')" $((F + 31 * D)) 1 1.5
-# the chunk after the switch holds 7 tokens' time: vllm bench serve's per-chunk ITL shows it
-check itl_event_max "$(val '.serving[0].itl_event_ms.max')" $((7 * D)) 2 1.5
+# the chunk after the switch holds 7 tokens' time: vllm bench serve's per-chunk ITL shows it (a maximum over
+# every request takes the worst delay of a loaded machine: D/2 still tells 7 steps from the end's 6)
+check itl_event_max "$(val '.serving[0].itl_event_ms.max')" $((7 * D)) 0 $((D / 2))
 [ "$(val '.serving[0].itl_from')" = "running counts (per token)" ] || fail "itl from $(val '.serving[0].itl_from')"
 # vllm#50690: ignore_eos without min_tokens fails once the turn ends early; the bench's min_tokens avoids it
 body='{"messages":[{"role":"user","content":"hi"}],"max_tokens":100,"ignore_eos":true}'
