@@ -556,7 +556,10 @@ static json_t *request_body(struct mx_bench *b, struct breq *r)
                       (json_int_t)r->max_tokens, "stream", true, "stream_options", "include_usage", true,
                       "continuous_usage_stats", true);
         /* exactly max_tokens without vLLM's gpt-oss ignore_eos failure (server-kind.h) */
-        mx_server_exact_tokens(o, r->max_tokens);
+        if (b->cfg.ignore_eos_only)
+                json_object_set_new(o, "ignore_eos", json_true());
+        else
+                mx_server_exact_tokens(o, r->max_tokens);
         /* llama-server ignores continuous_usage_stats; its running count is timings.predicted_n */
         if (b->server == MX_SERVER_LLAMA)
                 json_object_set_new(o, "timings_per_token", json_true());

@@ -81,6 +81,11 @@ struct mx_bench_config {
          * true), so that a server's cache is reused and the requests fail.
          */
         bool force_cache_reuse;
+        /*
+         * Tests only, not on the command line: "ignore_eos" without "min_tokens", the request that
+         * vLLM with gpt-oss fails once the model ends its turn early (vllm#50690, server-kind.h).
+         */
+        bool ignore_eos_only;
 };
 
 /* Seed 002's defaults: pp 2048, tg 32 and 128, depths 0/4096/8192, 10 runs, 3 warm-ups, c = 1. */

@@ -380,6 +380,15 @@ static char *check_text(const char *text, int64_t tokens, const struct mx_check_
         return NULL;
 }
 
+const char *mx_check_auth_hint(long status, bool key_sent)
+{
+        if (status != 401 && status != 403)
+                return "";
+        return key_sent ? "the server refused the profile's API key (api_key / api_key_env, mxmatrix.json(5))"
+                        : "the server wants an API key, and the profile declares none (api_key or api_key_env, "
+                          "mxmatrix.json(5))";
+}
+
 char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts *o,
                      const struct mx_http_response *res, struct mx_gen_reply *ret, const char **ret_check)
 {
@@ -406,6 +415,8 @@ char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts
                 /* the server's own bug, named as such: not the harness's, not the feature's */
                 if (issue)
                         FAIL("known-issue", "server known issue %s: HTTP %ld: %s", issue, res->status, b);
+                if (res->status == 401 || res->status == 403)
+                        FAIL("auth", "HTTP %ld: %s: %s", res->status, b, mx_check_auth_hint(res->status, o->key_sent));
                 FAIL("http", "HTTP %ld: %s", res->status, b);
         }
         bad = utf8_invalid_at(res->body, res->body_len);

@@ -55,6 +55,7 @@ struct mx_check_opts {
         double max_repeat;     /* most frequent word's share of the words (8 or more); 0: no check */
         json_t *expect;        /* substrings the text must contain, or NULL */
         int logprobs;          /* the logprobs the request asked for; -1: none */
+        bool key_sent;         /* the request carried the profile's bearer token (for a 401's reason) */
 };
 
 /* What a reply said, as far as it could be read. */
@@ -72,9 +73,15 @@ struct mx_gen_reply {
 void mx_gen_reply_done(struct mx_gen_reply *r);
 
 /*
+ * What a 401 or 403 means for the run, to follow the server's own words: the profile's API key was
+ * refused (key_sent), or the server wants one (mxmatrix.json(5): api_key, api_key_env); "" otherwise.
+ */
+const char *mx_check_auth_hint(long status, bool key_sent);
+
+/*
  * Check a reply. NULL when it passes; else what is wrong in one sentence,
  * and *ret_check names the check ("http", "utf8", "nan", "json", "text",
- * "usage", "tokens", "coherence", "expect", "logprobs", "known-issue": a known bug of
+ * "usage", "tokens", "coherence", "expect", "logprobs", "auth": a 401/403, "known-issue": a known bug of
  * the server, server-kind.h). ret is filled as far
  * as the reply could be read.
  */

@@ -13,6 +13,7 @@
  * (mx_level_fail_on_assumptions). A failed assumption does not fail L1: the
  * levels that depend on it fail with its line.
  */
+#include "checks.h"
 #include "crash.h"
 #include "http.h"
 #include "levels.h"
@@ -51,7 +52,7 @@ static int l1_new(const struct mx_level_ctx *ctx, struct mx_level **ret, char **
 }
 
 /* Is this a completion with text and at least one generated token? NULL if so, else why not. */
-static char *completion_problem(struct mx_http_response *res, json_t *metrics)
+static char *completion_problem(struct mx_http_response *res, json_t *metrics, bool key_sent)
 {
         _cleanup_json_ json_t *j = NULL;
         json_t *choice, *usage;
@@ -59,6 +60,9 @@ static char *completion_problem(struct mx_http_response *res, json_t *metrics)
 
         if (res->error < 0)
                 return xasprintf("the completion request failed: %s", strna(res->error_text));
+        if (res->status == 401 || res->status == 403)
+                return xasprintf("the completion request got HTTP %ld: %.200s: %s", res->status, strempty(res->body),
+                                 mx_check_auth_hint(res->status, key_sent));
         if (res->status != 200)
                 return xasprintf("the completion request got HTTP %ld: %.200s", res->status, strempty(res->body));
         j = json_loadb(res->body, res->body_len, 0, NULL);
@@ -126,7 +130,7 @@ static void completion_done(struct mx_http_call *call, struct mx_http_response *
 
         (void)call;
         s->call = NULL;
-        problem = completion_problem(res, s->metrics);
+        problem = completion_problem(res, s->metrics, l->ctx->headers != NULL);
         if (!problem && crash_scan_class(l->ctx->crash))
                 problem = xasprintf("the log shows %s: %s", crash_scan_class(l->ctx->crash),
                                     crash_scan_evidence(l->ctx->crash));

@@ -335,6 +335,7 @@ static void step_done(struct mx_http_call *call, struct mx_http_response *res, v
                 .min_printable = setting_num(l, "min_printable"), .max_repeat = setting_num(l, "max_repeat"),
                 .expect = st->kind == STEP_MAIN ? json_object_get(p, "expect") : NULL,
                 .logprobs = step_logprobs(s, st),
+                .key_sent = l->ctx->headers != NULL,
         };
         struct mx_gen_request rq = { .endpoint = st->endpoint, .logprobs = o.logprobs,
                                      .prompt_logprobs = st->kind == STEP_PPL ? 0 : -1 };

@@ -150,7 +150,7 @@ static void call_done(struct mx_http_call *h, struct mx_http_response *res, void
         struct l3 *s = c->s;
         struct mx_level *l = &s->base;
         struct mx_check_opts o = { .expect_tokens = c->expect_tokens, .min_printable = 0.9, .max_repeat = 0.5,
-                                   .logprobs = -1 };
+                                   .logprobs = -1, .key_sent = l->ctx->headers != NULL };
         struct mx_gen_reply g = { .prompt_ppl = -1 };
         _cleanup_free_ char *problem = NULL, *body = TAKE_PTR(c->body);
         const char *check = NULL;

@@ -506,6 +506,41 @@ logged "The server is fired up and ready to roll!" || fail "no fired-up line"
 stop
 pass "SGLang: refused, 503 while warming up, 200 after \"fired up\""
 
+start harmony -- --mxsim-harmony --mxsim-eos-at 20
+wait_ready
+chat='{"messages":[{"role":"user","content":"hi"}],"max_tokens":32'
+# silent tokens: usage counts all 32; the stream carries the role chunk, 12 reasoning and 5 content chunks
+# (3 header, 6 switch and the last 6 tokens send none), the last one's empty delta with finish_reason
+[ "$(post /v1/chat/completions "$chat"',"ignore_eos":true,"min_tokens":32,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}')" = 200 ] ||
+        fail "harmony stream: $(head -c 300 "$tmp/body")"
+[ "$(grep -c '"reasoning":"' "$tmp/body")" = 12 ] || fail "reasoning chunks: $(grep -c '"reasoning":"' "$tmp/body")"
+[ "$(grep -c '"content":"[^"]' "$tmp/body")" = 5 ] || fail "content chunks: $(grep -c '"content":"[^"]' "$tmp/body")"
+grep -q '"delta":{},"logprobs":null,"finish_reason":"length"' "$tmp/body" || fail "no empty final delta"
+# the first text chunk's running count holds the 3 silent header tokens before it; the role chunk says 0
+grep -m1 '"reasoning":"' "$tmp/body" | grep -q '"completion_tokens":4' || fail "first text chunk's running count"
+grep -m1 '"role":"assistant"' "$tmp/body" | grep -q '"completion_tokens":0' || fail "role chunk's running count"
+[ "$(grep -o '"completion_tokens":[0-9]*' "$tmp/body" | tail -1)" = '"completion_tokens":32' ] || fail "usage"
+# logprobs: one entry per output token, control tokens included
+[ "$(post /v1/chat/completions "$chat"',"ignore_eos":true,"min_tokens":32,"logprobs":true}')" = 200 ] || fail "logprobs"
+[ "$(grep -o '"top_logprobs"' "$tmp/body" | wc -l)" = 32 ] || fail "logprob entries: $(grep -o '"top_logprobs"' "$tmp/body" | wc -l)"
+# vllm#50690: ignore_eos without min_tokens, the turn ending at 20 of 32
+[ "$(post /v1/chat/completions "$chat"',"ignore_eos":true}')" = 500 ] || fail "no 500: $(head -c 300 "$tmp/body")"
+grep -qF '{"error":{"message":"Unexpected token 200002 while expecting start token 200006","type":"InternalServerError"' \
+        "$tmp/body" || fail "500 body: $(cat "$tmp/body")"
+[ "$(post /v1/chat/completions "$chat"',"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}')" = 200 ] ||
+        fail "streamed"
+tail -4 "$tmp/body" | grep -q '^data: {"error":{"message":"Unexpected token 200002' || fail "no error event: $(tail -c 300 "$tmp/body")"
+tail -1 "$tmp/body" | grep -q '^data: \[DONE\]$' || tail -2 "$tmp/body" | grep -q '^data: \[DONE\]$' || fail "no [DONE]"
+! grep -q '"choices":\[\],"usage"' "$tmp/body" || fail "a usage chunk after the error"
+logged "Error in chat completion stream generator." || fail "no error line"
+# without ignore_eos the turn ends at 20 with <|return|>: finish_reason stop, 21 tokens
+[ "$(post /v1/chat/completions "$chat"'}')" = 200 ] || fail "natural end"
+[ "$(field finish_reason)" = stop ] && [ "$(field completion_tokens)" = 21 ] || fail "natural end: $(cat "$tmp/body")"
+stop
+"$sim" serve m --flavor llama-server --mxsim-harmony >"$tmp/h.out" 2>&1
+[ $? = 2 ] && grep -q -- "--mxsim-harmony imitates vLLM" "$tmp/h.out" || fail "--mxsim-harmony with llama-server"
+pass "Harmony: silent tokens counted, no chunk; vllm#50690 500 / error event; min_tokens avoids it"
+
 name=sanitizers
 bad=$(grep -l "Sanitizer" "$tmp"/*.err 2>/dev/null)
 [ -z "$bad" ] || { for f in $bad; do echo "--- $f"; grep -A20 "Sanitizer" "$f" | head -40; done; fail "sanitizer reports"; }

@@ -71,6 +71,7 @@ static const char *const bool_flags[] = {
         "disable-cuda-graph",
         "skip-server-warmup",
         "help",
+        "mxsim-harmony",
 };
 
 static bool is_bool_flag(const char *name)
@@ -433,6 +434,28 @@ static int parse_schedule(struct sim_config *c, char **reterr)
         return 0;
 }
 
+/* --mxsim-harmony (vLLM's gpt-oss streaming) and --mxsim-eos-at N (where every sequence would end). */
+static int parse_model_knobs(struct sim_config *c, char **reterr)
+{
+        int r;
+
+        c->eos_at = -1;
+        if (sim_config_has_arg(c, "mxsim-eos-at") && !sim_config_arg(c, "mxsim-eos-at")) {
+                *reterr = xstrdup("argument --mxsim-eos-at: expected one argument");
+                return -EINVAL;
+        }
+        if ((r = parse_int_flag(c, "mxsim-eos-at", 0, INT32_MAX, &c->eos_at, reterr)) < 0)
+                return r;
+        c->harmony = sim_config_has_arg(c, "mxsim-harmony");
+        if (c->harmony && c->flavor != SIM_FLAVOR_VLLM) {
+                /* llama-server and SGLang parse Harmony their own way: not what this imitates */
+                *reterr = xasprintf("--mxsim-harmony imitates vLLM; not available with --flavor %s",
+                                    sim_flavor_to_string(c->flavor));
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* Timing knobs, paths and the numeric flags the simulation uses. */
 static int parse_knobs(struct sim_config *c, char **reterr)
 {
@@ -501,7 +524,7 @@ int sim_config_parse(struct sim_config *c, int argc, char **argv, char **reterr)
         }
         if ((r = parse_flavor(c, reterr)) < 0 || (r = parse_knobs(c, reterr)) < 0 ||
             (r = parse_spec(c, reterr)) < 0 || (r = parse_faults(c, reterr)) < 0 ||
-            (r = parse_schedule(c, reterr)) < 0)
+            (r = parse_schedule(c, reterr)) < 0 || (r = parse_model_knobs(c, reterr)) < 0)
                 return r;
         /* short-context=N: the server runs with a context of N tokens, as /v1/models and the log say. */
         if (sim_fault_on(&c->faults, SIM_FAULT_SHORT_CONTEXT))

@@ -49,6 +49,7 @@ struct choice {
         json_t *logprobs;    /* completions: {text_offset,...}; chat/llama: [entries] */
         int64_t text_offset;
         int64_t stuck_id; /* degenerate-text */
+        bool turn_ended;  /* --mxsim-harmony: the model emitted <|return|> and went on (ignore_eos) */
 };
 
 struct sim_completion_priv {
@@ -758,29 +759,52 @@ static void finish_request(struct sim_completion_priv *c)
         priv_free(c);
 }
 
-/* The engine died under this request: 500, or an error event if the stream already started. */
-static void fail_request(struct sim_completion_priv *c)
+/*
+ * An exception in the API server: 500 InternalServerError with message, or, once the stream started, an
+ * error event and [DONE] without a usage chunk (vLLM's chat_completion_stream_generator, §A5).
+ */
+static void fail_request_with(struct sim_completion_priv *c, const char *message)
 {
         struct sim_server *s = c->srv;
 
+        if (s->cfg->token_log) {
+                token_log(s->cfg,
+                          "{\"ev\":\"end\",\"id\":\"%s\",\"completion_tokens\":%" PRId64
+                          ",\"finish\":\"error\",\"end_us\":%" PRId64 "}",
+                          strna(c->id), total_completion_tokens(c), mx_now_mono_us());
+                token_log_flush(s->cfg);
+        }
         if (c->req) {
                 evhttp_connection_set_closecb(evhttp_request_get_connection(c->req), NULL, NULL);
                 if (c->started) {
-                        send_event_json(
-                                c, json_pack("{s:{s:s,s:s,s:n,s:i}}", "error", "message",
-                                             "EngineCore encountered an issue. See stack trace (above) for "
-                                             "the root cause.",
-                                             "type", "InternalServerError", "param", "code", 500));
+                        send_event_json(c, json_pack("{s:{s:s,s:s,s:n,s:i}}", "error", "message", message, "type",
+                                                     "InternalServerError", "param", "code", 500));
                         send_event(c, "[DONE]");
                         evhttp_send_reply_end(c->req);
                 } else
-                        sim_reply_error(
-                                s, c->req, 500, "InternalServerError",
-                                "EngineCore encountered an issue. See stack trace (above) for the root "
-                                "cause.");
+                        sim_reply_error(s, c->req, 500, "InternalServerError", "%s", message);
                 c->req = NULL;
         }
         priv_free(c);
+}
+
+/* The engine died under this request. */
+static void fail_request(struct sim_completion_priv *c)
+{
+        fail_request_with(c, "EngineCore encountered an issue. See stack trace (above) for the root cause.");
+}
+
+/*
+ * vllm#50690 (--mxsim-harmony): gpt-oss ended its turn (<|return|>) before the limit, ignore_eos made it go
+ * on, and vLLM's Harmony parser fails on the next token, expecting a new message's <|start|>.
+ */
+#define HARMONY_EOS_ERROR "Unexpected token 200002 while expecting start token 200006"
+
+static void harmony_fail(struct sim_completion_priv *c)
+{
+        sim_log(SIM_ERROR, "serving.py:1410", "Error in chat completion stream generator.");
+        sim_print(STDOUT_FILENO, "openai_harmony.HarmonyError: %s", HARMONY_EOS_ERROR);
+        fail_request_with(c, HARMONY_EOS_ERROR);
 }
 
 /* ---- generator callbacks ---- */
@@ -864,7 +888,7 @@ static void on_tokens(void *userdata, const struct sim_token *t, size_t n)
 {
         struct choice *ch = userdata;
         struct sim_completion_priv *c = ch->c;
-        size_t lp_from = logprob_entries(ch);
+        size_t lp_from = logprob_entries(ch), n_silent = 0;
         bool stopped = false;
 
         if (!c->t_first_us)
@@ -872,11 +896,25 @@ static void on_tokens(void *userdata, const struct sim_token *t, size_t n)
         c->t_last_us = mx_now_mono_us();
         for (size_t i = 0; i < n && !stopped; i++) {
                 _cleanup_buf_ struct mx_buf piece = MX_BUF_INIT;
-                bool in_reasoning = c->api == SIM_API_CHAT && ch->tokens < c->reasoning_tokens;
+                bool in_reasoning = c->api == SIM_API_CHAT && t[i].part == SIM_PART_REASONING;
                 struct sim_token tk = t[i];
 
                 if (c->echo && c->max_tokens == 0)
                         continue; /* echo without generation: the one token is not output */
+                if (ch->turn_ended) {
+                        harmony_fail(c); /* frees c; the generator's abort is done there */
+                        return;
+                }
+                if (tk.part == SIM_PART_CONTROL) {
+                        /* a Harmony control token: counted, logprobs for it, but no text (and so no chunk) */
+                        ch->tokens++;
+                        n_silent++;
+                        if (c->logprobs >= 0)
+                                add_logprobs(ch, &tk, "");
+                        ch->turn_ended = c->api == SIM_API_CHAT && c->srv->cfg->harmony &&
+                                         tk.id == SIM_TOKEN_RETURN && c->ignore_eos;
+                        continue;
+                }
                 /* degenerate-text: the model is stuck on its first token (a broken kernel's usual look). */
                 if (sim_fault_on(&c->srv->cfg->faults, SIM_FAULT_DEGENERATE_TEXT)) {
                         if (ch->tokens == 0)
@@ -900,14 +938,19 @@ static void on_tokens(void *userdata, const struct sim_token *t, size_t n)
         if (c->stream && c->req) {
                 json_t *lp = c->api == SIM_API_LLAMA_NATIVE ? NULL : logprobs_since(ch, lp_from);
                 stream_start(c);
+                /* the role chunk goes with the first engine output, even one of silent tokens (§A5) */
+                if (c->api == SIM_API_CHAT && !ch->role_sent) {
+                        stream_role(c, ch);
+                        ch->role_sent = true;
+                }
                 if (ch->text.len > ch->streamed || ch->reasoning.len > ch->streamed_reasoning || lp)
                         stream_delta(c, ch, lp, false);
         }
         if (c->srv->cfg->token_log && n > 0)
                 token_log(c->srv->cfg,
-                          "{\"ev\":\"tok\",\"id\":\"%s\",\"choice\":%u,\"n\":%zu,\"tokens\":%" PRId64
+                          "{\"ev\":\"tok\",\"id\":\"%s\",\"choice\":%u,\"n\":%zu,\"silent\":%zu,\"tokens\":%" PRId64
                           ",\"sched_us\":%" PRId64 ",\"sent_us\":%" PRId64 "}",
-                          c->id, ch->index, n, ch->tokens, t[0].sched_us, mx_now_mono_us());
+                          c->id, ch->index, n, n_silent, ch->tokens, t[0].sched_us, mx_now_mono_us());
         if (stopped) {
                 c->srv->gen->abort(c->srv->gen, ch->gen_id);
                 choice_finished(ch, SIM_FINISH_STOP);

@@ -113,6 +113,7 @@ static void handle_tokens(struct sim_engine_client *ec, struct pending *p, json_
                         break;
                 toks[n] = (struct sim_token){
                         .id = json_integer_value(json_array_get(t, 0)),
+                        .part = (enum sim_part)json_integer_value(json_array_get(t, 3)),
                         .logprob = json_number_value(json_array_get(t, 1)),
                         .sched_us = sched_us,
                 };

@@ -107,7 +107,8 @@ static void on_tokens(void *userdata, const struct sim_token *t, size_t n)
                 for (int k = 0; k < t[i].n_top; k++)
                         json_array_append_new(
                                 top, json_pack("[I,f]", (json_int_t)t[i].top_id[k], t[i].top_lp[k]));
-                json_array_append_new(arr, json_pack("[I,f,o]", (json_int_t)t[i].id, t[i].logprob, top));
+                json_array_append_new(arr, json_pack("[I,f,o,i]", (json_int_t)t[i].id, t[i].logprob, top,
+                                                     (int)t[i].part));
         }
         send_json(r->e, json_pack("{s:s,s:I,s:o,s:I}", "op", "tok", "id", (json_int_t)r->api_id, "t", arr, "at",
                                   (json_int_t)(n > 0 ? t[0].sched_us : 0)));

@@ -25,7 +25,7 @@
 
 /* Decode runs ~160x slower per token than prefill on GB10 (pp2048 ~4800 t/s, tg ~29 t/s). */
 #define PREFILL_SPEEDUP 160.0
-/* Natural end of text: EOS somewhere in [EOS_MIN, EOS_MIN + EOS_SPAN) unless ignore_eos. */
+/* Natural end of text: EOS somewhere in [EOS_MIN, EOS_MIN + EOS_SPAN) unless ignore_eos (or --mxsim-eos-at). */
 #define EOS_MIN 512
 #define EOS_SPAN 1536
 
@@ -160,6 +160,52 @@ static bool is_stop_id(const struct sim_gen_params *p, int64_t id)
         return false;
 }
 
+/*
+ * The last token of the model's turn: its natural end (<|return|>) where min_tokens does not mask the
+ * stop tokens and it comes before the limit, else the limit's last token.
+ */
+static int64_t turn_end(const struct seq *q)
+{
+        if (q->eos_at >= q->p.min_tokens && q->eos_at < q->p.max_tokens)
+                return q->eos_at;
+        return q->p.max_tokens - 1;
+}
+
+/* What token pos of the sequence is to the output parser (sim.h: the Harmony layout). */
+static enum sim_part part_at(const struct sim_sched *s, const struct seq *q, int64_t pos)
+{
+        int64_t r = q->p.reasoning_tokens, h = SIM_HARMONY_HEADER;
+
+        if (!q->p.chat)
+                return SIM_PART_CONTENT;
+        if (!s->cfg->harmony)
+                return pos < r ? SIM_PART_REASONING : SIM_PART_CONTENT;
+        if (pos < h || pos > turn_end(q) - SIM_HARMONY_END)
+                return SIM_PART_CONTROL;
+        if (pos < h + r)
+                return SIM_PART_REASONING;
+        if (r > 0 && pos < h + r + SIM_HARMONY_SWITCH)
+                return SIM_PART_CONTROL;
+        return SIM_PART_CONTENT;
+}
+
+/*
+ * A Harmony control token's id: the header <|channel|> analysis <|message|>, then (switch and turn end)
+ * <|end|> <|start|> assistant <|channel|> final <|message|>; the role and channel names are words.
+ */
+static void control_token(const struct sim_sched *s, const struct seq *q, int64_t pos, struct sim_token *t)
+{
+        static const int64_t header[SIM_HARMONY_HEADER] = {200005, -1, 200008};
+        static const int64_t sw[SIM_HARMONY_SWITCH] = {200007, 200006, -1, 200005, -1, 200008};
+        int64_t k = pos < SIM_HARMONY_HEADER ? header[pos] : sw[pos % SIM_HARMONY_SWITCH];
+
+        if (k < 0)
+                return; /* a word: the sampled one */
+        t->id = k;
+        if (t->n_top > 0)
+                t->top_id[0] = k;
+}
+
 /* One decode step of one sequence: produce its tokens, deliver them, finish it if due. */
 static void step_seq(struct sim_sched *s, struct seq *q)
 {
@@ -173,17 +219,30 @@ static void step_seq(struct sim_sched *s, struct seq *q)
         q->steps++;
         while ((int)n < want && !finished) {
                 struct sim_token *t = &toks[n++];
-                bool spaced = !(q->p.chat && (q->pos == 0 || q->pos == q->p.reasoning_tokens));
+                enum sim_part part = part_at(s, q, q->pos);
+                /* the first token of the reasoning and of the content has no leading space */
+                bool spaced = !(q->p.chat && part != SIM_PART_CONTROL &&
+                                (q->pos == 0 || part_at(s, q, q->pos - 1) != part));
+                bool harmony_chat = s->cfg->harmony && q->p.chat;
 
                 sim_sample(q->p.key, q->pos, spaced, q->p.top_logprobs, t);
+                t->part = part;
+                if (part == SIM_PART_CONTROL)
+                        control_token(s, q, q->pos, t);
                 /* a step that fired late may find a prefill done after it was due: not before ready */
                 t->sched_us = MX_MAX(s->due_us, q->ready_us);
-                if (!q->p.ignore_eos && q->pos >= q->p.min_tokens && q->pos == q->eos_at) {
+                /*
+                 * The natural end. With ignore_eos the Harmony model still ends its turn there (<|return|>)
+                 * and goes on: vLLM's parser fails on the next token (vllm#50690, completion.c).
+                 */
+                if ((!q->p.ignore_eos || harmony_chat) && q->pos >= q->p.min_tokens && q->pos == q->eos_at) {
                         t->id = q->p.chat ? SIM_TOKEN_RETURN : SIM_TOKEN_ENDOFTEXT;
                         if (t->n_top > 0)
                                 t->top_id[0] = t->id;
-                        finished = true;
-                        fin = SIM_FINISH_STOP;
+                        if (!q->p.ignore_eos) {
+                                finished = true;
+                                fin = SIM_FINISH_STOP;
+                        }
                 } else if (q->pos + 1 > q->p.min_tokens && is_stop_id(&q->p, t->id)) {
                         finished = true;
                         fin = SIM_FINISH_STOP;
@@ -261,7 +320,7 @@ static int sched_submit(struct sim_generator *g, const struct sim_gen_params *p,
         q->p = *p;
         q->cb = cb;
         q->userdata = userdata;
-        q->eos_at = EOS_MIN + (int64_t)(sim_mix(p->key, 0xe05) % EOS_SPAN);
+        q->eos_at = s->cfg->eos_at >= 0 ? s->cfg->eos_at : EOS_MIN + (int64_t)(sim_mix(p->key, 0xe05) % EOS_SPAN);
         q->arrival_us = p->arrival_us > 0 ? p->arrival_us : mx_now_mono_us();
         while (*tail)
                 tail = &(*tail)->next;

@@ -168,6 +168,12 @@ struct sim_config {
         double jitter_ms;      /* each decode step is late by a pseudo-random [0, jitter) ms, not cumulative */
         double speed_factor;   /* MXSIM_SPEED_RULES: the speed model times this for this configuration (1) */
         char *token_log;       /* --mxsim-token-log: every emitted token's scheduled and sent time */
+        /*
+         * --mxsim-harmony (vLLM): gpt-oss chat output as vLLM streams it, silent Harmony tokens
+         * counted but sent as no chunk, and vllm#50690 for ignore_eos without min_tokens (README).
+         */
+        bool harmony;
+        int64_t eos_at; /* --mxsim-eos-at: every sequence's natural end at this token; -1: pseudo-random */
 };
 
 /*
@@ -281,8 +287,27 @@ bool sim_token_is_special(int64_t id);
 uint64_t sim_hash_ids(const int64_t *ids, size_t n, uint64_t h);
 uint64_t sim_mix(uint64_t a, uint64_t b);
 
+/*
+ * gpt-oss Harmony (--mxsim-harmony, target-surfaces.md §A5): a chat answer is
+ * <|channel|>analysis<|message|> (3 tokens), the reasoning, <|end|><|start|>
+ * assistant<|channel|>final<|message|> (6), the content, and about 6 more at
+ * the turn's end; vLLM's parser gives the control tokens no text, so they send
+ * no chunk, yet completion_tokens counts them.
+ */
+#define SIM_HARMONY_HEADER 3
+#define SIM_HARMONY_SWITCH 6
+#define SIM_HARMONY_END 6
+
+/* What a generated token is to the API server's output parser. */
+enum sim_part {
+        SIM_PART_CONTENT,   /* text (completions, chat content) */
+        SIM_PART_REASONING, /* chat: the analysis channel */
+        SIM_PART_CONTROL,   /* Harmony control tokens: no text, no chunk */
+};
+
 struct sim_token {
         int64_t id;
+        enum sim_part part;
         int64_t sched_us; /* CLOCK_MONOTONIC time its decode step was due (sched.c) */
         double logprob;
         int n_top; /* alternatives in top_id/top_lp, best first; the sampled token is top_id[0] */
@@ -398,7 +423,7 @@ size_t sim_engine_client_fail_all(struct sim_engine_client *ec);
  *                          "arr": arrival µs}
  *                         {"op":"abort","id"}
  *   engine -> API server: {"op":"ready","kv"}
- *                         {"op":"tok","id","t":[[token id, logprob, [[alt id, logprob]...]]...],
+ *                         {"op":"tok","id","t":[[token id, logprob, [[alt id, logprob]...], part]...],
  *                          "at": the step's scheduled µs}
  *                         {"op":"done","id","fin":"length"|"stop","stop":token id|-1,"st":{counters}}
  */

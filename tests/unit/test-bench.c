@@ -16,6 +16,7 @@
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +24,10 @@
 #define DECODE_TPS 100.0
 #define PREFILL_TPS 5000.0
 #define FIRST_TOKEN_MS 5.0
+/* mxsim --mxsim-harmony's silent tokens (tests/sim/README.md "Harmony") */
+#define SIM_HEADER 3
+#define SIM_SWITCH 6
+#define SIM_END 6
 
 struct sim {
         pid_t pid;
@@ -79,6 +84,8 @@ static void sim_start(struct sim *s, const char *flavor, double jitter_ms, const
 
                 for (; extra && *extra && n < 30; extra++)
                         argv[n++] = *extra;
+                /* a failed assertion ends the test without sim_stop(): the sim goes with it */
+                prctl(PR_SET_PDEATHSIG, SIGTERM);
                 setenv("MXSIM_LOAD_S", "0.1", 1);
                 setenv("MXSIM_GPU_LOCK", lock, 1);
                 unsetenv("MXSIM_FAULTS");
@@ -144,8 +151,10 @@ static json_t *run_bench(struct mx_bench_config *cfg, unsigned *ret_failed)
 /* The sim's token log: per request, its receipt and every token's schedule. */
 struct sreq {
         char id[80];
-        int64_t recv, prompt;
+        int64_t recv, prompt, max_tokens;
         int64_t sched[512], sent[512];
+        int64_t silent[512]; /* --mxsim-harmony: tokens of the step that sent no text */
+        bool failed;         /* its "end" says "error" */
         size_t n;
 };
 
@@ -166,13 +175,21 @@ static size_t read_log(const char *path, struct sreq *out, size_t max)
                         snprintf(out[n].id, sizeof(out[n].id), "%s", id);
                         out[n].recv = json_integer_value(json_object_get(o, "recv_us"));
                         out[n].prompt = json_integer_value(json_object_get(o, "prompt_tokens"));
+                        out[n].max_tokens = json_integer_value(json_object_get(o, "max_tokens"));
                         n++;
                 } else if (streq(ev, "tok")) {
                         for (size_t i = n; i-- > 0;)
                                 if (streq(out[i].id, id)) {
                                         ASSERT_TRUE(out[i].n < ELEMENTSOF(out[i].sched));
                                         out[i].sched[out[i].n] = json_integer_value(json_object_get(o, "sched_us"));
+                                        out[i].silent[out[i].n] = json_integer_value(json_object_get(o, "silent"));
                                         out[i].sent[out[i].n++] = json_integer_value(json_object_get(o, "sent_us"));
+                                        break;
+                                }
+                } else if (streq(ev, "end")) {
+                        for (size_t i = n; i-- > 0;)
+                                if (streq(out[i].id, id)) {
+                                        out[i].failed = streq_ptr(json_string_value(json_object_get(o, "finish")), "error");
                                         break;
                                 }
                 }
@@ -369,6 +386,183 @@ TEST(fidelity_vllm_jitter)
 TEST(fidelity_llama_server)
 {
         fidelity("llama-server", 0);
+}
+
+/*
+ * gpt-oss as vLLM streams it (mxsim --mxsim-harmony): of a chat answer's 32 tokens, 3 header tokens, 6 at the
+ * channel switch and the last 6 send no text (bench's default reasoning: 12 tokens, then 5 of content), yet
+ * usage counts them as they happen. tg and the per-token ITL must give every token the time in which the sim
+ * generated it: tg = (tokens after the first text) / (last token - first text), one decode step apart.
+ */
+static void check_harmony(json_t *doc, const char *log)
+{
+        static struct sreq sim[256];
+        size_t n_sim = read_log(log, sim, ELEMENTSOF(sim)), i, n = 0;
+        double tg_true[2][64], tok1_err[64], switch_err[64], span_ms = 0;
+        size_t n_tg[2] = {};
+        json_t *rq, *sv;
+
+        json_array_foreach(json_object_get(doc, "requests"), i, rq) {
+                int64_t t0 = json_integer_value(json_object_get(rq, "t0_us"));
+                struct sreq *s = match(sim, n_sim, t0);
+                int d = streq(json_string_value(json_object_get(rq, "test")), "pp256 tg32") ? 0 : 1;
+                int64_t silent = 0, first_text = -1;
+
+                ASSERT_EQ(json_integer_value(json_object_get(rq, "completion_tokens")), 32);
+                ASSERT_EQ((int64_t)s->n, 32);
+                ASSERT_FALSE(s->failed);
+                for (size_t k = 0; k < s->n; k++) {
+                        silent += s->silent[k];
+                        if (first_text < 0 && s->silent[k] == 0)
+                                first_text = (int64_t)k;
+                }
+                /* the layout the test is about: silent at the start, mid-stream and at the end */
+                ASSERT_EQ(silent, SIM_HEADER + SIM_SWITCH + SIM_END);
+                ASSERT_EQ(first_text, SIM_HEADER);
+                ASSERT_EQ(s->silent[SIM_HEADER + 12], 1);
+                ASSERT_EQ(s->silent[s->n - 1], 1);
+                ASSERT_EQ(json_array_size(json_object_get(rq, "text_events_us")), 32 - silent);
+                /* tg's N: the tokens from the first text on, from the running counts */
+                ASSERT_EQ(json_integer_value(json_object_get(rq, "decode_tokens")), 32 - SIM_HEADER);
+                ASSERT_STREQ(json_string_value(json_object_get(rq, "tokens_counted_from")),
+                             "running counts (usage.completion_tokens)");
+                /* the first text is the sim's first non-silent step, as sent */
+                tok1_err[n] = (double)(t0 + json_integer_value(json_object_get(rq, "tok1_us")) - s->sent[first_text]) /
+                              1000.0;
+                /*
+                 * The truth is what the sim did (its writes), not the schedule, which a loaded machine makes it
+                 * miss; on the schedule the same N over the same tokens is one step per token exactly, where
+                 * usage.completion_tokens over the text-bearing events' span (tokens 4 to 26, 22 steps) would
+                 * say 31 / 0.22 s = 141 t/s.
+                 */
+                tg_true[d][n_tg[d]++] =
+                        mx_bench_tg_tps((int64_t)s->n - first_text, s->sent[first_text], s->sent[s->n - 1]);
+                /* (a sim more than a step behind moves its timeline on: slower, never faster) */
+                ASSERT_TRUE(mx_bench_tg_tps((int64_t)s->n - first_text, s->sched[first_text], s->sched[s->n - 1]) <=
+                            DECODE_TPS * 1.01);
+                span_ms += (double)(s->sent[s->n - 1] - s->sent[first_text]) / 1000.0;
+                /*
+                 * Per chunk, the chunk after the switch holds its 6 silent tokens' time and its own (7 steps):
+                 * the request's longest gap between events, against the sim's writes of the two chunks.
+                 */
+                {
+                        json_t *ev = json_object_get(rq, "events_us");
+                        int64_t gap = 0, sw = SIM_HEADER + 12 + SIM_SWITCH;
+
+                        for (size_t k = 1; k < json_array_size(ev); k++)
+                                gap = MX_MAX(gap, json_integer_value(json_array_get(ev, k)) -
+                                                          json_integer_value(json_array_get(ev, k - 1)));
+                        ASSERT_TRUE(s->sched[sw] - s->sched[sw - SIM_SWITCH - 1] >=
+                                    (int64_t)((SIM_SWITCH + 1) * 1e6 / DECODE_TPS));
+                        switch_err[n] = fabs((double)(gap - (s->sent[sw] - s->sent[sw - SIM_SWITCH - 1])) / 1000.0);
+                }
+                n++;
+        }
+        ASSERT_EQ(n, 10);
+        ASSERT_TRUE(median(tok1_err, n) >= 0 && median(tok1_err, n) <= 0.2);
+        ASSERT_TRUE(median(switch_err, n) <= 0.2);
+        for (int d = 0; d < 2; d++) {
+                struct mx_bstat tg;
+                const char *tgname = d == 0 ? "tg32" : "tg32 @ d512";
+
+                mx_bstat_compute(tg_true[d], n_tg[d], &tg);
+                ASSERT_FAITHFUL_RATE(row_mean(doc, tgname, "tps"), tg.mean);
+                ASSERT_STREQ(json_string_value(json_object_get(row(doc, tgname), "tokens_counted_from")),
+                             "running counts (usage.completion_tokens)");
+        }
+        sv = json_array_get(json_object_get(doc, "serving"), 0);
+        ASSERT_STREQ(json_string_value(json_object_get(sv, "itl_from")), "running counts (per token)");
+        /* per token: every gap one step (the median); the mean is the sim's decode spans over their tokens */
+        ASSERT_FAITHFUL_MS(json_number_value(json_object_get(json_object_get(sv, "itl_ms"), "p50")), 1000.0 / DECODE_TPS);
+        ASSERT_FAITHFUL_MS(json_number_value(json_object_get(json_object_get(sv, "itl_ms"), "mean")),
+                           span_ms / (double)(n * (32 - SIM_HEADER - 1)));
+}
+
+TEST(fidelity_vllm_harmony_silent_tokens)
+{
+        const char *const extra[] = {"--mxsim-harmony", NULL};
+        struct sim s;
+        struct mx_bench_config cfg;
+        _cleanup_json_ json_t *doc = NULL;
+        unsigned failed;
+
+        sim_start(&s, "vllm", 0, extra);
+        config(&cfg, s.port);
+        doc = run_bench(&cfg, &failed);
+        ASSERT_EQ(failed, 0);
+        ASSERT_EQ(json_integer_value(json_object_get(doc, "measured")), 10);
+        check_harmony(doc, s.log);
+        sim_stop(&s);
+}
+
+/* vllm#50690: the model ends its turn at token 20 of 32; the bench's min_tokens keeps it from doing so. */
+TEST(harmony_ignore_eos_failure_avoided)
+{
+        const char *const extra[] = {"--mxsim-harmony", "--mxsim-eos-at", "20", NULL};
+        static struct sreq sim[64];
+        struct sim s;
+        struct mx_bench_config cfg;
+        _cleanup_json_ json_t *doc = NULL;
+        unsigned failed;
+        size_t n_sim, n_tg = 0;
+
+        sim_start(&s, "vllm", 0, extra);
+        config(&cfg, s.port);
+        cfg.n_depth = 1;
+        cfg.runs = 3;
+        doc = run_bench(&cfg, &failed);
+        ASSERT_EQ(failed, 0);
+        ASSERT_EQ(json_integer_value(json_object_get(doc, "failed_known_issue")), 0);
+        n_sim = read_log(s.log, sim, ELEMENTSOF(sim));
+        for (size_t i = 0; i < n_sim; i++) {
+                if (sim[i].max_tokens != 32)
+                        continue; /* the bench's latency requests */
+                ASSERT_FALSE(sim[i].failed);
+                ASSERT_EQ((int64_t)sim[i].n, 32);
+                n_tg++;
+        }
+        ASSERT_EQ(n_tg, 4); /* a warm-up and 3 runs */
+        sim_stop(&s);
+}
+
+/* ... and without min_tokens every request fails, named as the server's known issue, not averaged away. */
+TEST(harmony_ignore_eos_failure_named)
+{
+        const char *const extra[] = {"--mxsim-harmony", "--mxsim-eos-at", "20", NULL};
+        static struct sreq sim[64];
+        struct sim s;
+        struct mx_bench_config cfg;
+        _cleanup_json_ json_t *doc = NULL;
+        unsigned failed;
+        json_t *f;
+        size_t n_sim, n_tg = 0;
+
+        sim_start(&s, "vllm", 0, extra);
+        config(&cfg, s.port);
+        cfg.n_depth = 1;
+        cfg.runs = 3;
+        cfg.ignore_eos_only = true;
+        doc = run_bench(&cfg, &failed);
+        ASSERT_EQ(failed, 3);
+        ASSERT_EQ(json_integer_value(json_object_get(doc, "failed_known_issue")), 3);
+        ASSERT_EQ(json_integer_value(json_object_get(row(doc, "tg32"), "failed_known_issue")), 3);
+        f = json_array_get(json_object_get(doc, "failures"), 0);
+        ASSERT_CONTAINS(json_string_value(json_object_get(f, "known_issue")), "vllm#50690");
+        ASSERT_CONTAINS(json_string_value(json_object_get(f, "error")), "server known issue vllm#50690");
+        ASSERT_CONTAINS(json_string_value(json_object_get(f, "error")),
+                        "Unexpected token 200002 while expecting start token 200006");
+        ASSERT_TRUE(json_is_null(json_object_get(json_object_get(row(doc, "tg32"), "tps"), "mean")));
+        /* the sim failed them: after <|return|> (token 21) on the next, which is logged as no step */
+        n_sim = read_log(s.log, sim, ELEMENTSOF(sim));
+        for (size_t i = 0; i < n_sim; i++) {
+                if (sim[i].max_tokens != 32)
+                        continue; /* the bench's latency requests */
+                ASSERT_TRUE(sim[i].failed);
+                ASSERT_EQ((int64_t)sim[i].n, 21);
+                n_tg++;
+        }
+        ASSERT_EQ(n_tg, 4); /* a warm-up and 3 runs */
+        sim_stop(&s);
 }
 
 TEST(failures_counted_not_dropped)
