@@ -23,11 +23,11 @@ static void plan_help(FILE *f)
                 "(cutlass, gemm), or axis=value. Further axis=value words pin that axis in every run.\n"
                 "levels=LIST (L1-L3, L1,L2) chooses the levels, LEVEL.setting=value (L3.concurrency=4)\n"
                 "sets one for the submission; the plan shows each level's settings.\n\n"
-                "Reasons: baseline and L1-off (the feature off on the baseline), L1-on (the\n"
-                "feature alone on the baseline), L1-off:stack(P..) and L1-on:stack(P..) (the\n"
+                "Reasons: baseline and feature-off (the feature off on the baseline), feature-on (the\n"
+                "feature alone on the baseline), feature-off:stack(P..) and feature-on:stack(P..) (the\n"
                 "merged stack of completed features, without and with the feature),\n"
-                "L5-prior:P and L5:P (each completed feature P alone and with the feature),\n"
-                "L6:axis=value (one factor at a time), cover, full.\n\n"
+                "prior:P and with:P (each completed feature P alone and with the feature),\n"
+                "vary:axis=value (one factor at a time), cover, full.\n\n"
                 "Options:\n"
                 "  -s, --strategy S   default (the protocol above), pairwise or 3way (add a\n"
                 "                     covering array), full (add every valid configuration)\n"
@@ -114,7 +114,7 @@ static void print_header(const struct mx_plan *p)
                 printf("Merged stack (%s):", p->stack_ids);
                 for (size_t i = 0; i < p->n_stack_features; i++)
                         printf("%s %s", i ? "," : "", m->features[p->stack_features[i]].name);
-                printf(" = %s\n  L1-on: the feature alone on the baseline; L1-on:stack(%s): on the merged "
+                printf(" = %s\n  feature-on: the feature alone on the baseline; feature-on:stack(%s): on the merged "
                        "stack\n",
                        *set ? set : "(nothing set)", p->stack_ids);
         }

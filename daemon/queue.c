@@ -342,6 +342,19 @@ int queue_attempt_log(struct mx_db *db, int64_t attempt, const char *path)
         return db_step_done(db, s);
 }
 
+int queue_attempt_command(struct mx_db *db, int64_t attempt, json_t *command)
+{
+        static const char sql[] = "UPDATE attempts SET command = ? WHERE id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s);
+
+        if (r < 0)
+                return r;
+        db_bind_json(s, 1, command);
+        db_bind_int64(s, 2, attempt);
+        return db_step_done(db, s);
+}
+
 int queue_level_record(struct mx_db *db, int64_t attempt, const struct queue_level *l)
 {
         static const char sql[] = "INSERT OR REPLACE INTO levels (attempt_id, level, verdict, started_at, "
@@ -990,7 +1003,7 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
 {
         static const char sql[] =
                 "SELECT id, n, started_at, finished_at, outcome, crash_class, message, pid, "
-                "pgid, exit_status, exit_signal, log_path, tag, result FROM attempts "
+                "pgid, exit_status, exit_signal, log_path, tag, result, command FROM attempts "
                 "WHERE run_id = ? ORDER BY n";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_(json_decrefp) json_t *a = json_array();
@@ -1007,6 +1020,8 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
                 json_t *t = db_row_json(s, keys), *levels = NULL, *samples = NULL;
 
                 json_array_append_new(a, t);
+                /* The command as started (migration 008), for show rN and repro */
+                db_json_set_json(t, "command", s, 14);
                 r = attempt_levels(db, sqlite3_column_int64(s, 0), &levels);
                 if (r < 0)
                         return r;
@@ -1349,7 +1364,7 @@ int queue_job_progress(struct mx_db *db, int64_t job, json_t **ret)
 /*
  * What criteria.c reads of each level, taken out of the stored metrics by
  * SQLite so that an L4 document of many KB is never loaded whole. L4's
- * numbers only for the runs criteria compare (reasons L1-on / L1-off).
+ * numbers only for the runs criteria compare (reasons feature-on / feature-off).
  */
 #define BOOL_AT(path)                                                                                       \
         "CASE json_type(l.metrics, '" path "') WHEN 'true' THEN json('true') "                              \
@@ -1357,7 +1372,7 @@ int queue_job_progress(struct mx_db *db, int64_t job, json_t **ret)
 static const char evidence_sql[] =
         "SELECT r.id, r.seq, r.reasons, r.expect_fail, r.state, a.outcome, a.crash_class, "
         "json_extract(s.summary, '$.memory.peak'), l.level, l.verdict, l.message, "
-        "CASE WHEN l.level = 'L4' AND r.reasons LIKE '%\"L1-o%' THEN json_object("
+        "CASE WHEN l.level = 'L4' AND r.reasons LIKE '%\"feature-o%' THEN json_object("
         "'results', json_extract(l.metrics, '$.results'), 'ready_s', json_extract(l.metrics, '$.ready_s'), "
         "'memory_peak_bytes', json_extract(l.metrics, '$.memory.peak'), "
         "'valid', " BOOL_AT("$.valid") ") "

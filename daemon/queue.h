@@ -76,6 +76,8 @@ int queue_attempt_start(struct mx_db *db, int64_t run, const char *tag, const ch
 /* Record the process the runner started (for recovery after a crash). */
 int queue_attempt_process(struct mx_db *db, int64_t attempt, pid_t pid, pid_t pgid, uint64_t proc_start);
 int queue_attempt_log(struct mx_db *db, int64_t attempt, const char *path);
+/* The command the attempt started, placeholders expanded (runner_command_record()); show rN and repro. */
+int queue_attempt_command(struct mx_db *db, int64_t attempt, json_t *command);
 /* The attempt's cgroup (cgroup.h), recorded before its first process starts, for start-up recovery. */
 int queue_attempt_cgroup(struct mx_db *db, int64_t attempt, const char *path);
 

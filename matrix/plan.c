@@ -491,8 +491,8 @@ static int plan_l5(struct builder *b, const int *base, const int *pinned, char *
                 if (q->status != MX_FEATURE_COMPLETED || (int)i == p->feature)
                         continue;
                 n++;
-                prior = xasprintf("L5-prior:%s", q->name);
-                with = xasprintf("L5:%s", q->name);
+                prior = xasprintf("prior:%s", q->name);
+                with = xasprintf("with:%s", q->name);
                 a = conflict_axis(m, q->set, pinned);
                 if (a >= 0) {
                         strv_consume(&p->notes,
@@ -536,7 +536,7 @@ static int plan_l6(struct builder *b, const int *on, const int *pinned, char **r
                                 continue;
                         c = mx_config_copy(m, on);
                         c[a] = (int)v;
-                        reason = xasprintf("L6:%s=%s", ax->name, ax->values[v].name);
+                        reason = xasprintf("vary:%s=%s", ax->name, ax->values[v].name);
                         r = add_candidate(b, c, reason, false, reterr);
                         if (r < 0)
                                 return r;
@@ -793,13 +793,13 @@ static int plan_l1(struct builder *b, const int *base, const int *on, const int 
 
         r = add_candidate(b, base, "baseline", false, reterr);
         if (r >= 0)
-                r = add_candidate(b, base, "L1-off", false, reterr);
+                r = add_candidate(b, base, "feature-off", false, reterr);
         if (r >= 0)
-                r = add_candidate(b, on, "L1-on", false, reterr);
+                r = add_candidate(b, on, "feature-on", false, reterr);
         if (r < 0 || mx_config_equal(p->m, stack_off, base))
                 return r;
-        off_reason = xasprintf("L1-off:stack(%s)", p->stack_ids);
-        on_reason = xasprintf("L1-on:stack(%s)", p->stack_ids);
+        off_reason = xasprintf("feature-off:stack(%s)", p->stack_ids);
+        on_reason = xasprintf("feature-on:stack(%s)", p->stack_ids);
         r = add_candidate(b, stack_off, off_reason, false, reterr);
         if (r >= 0)
                 r = add_candidate(b, stack_on, on_reason, false, reterr);
