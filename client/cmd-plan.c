@@ -4,6 +4,7 @@
  * would make (plan.h), without a daemon.
  */
 #include "client.h"
+#include "estimate.h"
 #include "ident.h"
 #include "levelcat.h"
 #include "matrix.h"
@@ -78,6 +79,40 @@ static void print_levels(json_t *run, json_t *settings)
 
                 printf("  %-5s %-12s %s\n", d->name, d->title, sum);
         }
+        printf("\n");
+}
+
+/*
+ * Without a daemon there are no stored durations: only the settings' upper bound (mxmatrix submit
+ * --dry-run asks the daemon, which estimates from what it stored). And the criteria these levels miss.
+ */
+static json_t *plan_estimate_json(const struct mx_plan *p, json_t *run, json_t *lset)
+{
+        struct mx_estimate_input in = {
+                .m = p->m, .settings = &p->settings, .levels = run, .level_settings = lset, .n_runs = p->n_runs,
+        };
+        _cleanup_strv_free_ char **unmeasured = mx_criteria_unmeasured(p->m, p->feature, run);
+        json_t *e, *w = json_array();
+
+        for (size_t i = 0; i < p->n_runs; i++)
+                in.n_expect_fail += p->runs[i].n_known_incompatible > 0;
+        e = mx_estimate(&in);
+        for (char **u = unmeasured; u && *u; u++)
+                json_array_append_new(w, json_string(*u));
+        json_object_set_new(e, "warnings", w);
+        return e;
+}
+
+static void print_estimate(const struct mx_plan *p, json_t *run, json_t *lset)
+{
+        _cleanup_json_ json_t *e = plan_estimate_json(p, run, lset);
+        json_t *w;
+        size_t i;
+
+        printf("Estimate: %s; mxmatrix submit --dry-run estimates from the daemon's stored durations\n",
+               json_string_value(json_object_get(e, "text")));
+        json_array_foreach (json_object_get(e, "warnings"), i, w)
+                printf("Warning: %s\n", json_string_value(w));
         printf("\n");
 }
 
@@ -353,11 +388,13 @@ int cmd_plan(int argc, char **argv)
 
                 json_object_set(j, "levels", run);
                 json_object_set(j, "level_settings", lset);
+                json_object_set_new(j, "estimate", plan_estimate_json(p, run, lset));
                 output_json(j);
                 return MX_EXIT_OK;
         }
         print_header(p);
         print_levels(run, lset);
+        print_estimate(p, run, lset);
         print_runs(p);
         if (verbose)
                 print_details(p);

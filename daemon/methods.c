@@ -72,6 +72,19 @@ static int status_progress(struct mx_daemon *d, json_t *jobs)
                 if (r < 0)
                         return r;
                 json_object_set_new(j, "progress", p);
+                /* No ETA while paused; before the job's own first run ends, the stored attempts' mean. */
+                json_object_set_new(p, "paused", json_boolean(d->paused));
+                if (json_integer_value(json_object_get(p, "timed_runs")) == 0) {
+                        _cleanup_(json_decrefp) json_t *stored = NULL;
+
+                        if (queue_duration_stats(d->db, &stored) >= 0 &&
+                            json_integer_value(json_object_get(
+                                    json_object_get(json_object_get(stored, "outcomes"), "completed"), "n")) > 0)
+                                json_object_set(p, "stored_run_us",
+                                                json_object_get(json_object_get(json_object_get(stored, "outcomes"),
+                                                                                "completed"),
+                                                                "mean_us"));
+                }
         }
         return 0;
 }

@@ -1359,6 +1359,46 @@ int queue_job_progress(struct mx_db *db, int64_t job, json_t **ret)
         return 0;
 }
 
+int queue_duration_stats(struct mx_db *db, json_t **ret)
+{
+        static const char levels_sql[] =
+                "SELECT l.level, count(*), avg(l.finished_at - l.started_at) FROM levels l "
+                "WHERE l.verdict <> 'skipped' AND l.attempt_id IN (SELECT id FROM attempts "
+                "WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT ?) GROUP BY l.level";
+        static const char outcomes_sql[] =
+                "SELECT a.outcome, count(*), avg(a.finished_at - a.started_at), "
+                "avg(a.finished_at - a.started_at - coalesce((SELECT sum(l.finished_at - l.started_at) "
+                "FROM levels l WHERE l.attempt_id = a.id AND l.verdict <> 'skipped'), 0)) "
+                "FROM (SELECT id, outcome, started_at, finished_at FROM attempts WHERE finished_at IS NOT NULL "
+                "AND outcome IN ('completed', 'crashed') ORDER BY id DESC LIMIT ?) a GROUP BY a.outcome";
+        _cleanup_(json_decrefp) json_t *o = json_pack("{s:{},s:{}}", "levels", "outcomes");
+        const char *sqls[] = { levels_sql, outcomes_sql };
+        const char *keys[] = { "levels", "outcomes" };
+        int rc;
+
+        for (size_t q = 0; q < ELEMENTSOF(sqls); q++) {
+                _cleanup_stmt_ sqlite3_stmt *s = NULL;
+                int r = db_stmt(db, sqls[q], &s);
+
+                if (r < 0)
+                        return r;
+                db_bind_int64(s, 1, QUEUE_DURATION_ATTEMPTS);
+                while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                        json_t *e = json_pack("{s:I,s:I}", "n", (json_int_t)sqlite3_column_int64(s, 1), "mean_us",
+                                              (json_int_t)sqlite3_column_double(s, 2));
+
+                        if (q == 1)
+                                json_object_set_new(e, "overhead_us",
+                                                    json_integer((json_int_t)MX_MAX(sqlite3_column_double(s, 3), 0)));
+                        json_object_set_new(json_object_get(o, keys[q]), (const char *)sqlite3_column_text(s, 0), e);
+                }
+                if (rc != SQLITE_DONE)
+                        return db_errno(db, rc);
+        }
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
 /* ---- evidence for success criteria and gates (daemon/criteria.h) ---- */
 
 /*
