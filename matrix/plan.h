@@ -22,7 +22,9 @@
  *
  * Strategies pairwise and 3way add the rows of a covering array of strength
  * 2 or 3 over the product with the feature's axes pinned (the feature-on, L5 and
- * L6 runs are its first rows; reason "cover"); full adds every valid
+ * L6 runs are its first rows; reason "cover"), with the known-incompatible
+ * configurations forbidden in its rows (each tested once: by a run already
+ * planned, else one with reason "set-aside"); full adds every valid
  * configuration of the product with the feature pinned (reason "full").
  *
  * Pins apply to every run, the baseline included; a pin that repeats the
