@@ -513,3 +513,8 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
                       f);
         return 0;
 }
+
+int report_testlog_criteria(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run)
+{
+        return criteria_table(f, doc, feature, base, run);
+}
