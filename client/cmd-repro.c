@@ -35,7 +35,8 @@ static int render(json_t *params, json_t *res)
         }
         printf("#!/bin/sh\n# r%" JSON_INTEGER_FORMAT " attempt %" JSON_INTEGER_FORMAT ": %s\n"
                "# The server start of that attempt, as mxmatrixd ran it (mxmatrix repro).\nset -eu\n",
-               json_integer_value(json_object_get(res, "run")), json_integer_value(json_object_get(res, "attempt")),
+               json_integer_value(json_object_get(res, "run")),
+               json_integer_value(json_object_get(res, "attempt")),
                strna(json_string_value(json_object_get(res, "config_key"))));
         if (cwd) {
                 /* The attempt's directory may be gone or another user's: make it if need be. */
@@ -59,4 +60,4 @@ static int render(json_t *params, json_t *res)
         return MX_EXIT_OK;
 }
 
-const struct remote_verb remote_repro = { "repro", render, NULL, NULL };
+const struct remote_verb remote_repro = {"repro", render, NULL, NULL};

@@ -20,8 +20,8 @@
 
 /* The seed's table rows, in its order. */
 static const struct rep_col porting_rows[] = {
-        {"tg32_tps", "tg32 (tok/s)"},       {"pp2048_tps", "pp2048 (tok/s)"}, {"ttft_p50_ms", "TTFT p50 (ms)"},
-        {"ttft_p99_ms", "TTFT p99 (ms)"},   {"memory_gb", "Memory (GB)"},     {"startup_s", "Startup (s)"},
+        {"tg32_tps", "tg32 (tok/s)"},     {"pp2048_tps", "pp2048 (tok/s)"}, {"ttft_p50_ms", "TTFT p50 (ms)"},
+        {"ttft_p99_ms", "TTFT p99 (ms)"}, {"memory_gb", "Memory (GB)"},     {"startup_s", "Startup (s)"},
 };
 
 static const char *status_word(const char *s)
@@ -85,11 +85,13 @@ static const char *judge(json_t *feat, const char *metric, const struct rep_num 
                 base = b->v;
                 change = (x - base) / fabs(base) * 100;
                 if ((v = json_object_get(c, "min_gain_pct")))
-                        return (mi && !mi->higher_is_better ? -change : change) >= json_number_value(v) ? "PASS"
-                                                                                                         : "FAIL";
+                        return (mi && !mi->higher_is_better ? -change : change) >= json_number_value(v)
+                                       ? "PASS"
+                                       : "FAIL";
                 if ((v = json_object_get(c, "max_regression_pct")))
-                        return (mi && !mi->higher_is_better ? change : -change) <= json_number_value(v) ? "PASS"
-                                                                                                         : "FAIL";
+                        return (mi && !mi->higher_is_better ? change : -change) <= json_number_value(v)
+                                       ? "PASS"
+                                       : "FAIL";
                 if ((v = json_object_get(c, "max_increase")))
                         return x - base <= json_number_value(v) ? "PASS" : "FAIL";
                 return "not judged here (see the evaluation below)";
@@ -102,7 +104,8 @@ static void criteria_row(FILE *f, json_t *doc, json_t *feat, json_t *base, json_
 {
         struct rep_num b = {}, a = {};
         json_t *row = criterion_row(doc, metric);
-        const char *target = json_string_value(json_object_get(row, "target")) ?: criterion_text(feat, metric);
+        const char *target =
+                json_string_value(json_object_get(row, "target")) ?: criterion_text(feat, metric);
         const char *pass = json_string_value(json_object_get(row, "pass"));
         _cleanup_free_ char *bc = NULL, *ac = NULL, *tc = rep_md(target);
 
@@ -113,7 +116,9 @@ static void criteria_row(FILE *f, json_t *doc, json_t *feat, json_t *base, json_
         ac = rep_num_cell(&a);
         rep_defs_add(defs, label, &a);
         fprintf(f, "| %s | %s | %s | %s | %s |\n", label, bc, tc, ac,
-                pass     ? (streq(pass, "pass") ? "PASS" : streq(pass, "fail") ? "FAIL" : "not measured")
+                pass     ? (streq(pass, "pass")   ? "PASS"
+                            : streq(pass, "fail") ? "FAIL"
+                                                  : "not measured")
                 : target ? strna(judge(feat, metric, &b, &a))
                          : "-");
 }
@@ -145,7 +150,8 @@ static void criteria_section(FILE *f, json_t *doc, json_t *feat, json_t *base, j
         rep_defs_done(&defs);
         fputs("\n**Hard constraints:**\n", f);
         if (json_array_size(json_object_get(json_object_get(doc, "criteria"), "constraints")) == 0)
-                fputs("- not evaluated in this document (the daemon's evaluation comes with the job's last page)\n",
+                fputs("- not evaluated in this document (the daemon's evaluation comes with the job's last "
+                      "page)\n",
                       f);
         json_array_foreach (json_object_get(json_object_get(doc, "criteria"), "constraints"), i, c) {
                 _cleanup_free_ char *t = rep_md(json_string_value(json_object_get(c, "target")));
@@ -160,11 +166,11 @@ static const char *result_word(json_t *l)
 {
         const char *v = json_string_value(json_object_get(l, "verdict"));
 
-        return !v                     ? "NOT RUN"
-               : streq(v, "pass")     ? "PASS"
-               : streq(v, "fail")     ? "FAIL"
-               : streq(v, "invalid")  ? "INVALID"
-                                      : "SKIPPED";
+        return !v                    ? "NOT RUN"
+               : streq(v, "pass")    ? "PASS"
+               : streq(v, "fail")    ? "FAIL"
+               : streq(v, "invalid") ? "INVALID"
+                                     : "SKIPPED";
 }
 
 /* One level of the seed's Test Results: its checklist, ticked only when the feature run's level passed. */
@@ -181,7 +187,8 @@ static void level_block(FILE *f, json_t *run, const char *level, const char *tit
                 fprintf(f, "- [%c] %s\n", passed ? 'x' : ' ', items[i]);
         fprintf(f, "- **Result**: %s", result_word(l));
         if (msg)
-                fprintf(f, " (r%" JSON_INTEGER_FORMAT ": %s)", json_integer_value(json_object_get(run, "id")), msg);
+                fprintf(f, " (r%" JSON_INTEGER_FORMAT ": %s)",
+                        json_integer_value(json_object_get(run, "id")), msg);
         fputs("\n\n", f);
 }
 
@@ -190,7 +197,8 @@ static void l3_block(FILE *f, json_t *run)
 {
         json_t *l = rep_level(rep_attempt(run), "L3"), *m = json_object_get(l, "metrics");
         bool passed = streq_ptr(json_string_value(json_object_get(l, "verdict")), "pass");
-        json_t *seq = json_object_get(m, "sequential_done"), *ctx = json_object_get(m, "long_context_prompt_tokens");
+        json_t *seq = json_object_get(m, "sequential_done"),
+               *ctx = json_object_get(m, "long_context_prompt_tokens");
         json_t *req = json_object_get(m, "requests");
 
         fputs("### Level 3: Stress Test\n", f);
@@ -202,8 +210,8 @@ static void l3_block(FILE *f, json_t *run)
                         req ? "count not recorded apart" : "not measured");
         fprintf(f, "- [%c] Concurrent requests: OK\n", passed ? 'x' : ' ');
         if (json_is_integer(ctx))
-                fprintf(f, "- [%c] Long context (%" JSON_INTEGER_FORMAT " prompt tokens): OK\n", passed ? 'x' : ' ',
-                        json_integer_value(ctx));
+                fprintf(f, "- [%c] Long context (%" JSON_INTEGER_FORMAT " prompt tokens): OK\n",
+                        passed ? 'x' : ' ', json_integer_value(ctx));
         else
                 fputs("- [ ] Long context: not measured\n", f);
         if (json_is_integer(req))
@@ -233,12 +241,14 @@ static void level6_block(FILE *f, json_t *doc)
                         }
         fputs("### Level 6: Combinatorial\n", f);
         fprintf(f, "- [%c] Works with other features enabled\n- [%c] No feature interference\n",
-                pass + xfail + other > 0 && other == 0 ? 'x' : ' ', pass + xfail + other > 0 && other == 0 ? 'x' : ' ');
+                pass + xfail + other > 0 && other == 0 ? 'x' : ' ',
+                pass + xfail + other > 0 && other == 0 ? 'x' : ' ');
         if (pass + xfail + other == 0)
                 fputs("- **Result**: NOT RUN (the job has no one-factor-at-a-time runs)\n\n", f);
         else
                 fprintf(f,
-                        "- **Result**: %s (%u runs: %u pass, %u expected failure (known issues), %u unexpected "
+                        "- **Result**: %s (%u runs: %u pass, %u expected failure (known issues), %u "
+                        "unexpected "
                         "failure)\n\n",
                         other == 0 ? "PASS" : "FAIL", pass + xfail + other, pass, xfail, other);
 }
@@ -247,11 +257,12 @@ static void test_results(FILE *f, json_t *doc, json_t *run)
 {
         static const char *const l1[] = {"Server starts without crash", "Single inference succeeds",
                                          "Expected kernel logs appear", NULL};
-        static const char *const l15[] = {"Correct kernels observed in profiler", "No fallback kernels detected",
-                                          NULL};
+        static const char *const l15[] = {"Correct kernels observed in profiler",
+                                          "No fallback kernels detected", NULL};
         static const char *const l2[] = {"Output matches reference (perplexity within tolerance)",
                                          "No NaN/Inf in outputs", NULL};
-        static const char *const l5[] = {"Perf within 3% of baseline", "Memory within 1GB of baseline", NULL};
+        static const char *const l5[] = {"Perf within 3% of baseline", "Memory within 1GB of baseline",
+                                         NULL};
         json_t *l4 = rep_level(rep_attempt(run), "L4");
 
         fputs("## Test Results\n\n", f);
@@ -299,13 +310,16 @@ static void benchmark_section(FILE *f, json_t *run)
 
 /* The sections only people can write: the template's own prompts. */
 static const char human_sources[] =
-        "## Source Files Changed\n\n### FlashInfer\n| File | Change Description |\n|------|-------------------|\n"
+        "## Source Files Changed\n\n### FlashInfer\n| File | Change Description "
+        "|\n|------|-------------------|\n"
         "| `path/to/file.py` | Description |\n\n### vLLM\n| File | Change Description |\n"
         "|------|-------------------|\n| `path/to/file.py` | Description |\n\n---\n\n"
         "## Environment Variables Added\n\n| Variable | Default | Options | Description |\n"
-        "|----------|---------|---------|-------------|\n| `VAR_NAME` | `default` | `opt1`, `opt2` | What it "
+        "|----------|---------|---------|-------------|\n| `VAR_NAME` | `default` | `opt1`, `opt2` | What "
+        "it "
         "controls |\n\n---\n\n"
-        "## Implementation Notes\n\n### Key Decisions\n1. Decision and rationale\n\n### Tradeoffs Considered\n"
+        "## Implementation Notes\n\n### Key Decisions\n1. Decision and rationale\n\n### Tradeoffs "
+        "Considered\n"
         "1. Option A vs Option B: Chose A because...\n\n### Code Review Findings\n1. Potential issue or "
         "improvement\n\n---\n\n"
         "## REQUIRED: Areas for Improvement\n\nAfter implementing, identify opportunities for further "
@@ -317,7 +331,8 @@ static const char human_sources[] =
 
 static const char human_tail[] =
         "## Rollback Plan\n\nIf feature causes issues:\n\n```bash\n# Disable via environment variable\n"
-        "export VAR_NAME=off\n\n# Or revert to baseline branch\ngit checkout mxfp4_v2_baseline\n```\n\n---\n\n"
+        "export VAR_NAME=off\n\n# Or revert to baseline branch\ngit checkout "
+        "mxfp4_v2_baseline\n```\n\n---\n\n"
         "## References\n\n- Related PR: \n- Upstream issue: \n"
         "- Related investigation: `docs/investigations/<file>.md`\n";
 
@@ -347,22 +362,28 @@ int report_porting(json_t *doc, const char *feature, FILE *f, char **reterr)
         int state;
 
         if (!feat) {
-                *reterr = feature ? xasprintf("'%s' is not a feature of the job's matrix", feature)
-                                  : xstrdup("the job's feature word names no feature of its matrix: name one");
+                *reterr =
+                        feature ? xasprintf("'%s' is not a feature of the job's matrix", feature)
+                                : xstrdup("the job's feature word names no feature of its matrix: name one");
                 return -ENOENT;
         }
         if (!run) {
                 *reterr = xstrdup("the job has no run of the feature (only the baseline, or no runs)");
                 return -ENOENT;
         }
-        title = json_string_value(json_object_get(feat, "title")) ?: json_string_value(json_object_get(feat, "name"));
+        title = json_string_value(json_object_get(feat, "title"))
+                        ?: json_string_value(json_object_get(feat, "name"));
         branch = json_string_value(json_object_get(
-                json_object_get(json_object_get(json_object_get(rep_attempt(run), "metadata"), "sources"), "vllm"),
+                json_object_get(json_object_get(json_object_get(rep_attempt(run), "metadata"), "sources"),
+                                "vllm"),
                 "branch"));
         levels = json_dumps(json_object_get(job, "levels"), JSON_COMPACT);
-        base_text = base ? xasprintf("is r%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(base, "id")))
+        base_text = base ? xasprintf("is r%" JSON_INTEGER_FORMAT,
+                                     json_integer_value(json_object_get(base, "id")))
                          : xstrdup("is missing (no baseline column)");
-        fprintf(f, "# Feature: %s\n\n**Status**: %s\n**Priority**: P%" JSON_INTEGER_FORMAT "\n**Branch**: %s\n\n",
+        fprintf(f,
+                "# Feature: %s\n\n**Status**: %s\n**Priority**: P%" JSON_INTEGER_FORMAT
+                "\n**Branch**: %s\n\n",
                 strna(title), status_word(json_string_value(json_object_get(feat, "status"))),
                 json_integer_value(json_object_get(feat, "priority")), branch ?: "(not recorded)");
         fprintf(f,
@@ -384,7 +405,9 @@ int report_porting(json_t *doc, const char *feature, FILE *f, char **reterr)
         fputs("---\n\n", f);
         state = report_testlog_criteria(f, doc, feat, base, run);
         fprintf(f, "\n**Overall**: %s\n\n---\n\n",
-                state == 0 ? "PASS" : state == 2 ? "FAIL" : "INCOMPLETE (a criterion was not measured)");
+                state == 0   ? "PASS"
+                : state == 2 ? "FAIL"
+                             : "INCOMPLETE (a criterion was not measured)");
         benchmark_section(f, run);
         fputs(human_tail, f);
         return 0;
@@ -398,8 +421,9 @@ int report_porting_name(json_t *doc, const char *feature, char **ret, char **ret
         char *s;
 
         if (!name) {
-                *reterr = feature ? xasprintf("'%s' is not a feature of the job's matrix", feature)
-                                  : xstrdup("the job's feature word names no feature of its matrix: name one");
+                *reterr =
+                        feature ? xasprintf("'%s' is not a feature of the job's matrix", feature)
+                                : xstrdup("the job's feature word names no feature of its matrix: name one");
                 return -ENOENT;
         }
         /* Seed 000: docs/porting/FEATURE_<name>.md, the name in upper case with '_' for '-'. */

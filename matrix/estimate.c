@@ -6,17 +6,20 @@
 
 static int64_t stored_int(json_t *stored, const char *section, const char *key, const char *field)
 {
-        return json_integer_value(json_object_get(json_object_get(json_object_get(stored, section), key), field));
+        return json_integer_value(
+                json_object_get(json_object_get(json_object_get(stored, section), key), field));
 }
 
-/* A level's upper bound: its own timeout setting, else the plan's level timeout, else the daemon's default. */
+/* A level's upper bound: its own timeout setting, else the plan's level timeout, else the daemon's default.
+ */
 static int64_t level_bound_us(const struct mx_estimate_input *in, const char *level)
 {
-        int64_t ms = json_integer_value(json_object_get(json_object_get(in->level_settings, level), "timeout"));
+        int64_t ms =
+                json_integer_value(json_object_get(json_object_get(in->level_settings, level), "timeout"));
 
         if (ms <= 0)
                 ms = in->settings && in->settings->level_timeout_ms > 0 ? in->settings->level_timeout_ms
-                                                                         : MX_DEFAULT_LEVEL_TIMEOUT_MS;
+                                                                        : MX_DEFAULT_LEVEL_TIMEOUT_MS;
         return ms * 1000;
 }
 
@@ -33,7 +36,7 @@ static int64_t ready_bound_us(const struct mx_estimate_input *in)
 static int64_t run_bound_us(const struct mx_estimate_input *in)
 {
         int64_t ms = in->settings && in->settings->run_timeout_ms > 0 ? in->settings->run_timeout_ms
-                                                                       : MX_DEFAULT_RUN_TIMEOUT_MS;
+                                                                      : MX_DEFAULT_RUN_TIMEOUT_MS;
         return ms * 1000;
 }
 
@@ -65,13 +68,13 @@ json_t *mx_estimate(const struct mx_estimate_input *in)
         }
         bound = MX_MIN(bound, cap);
         per_run = MX_MIN(est, cap);
-        /* A run known to crash takes what stored crashes took; without any, it may take as long as any run. */
-        per_fail = crashed > 0 ? MX_MIN(stored_int(in->stored, "outcomes", "crashed", "mean_us"), cap) : per_run;
+        /* A run known to crash takes what stored crashes took; without any, it may take as long as any run.
+         */
+        per_fail = crashed > 0 ? MX_MIN(stored_int(in->stored, "outcomes", "crashed", "mean_us"), cap)
+                               : per_run;
         total = per_run * (int64_t)(in->n_runs - in->n_expect_fail) + per_fail * (int64_t)in->n_expect_fail;
         bound_total = bound * (int64_t)in->n_runs;
-        basis = completed == 0                       ? "bound"
-                : json_array_size(guessed) > 0 ? "partly-stored"
-                                               : "stored";
+        basis = completed == 0 ? "bound" : json_array_size(guessed) > 0 ? "partly-stored" : "stored";
 
         _cleanup_free_ char *t = mx_format_duration(total), *bt = mx_format_duration(bound_total),
                             *pr = mx_format_duration(per_run), *rb = mx_format_duration(bound);
@@ -81,10 +84,11 @@ json_t *mx_estimate(const struct mx_estimate_input *in)
                               "capped by the run timeout; no stored durations to estimate from)",
                               bt, in->n_runs, rb);
         else {
-                mx_buf_printf(&b, "about %s (%zu runs x ~%s, from %" PRId64 " stored attempts", t, in->n_runs, pr,
-                              completed + crashed);
+                mx_buf_printf(&b, "about %s (%zu runs x ~%s, from %" PRId64 " stored attempts", t,
+                              in->n_runs, pr, completed + crashed);
                 if (in->n_expect_fail > 0 && crashed > 0)
-                        mx_buf_printf(&b, "; the %zu expected to fail as long as stored crashes", in->n_expect_fail);
+                        mx_buf_printf(&b, "; the %zu expected to fail as long as stored crashes",
+                                      in->n_expect_fail);
                 if (json_array_size(guessed) > 0) {
                         mx_buf_puts(&b, "; never stored, counted at their timeout:");
                         json_array_foreach (guessed, i, w)
@@ -93,8 +97,8 @@ json_t *mx_estimate(const struct mx_estimate_input *in)
                 mx_buf_printf(&b, "); at most %s", bt);
         }
         o = json_pack("{s:I,s:I,s:I,s:s,s:o,s:I,s:s}", "total_us", (json_int_t)total, "per_run_us",
-                      (json_int_t)per_run, "bound_us", (json_int_t)bound_total, "basis", basis, "guessed", guessed,
-                      "attempts", (json_int_t)(completed + crashed), "text", b.data ? b.data : "");
+                      (json_int_t)per_run, "bound_us", (json_int_t)bound_total, "basis", basis, "guessed",
+                      guessed, "attempts", (json_int_t)(completed + crashed), "text", b.data ? b.data : "");
         mx_buf_free(&b);
         return o;
 }
@@ -133,7 +137,8 @@ char **mx_criteria_unmeasured(const struct mx_matrix *m, int feature, json_t *le
         f = &m->features[feature];
         hard = mx_feature_hard(m, f, &n_hard);
         for (size_t c = 0; c < f->n_criteria + n_hard; c++) {
-                const struct mx_matrix_criterion *cr = c < f->n_criteria ? &f->criteria[c] : &hard[c - f->n_criteria];
+                const struct mx_matrix_criterion *cr =
+                        c < f->n_criteria ? &f->criteria[c] : &hard[c - f->n_criteria];
                 const char *need = mx_metric_level(cr->metric);
 
                 if (need && !selected(levels, need))

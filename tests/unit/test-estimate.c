@@ -18,7 +18,7 @@ static void load(struct fixture *f, const char *levels)
 {
         _cleanup_free_ char *path = test_source_path("matrix/mxfp4-gb10.json"), *err = NULL;
         _cleanup_json_ json_t *sel = levels ? json_pack("[s]", levels) : NULL;
-        struct mx_plan_request req = { .feature = "cutlass", .strategy = MX_PLAN_DEFAULT };
+        struct mx_plan_request req = {.feature = "cutlass", .strategy = MX_PLAN_DEFAULT};
 
         ASSERT_OK(mx_matrix_load_file(path, &f->m, &err));
         ASSERT_OK(mx_plan_build(f->m, &req, &f->p, &err));
@@ -35,8 +35,12 @@ static void unload(struct fixture *f)
 
 static struct mx_estimate_input input(struct fixture *f, json_t *stored)
 {
-        struct mx_estimate_input in = { .m = f->m, .settings = &f->p->settings, .levels = f->levels,
-                                        .level_settings = f->settings, .n_runs = f->p->n_runs, .stored = stored };
+        struct mx_estimate_input in = {.m = f->m,
+                                       .settings = &f->p->settings,
+                                       .levels = f->levels,
+                                       .level_settings = f->settings,
+                                       .n_runs = f->p->n_runs,
+                                       .stored = stored};
 
         for (size_t i = 0; i < f->p->n_runs; i++)
                 in.n_expect_fail += f->p->runs[i].n_known_incompatible > 0;
@@ -72,12 +76,15 @@ TEST(stored_durations_with_levels_never_stored)
         json_error_t je;
 
         load(&f, "L1-L3");
-        /* 40 completed attempts: 60 s outside the levels; L1 10 s, L1.5 5 s, L2 never; 10 crashes at 90 s. */
-        stored = json_loads("{\"levels\": {\"L1\": {\"n\": 40, \"mean_us\": 10000000},"
-                            "\"L1.5\": {\"n\": 40, \"mean_us\": 5000000}, \"L3\": {\"n\": 3, \"mean_us\": 25000000}},"
-                            "\"outcomes\": {\"completed\": {\"n\": 40, \"mean_us\": 75000000, \"overhead_us\": 60000000},"
-                            "\"crashed\": {\"n\": 10, \"mean_us\": 90000000}}}",
-                            0, &je);
+        /* 40 completed attempts: 60 s outside the levels; L1 10 s, L1.5 5 s, L2 never; 10 crashes at 90 s.
+         */
+        stored = json_loads(
+                "{\"levels\": {\"L1\": {\"n\": 40, \"mean_us\": 10000000},"
+                "\"L1.5\": {\"n\": 40, \"mean_us\": 5000000}, \"L3\": {\"n\": 3, \"mean_us\": 25000000}},"
+                "\"outcomes\": {\"completed\": {\"n\": 40, \"mean_us\": 75000000, \"overhead_us\": "
+                "60000000},"
+                "\"crashed\": {\"n\": 10, \"mean_us\": 90000000}}}",
+                0, &je);
         ASSERT_NOT_NULL(stored);
         in = input(&f, stored);
         e = mx_estimate(&in);
