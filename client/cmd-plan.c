@@ -4,6 +4,7 @@
  * would make (plan.h), without a daemon.
  */
 #include "client.h"
+#include "estimate.h"
 #include "ident.h"
 #include "levelcat.h"
 #include "matrix.h"
@@ -23,11 +24,12 @@ static void plan_help(FILE *f)
                 "(cutlass, gemm), or axis=value. Further axis=value words pin that axis in every run.\n"
                 "levels=LIST (L1-L3, L1,L2) chooses the levels, LEVEL.setting=value (L3.concurrency=4)\n"
                 "sets one for the submission; the plan shows each level's settings.\n\n"
-                "Reasons: baseline and L1-off (the feature off on the baseline), L1-on (the\n"
-                "feature alone on the baseline), L1-off:stack(P..) and L1-on:stack(P..) (the\n"
+                "Reasons: baseline and feature-off (the feature off on the baseline), feature-on (the\n"
+                "feature alone on the baseline), feature-off:stack(P..) and feature-on:stack(P..) (the\n"
                 "merged stack of completed features, without and with the feature),\n"
-                "L5-prior:P and L5:P (each completed feature P alone and with the feature),\n"
-                "L6:axis=value (one factor at a time), cover, full.\n\n"
+                "prior:P and with:P (each completed feature P alone and with the feature),\n"
+                "vary:axis=value (one factor at a time), cover, set-aside (a known-incompatible\n"
+                "configuration the covering array leaves out, run once), full.\n\n"
                 "Options:\n"
                 "  -s, --strategy S   default (the protocol above), pairwise or 3way (add a\n"
                 "                     covering array), full (add every valid configuration)\n"
@@ -81,6 +83,40 @@ static void print_levels(json_t *run, json_t *settings)
         printf("\n");
 }
 
+/*
+ * Without a daemon there are no stored durations: only the settings' upper bound (mxmatrix submit
+ * --dry-run asks the daemon, which estimates from what it stored). And the criteria these levels miss.
+ */
+static json_t *plan_estimate_json(const struct mx_plan *p, json_t *run, json_t *lset)
+{
+        struct mx_estimate_input in = {
+                .m = p->m, .settings = &p->settings, .levels = run, .level_settings = lset, .n_runs = p->n_runs,
+        };
+        _cleanup_strv_free_ char **unmeasured = mx_criteria_unmeasured(p->m, p->feature, run);
+        json_t *e, *w = json_array();
+
+        for (size_t i = 0; i < p->n_runs; i++)
+                in.n_expect_fail += p->runs[i].n_known_incompatible > 0;
+        e = mx_estimate(&in);
+        for (char **u = unmeasured; u && *u; u++)
+                json_array_append_new(w, json_string(*u));
+        json_object_set_new(e, "warnings", w);
+        return e;
+}
+
+static void print_estimate(const struct mx_plan *p, json_t *run, json_t *lset)
+{
+        _cleanup_json_ json_t *e = plan_estimate_json(p, run, lset);
+        json_t *w;
+        size_t i;
+
+        printf("Estimate: %s; mxmatrix submit --dry-run estimates from the daemon's stored durations\n",
+               json_string_value(json_object_get(e, "text")));
+        json_array_foreach (json_object_get(e, "warnings"), i, w)
+                printf("Warning: %s\n", json_string_value(w));
+        printf("\n");
+}
+
 /* What was planned: the feature, its hypothesis and criteria, the strategy and command. */
 static void print_header(const struct mx_plan *p)
 {
@@ -114,7 +150,7 @@ static void print_header(const struct mx_plan *p)
                 printf("Merged stack (%s):", p->stack_ids);
                 for (size_t i = 0; i < p->n_stack_features; i++)
                         printf("%s %s", i ? "," : "", m->features[p->stack_features[i]].name);
-                printf(" = %s\n  L1-on: the feature alone on the baseline; L1-on:stack(%s): on the merged "
+                printf(" = %s\n  feature-on: the feature alone on the baseline; feature-on:stack(%s): on the merged "
                        "stack\n",
                        *set ? set : "(nothing set)", p->stack_ids);
         }
@@ -353,11 +389,13 @@ int cmd_plan(int argc, char **argv)
 
                 json_object_set(j, "levels", run);
                 json_object_set(j, "level_settings", lset);
+                json_object_set_new(j, "estimate", plan_estimate_json(p, run, lset));
                 output_json(j);
                 return MX_EXIT_OK;
         }
         print_header(p);
         print_levels(run, lset);
+        print_estimate(p, run, lset);
         print_runs(p);
         if (verbose)
                 print_details(p);

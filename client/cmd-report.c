@@ -23,10 +23,12 @@ static void report_help(FILE *f)
               f);
         for (size_t i = 0; i < report_n_kinds; i++)
                 fprintf(f, "  %-18s %s (%s)\n", report_kinds[i].name, report_kinds[i].summary,
-                        report_kinds[i].file ?: "TEST_LOGS/FEATURE_<NAME>_<DATE>.md");
+                        report_kinds[i].file                          ? report_kinds[i].file
+                        : report_kinds[i].file_name == report_test_log_name ? "TEST_LOGS/FEATURE_<NAME>_<DATE>.md"
+                                                                            : "porting/FEATURE_<NAME>.md");
         fputs("  all                every report above (needs -o DIR)\n\n"
               "  --from FILE        read the report document from FILE (- for stdin)\n"
-              "  --feature NAME     test-log: the matrix feature (default: the job's own)\n"
+              "  --feature NAME     test-log, porting: the matrix feature (default: the job's own)\n"
               "  -o, --output DIR   write into DIR under the seeds' file names (created if\n"
               "                     missing) instead of to stdout\n\n"
               "JOB is a job number (12 or j12). See mxmatrix(1) and mxmatrix-report.json(5).\n",
@@ -143,7 +145,7 @@ static int render(json_t *doc, const struct report_kind *k, const char *feature,
 
         if (!f)
                 mx_die("open_memstream: %m");
-        r = k->render ? k->render(doc, f, &err) : report_test_log(doc, feature, f, &err);
+        r = k->render ? k->render(doc, f, &err) : k->render_feature(doc, feature, f, &err);
         fclose(f);
         if (r < 0) {
                 free(buf);
@@ -170,12 +172,14 @@ static int emit(json_t *doc, const struct report_kind *k, const char *feature, c
         if (k->file)
                 name = xstrdup(k->file);
         else {
-                _cleanup_free_ char *sub = xasprintf("%s/TEST_LOGS", dir);
+                _cleanup_free_ char *sub = NULL;
 
-                if (report_test_log_name(doc, feature, &name, &err) < 0) {
+                if (k->file_name(doc, feature, &name, &err) < 0) {
                         fprintf(stderr, "mxmatrix: report %s: %s\n", k->name, err);
                         return MX_EXIT_FAILURE;
                 }
+                /* TEST_LOGS/..., porting/...: the directory first */
+                sub = xasprintf("%s/%.*s", dir, (int)(strrchr(name, '/') ? strrchr(name, '/') - name : 0), name);
                 r = make_dir(sub);
                 if (r != MX_EXIT_OK)
                         return r;
@@ -281,7 +285,7 @@ int cmd_report(int argc, char **argv)
                         return MX_EXIT_USAGE;
                 }
                 if (feature && k->render) {
-                        fprintf(stderr, "mxmatrix: report %s takes no FEATURE (test-log does)\n", kind);
+                        fprintf(stderr, "mxmatrix: report %s takes no FEATURE (test-log and porting do)\n", kind);
                         return MX_EXIT_USAGE;
                 }
         } else if (!dir) {
@@ -305,6 +309,9 @@ int cmd_report(int argc, char **argv)
                 return emit(doc, k, feature, dir);
         for (size_t i = 0; i < report_n_kinds; i++) {
                 r = emit(doc, &report_kinds[i], feature, dir);
+                /* A job of pins only has no feature document; the others are still written. */
+                if (r == MX_EXIT_NOTFOUND && report_kinds[i].file_name == report_porting_name)
+                        continue;
                 if (r != MX_EXIT_OK)
                         return r;
         }

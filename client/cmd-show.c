@@ -73,12 +73,14 @@ static void show_job(json_t *params, json_t *res)
         output_criteria(json_object_get(res, "criteria"));
 }
 
-static void show_env_argv(json_t *spec)
+/* The snapshot's command as the matrix wrote it, for a run no attempt of which has started its command. */
+static void show_template(json_t *spec)
 {
         json_t *env = json_object_get(spec, "env"), *argv = json_object_get(spec, "argv"), *v;
         const char *k;
         size_t i;
 
+        printf("command (the matrix's template; each attempt shows it expanded once it starts):\n");
         /* The snapshot keeps the matrix's order: an array of "VAR=value"; older ones hold an object. */
         if (json_array_size(env) > 0) {
                 printf("env:\n");
@@ -95,6 +97,41 @@ static void show_env_argv(json_t *spec)
                         printf(" %s", strempty(json_string_value(v)));
                 putchar('\n');
         }
+}
+
+/* The command an attempt started, expanded, each word shell-quoted (mxmatrix repro rRUN writes it as a script). */
+static void show_command(json_t *cmd)
+{
+        json_t *v;
+        size_t i;
+
+        if (json_is_string(json_object_get(cmd, "cwd")))
+                printf("  cwd: %s\n", json_string_value(json_object_get(cmd, "cwd")));
+        json_array_foreach (json_object_get(cmd, "env"), i, v) {
+                const char *kv = strempty(json_string_value(v)), *eq = strchr(kv, '=');
+                _cleanup_free_ char *q = output_shell_quote(eq ? eq + 1 : "");
+
+                printf("  env: %.*s=%s\n", (int)(eq ? eq - kv : (ptrdiff_t)strlen(kv)), kv, q);
+        }
+        printf("  argv:");
+        json_array_foreach (json_object_get(cmd, "argv"), i, v) {
+                _cleanup_free_ char *q = output_shell_quote(strempty(json_string_value(v)));
+
+                printf(" %s", q);
+        }
+        putchar('\n');
+}
+
+/* Did any attempt record the command it started? */
+static bool any_command(json_t *attempts)
+{
+        json_t *a;
+        size_t i;
+
+        json_array_foreach (attempts, i, a)
+                if (json_is_object(json_object_get(a, "command")))
+                        return true;
+        return false;
 }
 
 /* Bytes as GiB, signed when asked (drift). */
@@ -246,6 +283,8 @@ static void show_attempt(json_t *a)
         putchar('\n');
         if (json_is_string(json_object_get(a, "message")))
                 printf("  %s\n", json_string_value(json_object_get(a, "message")));
+        if (json_is_object(json_object_get(a, "command")))
+                show_command(json_object_get(a, "command"));
         json_array_foreach (levels, i, l)
                 printf("  %-5s %-8s %s\n", strna(json_string_value(json_object_get(l, "level"))),
                        strna(json_string_value(json_object_get(l, "verdict"))),
@@ -297,7 +336,8 @@ static void show_run(json_t *run)
         putchar('\n');
         if (json_is_string(json_object_get(run, "expect_fail")))
                 printf("expected to fail: %s\n", json_string_value(json_object_get(run, "expect_fail")));
-        show_env_argv(json_object_get(run, "spec"));
+        if (!any_command(attempts))
+                show_template(json_object_get(run, "spec"));
         json_array_foreach (attempts, i, v)
                 show_attempt(v);
 }

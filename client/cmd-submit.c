@@ -16,6 +16,24 @@ static void print_skipped(json_t *skipped)
                        strna(json_string_value(json_object_get(s, "reason"))));
 }
 
+/* The levels, the estimate and what the user must know before leaving it overnight (warnings on stderr). */
+static void print_about(json_t *res)
+{
+        json_t *levels = json_object_get(res, "levels"), *w;
+        size_t i;
+
+        if (json_array_size(levels) > 0) {
+                printf("levels:");
+                json_array_foreach (levels, i, w)
+                        printf(" %s", json_string_value(w));
+                putchar('\n');
+        }
+        if (json_is_string(json_object_get(json_object_get(res, "estimate"), "text")))
+                printf("estimate: %s\n", json_string_value(json_object_get(json_object_get(res, "estimate"), "text")));
+        json_array_foreach (json_object_get(res, "warnings"), i, w)
+                fprintf(stderr, "mxmatrix: warning: %s\n", json_string_value(w));
+}
+
 static int render(json_t *params, json_t *res)
 {
         json_t *job = json_object_get(res, "job"), *runs = json_object_get(res, "runs");
@@ -26,13 +44,15 @@ static int render(json_t *params, json_t *res)
                 return MX_EXIT_OK;
         }
         if (json_is_integer(job))
-                printf("job %" JSON_INTEGER_FORMAT " queued: %" JSON_INTEGER_FORMAT " runs\n\n",
+                printf("job %" JSON_INTEGER_FORMAT " queued: %" JSON_INTEGER_FORMAT " runs\n",
                        json_integer_value(job),
                        json_is_integer(json_object_get(res, "total"))
                                ? json_integer_value(json_object_get(res, "total"))
                                : (json_int_t)json_array_size(runs));
         else
-                printf("dry run: %zu runs would be queued\n\n", json_array_size(runs));
+                printf("dry run: %zu runs would be queued\n", json_array_size(runs));
+        print_about(res);
+        putchar('\n');
         output_runs(runs);
         /* The reply holds the first page of a large job's runs. */
         if (json_is_true(json_object_get(res, "more")))

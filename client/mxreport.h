@@ -40,6 +40,10 @@ json_t *report_doc_normalise(json_t *doc);
 int report_benchmark_results(json_t *doc, FILE *f, char **reterr);
 /* feature: a feature of the matrix, or NULL for the job's own (its feature= word resolved). */
 int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr);
+/* Seed 000's docs/porting/FEATURE_<name>.md for feature (NULL: the job's own); report-porting.c. */
+int report_porting(json_t *doc, const char *feature, FILE *f, char **reterr);
+/* "porting/FEATURE_<NAME>.md": the name in upper case with '_' for '-', as seed 000 names it. */
+int report_porting_name(json_t *doc, const char *feature, char **ret, char **reterr);
 int report_feature_matrix(json_t *doc, FILE *f, char **reterr);
 int report_json(json_t *doc, FILE *f, char **reterr);
 int report_csv(json_t *doc, FILE *f, char **reterr);
@@ -50,7 +54,10 @@ struct report_kind {
         const char *name;
         const char *file; /* NULL: named from the data (test-log) */
         const char *summary;
-        int (*render)(json_t *doc, FILE *f, char **reterr); /* NULL: test-log */
+        int (*render)(json_t *doc, FILE *f, char **reterr); /* NULL: render_feature */
+        /* Kinds about one feature (test-log, porting): the FEATURE word, and the file named from the data. */
+        int (*render_feature)(json_t *doc, const char *feature, FILE *f, char **reterr);
+        int (*file_name)(json_t *doc, const char *feature, char **ret, char **reterr);
 };
 extern const struct report_kind report_kinds[];
 extern const size_t report_n_kinds;

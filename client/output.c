@@ -213,3 +213,20 @@ void output_runs(json_t *runs)
         }
         table_print(t, stdout);
 }
+
+char *output_shell_quote(const char *s)
+{
+        _cleanup_buf_ struct mx_buf b = MX_BUF_INIT;
+
+        if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-") ==
+                          strlen(s))
+                return xstrdup(s);
+        mx_buf_putc(&b, '\'');
+        for (; *s; s++)
+                if (*s == '\'')
+                        mx_buf_puts(&b, "'\\''");
+                else
+                        mx_buf_putc(&b, *s);
+        mx_buf_putc(&b, '\'');
+        return mx_buf_steal(&b);
+}

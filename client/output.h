@@ -21,6 +21,8 @@ DEFINE_POINTER_CLEANUP(struct table, table_free)
 void output_help_line(FILE *f, const char *synopsis, const char *summary);
 /* Print a JSON value as the single --json document (indented). */
 void output_json(json_t *v);
+/* s as one POSIX shell word: unchanged when it has only safe characters, else in single quotes. */
+char *output_shell_quote(const char *s);
 /* "2026-11-22 10:03:05" for a µs timestamp (JSON integer), "-" for null. */
 char *output_time(json_t *us);
 /* "3m05s" between two µs timestamps (end null: until now). */

@@ -15,6 +15,8 @@ struct progress {
         int64_t total, done, passed, failed, cancelled;
         int64_t elapsed_us; /* since the job's first attempt started; -1: none started */
         int64_t eta_us;     /* -1: unknown (no run has finished yet); 0 when nothing is left */
+        bool paused;        /* the queue is paused: no ETA */
+        bool eta_stored;    /* the ETA is the stored attempts' mean, not this job's */
 };
 
 /* Fill *ret from a job summary (counts, progress) at now_us (µs, the real clock). */

@@ -82,10 +82,10 @@ static char *feature_status(json_t *doc, json_t *feature)
                         pass++;
                 else if (!streq(res, "cancelled"))
                         failed++;
-                /* the feature alone on the baseline, as the plan's L1-on run */
+                /* the feature alone on the baseline, as the plan's feature-on run */
                 if (!alone &&
                     startswith(json_string_value(json_array_get(json_object_get(run, "reasons"), 0)) ?: "",
-                               "L1-on"))
+                               "feature-on"))
                         alone = run;
         }
         if (!alone) /* the feature alone on the baseline: the run named after it */

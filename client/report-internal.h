@@ -76,4 +76,6 @@ struct rep_failure {
 };
 /* false when the run did not fail (pass, xpass, queued, running, cancelled). */
 bool rep_run_failure(json_t *run, struct rep_failure *ret);
+/* Seed 000's Success Criteria Evaluation table (report-testlog.c); 0 pass, 1 not measured, 2 fail. */
+int report_testlog_criteria(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run);
 void rep_failure_done(struct rep_failure *f);

@@ -12,7 +12,7 @@
 #include <ctype.h>
 #include <math.h>
 
-/* The feature's own run: planned as "L1-on" (the feature alone on the baseline), else the first
+/* The feature's own run: planned as "feature-on" (the feature alone on the baseline), else the first
  * non-baseline. */
 static json_t *feature_run(json_t *doc)
 {
@@ -21,7 +21,7 @@ static json_t *feature_run(json_t *doc)
 
         json_array_foreach (rep_runs(doc), i, run) {
                 json_array_foreach (json_object_get(run, "reasons"), k, r)
-                        if (startswith(json_string_value(r) ?: "", "L1-on"))
+                        if (startswith(json_string_value(r) ?: "", "feature-on"))
                                 return run;
                 if (!first && !rep_is_baseline(doc, run))
                         first = run;
@@ -168,10 +168,10 @@ static void l6_table(FILE *f, json_t *doc)
                         _cleanup_free_ char *notes = NULL, *cell = NULL, *combo = NULL;
                         bool failed;
 
-                        if (!why || !startswith(why, "L6:"))
+                        if (!why || !startswith(why, "vary:"))
                                 continue;
                         failed = rep_run_failure(run, &fail);
-                        combo = xasprintf("+ %s (r%" JSON_INTEGER_FORMAT ")", why + 3,
+                        combo = xasprintf("+ %s (r%" JSON_INTEGER_FORMAT ")", why + strlen("vary:"),
                                           json_integer_value(json_object_get(run, "id")));
                         if (failed)
                                 notes = xasprintf(
@@ -512,4 +512,9 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
                       "(levels=L1-L5)\n",
                       f);
         return 0;
+}
+
+int report_testlog_criteria(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run)
+{
+        return criteria_table(f, doc, feature, base, run);
 }

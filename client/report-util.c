@@ -11,7 +11,10 @@
 const struct report_kind report_kinds[] = {
         {"benchmark-results", "BENCHMARK_RESULTS.md", "seed 002's BENCHMARK_RESULTS.md",
          report_benchmark_results},
-        {"test-log", NULL, "seed 001's test log with seed 000's Success Criteria Evaluation", NULL},
+        {"test-log", NULL, "seed 001's test log with seed 000's Success Criteria Evaluation", NULL, report_test_log,
+         report_test_log_name},
+        {"porting", NULL, "seed 000's feature document: hypothesis, criteria, test results, evaluation", NULL,
+         report_porting, report_porting_name},
         {"feature-matrix", "FEATURE_MATRIX.md", "seed 003's status, combinations tested and known issues",
          report_feature_matrix},
         {"json", "report.json", "the report document (mxmatrix-report.json(5))", report_json},

@@ -51,7 +51,7 @@ static bool feature_on(json_t *run)
         json_array_foreach (json_object_get(run, "reasons"), i, v) {
                 const char *s = json_string_value(v);
 
-                if (s && !streq(s, "baseline") && !startswith(s, "L1-off") && !startswith(s, "L5-prior:"))
+                if (s && !streq(s, "baseline") && !startswith(s, "feature-off") && !startswith(s, "prior:"))
                         return true;
         }
         return false;
@@ -290,16 +290,16 @@ static void pick_pair(json_t *runs, struct pair *ret)
 
         *ret = (struct pair){.basis = "baseline"};
         json_array_foreach (runs, i, run)
-                if (has_reason(run, "L1-on:stack", false)) {
+                if (has_reason(run, "feature-on:stack", false)) {
                         ret->basis = "merged stack";
                         break;
                 }
         json_array_foreach (runs, i, run) {
                 bool stack = streq(ret->basis, "merged stack");
 
-                if (!ret->on && has_reason(run, stack ? "L1-on:stack" : "L1-on", !stack))
+                if (!ret->on && has_reason(run, stack ? "feature-on:stack" : "feature-on", !stack))
                         ret->on = run;
-                if (!ret->off && has_reason(run, stack ? "L1-off:stack" : "L1-off", !stack))
+                if (!ret->off && has_reason(run, stack ? "feature-off:stack" : "feature-off", !stack))
                         ret->off = run;
         }
 }
@@ -425,7 +425,7 @@ static void measure(const struct mx_matrix_criterion *c, json_t *runs, const str
                 if (p->on)
                         ra = criteria_run_metric(p->on, c->metric, &r->actual, &r->actual_from, &why_a);
                 else
-                        why_a = xstrdup("the job has no run with the feature on (L1-on)");
+                        why_a = xstrdup("the job has no run with the feature on (feature-on)");
                 if (p->off && p->off != p->on)
                         rb = criteria_run_metric(p->off, c->metric, &r->baseline, &r->baseline_from, &why_b);
                 else if (p->off)
@@ -434,7 +434,7 @@ static void measure(const struct mx_matrix_criterion *c, json_t *runs, const str
                                 "); declare a baseline in the matrix or compare with an earlier job",
                                 run_id(p->off));
                 else
-                        why_b = xstrdup("the job has no run with the feature off (L1-off)");
+                        why_b = xstrdup("the job has no run with the feature off (feature-off)");
                 if (ra >= 0 && rb >= 0 && streq(c->metric, "memory_gb"))
                         rb = memory_align(p, r, &why_b);
                 if (rb < 0 && rb != -EINVAL && rb != -EXDEV && c->has_baseline) {

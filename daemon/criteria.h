@@ -23,8 +23,8 @@
  * no number that passes anything.
  *
  * Which runs are compared: the feature on against the feature off, on the
- * merged stack when the plan has one (reasons L1-on:stack / L1-off:stack: the
- * feature as it would be merged), else on the baseline (L1-on / L1-off). A
+ * merged stack when the plan has one (reasons feature-on:stack / feature-off:stack: the
+ * feature as it would be merged), else on the baseline (feature-on / feature-off). A
  * feature that sets no axis is one run on and off; its relative criteria use
  * the baseline declared in the matrix, or stay incomplete. Crashes count over
  * every run with the feature on (not the runs marked known-incompatible).

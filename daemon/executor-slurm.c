@@ -369,6 +369,8 @@ static int ingest_event(struct sjob *j, json_t *e)
 
         if (streq_ptr(t, "log"))
                 return queue_attempt_log(db, j->attempt_id, json_string_value(json_object_get(e, "path")));
+        if (streq_ptr(t, "command"))
+                return queue_attempt_command(db, j->attempt_id, json_object_get(e, "command"));
         if (streq_ptr(t, "metadata")) {
                 ingest_metadata(j);
                 return 0;

@@ -72,6 +72,19 @@ static int status_progress(struct mx_daemon *d, json_t *jobs)
                 if (r < 0)
                         return r;
                 json_object_set_new(j, "progress", p);
+                /* No ETA while paused; before the job's own first run ends, the stored attempts' mean. */
+                json_object_set_new(p, "paused", json_boolean(d->paused));
+                if (json_integer_value(json_object_get(p, "timed_runs")) == 0) {
+                        _cleanup_(json_decrefp) json_t *stored = NULL;
+
+                        if (queue_duration_stats(d->db, &stored) >= 0 &&
+                            json_integer_value(json_object_get(
+                                    json_object_get(json_object_get(stored, "outcomes"), "completed"), "n")) > 0)
+                                json_object_set(p, "stored_run_us",
+                                                json_object_get(json_object_get(json_object_get(stored, "outcomes"),
+                                                                                "completed"),
+                                                                "mean_us"));
+                }
         }
         return 0;
 }
@@ -149,6 +162,51 @@ static void m_show(struct mx_request *req)
                 return;
         }
         request_reply(req, json_pack("{s:o}", "run", a));
+}
+
+/* The attempt repro reproduces: the one asked for, else the latest that recorded its command. */
+static json_t *repro_attempt(json_t *history, int64_t n)
+{
+        json_t *a, *found = NULL;
+        size_t i;
+
+        json_array_foreach (history, i, a) {
+                int64_t an = json_integer_value(json_object_get(a, "n"));
+
+                if (n > 0 ? an == n : json_is_object(json_object_get(a, "command")))
+                        found = a;
+        }
+        return found;
+}
+
+static void m_repro(struct mx_request *req)
+{
+        int64_t run = param_int(req, "run", 0), n = param_int(req, "attempt", 0);
+        _cleanup_(json_decrefp) json_t *a = NULL;
+        json_t *att, *reply;
+        int r = queue_run_json(req->d->db, run, true, &a);
+
+        if (r < 0) {
+                request_error_errno(req, r, "repro");
+                return;
+        }
+        att = repro_attempt(json_object_get(a, "attempt_history"), n);
+        if (n > 0 && !att) {
+                request_error(req, "not-found", "r%" PRId64 " has no attempt %" PRId64, run, n);
+                return;
+        }
+        reply = json_pack("{s:I, s:O?, s:O?, s:O}", "run", (json_int_t)run, "config_key",
+                          json_object_get(a, "config_key"), "attempt", att ? json_object_get(att, "n") : NULL,
+                          "command", att ? json_object_get(att, "command") : json_null());
+        if (!json_is_object(json_object_get(reply, "command")))
+                json_object_set_new(reply, "why",
+                                    json_string(!json_array_size(json_object_get(a, "attempt_history"))
+                                                        ? "the run has not started yet"
+                                                : att ? "that attempt recorded no command (it did not start one, "
+                                                        "or it predates mxmatrixd recording commands)"
+                                                      : "no attempt recorded its command (none started one, or "
+                                                        "they predate mxmatrixd recording commands)"));
+        request_reply(req, reply);
 }
 
 /* Resolve the job or run a request names, check the caller may change it; *ret_job: the job. */
@@ -339,6 +397,7 @@ static const struct {
         { "show", m_show },     { "cancel", m_cancel }, { "pause", m_pause },   { "resume", m_resume },
         { "retry", m_retry },   { "logs", m_logs },     { "follow", m_follow }, { "reload", m_reload },
         { "attribute", attribute_handle }, { "gates", m_gates }, { "report", m_report },
+        { "repro", m_repro },
 };
 
 mx_method_fn methods_lookup(const char *name)

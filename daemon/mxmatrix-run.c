@@ -8,7 +8,7 @@
  * then runner_meta_ops (metadata, then runner_for_spec(): the target runner
  * with its levels, stop and sweep), under the same time limits. What the
  * runner reports goes to RUNDIR as it happens:
- *   events.jsonl   one JSON object per line, appended (log, level-started, level-finished, metadata)
+ *   events.jsonl   one JSON object per line, appended (log, command, level-started, level-finished, metadata)
  *   metadata.json  the attempt's metadata record and blobs (written before its event)
  *   result.json    the outcome, written once at the end (temporary file + rename)
  * SIGTERM (scancel, Slurm's time limit, a node taken down) stops the run the
@@ -94,6 +94,11 @@ static void ev_log_appended(void *ud)
         (void)ud;
 }
 
+static void ev_command(void *ud, json_t *command)
+{
+        put_event(ud, json_pack("{s:s,s:O}", "t", "command", "command", command));
+}
+
 static void ev_level_started(void *ud, const char *level)
 {
         put_event(ud, json_pack("{s:s,s:s}", "t", "level-started", "level", level));
@@ -154,6 +159,7 @@ static const struct mx_run_events events = {
         .level_finished = ev_level_finished,
         .finished = ev_finished,
         .metadata = ev_metadata,
+        .command = ev_command,
 };
 
 static void stop(struct mxrun *m, enum mx_outcome why)

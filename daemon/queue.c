@@ -342,6 +342,19 @@ int queue_attempt_log(struct mx_db *db, int64_t attempt, const char *path)
         return db_step_done(db, s);
 }
 
+int queue_attempt_command(struct mx_db *db, int64_t attempt, json_t *command)
+{
+        static const char sql[] = "UPDATE attempts SET command = ? WHERE id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s);
+
+        if (r < 0)
+                return r;
+        db_bind_json(s, 1, command);
+        db_bind_int64(s, 2, attempt);
+        return db_step_done(db, s);
+}
+
 int queue_level_record(struct mx_db *db, int64_t attempt, const struct queue_level *l)
 {
         static const char sql[] = "INSERT OR REPLACE INTO levels (attempt_id, level, verdict, started_at, "
@@ -1007,7 +1020,7 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
 {
         static const char sql[] =
                 "SELECT id, n, started_at, finished_at, outcome, crash_class, message, pid, "
-                "pgid, exit_status, exit_signal, log_path, tag, result FROM attempts "
+                "pgid, exit_status, exit_signal, log_path, tag, result, command FROM attempts "
                 "WHERE run_id = ? ORDER BY n";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_(json_decrefp) json_t *a = json_array();
@@ -1024,6 +1037,8 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
                 json_t *t = db_row_json(s, keys), *levels = NULL, *samples = NULL;
 
                 json_array_append_new(a, t);
+                /* The command as started (migration 008), for show rN and repro */
+                db_json_set_json(t, "command", s, 14);
                 r = attempt_levels(db, sqlite3_column_int64(s, 0), &levels);
                 if (r < 0)
                         return r;
@@ -1361,12 +1376,52 @@ int queue_job_progress(struct mx_db *db, int64_t job, json_t **ret)
         return 0;
 }
 
+int queue_duration_stats(struct mx_db *db, json_t **ret)
+{
+        static const char levels_sql[] =
+                "SELECT l.level, count(*), avg(l.finished_at - l.started_at) FROM levels l "
+                "WHERE l.verdict <> 'skipped' AND l.attempt_id IN (SELECT id FROM attempts "
+                "WHERE finished_at IS NOT NULL ORDER BY id DESC LIMIT ?) GROUP BY l.level";
+        static const char outcomes_sql[] =
+                "SELECT a.outcome, count(*), avg(a.finished_at - a.started_at), "
+                "avg(a.finished_at - a.started_at - coalesce((SELECT sum(l.finished_at - l.started_at) "
+                "FROM levels l WHERE l.attempt_id = a.id AND l.verdict <> 'skipped'), 0)) "
+                "FROM (SELECT id, outcome, started_at, finished_at FROM attempts WHERE finished_at IS NOT NULL "
+                "AND outcome IN ('completed', 'crashed') ORDER BY id DESC LIMIT ?) a GROUP BY a.outcome";
+        _cleanup_(json_decrefp) json_t *o = json_pack("{s:{},s:{}}", "levels", "outcomes");
+        const char *sqls[] = { levels_sql, outcomes_sql };
+        const char *keys[] = { "levels", "outcomes" };
+        int rc;
+
+        for (size_t q = 0; q < ELEMENTSOF(sqls); q++) {
+                _cleanup_stmt_ sqlite3_stmt *s = NULL;
+                int r = db_stmt(db, sqls[q], &s);
+
+                if (r < 0)
+                        return r;
+                db_bind_int64(s, 1, QUEUE_DURATION_ATTEMPTS);
+                while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                        json_t *e = json_pack("{s:I,s:I}", "n", (json_int_t)sqlite3_column_int64(s, 1), "mean_us",
+                                              (json_int_t)sqlite3_column_double(s, 2));
+
+                        if (q == 1)
+                                json_object_set_new(e, "overhead_us",
+                                                    json_integer((json_int_t)MX_MAX(sqlite3_column_double(s, 3), 0)));
+                        json_object_set_new(json_object_get(o, keys[q]), (const char *)sqlite3_column_text(s, 0), e);
+                }
+                if (rc != SQLITE_DONE)
+                        return db_errno(db, rc);
+        }
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
 /* ---- evidence for success criteria and gates (daemon/criteria.h) ---- */
 
 /*
  * What criteria.c reads of each level, taken out of the stored metrics by
  * SQLite so that an L4 document of many KB is never loaded whole. L4's
- * numbers only for the runs criteria compare (reasons L1-on / L1-off).
+ * numbers only for the runs criteria compare (reasons feature-on / feature-off).
  */
 #define BOOL_AT(path)                                                                                       \
         "CASE json_type(l.metrics, '" path "') WHEN 'true' THEN json('true') "                              \
@@ -1374,7 +1429,7 @@ int queue_job_progress(struct mx_db *db, int64_t job, json_t **ret)
 static const char evidence_sql[] =
         "SELECT r.id, r.seq, r.reasons, r.expect_fail, r.state, a.outcome, a.crash_class, "
         "json_extract(s.summary, '$.memory.peak'), l.level, l.verdict, l.message, "
-        "CASE WHEN l.level = 'L4' AND r.reasons LIKE '%\"L1-o%' THEN json_object("
+        "CASE WHEN l.level = 'L4' AND r.reasons LIKE '%\"feature-o%' THEN json_object("
         "'results', json_extract(l.metrics, '$.results'), 'ready_s', json_extract(l.metrics, '$.ready_s'), "
         "'memory_peak_bytes', json_extract(l.metrics, '$.memory.peak'), "
         "'memory_figure', json_extract(l.metrics, '$.memory.figure'), "

@@ -76,6 +76,8 @@ int queue_attempt_start(struct mx_db *db, int64_t run, const char *tag, const ch
 /* Record the process the runner started (for recovery after a crash). */
 int queue_attempt_process(struct mx_db *db, int64_t attempt, pid_t pid, pid_t pgid, uint64_t proc_start);
 int queue_attempt_log(struct mx_db *db, int64_t attempt, const char *path);
+/* The command the attempt started, placeholders expanded (runner_command_record()); show rN and repro. */
+int queue_attempt_command(struct mx_db *db, int64_t attempt, json_t *command);
 /* The attempt's cgroup (cgroup.h), recorded before its first process starts, for start-up recovery. */
 int queue_attempt_cgroup(struct mx_db *db, int64_t attempt, const char *path);
 
@@ -156,6 +158,14 @@ int queue_events(struct mx_db *db, int64_t job, int64_t after, int limit, json_t
 int queue_job_json(struct mx_db *db, int64_t job, json_t **ret);
 /* A job's timing for progress lines: {started_at, timed_runs, timed_us, running_since}, times or null. */
 int queue_job_progress(struct mx_db *db, int64_t job, json_t **ret);
+/*
+ * The stored durations estimates start from (matrix/estimate.h), over the last
+ * QUEUE_DURATION_ATTEMPTS finished attempts: per level {"n", "mean_us"} (levels
+ * that ran, not skipped ones), per outcome {"n", "mean_us", "overhead_us"}
+ * (the attempt's time outside its levels: boot, stop, after-stop commands).
+ */
+#define QUEUE_DURATION_ATTEMPTS 2000
+int queue_duration_stats(struct mx_db *db, json_t **ret);
 int queue_run_json(struct mx_db *db, int64_t run, bool with_details, json_t **ret);
 /*
  * A page of a job's runs in plan order: those with seq > after_seq, at most

@@ -212,6 +212,11 @@ static int command_start(const struct mx_run_ctx *ctx, const struct mx_run_event
         if (q < 0)
                 mx_die("cannot watch a child we just started: %s", strerror(-q));
         ev->process(ud, r->info.pid, r->info.pgid, r->info.starttime);
+        if (ev->command) {
+                _cleanup_(json_decrefp) json_t *cmd = runner_command_record(ctx, NULL, argv);
+
+                ev->command(ud, cmd);
+        }
         (void)logcap_add_source(r->log, TAKE_FD(out_r));
         r->level_timer = evtimer_new(ctx->base, level_timeout_cb, r);
         {

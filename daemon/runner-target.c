@@ -620,6 +620,12 @@ static int target_spawn(struct mx_runner *r, char **reterr)
         if (q < 0)
                 mx_die("cannot watch a child we just started: %s", strerror(-q));
         r->ev->process(r->ud, r->info.pid, r->info.pgid, r->info.starttime);
+        if (r->ev->command) {
+                _cleanup_(json_decrefp) json_t *cmd =
+                        runner_command_record(&r->ctx, (const char *const *)r->values, argv);
+
+                r->ev->command(r->ud, cmd);
+        }
         (void)logcap_add_source(r->log, p[0]);
         logcap_note(r->log, "started %s (pid %d) on %s", argv[0], (int)r->info.pid, r->url);
         q = start_logs_command(r);

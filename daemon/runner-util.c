@@ -36,10 +36,10 @@ static void env_set(char ***env, char *entry)
         strv_consume(env, entry);
 }
 
-/* The snapshot's env: an array of "VAR=value" (in matrix order) or an object. */
-static int expand_env(json_t *env, const char *const *values, char ***ret, char **reterr)
+/* The snapshot's env (an array of "VAR=value" in matrix order) on top of base (may be NULL). */
+static int expand_env(json_t *env, char *const *base, const char *const *values, char ***ret, char **reterr)
 {
-        _cleanup_strv_free_ char **out = strv_copy(environ);
+        _cleanup_strv_free_ char **out = base ? strv_copy(base) : NULL;
         size_t i;
         json_t *v;
 
@@ -63,29 +63,59 @@ static int expand_env(json_t *env, const char *const *values, char ***ret, char 
         return 0;
 }
 
-int runner_build_command(const struct mx_run_ctx *ctx, const char *const *values, char ***ret_argv,
-                         char ***ret_env, char **reterr)
+/* The values a runner without a port knows: the model and the run's directory. */
+static void default_values(const struct mx_run_ctx *ctx, const char *values[_MX_PLACEHOLDER_MAX])
 {
         const char *model = json_string_value(json_object_get(ctx->spec, "model"));
         const char *served = json_string_value(json_object_get(ctx->spec, "served_model_name"));
-        const char *defaults[_MX_PLACEHOLDER_MAX] = {
-                [MX_PLACEHOLDER_MODEL] = model,
-                [MX_PLACEHOLDER_SERVED_MODEL_NAME] = served ? served : model, /* mxmatrix.json(5) */
-                [MX_PLACEHOLDER_RUN_DIR] = ctx->run_dir,
-        };
+
+        values[MX_PLACEHOLDER_MODEL] = model;
+        values[MX_PLACEHOLDER_SERVED_MODEL_NAME] = served ? served : model; /* mxmatrix.json(5) */
+        values[MX_PLACEHOLDER_RUN_DIR] = ctx->run_dir;
+}
+
+int runner_build_command(const struct mx_run_ctx *ctx, const char *const *values, char ***ret_argv,
+                         char ***ret_env, char **reterr)
+{
+        const char *defaults[_MX_PLACEHOLDER_MAX] = {};
         _cleanup_strv_free_ char **argv = NULL, **env = NULL;
         int r;
 
-        if (!values)
+        if (!values) {
+                default_values(ctx, defaults);
                 values = defaults;
+        }
         r = expand_argv(json_object_get(ctx->spec, "argv"), values, &argv, reterr);
         if (r >= 0)
-                r = expand_env(json_object_get(ctx->spec, "env"), values, &env, reterr);
+                r = expand_env(json_object_get(ctx->spec, "env"), environ, values, &env, reterr);
         if (r < 0)
                 return r;
         *ret_argv = TAKE_PTR(argv);
         *ret_env = TAKE_PTR(env);
         return 0;
+}
+
+json_t *runner_command_record(const struct mx_run_ctx *ctx, const char *const *values, char *const *argv)
+{
+        const char *defaults[_MX_PLACEHOLDER_MAX] = {};
+        _cleanup_strv_free_ char **env = NULL;
+        _cleanup_free_ char *err = NULL;
+        json_t *rec, *a = json_array(), *e = json_array();
+
+        if (!values) {
+                default_values(ctx, defaults);
+                values = defaults;
+        }
+
+        for (char *const *w = argv; w && *w; w++)
+                json_array_append_new(a, json_string(*w));
+        if (expand_env(json_object_get(ctx->spec, "env"), NULL, values, &env, &err) >= 0)
+                for (char **v = env; v && *v; v++)
+                        json_array_append_new(e, json_string(*v));
+        rec = json_pack("{s:o, s:o}", "argv", a, "env", e);
+        if (ctx->run_dir)
+                json_object_set_new(rec, "cwd", json_string(ctx->run_dir));
+        return rec;
 }
 
 const struct mx_runner_ops *runner_for_spec(json_t *spec)

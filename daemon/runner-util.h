@@ -13,3 +13,11 @@
  */
 int runner_build_command(const struct mx_run_ctx *ctx, const char *const *values, char ***ret_argv,
                          char ***ret_env, char **reterr);
+
+/*
+ * What show rN and repro print of a started attempt: {"argv": [...], "env":
+ * ["VAR=value", ...], "cwd": "..."} with argv as spawned and only the
+ * snapshot's variables (expanded like runner_build_command()), not the
+ * daemon's whole environment. NULL when the env cannot be expanded.
+ */
+json_t *runner_command_record(const struct mx_run_ctx *ctx, const char *const *values, char *const *argv);

@@ -101,6 +101,11 @@ struct mx_run_events {
         void (*finished)(void *ud, const struct mx_run_result *r);
         /* The attempt's metadata record and its blobs (meta.h), before the server starts. May be NULL. */
         void (*metadata)(void *ud, json_t *record, json_t *blobs);
+        /*
+         * The command as started, placeholders expanded (runner_command_record()), right after the spawn.
+         * May be NULL. Borrowed.
+         */
+        void (*command)(void *ud, json_t *command);
 };
 
 struct mx_runner;

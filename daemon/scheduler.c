@@ -53,6 +53,7 @@ enum write_kind {
         W_LEVEL,   /* a level's verdict and its event */
         W_FINISH,  /* the attempt's outcome */
         W_SAMPLES, /* the attempt's GPU and memory summary (scope "run"), after its last sample */
+        W_COMMAND, /* the command as started, placeholders expanded (show rN, repro) */
 };
 
 struct pending_write {
@@ -63,7 +64,7 @@ struct pending_write {
         char *text;              /* W_LOG: the path; W_LEVEL: the level */
         char *verdict, *message; /* W_LEVEL */
         int64_t started_at, finished_at;
-        json_t *metrics, *artifacts, *detail;
+        json_t *metrics, *artifacts, *detail; /* W_COMMAND: the command in detail */
         struct queue_finish finish; /* W_FINISH; crash_class and message are owned */
         bool quiet;                 /* W_FINISH of a failed start: already logged */
         struct mx_sample_summary *summary; /* W_SAMPLES */
@@ -211,6 +212,8 @@ static const char *write_what(const struct pending_write *w)
                 return "the outcome";
         case W_SAMPLES:
                 return "the GPU and memory summary";
+        case W_COMMAND:
+                return "the command as started";
         }
         return "a write";
 }
@@ -262,6 +265,8 @@ static int write_apply(struct mx_sched *s, struct pending_write *w, char **ret_r
                 return queue_attempt_finish(db, w->attempt_id, &w->finish, ret_result);
         case W_SAMPLES:
                 return mx_sampler_store(db, w->attempt_id, "run", w->summary);
+        case W_COMMAND:
+                return queue_attempt_command(db, w->attempt_id, w->detail);
         }
         return -EINVAL;
 }
@@ -558,6 +563,15 @@ static void ev_log_opened(void *ud, const char *path)
         sched_write(s, w);
 }
 
+static void ev_command(void *ud, json_t *command)
+{
+        struct mx_sched *s = ud;
+        struct pending_write *w = write_new(s, W_COMMAND);
+
+        w->detail = json_incref(command);
+        sched_write(s, w);
+}
+
 static void ev_log_appended(void *ud)
 {
         struct mx_sched *s = ud;
@@ -754,6 +768,7 @@ static const struct mx_run_events run_events = {
         .level_finished = ev_level_finished,
         .finished = ev_finished,
         .metadata = ev_metadata,
+        .command = ev_command,
 };
 
 /* ---- starting runs ---- */

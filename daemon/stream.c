@@ -130,6 +130,7 @@ static bool follow_pump(struct follow *f)
                 request_error_errno(f->req, r, "follow");
                 return true;
         }
+        json_object_set_new(progress, "paused", json_boolean(d->paused)); /* no ETA while paused */
         json_object_set(job, "progress", progress);
         state = json_string_value(json_object_get(job, "state"));
         if (streq(state, "queued") || streq(state, "running")) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "submit.h"
 #include "attribute.h"
+#include "estimate.h"
 #include "ident.h"
 #include "levelcat.h"
 #include "history.h"
@@ -262,8 +263,43 @@ static char *user_name(uid_t uid)
         return xstrdup(pw.pw_name);
 }
 
+/*
+ * What submit tells besides the runs: the levels, the estimate (stored durations, else the settings'
+ * bound), and warnings: criteria the levels cannot measure, a paused queue that will not start them.
+ */
+static json_t *submit_about(struct mx_request *req, const struct mx_matrix *m, const struct mx_plan *p,
+                            const struct built *b, json_t *levels, json_t *level_settings)
+{
+        _cleanup_json_ json_t *stored = NULL;
+        _cleanup_strv_free_ char **unmeasured = mx_criteria_unmeasured(m, p->feature, levels);
+        json_t *warnings = json_array();
+        struct mx_estimate_input in = {
+                .m = m, .settings = &p->settings, .levels = levels, .level_settings = level_settings, .n_runs = b->n,
+        };
+        int r;
+
+        for (size_t i = 0; i < b->n; i++)
+                in.n_expect_fail += !!b->runs[i].expect_fail;
+        r = queue_duration_stats(req->d->db, &stored);
+        if (r < 0)
+                log_warning_errno(r, "cannot read the stored durations; the estimate is the settings' bound");
+        in.stored = stored;
+        for (char **w = unmeasured; w && *w; w++)
+                json_array_append_new(warnings, json_string(*w));
+        if (req->d->paused) {
+                _cleanup_free_ char *why = req->d->pause_reason ? xasprintf(" (%s)", req->d->pause_reason) : NULL;
+
+                json_array_append_new(warnings, json_sprintf("the queue is paused%s: nothing starts until "
+                                                             "mxmatrix resume",
+                                                             strempty(why)));
+        }
+        return json_pack("{s:O,s:o,s:o,s:b}", "levels", levels, "estimate", mx_estimate(&in), "warnings", warnings,
+                         "paused", req->d->paused);
+}
+
 static void submit_store(struct mx_request *req, const struct mx_matrix *m, const struct mx_plan *p,
-                         struct built *b, json_t *levels, json_t *level_settings, json_t *skipped, json_t *notes)
+                         struct built *b, json_t *levels, json_t *level_settings, json_t *skipped, json_t *notes,
+                         json_t *about)
 {
         json_t *params = req->params;
         _cleanup_free_ char *user = user_name(req->uid);
@@ -311,9 +347,14 @@ static void submit_store(struct mx_request *req, const struct mx_matrix *m, cons
                     (unsigned)req->uid, job.feature ?: p->input, b->n, job.strategy, job.priority);
         /* Persisted: now acknowledge. The reply frees req, so kick the scheduler first. */
         sched_kick(req->d->sched);
-        request_reply(req, json_pack("{s:I,s:O,s:b,s:I,s:O,s:s,s:O}", "job", (json_int_t)id, "runs", runs,
-                                     "more", more, "total", (json_int_t)b->n, "skipped", skipped, "resolved",
-                                     p->resolved, "notes", notes));
+        {
+                json_t *reply = json_pack("{s:I,s:O,s:b,s:I,s:O,s:s,s:O}", "job", (json_int_t)id, "runs", runs,
+                                          "more", more, "total", (json_int_t)b->n, "skipped", skipped, "resolved",
+                                          p->resolved, "notes", notes);
+
+                json_object_update(reply, about);
+                request_reply(req, reply);
+        }
 }
 
 void submit_handle(struct mx_request *req)
@@ -323,6 +364,7 @@ void submit_handle(struct mx_request *req)
         _cleanup_(mx_plan_freep) struct mx_plan *plan = NULL;
         _cleanup_strv_free_ char **pins = submit_pins(json_object_get(params, "pins"));
         _cleanup_json_ json_t *levels = NULL, *level_settings = NULL, *skipped = NULL, *notes = NULL;
+        _cleanup_json_ json_t *about = NULL;
         _cleanup_free_ char *err = NULL;
         const struct mx_matrix *m = NULL;
         const char *strategy = json_string_value(json_object_get(params, "strategy"));
@@ -386,12 +428,16 @@ void submit_handle(struct mx_request *req)
                         return;
                 }
         }
-        if (json_is_true(json_object_get(params, "dry_run")))
-                request_reply(req, json_pack("{s:n,s:o,s:O,s:s,s:O,s:O,s:O}", "job", "runs", dry_runs(&b),
-                                             "skipped", skipped, "resolved", plan->resolved, "notes", notes,
-                                             "levels", levels, "level_settings", level_settings));
-        else if (check_limits(req, b.n) >= 0)
-                submit_store(req, m, plan, &b, levels, level_settings, skipped, notes);
+        about = submit_about(req, m, plan, &b, levels, level_settings);
+        if (json_is_true(json_object_get(params, "dry_run"))) {
+                json_t *reply = json_pack("{s:n,s:o,s:O,s:s,s:O,s:O}", "job", "runs", dry_runs(&b), "skipped",
+                                          skipped, "resolved", plan->resolved, "notes", notes, "level_settings",
+                                          level_settings);
+
+                json_object_update(reply, about);
+                request_reply(req, reply);
+        } else if (check_limits(req, b.n) >= 0)
+                submit_store(req, m, plan, &b, levels, level_settings, skipped, notes, about);
         built_done(&b);
         /*
          * A large plan's snapshots leave the heap fragmented: bench-queue saw

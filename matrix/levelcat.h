@@ -110,6 +110,9 @@ int mx_level_prompts_check(json_t *prompts, char **reterr);
 
 /* ---- the matrix file's "levels" sections (levels-load.c) ---- */
 
+/* What a submission runs when neither it nor the matrix chooses: seed 001's protocol, L1 to L5. */
+#define MX_LEVELS_DEFAULT "L1-L5"
+
 struct mx_matrix;
 
 /*
@@ -121,7 +124,7 @@ int mx_matrix_levels_check(const struct mx_matrix *m, char **reterr);
 
 /*
  * What a submission runs: the selection (the submission's, else the
- * feature's "run", else the matrix's, else L1,L1.5) and every selected
+ * feature's "run", else the matrix's, else MX_LEVELS_DEFAULT) and every selected
  * level's settings: defaults, then the matrix's section (common settings,
  * then the level's), then the feature's (feature is an index or -1), then
  * overrides, an object of "LEVEL.setting" → value from the submission.

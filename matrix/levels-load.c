@@ -103,8 +103,9 @@ int mx_levels_resolve(const struct mx_matrix *m, int feature, json_t *selection,
         json_t *w, *v;
         int r;
 
+        /* Seed 001's protocol: every run L1 to L5 (L1.5 inside); the plan's own runs are its L6. */
         if (!words)
-                words = deflt = json_pack("[s,s]", "L1", "L1.5");
+                words = deflt = json_pack("[s]", MX_LEVELS_DEFAULT);
         r = mx_levels_select(words, &run, reterr);
         if (r < 0)
                 return r;

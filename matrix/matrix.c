@@ -871,8 +871,32 @@ size_t mx_matrix_rule_patterns(const struct mx_matrix *m, size_t i)
         return n;
 }
 
-void mx_matrix_cover_build(const struct mx_matrix *m, const int *pins, bool with_rules,
-                           struct mx_matrix_cover *ret)
+/*
+ * Known-incompatible entries as forbidden patterns: a covering array's rows are then
+ * configurations that can pass. An entry the pins alone satisfy (a conjunction without
+ * terms: every row would match) or one too large to compile is left in the rows;
+ * set_aside[i] says which were added.
+ */
+static void known_patterns_add(const struct mx_matrix *m, struct pattern_builder *b, const struct mx_matrix_cover *c,
+                               const int *axis_param, bool *set_aside)
+{
+        for (size_t i = 0; i < m->n_known_incompatible; i++) {
+                struct dnf d = cond_dnf(c, axis_param, &m->known_incompatible[i].when, true);
+                bool skip = d.overflow || d.n == 0; /* too large, or never true under the pins */
+
+                for (size_t k = 0; k < d.n; k++)
+                        skip = skip || d.c[k].n == 0; /* the pins alone satisfy it */
+                if (skip) {
+                        dnf_done(&d);
+                        continue;
+                }
+                patterns_add(b, c, &d);
+                set_aside[i] = true;
+        }
+}
+
+static void cover_build(const struct mx_matrix *m, const int *pins, bool with_rules, bool *set_aside,
+                        struct mx_matrix_cover *ret)
 {
         struct mx_matrix_cover c = {};
         _cleanup_free_ int *axis_param = xreallocarray(NULL, MX_MAX(m->n_axes, 1), sizeof(int));
@@ -893,6 +917,8 @@ void mx_matrix_cover_build(const struct mx_matrix *m, const int *pins, bool with
                                MX_MATRIX_MAX_RULE_PATTERNS);
                 patterns_add(&b, &c, &d);
         }
+        if (set_aside)
+                known_patterns_add(m, &b, &c, axis_param, set_aside);
 
         c.terms = b.terms;
         c.forbidden = xcalloc(MX_MAX(b.n_patterns, 1), sizeof(struct mx_cover_forbid));
@@ -908,6 +934,18 @@ void mx_matrix_cover_build(const struct mx_matrix *m, const int *pins, bool with
                 .forbidden = c.forbidden,
         };
         *ret = c;
+}
+
+void mx_matrix_cover_build(const struct mx_matrix *m, const int *pins, bool with_rules,
+                           struct mx_matrix_cover *ret)
+{
+        cover_build(m, pins, with_rules, NULL, ret);
+}
+
+void mx_matrix_cover_build_passable(const struct mx_matrix *m, const int *pins, bool *set_aside,
+                                    struct mx_matrix_cover *ret)
+{
+        cover_build(m, pins, true, set_aside, ret);
 }
 
 void mx_matrix_cover_done(struct mx_matrix_cover *c)

@@ -449,6 +449,13 @@ struct mx_matrix_cover {
 };
 void mx_matrix_cover_build(const struct mx_matrix *m, const int *pins, bool with_rules,
                            struct mx_matrix_cover *ret);
+/*
+ * As mx_matrix_cover_build() with the rules, and the known-incompatible entries forbidden too,
+ * so that every row can pass; set_aside (n_known_incompatible entries, zeroed by the caller)
+ * marks the entries that became patterns (not those the pins alone satisfy).
+ */
+void mx_matrix_cover_build_passable(const struct mx_matrix *m, const int *pins, bool *set_aside,
+                                    struct mx_matrix_cover *ret);
 void mx_matrix_cover_done(struct mx_matrix_cover *c);
 /* Convert a covering-array row to a configuration (non-product pins set too) and back (-1 if not
  * representable). */

@@ -491,8 +491,8 @@ static int plan_l5(struct builder *b, const int *base, const int *pinned, char *
                 if (q->status != MX_FEATURE_COMPLETED || (int)i == p->feature)
                         continue;
                 n++;
-                prior = xasprintf("L5-prior:%s", q->name);
-                with = xasprintf("L5:%s", q->name);
+                prior = xasprintf("prior:%s", q->name);
+                with = xasprintf("with:%s", q->name);
                 a = conflict_axis(m, q->set, pinned);
                 if (a >= 0) {
                         strv_consume(&p->notes,
@@ -536,7 +536,7 @@ static int plan_l6(struct builder *b, const int *on, const int *pinned, char **r
                                 continue;
                         c = mx_config_copy(m, on);
                         c[a] = (int)v;
-                        reason = xasprintf("L6:%s=%s", ax->name, ax->values[v].name);
+                        reason = xasprintf("vary:%s=%s", ax->name, ax->values[v].name);
                         r = add_candidate(b, c, reason, false, reterr);
                         if (r < 0)
                                 return r;
@@ -554,6 +554,67 @@ static bool has_pins(const struct mx_matrix *m, const int *config, const int *pi
         return true;
 }
 
+/* A planned run with the pins that the known-incompatible entry ki matches, or -1. */
+static ssize_t run_matching(const struct mx_plan *p, const int *pinned, size_t ki)
+{
+        for (size_t i = 0; i < p->n_runs; i++)
+                if (has_pins(p->m, p->runs[i].config, pinned) &&
+                    mx_matrix_cond_matches(&p->m->known_incompatible[ki].when, p->runs[i].config))
+                        return (ssize_t)i;
+        return -1;
+}
+
+/*
+ * The values the covering array set aside, each tested once: by a run the plan already has (the
+ * one-factor-at-a-time runs usually), else by the first product configuration that matches (reason
+ * "set-aside"). The note says which, so nobody reads the array as covering them.
+ */
+static int plan_set_aside(struct builder *b, const int *pinned, const bool *set_aside, char **reterr)
+{
+        struct mx_plan *p = b->p;
+        const struct mx_matrix *m = p->m;
+        _cleanup_buf_ struct mx_buf note = MX_BUF_INIT;
+        int r = 0;
+
+        for (size_t k = 0; k < m->n_known_incompatible; k++) {
+                _cleanup_free_ char *what = NULL;
+                ssize_t run;
+
+                if (!set_aside[k])
+                        continue;
+                run = run_matching(p, pinned, k);
+                if (run < 0) {
+                        _cleanup_(mx_expand_freep) struct mx_expand *it = mx_expand_new(m, pinned);
+                        const int *config;
+
+                        while ((r = mx_expand_next(it, &config)) > 0)
+                                if (mx_matrix_cond_matches(&m->known_incompatible[k].when, config))
+                                        break;
+                        if (r < 0)
+                                return r;
+                        if (r > 0) {
+                                r = add_candidate(b, config, "set-aside", false, reterr);
+                                if (r < 0)
+                                        return r;
+                                run = run_matching(p, pinned, k);
+                        }
+                }
+                what = mx_matrix_cond_describe(m, &m->known_incompatible[k].when);
+                mx_buf_printf(&note, "%s %s [%zu]%s", note.data ? ";" : "", what, k + 1,
+                              run >= 0 ? "" : " (no configuration of the product with the pins has it)");
+                if (run >= 0) {
+                        _cleanup_free_ char *key = xstrdup(p->runs[run].key);
+
+                        mx_buf_printf(&note, " (tested once: %s)", key);
+                }
+        }
+        if (note.data)
+                strv_consume(&p->notes, xasprintf("the covering array leaves out the known-incompatible%s; every "
+                                                  "pair it covers is in a run that can pass",
+                                                  note.data));
+        return 0;
+}
+
 /* pairwise / 3way: a covering array whose first rows are the runs that already carry the feature. */
 static int plan_cover(struct builder *b, const int *pinned, unsigned t, char **reterr)
 {
@@ -561,10 +622,12 @@ static int plan_cover(struct builder *b, const int *pinned, unsigned t, char **r
         const struct mx_matrix *m = p->m;
         struct mx_matrix_cover c = {};
         _cleanup_free_ int *required = NULL, *rows = NULL, *config = mx_config_new(m);
+        _cleanup_free_ bool *set_aside = xcalloc(MX_MAX(m->n_known_incompatible, 1), sizeof(bool));
         size_t n_required = 0, n_rows = 0;
         int r = 0;
 
-        mx_matrix_cover_build(m, pinned, true, &c);
+        /* Known-incompatible configurations cannot pass: the array's pairs must live in runs that can. */
+        mx_matrix_cover_build_passable(m, pinned, set_aside, &c);
         p->cover_t = t;
         if (c.n_params == 0)
                 goto finish;
@@ -596,6 +659,8 @@ static int plan_cover(struct builder *b, const int *pinned, unsigned t, char **r
                 if (r < 0)
                         break;
         }
+        if (r >= 0)
+                r = plan_set_aside(b, pinned, set_aside, reterr);
 finish:
         mx_matrix_cover_done(&c);
         return r;
@@ -793,13 +858,13 @@ static int plan_l1(struct builder *b, const int *base, const int *on, const int 
 
         r = add_candidate(b, base, "baseline", false, reterr);
         if (r >= 0)
-                r = add_candidate(b, base, "L1-off", false, reterr);
+                r = add_candidate(b, base, "feature-off", false, reterr);
         if (r >= 0)
-                r = add_candidate(b, on, "L1-on", false, reterr);
+                r = add_candidate(b, on, "feature-on", false, reterr);
         if (r < 0 || mx_config_equal(p->m, stack_off, base))
                 return r;
-        off_reason = xasprintf("L1-off:stack(%s)", p->stack_ids);
-        on_reason = xasprintf("L1-on:stack(%s)", p->stack_ids);
+        off_reason = xasprintf("feature-off:stack(%s)", p->stack_ids);
+        on_reason = xasprintf("feature-on:stack(%s)", p->stack_ids);
         r = add_candidate(b, stack_off, off_reason, false, reterr);
         if (r >= 0)
                 r = add_candidate(b, stack_on, on_reason, false, reterr);

@@ -7,22 +7,24 @@
  * "axis=value". The default strategy follows seed
  * 001's test protocol:
  *
- *   baseline, L1-off    the baseline (feature disabled)
- *   L1-on               the feature alone on the baseline
- *   L1-off:stack(P..)   the merged stack: the baseline with every completed
+ *   baseline, feature-off   the baseline (feature disabled)
+ *   feature-on               the feature alone on the baseline
+ *   feature-off:stack(P..)   the merged stack: the baseline with every completed
  *                       ("merged") feature applied in priority order (seed
  *                       003's Configuration Combinations C1-C4), feature off
- *   L1-on:stack(P..)    the feature on top of the merged stack
- *   L5-prior:<P>        each completed feature P alone ("all previously merged
+ *   feature-on:stack(P..)    the feature on top of the merged stack
+ *   prior:<P>        each completed feature P alone ("all previously merged
  *                       features still work")
- *   L5:<P>              the feature with each completed feature P
- *   L6:<axis>=<value>   one factor at a time: the feature (on the merged stack,
+ *   with:<P>              the feature with each completed feature P
+ *   vary:<axis>=<value>   one factor at a time: the feature (on the merged stack,
  *                       when there is one) with every other product value of
  *                       every axis the feature does not set
  *
  * Strategies pairwise and 3way add the rows of a covering array of strength
- * 2 or 3 over the product with the feature's axes pinned (the L1-on, L5 and
- * L6 runs are its first rows; reason "cover"); full adds every valid
+ * 2 or 3 over the product with the feature's axes pinned (the feature-on, L5 and
+ * L6 runs are its first rows; reason "cover"), with the known-incompatible
+ * configurations forbidden in its rows (each tested once: by a run already
+ * planned, else one with reason "set-aside"); full adds every valid
  * configuration of the product with the feature pinned (reason "full").
  *
  * Pins apply to every run, the baseline included; a pin that repeats the

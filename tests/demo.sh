@@ -4,7 +4,7 @@
 # Builds mxmatrix, starts a private mxmatrixd (temporary socket, database and
 # state directory) on matrix/demo-sim.json, whose target is mxsim, the
 # simulated GB10 vLLM in tests/sim, then submits feature=cutlass as a user
-# would and follows it, with levels L1 to L5. It shows every run's outcome with
+# would (no levels word: the protocol, L1 to L5) and follows it. It shows every run's outcome with
 # its L1 (smoke), L1.5 (kernel gate), L2 (correctness), L3 (stress), L4
 # (benchmark) and L5 (regression) verdicts, one crash in detail with its log
 # evidence, the injected L2 and L3 failures (MXSIM_FAULT_RULES in the demo
@@ -42,8 +42,9 @@ PATH=$top/build/tests/sim:$PATH build/daemon/mxmatrixd --foreground --socket "$M
 daemon_pid=$!
 for _ in $(seq 100); do [ -S "$MXMATRIX_SOCKET" ] && break; sleep 0.1; done
 
-echo "== mxmatrix submit feature=cutlass levels=L1-L5"
-mx submit feature=cutlass levels=L1-L5
+# No levels word: the matrix's levels.run, the protocol (L1 to L5), as for any submission.
+echo "== mxmatrix submit feature=cutlass"
+mx submit feature=cutlass
 echo
 echo "== mxmatrix follow 1 (events as the runs go)"
 mx follow 1 || true

@@ -64,7 +64,7 @@ wants() { # wants LINE WORD...: each WORD is among the candidates
 
 step="verbs and options"
 complete_line "mxmatrix "
-wants "mxmatrix " submit status list show logs follow cancel retry pause resume reload matrix plan gate bench --json --socket
+wants "mxmatrix " submit status list show repro logs follow cancel retry pause resume reload matrix plan gate bench --json --socket
 lacks_word() { [[ " $got " != *" $1 "* ]] || fail "'$COMP_LINE' offers the hidden '$1'"; }
 lacks_word __complete
 complete_line "mxmatrix fo"

@@ -113,8 +113,8 @@ has "$tmp/out" "Plan for cutlass: kernel=cutlass (feature 'cutlass-gemm')"
 has "$tmp/out" "Expectations (L1.5) are checked against:"
 has "$tmp/out" "log      the server's output (stdout and stderr), whole run"
 has "$tmp/out" "kernels  the profiler report {run_dir}/kern_cuda_gpu_kern_sum.csv (nsys), read after the server stopped, made by 'nsys stats --report cuda_gpu_kern_sum"
-has "$tmp/out" "baseline L1-off"
-has "$tmp/out" "L6:spec=eagle3-short       crash [1]"
+has "$tmp/out" "baseline feature-off"
+has "$tmp/out" "vary:spec=eagle3-short       crash [1]"
 has "$tmp/out" "12 runs (5 expected to fail), 0 skipped."
 run 0 "$mx" plan "$shipped" feature=activation-mxfp8
 has "$tmp/out" "Skipped (planned, but the matrix file rules them out):"
@@ -141,15 +141,15 @@ run 2 "$mx" plan "$shipped" cutlass gemm
 has "$tmp/err" "plan takes one feature X"
 # Pinning the feature's own axis keeps the feature-off run.
 run 0 "$mx" plan "$shipped" feature=cutlass kernel=cutlass
-has "$tmp/out" "baseline L1-off"
+has "$tmp/out" "baseline feature-off"
 has "$tmp/out" "pin kernel=cutlass repeats what the feature sets"
 has "$tmp/out" "12 runs (5 expected to fail), 0 skipped."
 # Stacking: with P1 merged, P3 runs on kernel=cutlass (seed 003's C2) and alone on the baseline.
 sed '0,/"status": "in-progress"/s//"status": "merged"/' "$shipped" >"$tmp/merged.json"
 run 0 "$mx" plan "$tmp/merged.json" P3
 has "$tmp/out" "Merged stack (P1): cutlass-gemm = kernel=cutlass"
-has "$tmp/out" "L1-on:stack(P1) L5:cutlass-gemm"
-has "$tmp/out" "L1-off:stack(P1) L5-prior:cutlass-gemm"
+has "$tmp/out" "feature-on:stack(P1) with:cutlass-gemm"
+has "$tmp/out" "feature-off:stack(P1) prior:cutlass-gemm"
 run 2 "$mx" plan "$shipped" feature=cutlas
 has "$tmp/err" "did you mean feature 'cutlass-gemm', kernel=cutlass?"
 run 2 "$mx" plan "$shipped" feature=off

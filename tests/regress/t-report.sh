@@ -16,7 +16,8 @@ MXD_MATRIX=$MX_SOURCE_DIR/matrix/demo-sim.json
 
 step="sweep"
 mxd_start
-job=$(submit feature=cutlass)
+# L1 and L1.5 (the default before the protocol became L1-L5): the checks below are of those levels' sweep.
+job=$(submit feature=cutlass levels=L1,L1.5)
 MX_WAIT_S=600 follow_job "$job"
 [ "$(job_field "$job" '.job.state')" = done ] || fail "job $job did not finish: $(cat "$T/follow")"
 ok "job $job: $(job_field "$job" '[.runs[].result] | group_by(.) | map("\(.[0]) \(length)") | join(", ")')"
@@ -53,6 +54,12 @@ diff -r "$T/d" "$T/f" >/dev/null || fail "reports from the daemon and from the e
 TZ=Pacific/Auckland LC_ALL=C mx report all --from "$T/doc.json" -o "$T/tz" >/dev/null || fail "report all (TZ)"
 diff -r "$T/d" "$T/tz" >/dev/null || fail "reports depend on the time zone or locale"
 log=$(cd "$T/d" && ls TEST_LOGS/FEATURE_CUTLASS_GEMM_*.md) || fail "no test log under TEST_LOGS"
+# seed 000's feature document, with every table header and heading of the seed's template
+has "$T/out" "wrote $T/f/porting/FEATURE_CUTLASS_GEMM.md"
+for h in "## REQUIRED: Hypothesis (1 sentence)" "| Metric | Baseline | Target | Actual | Pass? |" \
+        "## Test Results" "## Success Criteria Evaluation" "## REQUIRED: Areas for Improvement" "### Environment"; do
+        has "$T/d/porting/FEATURE_CUTLASS_GEMM.md" "$h"
+done
 ok "wrote $(cd "$T/d" && find . -type f | sort | tr '\n' ' ')"
 
 # seed_headers FILE: the header line of every Markdown table in FILE.

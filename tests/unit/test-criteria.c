@@ -90,8 +90,8 @@ static bool near(double a, double b)
 /* The baseline off and the feature on, both measured and within every bound. */
 static json_t *good_job(void)
 {
-        json_t *runs = json_array(), *r1 = ev_run(1, "baseline,L1-off", "completed"),
-               *r2 = ev_run(2, "L1-on", "completed");
+        json_t *runs = json_array(), *r1 = ev_run(1, "baseline,feature-off", "completed"),
+               *r2 = ev_run(2, "feature-on", "completed");
 
         ev_l4(r1, 29.0, 100, 60, 80, 1);
         ev_level(r1, "L3", "pass", NULL);
@@ -195,7 +195,7 @@ TEST(criteria_crashes)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(MATRIX);
         _cleanup_(json_decrefp) json_t *runs = good_job();
-        json_t *c, *r3 = ev_run(3, "L6:s=on", "crashed");
+        json_t *c, *r3 = ev_run(3, "vary:s=on", "crashed");
         int64_t n;
 
         json_array_append_new(runs, r3);
@@ -377,8 +377,8 @@ TEST(criteria_stack_and_switchless_feature)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(MATRIX);
         _cleanup_(json_decrefp) json_t *runs = good_job(), *one = json_array();
-        json_t *c, *r4 = ev_run(4, "L1-off:stack(P1)", "completed"),
-                   *r5 = ev_run(5, "L1-on:stack(P1)", "completed"), *r;
+        json_t *c, *r4 = ev_run(4, "feature-off:stack(P1)", "completed"),
+                   *r5 = ev_run(5, "feature-on:stack(P1)", "completed"), *r;
 
         /* With a merged stack the feature is judged as it would be merged: r5 against r4. */
         ev_l4(r4, 40, 100, 60, 50, 1);
@@ -393,7 +393,7 @@ TEST(criteria_stack_and_switchless_feature)
         json_decref(c);
 
         /* A feature that sets no axis is one run on and off: relative rows need a declared baseline. */
-        r = ev_run(1, "baseline,L1-off,L1-on", "completed");
+        r = ev_run(1, "baseline,feature-off,feature-on", "completed");
         ev_l4(r, 30, 100, 60, 50, 1);
         ev_level(r, "L3", "pass", NULL);
         json_array_append_new(one, r);
@@ -550,7 +550,7 @@ TEST(gates_kernels_metric_level)
          * does. */
         jobs_init(&js);
         runs = fast_job(500, true);
-        json_array_append_new(runs, ev_run(3, "L6:s=on", "completed"));
+        json_array_append_new(runs, ev_run(3, "vary:s=on", "completed"));
         ev_level(run_of(runs, 3), "L1.5", "fail", "s=on's log line is missing");
         ev_level(run_of(runs, 3), "L2", "fail", "NaN in the logprobs");
         jobs_add(&js, 0, 3, runs);
@@ -581,7 +581,7 @@ TEST(gates_kernels_metric_level)
 /* A job of "code" (sets no axis): one run, tg32 as given. */
 static json_t *code_job(double tg32)
 {
-        json_t *runs = json_array(), *r = ev_run(11, "baseline,L1-off,L1-on", "completed");
+        json_t *runs = json_array(), *r = ev_run(11, "baseline,feature-off,feature-on", "completed");
 
         ev_l4(r, tg32, 100, 60, 50, 1);
         json_array_append_new(runs, r);
@@ -611,7 +611,7 @@ TEST(gates_crashes_and_speedup)
         /* A crash in fast's job, and only +15 %: held on both. */
         jobs_init(&js);
         runs = fast_job(500, true);
-        json_array_append_new(runs, ev_run(3, "L6:s=on", "crashed"));
+        json_array_append_new(runs, ev_run(3, "vary:s=on", "crashed"));
         jobs_add(&js, 0, 3, runs);
         jobs_add(&js, 1, 5, code_job(38));
         res = criteria_gates_json(m, js.j);

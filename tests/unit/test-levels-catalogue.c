@@ -179,6 +179,20 @@ TEST(matrix_levels_sections_resolve_in_order)
         ASSERT_EQ(json_integer_value(json_object_get(json_object_get(set, "L2"), "seed")), 42);
 }
 
+/* Without a selection anywhere a submission runs seed 001's protocol: L1, L1.5, L2, L3, L4, L5. */
+TEST(default_selection_is_the_protocol)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = NULL;
+        _cleanup_json_ json_t *run = NULL, *set = NULL;
+        _cleanup_free_ char *err = NULL, *text = NULL;
+
+        ASSERT_OK(load_with_levels("{}", NULL, &m, &err)); /* a levels section that selects nothing */
+        ASSERT_OK(mx_levels_resolve(m, 0, NULL, NULL, &run, &set, &err));
+        text = json_dumps(run, JSON_COMPACT);
+        ASSERT_STREQ(text, "[\"L1\",\"L1.5\",\"L2\",\"L3\",\"L4\",\"L5\"]");
+        ASSERT_EQ(json_object_size(set), 6);
+}
+
 TEST(matrix_levels_errors_name_the_place)
 {
         static const struct {

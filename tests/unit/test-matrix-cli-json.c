@@ -106,8 +106,8 @@ TEST(plan_json)
         ASSERT_STREQ(json_string_value(json_object_get(json_object_get(j, "feature"), "name")),
                      "cutlass-gemm");
         ASSERT_STREQ(json_string_value(json_object_get(json_object_get(j, "pins"), "graphs")), "off");
-        ASSERT_EQ(json_array_size(runs), 11); /* baseline, L1-on, 3 activations, 2 tiles, sinks, 3 eagle3 */
-        ASSERT_STREQ(json_string_value(json_array_get(json_object_get(r1, "reasons"), 0)), "L1-on");
+        ASSERT_EQ(json_array_size(runs), 11); /* baseline, feature-on, 3 activations, 2 tiles, sinks, 3 eagle3 */
+        ASSERT_STREQ(json_string_value(json_array_get(json_object_get(r1, "reasons"), 0)), "feature-on");
         ASSERT_STREQ(json_string_value(json_array_get(json_object_get(r1, "flags"), 0)), "--enforce-eager");
         ASSERT_STREQ(json_string_value(json_object_get(json_object_get(r1, "config"), "kernel")), "cutlass");
         ASSERT_EQ(json_array_size(json_object_get(j, "skipped")), 0);

@@ -87,3 +87,32 @@ TEST(done_job_counts_expected_failures_as_passes)
         s = progress_format(&p);
         ASSERT_STREQ(s, "6/6 runs, 3 passed, 2 failed, 1 cancelled, 1m05s elapsed");
 }
+
+TEST(no_eta_while_paused)
+{
+        _cleanup_json_ json_t *j = job("{\"total\":10,\"done\":4,\"queued\":6,\"pass\":4}",
+                                       "{\"started_at\":1000000000,\"timed_runs\":4,\"timed_us\":400000000,"
+                                       "\"paused\":true}");
+        struct progress p;
+        _cleanup_free_ char *s = NULL;
+
+        progress_from_job(j, 1000 * S + 400 * S, &p);
+        ASSERT_TRUE(p.paused);
+        s = progress_format(&p);
+        ASSERT_STREQ(s, "4/10 runs, 4 passed, 0 failed, 6m40s elapsed, paused: no ETA (mxmatrix resume)");
+}
+
+TEST(eta_from_stored_runs_before_the_first_ends)
+{
+        /* Nothing of this job finished; earlier attempts took 50 s each: 3 runs left, one in flight 20 s. */
+        _cleanup_json_ json_t *j = job("{\"total\":3,\"done\":0,\"running\":1,\"queued\":2}",
+                                       "{\"started_at\":1000000000,\"timed_runs\":0,\"timed_us\":0,"
+                                       "\"running_since\":1000000000,\"stored_run_us\":50000000}");
+        struct progress p;
+        _cleanup_free_ char *s = NULL;
+
+        progress_from_job(j, 1000 * S + 20 * S, &p);
+        ASSERT_EQ(p.eta_us, 130 * S);
+        s = progress_format(&p);
+        ASSERT_CONTAINS(s, "ETA 2m10s (from stored runs)");
+}

@@ -946,6 +946,42 @@ TEST(migration_006_moves_snapshots_and_results)
         db_close(db);
 }
 
+/* Migration 008: stored plan reasons named after levels are renamed; attempts gain their command. */
+TEST(migration_008_renames_plan_reasons)
+{
+        _cleanup_free_ char *path = xasprintf("%s/v7.db", test_tmpdir());
+        _cleanup_free_ char *err = NULL;
+        _cleanup_json_ json_t *j1 = NULL, *j2 = NULL;
+        struct mx_db *db = NULL;
+        sqlite3 *raw = NULL;
+        static const char fill[] =
+                "ALTER TABLE attempts DROP COLUMN command; PRAGMA user_version = 7;"
+                "INSERT INTO jobs (id, uid, gid, submitted_at, matrix_path, matrix_digest, strategy, levels, "
+                "request) VALUES (1, 1000, 1000, 0, 'm', 'd', 'default', '[]', '{}');"
+                "INSERT INTO runs (id, job_id, seq, config_key, config_hash, config, reasons, queued_at, state) "
+                "VALUES (1, 1, 1, 'k1', 'h', '{}', '[\"baseline\",\"L1-off\",\"L5-prior:P1\"]', 0, 'queued'),"
+                "(2, 1, 2, 'k2', 'h', '{}', '[\"L1-on:stack(P1)\",\"L5:cutlass\",\"L6:sinks=on\",\"cover\"]', "
+                "0, 'queued');";
+
+        /* A version-7 database with runs planned under the old names: today's, less migration 008. */
+        ASSERT_OK(db_open(path, &db, &err));
+        db_close(db);
+        ASSERT_EQ(sqlite3_open(path, &raw), SQLITE_OK);
+        ASSERT_EQ(sqlite3_exec(raw, fill, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(raw);
+
+        ASSERT_OK(db_open(path, &db, &err));
+        ASSERT_TRUE(db->version >= 8);
+        j1 = run_json(db, 1, false);
+        j2 = run_json(db, 2, false);
+        _cleanup_free_ char *r1 = json_dumps(json_object_get(j1, "reasons"), JSON_COMPACT);
+        _cleanup_free_ char *r2 = json_dumps(json_object_get(j2, "reasons"), JSON_COMPACT);
+        ASSERT_STREQ(r1, "[\"baseline\",\"feature-off\",\"prior:P1\"]");
+        ASSERT_STREQ(r2, "[\"feature-on:stack(P1)\",\"with:cutlass\",\"vary:sinks=on\",\"cover\"]");
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM pragma_table_info('attempts') WHERE name = 'command'"), 1);
+        db_close(db);
+}
+
 /* A run requeued after an interrupted attempt is queued: criteria get none of that attempt's levels, as show. */
 TEST(evidence_of_a_requeued_run_has_no_levels)
 {

@@ -371,3 +371,55 @@ TEST(matrix_reference_section)
         ASSERT_ERR(mx_matrix_load_string("ref.json", text, strlen(text), &m, &err), EINVAL);
         ASSERT_CONTAINS(err, "value");
 }
+
+/* Seed 000's feature document (report-porting.c) on the fixture: filled where the runs answer, the template's
+ * prompts where only people can. */
+TEST(porting_document)
+{
+        _cleanup_json_ json_t *doc = fixture();
+        _cleanup_free_ char *err = NULL, *name = NULL, *md = NULL;
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+
+        ASSERT_NOT_NULL(f);
+        ASSERT_OK(report_porting(doc, NULL, f, &err));
+        fclose(f);
+        md = buf;
+        ASSERT_CONTAINS(md, "# Feature: CUTLASS Grouped GEMM\n\n**Status**: In Progress\n**Priority**: P1\n");
+        ASSERT_CONTAINS(md, "> \"This should improve tg32 by at least 10% because CUTLASS grouped GEMM is faster");
+        /* the seed's criteria table: baseline (r1), target (the feature's criterion), actual (r2), pass */
+        ASSERT_CONTAINS(md, "| Metric | Baseline | Target | Actual | Pass? |\n");
+        ASSERT_CONTAINS(md, "| tg32 (tok/s) | 29.26 (n=10) | tg32_tps improves by >= 10% vs baseline | "
+                            "33.10 (n=10) | PASS |\n");
+        ASSERT_CONTAINS(md, "| TTFT p50 (ms) | 480 (n=20) | ttft_p50_ms regresses by <= 3% vs baseline | "
+                            "500 (n=20) | FAIL |\n");
+        ASSERT_CONTAINS(md, "| pp2048 (tok/s) | 4808 (n=20) | - | 4700 (n=20) | - |\n");
+        /* test results per level: L2 and L5 did not run in the fixture job, L1 passed */
+        ASSERT_CONTAINS(md, "### Level 1: Smoke Test\n- [x] Server starts without crash\n");
+        ASSERT_CONTAINS(md, "### Level 2: Correctness\n- [ ] Output matches reference");
+        ASSERT_CONTAINS(md, "- **Result**: NOT RUN\n");
+        ASSERT_CONTAINS(md, "- [ ] Long context: not measured\n");
+        ASSERT_CONTAINS(md, "1 expected failure (known issues), 0 unexpected failure");
+        /* the evaluation and its overall verdict */
+        ASSERT_CONTAINS(md, "## Success Criteria Evaluation\n");
+        ASSERT_CONTAINS(md, "**Overall**: FAIL\n");
+        ASSERT_CONTAINS(md, "tg32_tps: 33.10\n");
+        /* human sections keep the template's prompts */
+        ASSERT_CONTAINS(md, "## REQUIRED: Areas for Improvement\n");
+        ASSERT_CONTAINS(md, "1. **<Improvement 1>**: Description\n");
+        ASSERT_CONTAINS(md, "| `path/to/file.py` | Description |\n");
+        ASSERT_CONTAINS(md, "git checkout mxfp4_v2_baseline\n");
+        ASSERT_OK(report_porting_name(doc, NULL, &name, &err));
+        ASSERT_STREQ(name, "porting/FEATURE_CUTLASS_GEMM.md");
+        ASSERT_NOT_NULL(report_kind_find("porting"));
+        {
+                _cleanup_free_ char *e2 = NULL;
+                FILE *g = open_memstream(&buf, &len);
+
+                ASSERT_ERR(report_porting(doc, "no-such-feature", g, &e2), ENOENT);
+                fclose(g);
+                free(buf);
+                ASSERT_CONTAINS(e2, "'no-such-feature' is not a feature");
+        }
+}
