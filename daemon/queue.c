@@ -1388,7 +1388,7 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
 {
         static const char sql[] =
                 "SELECT id, n, started_at, finished_at, outcome, crash_class, message, pid, "
-                "pgid, exit_status, exit_signal, log_path, tag, result FROM attempts "
+                "pgid, exit_status, exit_signal, log_path, tag, result, confirm_of FROM attempts "
                 "WHERE run_id = ? ORDER BY n";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_(json_decrefp) json_t *a = json_array();
@@ -1401,7 +1401,7 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
                 static const char *const keys[] = { "id",      "n",           "started_at",  "finished_at",
                                                     "outcome", "crash_class", "message",     "pid",
                                                     "pgid",    "exit_status", "exit_signal", "log",
-                                                    "tag",     "result",      NULL };
+                                                    "tag",     "result",      "confirm_of", NULL };
                 json_t *t = db_row_json(s, keys), *levels = NULL, *samples = NULL;
 
                 json_array_append_new(a, t);

@@ -184,9 +184,15 @@ static void note_group(struct decision *d, const char *what, json_t *refs, json_
         size_t i;
 
         d->compared++;
-        mx_buf_printf(&d->msg, "%s%s %s (%" JSON_INTEGER_FORMAT " vs %" JSON_INTEGER_FORMAT " server starts)",
+        mx_buf_printf(&d->msg, "%s%s %s (%" JSON_INTEGER_FORMAT " vs %" JSON_INTEGER_FORMAT " server starts",
                       d->msg.len ? "; " : "", what, runs, json_integer_value(json_array_get(starts, 0)),
                       json_integer_value(json_array_get(starts, 1)));
+        /* the rule that cleared the primary check, so the message says what decided */
+        json_array_foreach (json_object_get(cmp, "checks"), i, r)
+                if (streq_ptr(json_string_value(json_object_get(r, "family")), "primary"))
+                        mx_buf_printf(&d->msg, "; %s: %s", json_string_value(json_object_get(r, "metric")),
+                                      json_string_value(json_object_get(r, "rule")));
+        mx_buf_printf(&d->msg, ")");
         json_array_foreach (json_object_get(cmp, "unknown"), i, r)
                 mx_buf_printf(&d->unknown, "%s%s against %s %s", d->unknown.len ? "; " : "",
                               json_string_value(r), what, runs);
