@@ -56,6 +56,8 @@ static void describe(struct mx_buf *b, const char *kind, json_t *d)
                 mx_buf_puts(b, "started");
                 if (get_int(d, "attempt") > 1)
                         mx_buf_printf(b, " (attempt %" PRId64 ")", get_int(d, "attempt"));
+                if (get_int(d, "confirmation_of") > 0)
+                        mx_buf_puts(b, ": an L5 confirmation start (L1, L4)");
         } else if (streq(kind, "level-finished")) {
                 mx_buf_printf(b, "%s %s", strna(get_str(d, "level")), strna(get_str(d, "verdict")));
                 if (get_str(d, "message") && *get_str(d, "message")) {
@@ -65,7 +67,14 @@ static void describe(struct mx_buf *b, const char *kind, json_t *d)
         } else if (streq(kind, "run-finished")) {
                 const char *outcome = get_str(d, "outcome");
 
-                mx_buf_printf(b, "finished: %s", strna(get_str(d, "result")));
+                if (json_is_true(json_object_get(d, "confirming"))) {
+                        /* L5 undecided: the run waits for its confirmation starts, no result yet */
+                        mx_buf_puts(b, "L5 undecided: waits for confirmation starts (A/B)");
+                        return;
+                }
+                mx_buf_printf(b, "%s: %s",
+                              get_int(d, "confirmation_of") > 0 ? "confirmation start finished" : "finished",
+                              strna(get_str(d, "result")));
                 if (outcome && !streq(outcome, "completed") && !streq_ptr(outcome, get_str(d, "result")))
                         mx_buf_printf(b, " (%s)", outcome);
                 if (get_str(d, "crash_class"))

@@ -48,13 +48,13 @@ static int results_cb(void *ud, const char *level, const char *config_key, size_
 {
         static const char sql[] =
                 "SELECT r.job_id, r.id, a.id, l.finished_at, l.verdict, l.metrics, " SOURCES_SQL ", " GPU_SQL
-                " FROM runs r JOIN attempts a ON a.run_id = r.id "
+                ", a.confirm_of FROM runs r JOIN attempts a ON a.run_id = r.id "
                 "JOIN levels l ON l.attempt_id = a.id "
                 "WHERE r.config_hash = ? AND r.config_key = ? AND l.level = ? AND a.id != ? "
                 "ORDER BY l.finished_at DESC, a.id DESC LIMIT ?";
-        static const char *const keys[] = {"job",          "run",      "attempt",
-                                           "finished_at",  "verdict",  "json:metrics",
-                                           "json:sources", "gpu_name", NULL};
+        static const char *const keys[] = {"job",          "run",      "attempt",    "finished_at",
+                                           "verdict",      "json:metrics", "json:sources", "gpu_name",
+                                           "confirm_of",   NULL};
         struct mx_history_db *h = ud;
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_json_ json_t *a = json_array();

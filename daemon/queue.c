@@ -226,10 +226,63 @@ static json_t *spec_merge(sqlite3_stmt *s, int base, int own)
         return spec;
 }
 
+/* A confirmation start runs what L4 needs of the job's levels: L1, L1.5 when selected, L4. */
+static json_t *confirm_levels(json_t *job_levels)
+{
+        json_t *out = json_array(), *v;
+        size_t i;
+
+        json_array_foreach (job_levels, i, v)
+                if (streq_ptr(json_string_value(v), "L1") || streq_ptr(json_string_value(v), "L1.5"))
+                        json_array_append(out, v);
+        json_array_append_new(out, json_string("L4"));
+        return out;
+}
+
+/*
+ * The run picked waits for L5 confirmation starts of attempt for: the next
+ * planned one (possibly of its reference run), or, when the round is in, the
+ * decision (ret->decide).
+ */
+static int confirm_pick(struct mx_db *db, int64_t for_attempt, struct queue_next *ret)
+{
+        static const char sql[] =
+                "SELECT c.id, r.job_id, r.id, r.config_key, s.spec, j.levels, b.spec FROM confirmations c "
+                "JOIN runs r ON r.id = c.run_id JOIN jobs j ON j.id = r.job_id "
+                "JOIN snapshots s ON s.id = r.snapshot LEFT JOIN snapshots b ON b.id = j.snapshot "
+                "WHERE c.for_attempt = ? AND c.attempt_id IS NULL ORDER BY c.id LIMIT 1";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        _cleanup_json_ json_t *levels = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, for_attempt);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE) {
+                ret->decide = for_attempt;
+                return 0;
+        }
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        levels = db_column_json(s, 5);
+        queue_next_done(ret);
+        *ret = (struct queue_next){
+                .confirm_row = sqlite3_column_int64(s, 0),
+                .confirm_of = for_attempt,
+                .job = sqlite3_column_int64(s, 1),
+                .run = sqlite3_column_int64(s, 2),
+                .config_key = db_column_strdup(s, 3),
+                .spec = spec_merge(s, 6, 4),
+                .levels = confirm_levels(levels),
+        };
+        return 0;
+}
+
 int queue_pick_next(struct mx_db *db, struct queue_next *ret)
 {
         static const char sql[] =
-                "SELECT r.job_id, r.id, r.config_key, s.spec, j.levels, b.spec FROM runs r "
+                "SELECT r.job_id, r.id, r.config_key, s.spec, j.levels, b.spec, r.confirming FROM runs r "
                 "JOIN jobs j ON j.id = r.job_id JOIN snapshots s ON s.id = r.snapshot "
                 "LEFT JOIN snapshots b ON b.id = j.snapshot WHERE r.state = 'queued' "
                 "ORDER BY j.priority DESC, j.id, r.seq LIMIT 1";
@@ -250,6 +303,12 @@ int queue_pick_next(struct mx_db *db, struct queue_next *ret)
                 .spec = spec_merge(s, 5, 3),
                 .levels = db_column_json(s, 4),
         };
+        if (sqlite3_column_type(s, 6) != SQLITE_NULL) {
+                r = confirm_pick(db, sqlite3_column_int64(s, 6), ret);
+                if (r < 0)
+                        queue_next_done(ret);
+                return r;
+        }
         return 0;
 }
 
@@ -299,6 +358,73 @@ int queue_attempt_start(struct mx_db *db, int64_t run, const char *tag, const ch
                         int64_t *ret_attempt, int *ret_n)
 {
         return TXN(db, attempt_start_body(db, run, tag, boot_id, ret_attempt, ret_n));
+}
+
+/*
+ * A confirmation start: a new attempt of the row's run, marked confirm_of. The
+ * run whose L5 waits runs now; a reference run stays as it is (done, its
+ * result its own).
+ */
+static int confirm_start_body(struct mx_db *db, int64_t row, const char *tag, const char *boot_id,
+                              int64_t *ret_attempt, int *ret_n)
+{
+        static const char upd[] =
+                "UPDATE runs SET attempts = attempts + 1, state = CASE WHEN confirming IS NOT NULL AND "
+                "confirming = (SELECT for_attempt FROM confirmations WHERE id = ?1) THEN 'running' ELSE state END "
+                "WHERE id = (SELECT run_id FROM confirmations WHERE id = ?1 AND attempt_id IS NULL) "
+                "RETURNING attempts, job_id, id, (SELECT for_attempt FROM confirmations WHERE id = ?1)";
+        static const char ins[] = "INSERT INTO attempts (run_id, n, started_at, tag, boot_id, confirm_of) "
+                                  "VALUES (?, ?, ?, ?, ?, ?)";
+        static const char mark[] = "UPDATE confirmations SET attempt_id = ? WHERE id = ?";
+        _cleanup_stmt_ sqlite3_stmt *u = NULL, *i = NULL, *m = NULL;
+        _cleanup_(json_decrefp) json_t *d = NULL;
+        int64_t job, run, for_attempt;
+        int r, n;
+
+        r = db_stmt(db, upd, &u);
+        if (r < 0)
+                return r;
+        db_bind_int64(u, 1, row);
+        r = sqlite3_step(u);
+        if (r != SQLITE_ROW)
+                return r == SQLITE_DONE ? -ESTALE : db_errno(db, r);
+        n = sqlite3_column_int(u, 0);
+        job = sqlite3_column_int64(u, 1);
+        run = sqlite3_column_int64(u, 2);
+        for_attempt = sqlite3_column_int64(u, 3);
+        r = db_step_done(db, u);
+        if (r < 0)
+                return r;
+        r = db_stmt(db, ins, &i);
+        if (r < 0)
+                return r;
+        db_bind_int64(i, 1, run);
+        db_bind_int64(i, 2, n);
+        db_bind_int64(i, 3, mx_now_real_us());
+        db_bind_text(i, 4, tag);
+        db_bind_text(i, 5, boot_id);
+        db_bind_int64(i, 6, for_attempt);
+        r = db_step_done(db, i);
+        if (r < 0)
+                return r;
+        *ret_attempt = sqlite3_last_insert_rowid(db->sql);
+        *ret_n = n;
+        r = db_stmt(db, mark, &m);
+        if (r < 0)
+                return r;
+        db_bind_int64(m, 1, *ret_attempt);
+        db_bind_int64(m, 2, row);
+        r = db_step_done(db, m);
+        if (r < 0)
+                return r;
+        d = json_pack("{s:i,s:I}", "attempt", n, "confirmation_of", (json_int_t)for_attempt);
+        return event_insert(db, job, run, "run-started", -1, d);
+}
+
+int queue_confirm_attempt_start(struct mx_db *db, int64_t row, const char *tag, const char *boot_id,
+                                int64_t *ret_attempt, int *ret_n)
+{
+        return TXN(db, confirm_start_body(db, row, tag, boot_id, ret_attempt, ret_n));
 }
 
 int queue_attempt_process(struct mx_db *db, int64_t attempt, pid_t pid, pid_t pgid, uint64_t proc_start)
@@ -395,6 +521,8 @@ struct attempt_facts {
         int n;
         bool failed_level, expect_fail;
         bool cancelled; /* a cancel was acknowledged while the run ran */
+        int64_t confirm_of;  /* a confirmation start of that attempt's L5; 0: none */
+        int64_t confirm_ref; /* L5 asks for confirmation starts against this reference run; 0: none */
 };
 
 static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts *ret)
@@ -402,8 +530,9 @@ static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts
         static const char sql[] =
                 "SELECT a.run_id, r.job_id, r.expect_fail IS NOT NULL, "
                 "EXISTS (SELECT 1 FROM levels l WHERE l.attempt_id = a.id "
-                "AND l.verdict IN ('fail','invalid')), r.cancelled_at IS NOT NULL, a.n "
-                "FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ? AND a.finished_at IS NULL";
+                "AND l.verdict IN ('fail','invalid')), r.cancelled_at IS NOT NULL, a.n, coalesce(a.confirm_of, 0), "
+                "coalesce((SELECT json_extract(l.metrics, '$.confirm.reference_run') FROM levels l "
+                "WHERE l.attempt_id = a.id AND l.level = 'L5'), 0) FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ? AND a.finished_at IS NULL";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = db_stmt(db, sql, &s), rc;
 
@@ -422,6 +551,8 @@ static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts
                 .failed_level = sqlite3_column_int(s, 3),
                 .cancelled = sqlite3_column_int(s, 4),
                 .n = sqlite3_column_int(s, 5),
+                .confirm_of = sqlite3_column_int64(s, 6),
+                .confirm_ref = sqlite3_column_int64(s, 7),
         };
         return 0;
 }
@@ -433,7 +564,7 @@ static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts
  */
 static int shown_attempt(struct mx_db *db, int64_t run, int *ret_n, char **ret_result)
 {
-        static const char sql[] = "SELECT n, result FROM attempts WHERE run_id = ? "
+        static const char sql[] = "SELECT n, result FROM attempts WHERE run_id = ? AND confirm_of IS NULL "
                                   "AND result NOT IN ('cancelled', 'interrupted') ORDER BY n DESC LIMIT 1";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = db_stmt(db, sql, &s), rc;
@@ -451,6 +582,86 @@ static int shown_attempt(struct mx_db *db, int64_t run, int *ret_n, char **ret_r
         return 0;
 }
 
+/*
+ * Plan a round of confirmation starts for for_attempt's L5: its run (A), then
+ * the reference (B), each a fresh server start; the run waits (confirming).
+ */
+static int confirm_plan(struct mx_db *db, int64_t for_attempt, int64_t ref_run, int round)
+{
+        static const char ins[] =
+                "INSERT INTO confirmations (for_attempt, run_id, side, round) "
+                "SELECT ?1, run_id, 'current', ?3 FROM attempts WHERE id = ?1 UNION ALL "
+                "SELECT ?1, ?2, 'reference', ?3";
+        static const char upd[] = "UPDATE runs SET confirming = ?1 WHERE id = (SELECT run_id FROM attempts "
+                                  "WHERE id = ?1)";
+        _cleanup_stmt_ sqlite3_stmt *i = NULL, *u = NULL;
+        int r = db_stmt(db, ins, &i);
+
+        if (r < 0)
+                return r;
+        db_bind_int64(i, 1, for_attempt);
+        db_bind_int64(i, 2, ref_run);
+        db_bind_int64(i, 3, round);
+        r = db_step_done(db, i);
+        if (r < 0)
+                return r;
+        r = db_stmt(db, upd, &u);
+        if (r < 0)
+                return r;
+        db_bind_int64(u, 1, for_attempt);
+        return db_step_done(db, u);
+}
+
+/*
+ * A confirmation start ended: its result is its own, never its run's. The run
+ * whose L5 waits goes back to waiting (queued), or is done when it was
+ * cancelled meanwhile; a reference run stays as it was. An interrupted start
+ * is planned again.
+ */
+static int confirm_finish_body(struct mx_db *db, int64_t attempt, const struct attempt_facts *fa,
+                               const struct queue_finish *f, const char *result)
+{
+        static const char replan[] = "UPDATE confirmations SET attempt_id = NULL WHERE attempt_id = ?";
+        static const char upd_r[] =
+                "UPDATE runs SET state = CASE WHEN ?2 THEN 'done' ELSE 'queued' END, "
+                "confirming = CASE WHEN ?2 THEN NULL ELSE confirming END, "
+                "result = CASE WHEN ?2 THEN ?3 END, result_attempt = CASE WHEN ?2 THEN ?4 END "
+                "WHERE id = ?1 AND state = 'running'";
+        _cleanup_stmt_ sqlite3_stmt *p = NULL, *u = NULL;
+        _cleanup_free_ char *shown = NULL;
+        _cleanup_(json_decrefp) json_t *d = NULL;
+        int shown_n = 0, r;
+
+        if (f->requeue && !fa->cancelled) {
+                r = db_stmt(db, replan, &p);
+                if (r < 0)
+                        return r;
+                db_bind_int64(p, 1, attempt);
+                r = db_step_done(db, p);
+                if (r < 0)
+                        return r;
+        }
+        if (fa->cancelled) {
+                r = shown_attempt(db, fa->run, &shown_n, &shown);
+                if (r < 0)
+                        return r;
+        }
+        r = db_stmt(db, upd_r, &u);
+        if (r < 0)
+                return r;
+        db_bind_int64(u, 1, fa->run);
+        db_bind_int64(u, 2, fa->cancelled);
+        db_bind_text(u, 3, shown ? shown : "cancelled");
+        db_bind_int64_or_null(u, 4, shown_n, shown_n == 0);
+        r = db_step_done(db, u);
+        if (r < 0)
+                return r;
+        d = json_pack("{s:s,s:s,s:s?,s:b,s:I}", "outcome", mx_outcome_to_string(f->outcome), "result", result,
+                      "crash_class", f->crash_class, "requeued", f->requeue && !fa->cancelled, "confirmation_of",
+                      (json_int_t)fa->confirm_of);
+        return event_insert(db, fa->job, fa->run, "run-finished", -1, d);
+}
+
 static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct queue_finish *f,
                                char **ret_result)
 {
@@ -464,7 +675,7 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
         _cleanup_(json_decrefp) json_t *d = NULL;
         struct attempt_facts fa = {};
         int64_t now = mx_now_real_us();
-        bool requeue;
+        bool requeue, confirm;
         int r;
 
         r = attempt_facts(db, attempt, &fa);
@@ -488,7 +699,15 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
         r = db_step_done(db, a);
         if (r < 0)
                 return r;
-        if (!requeue) {
+        if (fa.confirm_of) {
+                r = confirm_finish_body(db, attempt, &fa, f, result);
+                if (r >= 0 && ret_result)
+                        *ret_result = TAKE_PTR(result);
+                return r;
+        }
+        /* L5 could not decide: the run waits for confirmation starts (the L5 level asked, naming B) */
+        confirm = !requeue && !fa.cancelled && f->outcome == MX_OUTCOME_COMPLETED && fa.confirm_ref > 0;
+        if (!requeue && !confirm) {
                 r = shown_attempt(db, fa.run, &shown_n, &shown);
                 if (r < 0)
                         return r;
@@ -500,17 +719,19 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
         r = db_stmt(db, upd_r, &u);
         if (r < 0)
                 return r;
-        db_bind_text(u, 1, requeue ? "queued" : "done");
-        db_bind_text(u, 2, requeue ? NULL : shown);
-        db_bind_int64_or_null(u, 3, shown_n, requeue);
+        db_bind_text(u, 1, requeue || confirm ? "queued" : "done");
+        db_bind_text(u, 2, requeue || confirm ? NULL : shown);
+        db_bind_int64_or_null(u, 3, shown_n, requeue || confirm);
         db_bind_int64(u, 4, requeue);
         db_bind_int64(u, 5, now);
         db_bind_int64(u, 6, fa.run);
         r = db_step_done(db, u);
         if (r < 0)
                 return r;
-        d = json_pack("{s:s,s:s,s:s?,s:b}", "outcome", mx_outcome_to_string(f->outcome), "result", result,
-                      "crash_class", f->crash_class, "requeued", requeue);
+        if (confirm && (r = confirm_plan(db, attempt, fa.confirm_ref, 1)) < 0)
+                return r;
+        d = json_pack("{s:s,s:s,s:s?,s:b,s:b}", "outcome", mx_outcome_to_string(f->outcome), "result", result,
+                      "crash_class", f->crash_class, "requeued", requeue, "confirming", confirm);
         r = event_insert(db, fa.job, fa.run, "run-finished", -1, d);
         if (r >= 0 && ret_result)
                 *ret_result = TAKE_PTR(result);
@@ -520,6 +741,165 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
 int queue_attempt_finish(struct mx_db *db, int64_t attempt, const struct queue_finish *f, char **ret_result)
 {
         return TXN(db, attempt_finish_body(db, attempt, f, ret_result));
+}
+
+int queue_confirm_facts(struct mx_db *db, int64_t for_attempt, struct queue_confirm_facts *ret)
+{
+        static const char sql[] =
+                "SELECT r.id, r.job_id, r.confirming IS ?1 AND r.state = 'queued', "
+                "(SELECT count(*) FROM confirmations c WHERE c.for_attempt = ?1 AND c.attempt_id IS NULL), "
+                "(SELECT count(*) FROM confirmations c JOIN attempts x ON x.id = c.attempt_id "
+                " WHERE c.for_attempt = ?1 AND x.finished_at IS NULL), "
+                "(SELECT coalesce(max(round), 0) FROM confirmations c WHERE c.for_attempt = ?1), "
+                "(SELECT metrics FROM levels l WHERE l.attempt_id = ?1 AND l.level = 'L4'), "
+                "(SELECT metrics FROM levels l WHERE l.attempt_id = ?1 AND l.level = 'L5') "
+                "FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ?1";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, for_attempt);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret = (struct queue_confirm_facts){
+                .run = sqlite3_column_int64(s, 0),
+                .job = sqlite3_column_int64(s, 1),
+                .confirming = sqlite3_column_int(s, 2),
+                .pending = sqlite3_column_int(s, 3),
+                .open = sqlite3_column_int(s, 4),
+                .rounds = sqlite3_column_int(s, 5),
+                .l4 = db_column_json(s, 6),
+                .l5 = db_column_json(s, 7),
+        };
+        return 0;
+}
+
+int queue_confirm_of(struct mx_db *db, int64_t attempt, int64_t *ret_for)
+{
+        static const char sql[] = "SELECT coalesce(confirm_of, 0) FROM attempts WHERE id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, attempt);
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret_for = sqlite3_column_int64(s, 0);
+        return 0;
+}
+
+/* Replace the L5 row of the attempt (its started_at stays). */
+static int confirm_level_update(struct mx_db *db, int64_t attempt, const struct queue_level *l)
+{
+        static const char sql[] = "UPDATE levels SET verdict = ?, finished_at = ?, metrics = ?, message = ? "
+                                  "WHERE attempt_id = ? AND level = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s);
+
+        if (r < 0)
+                return r;
+        db_bind_text(s, 1, l->verdict);
+        db_bind_int64(s, 2, l->finished_at);
+        db_bind_json(s, 3, l->metrics);
+        db_bind_text(s, 4, l->message);
+        db_bind_int64(s, 5, attempt);
+        db_bind_text(s, 6, l->level);
+        return db_step_done(db, s);
+}
+
+static int confirm_round_body(struct mx_db *db, int64_t for_attempt, int64_t ref_run, int round,
+                              const struct queue_level *l)
+{
+        int r = confirm_level_update(db, for_attempt, l);
+
+        return r < 0 ? r : confirm_plan(db, for_attempt, ref_run, round);
+}
+
+int queue_confirm_round(struct mx_db *db, int64_t for_attempt, int64_t ref_run, int round,
+                        const struct queue_level *l)
+{
+        return TXN(db, confirm_round_body(db, for_attempt, ref_run, round, l));
+}
+
+static int confirm_decided_body(struct mx_db *db, int64_t for_attempt, const struct queue_level *l,
+                                char **ret_result)
+{
+        static const char upd_a[] = "UPDATE attempts SET result = ? WHERE id = ?";
+        static const char upd_r[] = "UPDATE runs SET state = 'done', confirming = NULL, result = ?, "
+                                    "result_attempt = ? WHERE id = ? AND confirming = ? AND state = 'queued'";
+        _cleanup_stmt_ sqlite3_stmt *a = NULL, *u = NULL;
+        _cleanup_free_ char *result = NULL;
+        _cleanup_(json_decrefp) json_t *d = NULL;
+        struct attempt_facts fa = {};
+        enum mx_outcome o;
+        int r = confirm_level_update(db, for_attempt, l);
+
+        if (r < 0)
+                return r;
+        /* the attempt's facts, as at its end: attempt_facts() reads open attempts only */
+        {
+                static const char sql[] =
+                        "SELECT a.run_id, r.job_id, r.expect_fail IS NOT NULL, EXISTS (SELECT 1 FROM levels l "
+                        "WHERE l.attempt_id = a.id AND l.verdict IN ('fail','invalid')), a.n, a.outcome "
+                        "FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ?";
+                _cleanup_stmt_ sqlite3_stmt *s = NULL;
+
+                r = db_stmt(db, sql, &s);
+                if (r < 0)
+                        return r;
+                db_bind_int64(s, 1, for_attempt);
+                r = sqlite3_step(s);
+                if (r != SQLITE_ROW)
+                        return r == SQLITE_DONE ? -ENOENT : db_errno(db, r);
+                fa = (struct attempt_facts){.run = sqlite3_column_int64(s, 0), .job = sqlite3_column_int64(s, 1),
+                                            .expect_fail = sqlite3_column_int(s, 2),
+                                            .failed_level = sqlite3_column_int(s, 3), .n = sqlite3_column_int(s, 4)};
+                o = mx_outcome_from_string((const char *)sqlite3_column_text(s, 5));
+        }
+        result = result_of(o < 0 ? MX_OUTCOME_COMPLETED : o, fa.failed_level, fa.expect_fail);
+        r = db_stmt(db, upd_a, &a);
+        if (r < 0)
+                return r;
+        db_bind_text(a, 1, result);
+        db_bind_int64(a, 2, for_attempt);
+        r = db_step_done(db, a);
+        if (r < 0)
+                return r;
+        r = db_stmt(db, upd_r, &u);
+        if (r < 0)
+                return r;
+        db_bind_text(u, 1, result);
+        db_bind_int64(u, 2, fa.n);
+        db_bind_int64(u, 3, fa.run);
+        db_bind_int64(u, 4, for_attempt);
+        r = db_step_done(db, u);
+        if (r < 0)
+                return r;
+        d = json_pack("{s:s,s:s,s:s?}", "level", l->level, "verdict", l->verdict, "message", l->message);
+        r = event_insert(db, fa.job, fa.run, "level-finished", -1, d);
+        if (r < 0)
+                return r;
+        json_decref(d);
+        d = json_pack("{s:s,s:s,s:b,s:b}", "outcome", "completed", "result", result, "requeued", 0, "confirmed",
+                      1);
+        r = event_insert(db, fa.job, fa.run, "run-finished", -1, d);
+        if (r >= 0 && ret_result)
+                *ret_result = TAKE_PTR(result);
+        return r;
+}
+
+int queue_confirm_decided(struct mx_db *db, int64_t for_attempt, const struct queue_level *l,
+                          char **ret_result)
+{
+        return TXN(db, confirm_decided_body(db, for_attempt, l, ret_result));
 }
 
 int queue_open_attempts(struct mx_db *db, struct queue_open_attempt **ret, size_t *ret_n)
@@ -615,10 +995,11 @@ static int cancel_body(struct mx_db *db, int64_t job, int64_t run, uid_t by, int
 {
         /* A cancelled retry leaves the run with the result it had before (shown_attempt()). */
         static const char cq[] =
-                "UPDATE runs SET state = 'done', cancelled_at = ?, "
-                "result_attempt = (SELECT a.n FROM attempts a WHERE a.run_id = runs.id "
+                "UPDATE runs SET state = 'done', cancelled_at = ?, confirming = NULL, "
+                "result_attempt = (SELECT a.n FROM attempts a WHERE a.run_id = runs.id AND a.confirm_of IS NULL "
                 "AND a.result NOT IN ('cancelled', 'interrupted') ORDER BY a.n DESC LIMIT 1), "
                 "result = coalesce((SELECT a.result FROM attempts a WHERE a.run_id = runs.id "
+                "AND a.confirm_of IS NULL "
                 "AND a.result NOT IN ('cancelled', 'interrupted') ORDER BY a.n DESC LIMIT 1), 'cancelled') "
                 "WHERE state = 'queued' AND (job_id = ? OR id = ?)";
         /* Stored with the run, so a recovery after kill -9 does not requeue what was cancelled. */
@@ -706,11 +1087,11 @@ static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_
 {
         /* Failed = anything but pass and expected failure; cancelled runs only with --all. */
         static const char rj[] =
-                "UPDATE runs SET state = 'queued', result = NULL, result_attempt = NULL, "
+                "UPDATE runs SET state = 'queued', result = NULL, result_attempt = NULL, confirming = NULL, "
                 "cancelled_at = NULL, queued_at = ? WHERE job_id = ? AND state = 'done' AND "
                 "(? OR result NOT IN ('pass', 'xfail', 'cancelled'))";
         static const char rr[] = "UPDATE runs SET state = 'queued', result = NULL, result_attempt = NULL, "
-                                 "cancelled_at = NULL, queued_at = ? WHERE id = ? AND state = 'done'";
+                                 "confirming = NULL, cancelled_at = NULL, queued_at = ? WHERE id = ? AND state = 'done'";
         static const char uj[] = "UPDATE jobs SET cancelled_at = NULL, cancelled_by = NULL WHERE id = ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL, *u = NULL;
         _cleanup_(json_decrefp) json_t *d = NULL;
@@ -1020,7 +1401,7 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
 {
         static const char sql[] =
                 "SELECT id, n, started_at, finished_at, outcome, crash_class, message, pid, "
-                "pgid, exit_status, exit_signal, log_path, tag, result, command FROM attempts "
+                "pgid, exit_status, exit_signal, log_path, tag, result, confirm_of, command FROM attempts "
                 "WHERE run_id = ? ORDER BY n";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_(json_decrefp) json_t *a = json_array();
@@ -1033,12 +1414,12 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
                 static const char *const keys[] = { "id",      "n",           "started_at",  "finished_at",
                                                     "outcome", "crash_class", "message",     "pid",
                                                     "pgid",    "exit_status", "exit_signal", "log",
-                                                    "tag",     "result",      NULL };
+                                                    "tag",     "result",      "confirm_of", NULL };
                 json_t *t = db_row_json(s, keys), *levels = NULL, *samples = NULL;
 
                 json_array_append_new(a, t);
                 /* The command as started (migration 008), for show rN and repro */
-                db_json_set_json(t, "command", s, 14);
+                db_json_set_json(t, "command", s, 15);
                 r = attempt_levels(db, sqlite3_column_int64(s, 0), &levels);
                 if (r < 0)
                         return r;

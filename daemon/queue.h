@@ -66,6 +66,13 @@ struct queue_next {
         char *config_key;
         json_t *spec;
         json_t *levels;
+        /*
+         * L5 confirmation (migration 008): confirm_row > 0: this is that planned
+         * start, serving the L5 of attempt confirm_of (levels L1, L1.5, L4 only);
+         * decide > 0: every start of the round of that attempt's L5 is in and it
+         * is to be decided again (l5confirm.h) before anything starts.
+         */
+        int64_t confirm_row, confirm_of, decide;
 };
 void queue_next_done(struct queue_next *n);
 int queue_pick_next(struct mx_db *db, struct queue_next *ret); /* -ENOENT when nothing is queued */
@@ -73,6 +80,9 @@ int queue_pick_next(struct mx_db *db, struct queue_next *ret); /* -ENOENT when n
 /* Start an attempt of a queued run: the run becomes running. Returns the attempt id and number. */
 int queue_attempt_start(struct mx_db *db, int64_t run, const char *tag, const char *boot_id,
                         int64_t *ret_attempt, int *ret_n);
+/* Start the planned confirmation start row (queue_next.confirm_row); the run's result stays. */
+int queue_confirm_attempt_start(struct mx_db *db, int64_t row, const char *tag, const char *boot_id,
+                                int64_t *ret_attempt, int *ret_n);
 /* Record the process the runner started (for recovery after a crash). */
 int queue_attempt_process(struct mx_db *db, int64_t attempt, pid_t pid, pid_t pgid, uint64_t proc_start);
 int queue_attempt_log(struct mx_db *db, int64_t attempt, const char *path);
@@ -101,6 +111,28 @@ struct queue_finish {
 };
 /* End an attempt: the run becomes done (or queued again). Returns the run's result summary. */
 int queue_attempt_finish(struct mx_db *db, int64_t attempt, const struct queue_finish *f, char **ret_result);
+
+/*
+ * L5 confirmation of attempt for (l5confirm.c). queue_confirm_facts: the run
+ * and job, whether the run still waits for it (confirming), planned starts
+ * not yet started or not yet ended, the last round planned, and L4's and L5's
+ * metrics of that attempt (new references).
+ */
+struct queue_confirm_facts {
+        int64_t run, job;
+        bool confirming;
+        int pending, open, rounds;
+        json_t *l4, *l5;
+};
+int queue_confirm_facts(struct mx_db *db, int64_t for_attempt, struct queue_confirm_facts *ret);
+/* The attempt a confirmation start serves (0: it is none). */
+int queue_confirm_of(struct mx_db *db, int64_t attempt, int64_t *ret_for);
+/* Plan one more round (the run, then ref_run) and record L5's progress l. */
+int queue_confirm_round(struct mx_db *db, int64_t for_attempt, int64_t ref_run, int round,
+                        const struct queue_level *l);
+/* L5 decided: its verdict l replaces the undecided one, and the run is done with its result. */
+int queue_confirm_decided(struct mx_db *db, int64_t for_attempt, const struct queue_level *l,
+                          char **ret_result);
 
 /* Attempts that never finished (the daemon died): for recovery. */
 struct queue_open_attempt {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "scheduler.h"
 #include "cgroup.h"
+#include "l5confirm.h"
 #include "control.h"
 #include "executor.h"
 #include "history.h"
@@ -40,6 +41,7 @@ struct current {
         char *storage_error; /* a write of this attempt failed: it ends as infra-error with this reason */
         struct run_sampling *sampling; /* GPU and memory of the whole attempt (scope "run"), or NULL */
         struct mx_history_db history; /* earlier results, for the levels that compare (L5) */
+        int64_t confirm_of; /* an L5 confirmation start for that attempt (l5confirm.h); 0: none */
 };
 
 /*
@@ -326,6 +328,21 @@ static void storage_recovered(struct mx_sched *s)
         sched_update_status(s);
 }
 
+/*
+ * A confirmation start ended: L5 of the attempt it serves is decided again
+ * once its round is in (even while the queue is paused). A failure here is
+ * not lost: the pick finds the round in and decides it.
+ */
+static void confirm_finished(struct mx_sched *s, const struct pending_write *w)
+{
+        int r = l5confirm_after_finish(s->d->db, w->attempt_id);
+
+        if (r < 0)
+                log_error_errno(r, "run %" PRId64 ": cannot decide L5 after its confirmation starts yet", w->run);
+        else if (r > 0)
+                stream_job_changed(s->d, w->job);
+}
+
 /* Write what waits, in order; stop at the first refusal. */
 static void sched_flush(struct mx_sched *s)
 {
@@ -341,6 +358,8 @@ static void sched_flush(struct mx_sched *s)
                         s->writes_tail = &s->writes;
                 if (w->kind == W_FINISH && s->cur && s->cur->attempt_id == w->attempt_id)
                         finish_recorded(s, w, result);
+                if (w->kind == W_FINISH)
+                        confirm_finished(s, w);
                 pending_write_free(w);
         }
         if (s->fault)
@@ -877,6 +896,23 @@ static int start_next(struct mx_sched *s)
         r = queue_pick_next(s->d->db, &next);
         if (r < 0)
                 return r;
+        if (next.decide) {
+                /* a round of L5 confirmation starts is in (a restart came between): decide, then pick again */
+                int64_t job = next.job, run = next.run;
+
+                r = l5confirm_decide(s->d->db, next.decide);
+                queue_next_done(&next);
+                if (r < 0) {
+                        storage_failed(s, "an L5 decision", run, r);
+                        return r;
+                }
+                if (r == 0) {
+                        log_error("run %" PRId64 " waits for L5 confirmation starts that are not in", run);
+                        return -ENOENT;
+                }
+                stream_job_changed(s->d, job);
+                return start_next(s);
+        }
         c = xcalloc(1, sizeof(*c));
         c->job = next.job;
         c->run = next.run;
@@ -884,8 +920,13 @@ static int start_next(struct mx_sched *s)
         c->spec = TAKE_PTR(next.spec);
         c->levels = TAKE_PTR(next.levels);
         c->tag = new_tag();
+        c->confirm_of = next.confirm_of;
+        if (next.confirm_row)
+                r = queue_confirm_attempt_start(s->d->db, next.confirm_row, c->tag, s->d->boot_id, &c->attempt_id,
+                                                &c->attempt);
+        else
+                r = queue_attempt_start(s->d->db, c->run, c->tag, s->d->boot_id, &c->attempt_id, &c->attempt);
         queue_next_done(&next);
-        r = queue_attempt_start(s->d->db, c->run, c->tag, s->d->boot_id, &c->attempt_id, &c->attempt);
         if (r < 0) {
                 int64_t run = c->run;
 
@@ -916,8 +957,9 @@ static int start_next(struct mx_sched *s)
                 .log_max_bytes = s->d->cfg.limits.log_bytes,
                 .history = &c->history.ops,
         };
-        mx_log_full(LOG_INFO, 0, MX_MSGID_RUN_STARTED, &lctx, NULL, "run %" PRId64 " attempt %d started: %s",
-                    c->run, c->attempt, c->config_key);
+        mx_log_full(LOG_INFO, 0, MX_MSGID_RUN_STARTED, &lctx, NULL, "run %" PRId64 " attempt %d started: %s%s",
+                    c->run, c->attempt, c->config_key,
+                    c->confirm_of ? " (an L5 confirmation start: L1, L4)" : "");
         stream_job_changed(s->d, c->job);
         r = c->ops->start(&ctx, &run_events, s, &c->runner, &err);
         if (r < 0) {

@@ -23,9 +23,21 @@
  * fail with the regressions named; pass; skipped "no baseline measured" when
  * there is nothing to compare with (a job whose baseline has no L4 yet is not
  * a failure); invalid when L4's numbers are.
+ *
+ * Confirmation (issue 15): a baseline comparison L5 cannot decide from the
+ * starts there are (unknown) asks for confirmation starts: metrics.confirm
+ * names the reference run, the daemon (l5confirm.c) starts the run and it again,
+ * A/B, up to confirm_starts a side, and decides again with mx_l5_decide() once
+ * each round is in; the verdict stays skipped "confirming" until then. The
+ * current side is this attempt and its confirmation starts, the reference
+ * side the baseline's stored starts and its confirmation starts for this
+ * attempt. History groups (other source SHAs) cannot be started again: they
+ * decide on what is stored.
  */
-#include "levels.h"
+#include "l5-regress.h"
 #include "regress.h"
+
+#include <inttypes.h>
 
 /* Stored L4 results read per question: enough for a few source states of a few runs each. */
 #define MX_HISTORY_LOOKBACK 100
@@ -48,17 +60,18 @@ static void l5_run(struct mx_level *l)
         mx_level_pending(l);
 }
 
-static double setting_num(struct mx_level *l, const char *name)
+
+static double setting_num(const struct mx_l5_input *in, const char *name)
 {
-        return json_number_value(json_object_get(l->ctx->settings, name));
+        return json_number_value(json_object_get(in->settings, name));
 }
 
-static bool wants(struct mx_level *l, const char *group)
+static bool wants(const struct mx_l5_input *in, const char *group)
 {
         json_t *v;
         size_t i;
 
-        json_array_foreach (json_object_get(l->ctx->settings, "against"), i, v)
+        json_array_foreach (json_object_get(in->settings, "against"), i, v)
                 if (streq_ptr(json_string_value(v), group))
                         return true;
         return false;
@@ -91,49 +104,63 @@ static bool usable(json_t *res, json_t *gpu, struct left_out *lo)
 
 static json_t *run_ref(json_t *res)
 {
-        return json_pack("{s:O?,s:O?,s:O?,s:O?,s:O?}", "job", json_object_get(res, "job"), "run",
+        return json_pack("{s:O?,s:O?,s:O?,s:O?,s:O?,s:O?}", "job", json_object_get(res, "job"), "run",
                          json_object_get(res, "run"), "attempt", json_object_get(res, "attempt"),
                          "finished_at", json_object_get(res, "finished_at"), "sources",
-                         json_object_get(res, "sources"));
+                         json_object_get(res, "sources"), "confirm_of", json_object_get(res, "confirm_of"));
+}
+
+/* A confirmation start of the attempt decided. */
+static bool confirms(json_t *res, json_t *self)
+{
+        return json_integer_value(json_object_get(res, "confirm_of")) ==
+                       json_integer_value(json_object_get(self, "attempt")) &&
+               json_integer_value(json_object_get(self, "attempt")) > 0;
 }
 
 /* One group of references compared: its description and the comparison, appended to groups. */
-static bool compare_group(json_t *groups, const char *against, const char *key, json_t *sources,
-                          json_t *refs, json_t *cur, const struct mx_regress_opts *o)
+static json_t *compare_group(json_t *groups, const char *against, const char *key, json_t *sources,
+                             json_t *refs, json_t *curs, const struct mx_regress_opts *o)
 {
-        _cleanup_json_ json_t *docs = json_array(), *runs = json_array(), *curs = json_pack("[O]", cur);
+        _cleanup_json_ json_t *docs = json_array(), *runs = json_array();
         json_t *res, *cmp;
         size_t i;
-        bool reg;
 
         json_array_foreach (refs, i, res) {
                 json_array_append(docs, json_object_get(res, "metrics"));
                 json_array_append_new(runs, run_ref(res));
         }
         cmp = mx_regress_compare(curs, docs, o);
-        reg = json_is_true(json_object_get(cmp, "regression"));
         json_array_append_new(groups, json_pack("{s:s,s:s,s:O?,s:O,s:o}", "against", against, "config_key",
                                                 key, "sources", sources, "runs", runs, "comparison", cmp));
-        return reg;
+        return cmp;
 }
 
-/* "r3" or "r3, r7 (2 runs)": the runs of a group, for messages. */
+/* "r3" or "r3, r7 (2 runs)": the runs of a group (each once), for messages. */
 static char *runs_text(json_t *refs)
 {
         struct mx_buf b = MX_BUF_INIT;
         json_t *res;
-        size_t i;
+        size_t i, shown = 0;
+        int64_t seen[4] = {0};
 
         json_array_foreach (refs, i, res) {
-                if (i == 3) {
+                int64_t run = json_integer_value(json_object_get(res, "run"));
+                bool dup = false;
+
+                for (size_t k = 0; k < MX_MIN(shown, (size_t)4); k++)
+                        dup |= seen[k] == run;
+                if (dup)
+                        continue;
+                if (shown == 3) {
                         mx_buf_printf(&b, ", ...");
                         break;
                 }
-                mx_buf_printf(&b, "%sr%" JSON_INTEGER_FORMAT, i ? ", " : "",
-                              json_integer_value(json_object_get(res, "run")));
+                seen[shown++] = run;
+                mx_buf_printf(&b, "%sr%" PRId64, shown > 1 ? ", " : "", run);
         }
-        if (json_array_size(refs) > 1)
-                mx_buf_printf(&b, " (%zu runs)", json_array_size(refs));
+        if (shown > 1)
+                mx_buf_printf(&b, " (%zu runs)", shown);
         return mx_buf_steal(&b);
 }
 
@@ -142,30 +169,40 @@ struct decision {
         struct mx_buf msg;  /* what was compared, for the message */
         struct mx_buf regs; /* the regressions */
         struct mx_buf unknown; /* the undecided checks */
+        bool unknown_primary;  /* one of them is the primary check */
         unsigned more;      /* starts per side likely to decide them */
         char *rule;         /* of the first regression */
         unsigned compared;
         bool no_baseline;
+        int64_t confirm_run; /* the baseline comparison is undecided and this reference run may start again */
+        json_t *ref_starts;  /* the reference's confirmation attempts */
 };
 
-static void note_group(struct decision *d, const char *what, json_t *refs, bool regression)
+static void note_group(struct decision *d, const char *what, json_t *refs, json_t *cmp)
 {
-        json_t *g = json_array_get(d->groups, json_array_size(d->groups) - 1);
-        json_t *cmp = json_object_get(g, "comparison"), *r;
         _cleanup_free_ char *runs = runs_text(refs);
+        json_t *starts = json_object_get(cmp, "starts"), *r;
         size_t i;
 
-        json_t *starts = json_object_get(cmp, "starts");
-
         d->compared++;
-        mx_buf_printf(&d->msg, "%s%s %s (%" JSON_INTEGER_FORMAT " vs %" JSON_INTEGER_FORMAT " server starts)",
+        mx_buf_printf(&d->msg, "%s%s %s (%" JSON_INTEGER_FORMAT " vs %" JSON_INTEGER_FORMAT " server starts",
                       d->msg.len ? "; " : "", what, runs, json_integer_value(json_array_get(starts, 0)),
                       json_integer_value(json_array_get(starts, 1)));
+        /* the rule that cleared the primary check, so the message says what decided */
+        json_array_foreach (json_object_get(cmp, "checks"), i, r)
+                if (streq_ptr(json_string_value(json_object_get(r, "family")), "primary"))
+                        mx_buf_printf(&d->msg, "; %s: %s", json_string_value(json_object_get(r, "metric")),
+                                      json_string_value(json_object_get(r, "rule")));
+        mx_buf_printf(&d->msg, ")");
         json_array_foreach (json_object_get(cmp, "unknown"), i, r)
                 mx_buf_printf(&d->unknown, "%s%s against %s %s", d->unknown.len ? "; " : "",
                               json_string_value(r), what, runs);
+        json_array_foreach (json_object_get(cmp, "checks"), i, r)
+                if (streq_ptr(json_string_value(json_object_get(r, "family")), "primary") &&
+                    streq_ptr(json_string_value(json_object_get(r, "decision")), "unknown"))
+                        d->unknown_primary = true;
         d->more = MX_MAX(d->more, (unsigned)json_integer_value(json_object_get(cmp, "more_starts")));
-        if (!regression)
+        if (!json_is_true(json_object_get(cmp, "regression")))
                 return;
         if (!d->rule)
                 d->rule = xstrdup(json_string_value(json_object_get(cmp, "rule")));
@@ -176,24 +213,33 @@ static void note_group(struct decision *d, const char *what, json_t *refs, bool 
 
 /* The baseline configuration: the job's run planned as baseline, else the snapshot's (--skip-measured left
  * it out). */
-static const char *baseline_key(struct mx_level *l, json_t *self)
+static const char *baseline_key(const struct mx_l5_input *in, json_t *self)
 {
         const char *k = json_string_value(json_object_get(self, "baseline_key"));
 
-        return k ? k : json_string_value(json_object_get(l->ctx->spec, "baseline_key"));
+        return k ? k : json_string_value(json_object_get(in->spec, "baseline_key"));
 }
 
-/* The baseline group: the job's baseline run and earlier baseline runs at this attempt's source SHAs. */
-static int baseline_group(struct mx_level *l, json_t *self, json_t *cur, const struct mx_regress_opts *o,
+static unsigned budget(const struct mx_l5_input *in)
+{
+        return (unsigned)json_integer_value(json_object_get(in->settings, "confirm_starts"));
+}
+
+/*
+ * The baseline group: the job's baseline run and earlier baseline runs at this attempt's source SHAs, and
+ * the baseline's confirmation starts for this attempt (all of them, beyond baseline_runs).
+ */
+static int baseline_group(const struct mx_l5_input *in, json_t *self, json_t *curs, const struct mx_regress_opts *o,
                           struct left_out *lo, struct decision *d, char **reterr)
 {
-        const struct mx_history *h = l->ctx->history;
-        const char *key = baseline_key(l, self);
+        const struct mx_history *h = in->history;
+        const char *key = baseline_key(in, self);
         bool is_baseline = streq_ptr(key, json_string_value(json_object_get(self, "config_key")));
-        json_t *sources = json_object_get(self, "sources"), *gpu = json_object_get(self, "gpu_name"), *res;
+        json_t *sources = json_object_get(self, "sources"), *gpu = json_object_get(self, "gpu_name"), *res, *cmp;
         _cleanup_json_ json_t *all = NULL, *refs = json_array();
-        size_t i, max = (size_t)json_integer_value(json_object_get(l->ctx->settings, "baseline_runs"));
-        bool reg;
+        size_t i, stored = 0, max = (size_t)json_integer_value(json_object_get(in->settings, "baseline_runs"));
+        int64_t baseline_run = json_integer_value(json_object_get(self, "baseline_run")), confirm_run = 0;
+        struct mx_regress_opts oc = *o;
         int q;
 
         if (!key) {
@@ -204,42 +250,55 @@ static int baseline_group(struct mx_level *l, json_t *self, json_t *cur, const s
         if (q < 0)
                 return q;
         json_array_foreach (all, i, res) {
-                bool same_job_baseline = json_integer_value(json_object_get(res, "run")) ==
-                                                 json_integer_value(json_object_get(self, "baseline_run")) &&
+                bool same_job_baseline = json_integer_value(json_object_get(res, "run")) == baseline_run &&
                                          !is_baseline;
+                bool mine = confirms(res, self);
 
-                if (json_array_size(refs) >= max)
-                        break;
-                if (!same_job_baseline && !json_equal(json_object_get(res, "sources"), sources))
+                if (!mine && stored >= max)
                         continue;
-                if (usable(res, gpu, lo))
-                        json_array_append(refs, res);
+                if (!mine && !same_job_baseline && !json_equal(json_object_get(res, "sources"), sources))
+                        continue;
+                if (!usable(res, gpu, lo))
+                        continue;
+                json_array_append(refs, res);
+                if (mine)
+                        json_array_append_new(d->ref_starts, json_incref(json_object_get(res, "attempt")));
+                else
+                        stored++;
+                if (!confirm_run || json_integer_value(json_object_get(res, "run")) == baseline_run)
+                        confirm_run = json_integer_value(json_object_get(res, "run"));
         }
         if (json_array_size(refs) == 0) {
                 d->no_baseline = true;
                 return 0;
         }
-        reg = compare_group(d->groups, "baseline", key, sources, refs, cur, o);
-        note_group(d, is_baseline ? "the baseline's earlier runs" : "the baseline", refs, reg);
+        /* only the baseline can start again (at these SHAs); the baseline itself has no other side */
+        oc.can_confirm = o->can_confirm && !is_baseline && confirm_run > 0;
+        cmp = compare_group(d->groups, "baseline", key, sources, refs, curs, &oc);
+        if (oc.can_confirm && streq_ptr(json_string_value(json_object_get(cmp, "decision")), "unknown"))
+                d->confirm_run = confirm_run;
+        note_group(d, is_baseline ? "the baseline's earlier runs" : "the baseline", refs, cmp);
         return 0;
 }
 
 /* The history groups: this configuration at other source SHAs, newest source states first. */
-static int history_groups(struct mx_level *l, json_t *self, json_t *cur, const struct mx_regress_opts *o,
+static int history_groups(const struct mx_l5_input *in, json_t *self, json_t *curs, const struct mx_regress_opts *o,
                           struct left_out *lo, struct decision *d, char **reterr)
 {
-        const struct mx_history *h = l->ctx->history;
+        const struct mx_history *h = in->history;
         const char *key = json_string_value(json_object_get(self, "config_key"));
         json_t *sources = json_object_get(self, "sources"), *gpu = json_object_get(self, "gpu_name"), *res;
         _cleanup_json_ json_t *all = NULL, *states = json_array();
         size_t i, j,
-                max_states = (size_t)json_integer_value(json_object_get(l->ctx->settings, "history_shas"));
-        size_t max_runs = (size_t)json_integer_value(json_object_get(l->ctx->settings, "baseline_runs"));
+                max_states = (size_t)json_integer_value(json_object_get(in->settings, "history_shas"));
+        size_t max_runs = (size_t)json_integer_value(json_object_get(in->settings, "baseline_runs"));
+        struct mx_regress_opts oh = *o;
         json_t *st;
         int q;
 
         if (max_states == 0)
                 return 0;
+        oh.can_confirm = false; /* other source SHAs are not started again: decided on what is stored */
         q = h->results(h->ud, "L4", key, MX_HISTORY_LOOKBACK, &all, reterr);
         if (q < 0)
                 return q;
@@ -263,70 +322,84 @@ static int history_groups(struct mx_level *l, json_t *self, json_t *cur, const s
         }
         json_array_foreach (states, i, st) {
                 json_t *refs = json_object_get(st, "refs");
-                bool reg = compare_group(d->groups, "history", key, json_object_get(st, "sources"), refs,
-                                         cur, o);
+                json_t *cmp = compare_group(d->groups, "history", key, json_object_get(st, "sources"), refs, curs,
+                                            &oh);
 
-                note_group(d, "this configuration at other source SHAs", refs, reg);
+                note_group(d, "this configuration at other source SHAs", refs, cmp);
         }
         return 0;
 }
 
-static void l5_after_stop(struct mx_level *l, const struct mx_level_stop *st)
+/* This attempt's L4 numbers, then those of its confirmation starts: the current side, one per start. */
+static int current_starts(const struct mx_l5_input *in, json_t *self, json_t **ret_curs, json_t **ret_ids,
+                          char **reterr)
 {
-        const struct mx_history *h = l->ctx->history;
+        const struct mx_history *h = in->history;
+        _cleanup_json_ json_t *all = NULL, *curs = json_pack("[O]", in->cur), *ids = json_array();
+        struct left_out lo = {};
+        json_t *res;
+        size_t i;
+        int q;
+
+        if (json_integer_value(json_object_get(self, "attempt")) > 0) {
+                q = h->results(h->ud, "L4", json_string_value(json_object_get(self, "config_key")),
+                               MX_HISTORY_LOOKBACK, &all, reterr);
+                if (q < 0)
+                        return q;
+                json_array_foreach (all, i, res)
+                        if (confirms(res, self) && usable(res, json_object_get(self, "gpu_name"), &lo)) {
+                                json_array_append(curs, json_object_get(res, "metrics"));
+                                json_array_append(ids, json_object_get(res, "attempt"));
+                        }
+        }
+        *ret_curs = TAKE_PTR(curs);
+        *ret_ids = TAKE_PTR(ids);
+        return 0;
+}
+
+void mx_l5_output_done(struct mx_l5_output *o)
+{
+        json_decref(o->metrics);
+        free(o->message);
+        *o = (struct mx_l5_output){};
+}
+
+static void opts_from(const struct mx_l5_input *in, struct mx_regress_opts *o)
+{
+        mx_regress_opts_defaults(o);
+        o->perf_max_drop_pct = setting_num(in, "perf_max_drop_pct");
+        o->ttft_p99_max_rise_pct = setting_num(in, "ttft_p99_max_rise_pct");
+        o->memory_max_rise_gb = setting_num(in, "memory_max_rise_gb");
+        o->alpha = setting_num(in, "alpha");
+        o->alpha_same = setting_num(in, "alpha_same");
+        o->primary = json_string_value(json_object_get(in->settings, "primary"));
+        if (o->primary && !*o->primary)
+                o->primary = NULL;
+        /* the baseline comparison may ask for confirmation starts while the budget lasts */
+        o->can_confirm = in->rounds < (int)budget(in);
+        o->rule = mx_regress_rule_from_string(json_string_value(json_object_get(in->settings, "rule")));
+}
+
+void mx_l5_decide(const struct mx_l5_input *in, struct mx_l5_output *out)
+{
+        const struct mx_history *h = in->history;
         struct mx_regress_opts o;
         struct left_out lo = {};
         struct decision d = {.groups = json_array(), .msg = MX_BUF_INIT, .regs = MX_BUF_INIT,
-                             .unknown = MX_BUF_INIT};
-        _cleanup_json_ json_t *self = NULL;
-        _cleanup_free_ char *err = NULL, *msg = NULL, *regs = NULL, *gpu_text = NULL, *unk = NULL;
-        enum mx_verdict v4 = MX_VERDICT_SKIPPED;
-        json_t *cur = NULL, *m;
+                             .unknown = MX_BUF_INIT, .ref_starts = json_array()};
+        _cleanup_json_ json_t *self = NULL, *curs = NULL, *cur_ids = NULL;
+        _cleanup_free_ char *err = NULL, *msg = NULL, *regs = NULL, *gpu_text = NULL, *unk = NULL,
+                            *after = NULL;
+        json_t *m;
         int q;
 
-        (void)st;
-        q = mx_level_sibling(l, "L4", &v4, &cur);
-        if (q == -ENOENT) {
-                mx_level_finish(l, MX_VERDICT_SKIPPED, NULL, NULL,
-                                "L5 compares L4's numbers: select L4 too (L1-L5)");
-                goto out;
-        }
-        if (q < 0 || v4 == MX_VERDICT_SKIPPED) {
-                mx_level_finish(l, MX_VERDICT_SKIPPED, NULL, NULL,
-                                "L4 measured nothing: nothing to compare");
-                goto out;
-        }
-        if (v4 == MX_VERDICT_INVALID) {
-                mx_level_finish(l, MX_VERDICT_INVALID, NULL, NULL,
-                                "L4's numbers are invalid (kernel gate): they are not compared");
-                goto out;
-        }
-        if (v4 != MX_VERDICT_PASS) {
-                mx_level_finish(l, MX_VERDICT_SKIPPED, NULL, NULL,
-                                "L4 did not pass (%s): nothing to compare", mx_verdict_to_string(v4));
-                goto out;
-        }
-        if (!h) {
-                mx_level_finish(l, MX_VERDICT_SKIPPED, NULL, NULL, "no stored results to compare with");
-                goto out;
-        }
-        mx_regress_opts_defaults(&o);
-        o.perf_max_drop_pct = setting_num(l, "perf_max_drop_pct");
-        o.ttft_p99_max_rise_pct = setting_num(l, "ttft_p99_max_rise_pct");
-        o.memory_max_rise_gb = setting_num(l, "memory_max_rise_gb");
-        o.alpha = setting_num(l, "alpha");
-        o.alpha_same = setting_num(l, "alpha_same");
-        o.primary = json_string_value(json_object_get(l->ctx->settings, "primary"));
-        if (o.primary && !*o.primary)
-                o.primary = NULL;
-        /* the daemon does not queue confirmation starts yet: a check decides on the starts there are */
-        o.can_confirm = false;
-        o.rule = mx_regress_rule_from_string(json_string_value(json_object_get(l->ctx->settings, "rule")));
-        if ((q = h->self(h->ud, &self, &err)) < 0 ||
-            (wants(l, "baseline") && (q = baseline_group(l, self, cur, &o, &lo, &d, &err)) < 0) ||
-            (wants(l, "history") && (q = history_groups(l, self, cur, &o, &lo, &d, &err)) < 0)) {
-                mx_level_finish(l, MX_VERDICT_FAIL, NULL, NULL, "cannot read earlier results: %s",
-                                err ? err : strerror(-q));
+        *out = (struct mx_l5_output){.verdict = MX_VERDICT_SKIPPED};
+        opts_from(in, &o);
+        if ((q = h->self(h->ud, &self, &err)) < 0 || (q = current_starts(in, self, &curs, &cur_ids, &err)) < 0 ||
+            (wants(in, "baseline") && (q = baseline_group(in, self, curs, &o, &lo, &d, &err)) < 0) ||
+            (wants(in, "history") && (q = history_groups(in, self, curs, &o, &lo, &d, &err)) < 0)) {
+                out->verdict = MX_VERDICT_FAIL;
+                out->message = xasprintf("cannot read earlier results: %s", err ? err : strerror(-q));
                 goto out;
         }
         gpu_text = json_is_string(json_object_get(self, "gpu_name"))
@@ -344,38 +417,101 @@ static void l5_after_stop(struct mx_level *l, const struct mx_level_stop *st)
                       mx_regress_rule_to_string(o.rule), "left_out", "other_gpu", lo.other_gpu, "not_pass",
                       lo.not_pass, "invalid", lo.invalid, "no_baseline", d.no_baseline);
         json_object_set_new(m, "decision",
-                            json_string(d.rule ? "regression" : d.unknown.len ? "unknown" : "no regression"));
+                            json_string(d.rule                                  ? "regression"
+                                        : d.unknown.len && d.unknown_primary ? "unknown"
+                                                                             : "no regression"));
         json_object_set_new(m, "unit", json_string("server start: one summary per start and check"));
+        out->metrics = m;
+        if (in->rounds > 0) {
+                json_object_set_new(m, "confirmation",
+                                    json_pack("{s:i,s:i,s:O,s:O}", "rounds", in->rounds, "budget", (int)budget(in),
+                                              "current_attempts", cur_ids, "reference_attempts", d.ref_starts));
+                after = xasprintf("after %d confirmation round%s (A/B, fresh server starts): ", in->rounds,
+                                  in->rounds == 1 ? "" : "s");
+        }
         msg = mx_buf_steal(&d.msg);
         regs = mx_buf_steal(&d.regs);
         unk = mx_buf_steal(&d.unknown);
         if (d.compared == 0) {
-                bool is_baseline = streq_ptr(baseline_key(l, self),
+                bool is_baseline = streq_ptr(baseline_key(in, self),
                                              json_string_value(json_object_get(self, "config_key")));
                 _cleanup_free_ char *gpus =
                         lo.other_gpu ? xasprintf("; %u stored results on another GPU", lo.other_gpu) : NULL;
 
-                mx_level_finish(l, MX_VERDICT_SKIPPED, m, NULL, "%s%s (%s%s)",
-                                is_baseline ? "this run is the baseline and no earlier run of it at these "
-                                              "source SHAs was measured"
-                                            : "no baseline measured",
-                                wants(l, "history") ? ", nor this configuration at other SHAs" : "",
-                                gpu_text, strempty(gpus));
-        } else if (d.rule)
-                mx_level_finish(l, MX_VERDICT_FAIL, m, NULL, "regression: %s (%s)", regs, gpu_text);
-        else if (unk && *unk)
+                out->message = xasprintf("%s%s (%s%s)",
+                                         is_baseline ? "this run is the baseline and no earlier run of it at these "
+                                                       "source SHAs was measured"
+                                                     : "no baseline measured",
+                                         wants(in, "history") ? ", nor this configuration at other SHAs" : "",
+                                         gpu_text, strempty(gpus));
+        } else if (d.rule) {
+                out->verdict = MX_VERDICT_FAIL;
+                out->message = xasprintf("%sregression: %s (%s)", strempty(after), regs, gpu_text);
+        } else if (unk && *unk && d.confirm_run > 0) {
+                /* undecided, and more starts may decide it: the daemon starts both sides again */
+                out->confirm_run = d.confirm_run;
+                json_object_set_new(m, "confirm",
+                                    json_pack("{s:I,s:i,s:i,s:O}", "reference_run", (json_int_t)d.confirm_run,
+                                              "round", in->rounds + 1, "budget", (int)budget(in), "settings",
+                                              in->settings));
+                if (baseline_key(in, self))
+                        json_object_set_new(json_object_get(m, "confirm"), "baseline_key",
+                                            json_string(baseline_key(in, self)));
+                out->message = xasprintf("%sundecided: confirming on fresh server starts of r%" JSON_INTEGER_FORMAT
+                                         " and r%" PRId64 " (A/B, round %d of at most %u): %s (%s)",
+                                         strempty(after), json_integer_value(json_object_get(self, "run")),
+                                         d.confirm_run, in->rounds + 1, budget(in), unk, gpu_text);
+        } else if (unk && *unk && d.unknown_primary)
                 /* undecided is not a failure: more server starts would decide it */
-                mx_level_finish(l, MX_VERDICT_SKIPPED, m, NULL, "unknown (needs %u more server starts a side): %s (%s)",
-                                d.more, unk, gpu_text);
-        else
-                mx_level_finish(l, MX_VERDICT_PASS, m, NULL, "%sno regression against %s (%s)",
-                                d.no_baseline ? "no baseline measured; " : "", msg, gpu_text);
+                out->message = xasprintf("%sunknown (needs %u more server starts a side): %s (%s)", strempty(after),
+                                         d.more, unk, gpu_text);
+        else if (unk && *unk) {
+                /* the primary check decided; the others are Holm's family: undecided ones are informative */
+                out->verdict = MX_VERDICT_PASS;
+                out->message = xasprintf("%sno regression against %s; informative, undecided (needs %u more server "
+                                         "starts a side): %s (%s)",
+                                         strempty(after), msg, d.more, unk, gpu_text);
+        } else {
+                out->verdict = MX_VERDICT_PASS;
+                out->message = xasprintf("%s%sno regression against %s (%s)", strempty(after),
+                                         d.no_baseline ? "no baseline measured; " : "", msg, gpu_text);
+        }
 out:
         json_decref(d.groups);
+        json_decref(d.ref_starts);
         free(d.rule);
         free(d.msg.data);
         free(d.regs.data);
         free(d.unknown.data);
+}
+
+static void l5_after_stop(struct mx_level *l, const struct mx_level_stop *st)
+{
+        struct mx_l5_output out = {};
+        enum mx_verdict v4 = MX_VERDICT_SKIPPED;
+        json_t *cur = NULL;
+        int q;
+
+        (void)st;
+        q = mx_level_sibling(l, "L4", &v4, &cur);
+        if (q == -ENOENT)
+                return mx_level_finish(l, MX_VERDICT_SKIPPED, NULL, NULL,
+                                       "L5 compares L4's numbers: select L4 too (L1-L5)");
+        if (q < 0 || v4 == MX_VERDICT_SKIPPED)
+                return mx_level_finish(l, MX_VERDICT_SKIPPED, NULL, NULL, "L4 measured nothing: nothing to compare");
+        if (v4 == MX_VERDICT_INVALID)
+                return mx_level_finish(l, MX_VERDICT_INVALID, NULL, NULL,
+                                       "L4's numbers are invalid (kernel gate): they are not compared");
+        if (v4 != MX_VERDICT_PASS)
+                return mx_level_finish(l, MX_VERDICT_SKIPPED, NULL, NULL, "L4 did not pass (%s): nothing to compare",
+                                       mx_verdict_to_string(v4));
+        if (!l->ctx->history)
+                return mx_level_finish(l, MX_VERDICT_SKIPPED, NULL, NULL, "no stored results to compare with");
+        mx_l5_decide(&(struct mx_l5_input){.settings = l->ctx->settings, .spec = l->ctx->spec,
+                                           .history = l->ctx->history, .cur = cur},
+                     &out);
+        mx_level_finish(l, out.verdict, TAKE_PTR(out.metrics), NULL, "%s", out.message);
+        mx_l5_output_done(&out);
 }
 
 static void l5_free(struct mx_level *l)

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# L5 confirmation starts through a private daemon, the real client and mxsim
+# (issue 15 item 2), with L5.confirm_starts 2 and the baseline group only:
+#  - a 30 % slower kernel ("slow") is a regression, decided at once or after
+#    confirmation starts;
+#  - after a new commit (no earlier baseline at the SHAs: 1 start a side), a
+#    kernel 3 % slower ("near", inside the 5 % threshold, significant within
+#    the start) is undecided: the daemon starts "near" and the baseline again,
+#    A then B, while the job is not done; a daemon restart in the middle of
+#    the confirmation loses nothing; L5 ends decided (no regression) and
+#    show names the starts on each side and the rule.
+# Exit 0 pass, 1 fail, 77 skip.
+set -u
+source "$(dirname "$0")/lib.sh"
+
+command -v git >/dev/null || skip "git is not installed"
+command -v sqlite3 >/dev/null || skip "sqlite3 is not installed"
+[ -x "$MX_BUILD_DIR/tests/sim/mxsim" ] || skip "mxsim is not built"
+
+step="git tree"
+g() { git -c user.name=t -c user.email=t@t -c init.defaultBranch=main "$@"; }
+mkdir -p "$T/vllm"
+g -C "$T/vllm" init -q && echo one >"$T/vllm/README" && g -C "$T/vllm" add README &&
+        g -C "$T/vllm" commit -qm one || fail "git"
+ok "vllm $(git -C "$T/vllm" rev-parse --short HEAD)"
+
+step="matrix"
+MXD_MATRIX=$T/matrix.json
+jq -n --arg sim "$MX_BUILD_DIR/tests/sim/mxsim" --arg v "$T/vllm" --arg lock "$T/gpu.lock" '{
+  matrix: 1, name: "l5-confirm",
+  target: {profile: "vllm", model: "openai/gpt-oss-120b", served_model_name: "gpt-oss-120b",
+           command: [$sim, "serve", "{model}", "--host", "{host}", "--port", "{port}",
+                     "--served-model-name", "{served_model_name}", "--disable-uvicorn-access-log"],
+           env: {MXSIM_LOAD_S: "0.1", MXSIM_WATCHDOG_S: "1", MXSIM_SHUTDOWN_WAIT_S: "1", MXSIM_GPU_LOCK: $lock,
+                 MXSIM_TOKEN_MS: "8", MXSIM_PREFILL_TPS: "10000",
+                 MXSIM_SPEED_RULES: "MXSIM_SLOW=1:0.7;MXSIM_NEAR=1:0.97"},
+           ready: {timeout: "30s", interval: "100ms"}},
+  axes: [{name: "kernel", values: [
+           {name: "marlin", env: {VLLM_MXFP4_MOE_KERNEL: "marlin"}},
+           {name: "slow", env: {VLLM_MXFP4_MOE_KERNEL: "marlin", MXSIM_SLOW: "1"}},
+           {name: "near", env: {VLLM_MXFP4_MOE_KERNEL: "marlin", MXSIM_NEAR: "1"}}]}],
+  baseline: {kernel: "marlin"},
+  features: [{name: "slow", priority: 1, set: {kernel: "slow"}, hypothesis: "slower", criteria: [{metric: "tg32_tps", min_gain_pct: 5}], status: "in-progress"},
+             {name: "near", priority: 2, set: {kernel: "near"}, hypothesis: "the same", criteria: [{metric: "tg32_tps", min_gain_pct: 5}], status: "in-progress"}],
+  levels: {run: ["L1", "L4", "L5"],
+           L4: {pp: [512], tg: [32], depth: [0], runs: 4, warmup: 1},
+           L5: {confirm_starts: 2, against: ["baseline"]}},
+  metadata: {sources: {vllm: $v}, timeout_ms: 5000}
+}' >"$MXD_MATRIX" || fail "jq"
+expect_exit 0 mx matrix check "$MXD_MATRIX"
+ok "checks"
+
+step="start"
+mxd_start
+ok "daemon pid $MXD_PID"
+
+l5_of() { run_field "$1" '[.run.attempt_history[] | select(.confirm_of == null) | .levels[] | select(.level == "L5")] | last'; }
+verdict_is() {
+        local got
+        got=$(jq -r .verdict <<<"$2")
+        [ "$got" = "$1" ] || fail "verdict $got, want $1: $(jq -c '{level, verdict, message}' <<<"$2")"
+}
+
+step="a 30 % regression is decided"
+job=$(submit feature=slow)
+mapfile -t runs < <(job_runs "$job")
+[ "${#runs[@]}" -eq 2 ] || fail "runs: ${runs[*]}"
+follow_job "$job"
+b1=${runs[0]} s1=${runs[1]}
+l5=$(l5_of "$s1")
+verdict_is fail "$l5"
+jqv "$l5" '.message | test("regression: tg32 .*-[23][0-9][.0-9]* %")' >/dev/null
+jqv "$l5" '.metrics.decision == "regression" and (.metrics.confirm == null)' >/dev/null
+[ "$(run_field "$s1" .run.result)" = fail ] || fail "r$s1 result $(run_field "$s1" .run.result)"
+ok "$(jq -r .message <<<"$l5" | cut -c1-160)"
+
+step="a new commit: 'near' (3 % slower) is undecided on 1 start a side and confirmed"
+echo two >>"$T/vllm/README" && g -C "$T/vllm" commit -qam two || fail "git"
+job=$(submit feature=near)
+mapfile -t runs < <(job_runs "$job")
+b2=${runs[0]} n2=${runs[1]}
+# the first confirmation start of "near" runs: its first attempt ended, L5 undecided, the job not done
+conf_running() {
+        [ "$(run_field "$n2" '[.run.attempt_history[] | select(.confirm_of != null)] | length')" -ge 1 ]
+}
+wait_until "a confirmation start of r$n2" conf_running
+l5=$(l5_of "$n2")
+verdict_is skipped "$l5"
+jqv "$l5" '.message | test("^undecided: confirming on fresh server starts of r'"$n2"' and r'"$b2"' [(]A/B, round 1 of at most 2[)]")' >/dev/null
+jqv "$l5" ".metrics.confirm.reference_run == $b2" >/dev/null
+state=$(job_field "$job" '.job.state')
+[ "$state" != done ] || fail "job $job is done while its confirmation starts run"
+[ "$(run_field "$n2" .run.result)" = null ] || fail "r$n2 has a result while L5 waits: $(run_field "$n2" .run.result)"
+ok "job $state, r$n2 waits: $(jq -r .message <<<"$l5" | cut -c1-120)"
+
+step="a daemon restart in the middle"
+mxd_stop TERM
+[ "$(db_query "SELECT count(*) FROM confirmations c JOIN attempts a ON a.id = c.for_attempt JOIN runs r ON r.id = a.run_id WHERE r.id = $n2")" -ge 2 ] ||
+        fail "the planned starts are not in the database"
+[ "$(db_query "SELECT confirming IS NOT NULL FROM runs WHERE id = $n2")" = 1 ] || fail "r$n2 no longer waits"
+mxd_start
+ok "restarted: pid $MXD_PID"
+
+step="decided after the confirmation starts"
+follow_job "$job" || true
+l5=$(l5_of "$n2")
+verdict_is pass "$l5"
+jqv "$l5" '.message | test("^after [12] confirmation rounds? [(]A/B, fresh server starts[)]: no regression against the baseline r'"$b2"' [(][23] vs [23] server starts; tg32: [23] vs [23] starts: ")' >/dev/null
+jqv "$l5" '.metrics.confirmation.rounds >= 1 and (.metrics.confirmation.current_attempts | length) >= 1 and
+        (.metrics.confirmation.reference_attempts | length) >= 1' >/dev/null
+[ "$(run_field "$n2" .run.state)" = done ] || fail "r$n2 $(run_field "$n2" .run.state)"
+[ "$(run_field "$n2" .run.result)" = pass ] || fail "r$n2 result $(run_field "$n2" .run.result)"
+[ "$(job_field "$job" '.job.state')" = done ] || fail "job $job $(job_field "$job" '.job.state')"
+# the run's result is its first attempt's; the confirmation starts are attempts of their own
+[ "$(run_field "$n2" '.run.attempt_history[0].levels | map(.level) | join(",")')" = "L1,L4,L5" ] || fail "levels"
+[ "$(run_field "$n2" '[.run.attempt_history[] | select(.confirm_of != null) | .levels | map(.level) | join(",")] | unique | join(" ")')" = "L1,L4" ] ||
+        fail "a confirmation start ran other levels"
+# interleaved: A (near), then B (the baseline), per round, in the order they started
+order=$(db_query "SELECT group_concat(side, ' ') FROM (SELECT c.side FROM confirmations c JOIN attempts a ON a.id = c.attempt_id
+        WHERE c.for_attempt = (SELECT id FROM attempts WHERE run_id = $n2 AND n = 1) ORDER BY a.started_at)")
+case "$order" in
+"current reference" | "current reference current reference") ;;
+*) fail "confirmation starts ran in the order: $order" ;;
+esac
+mx show "r$n2" >"$T/show" || fail "show"
+has "$T/show" "confirmation round"
+has "$T/show" "server starts; tg32:"
+# the baseline's own result stays its first attempt's
+[ "$(run_field "$b2" .run.result)" = pass ] || fail "r$b2 result $(run_field "$b2" .run.result)"
+ok "$(jq -r .message <<<"$l5" | cut -c1-200); order $order"
