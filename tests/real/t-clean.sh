@@ -43,7 +43,7 @@ done
 
 step="outcome"
 for r in "$b" "$f"; do
-        o=$(run_field "$r" '"\(.run.attempt_history[-1].outcome) \(.run.result)"')
+        o=$(run_field "$r" "$RESULT_ATTEMPT"' as $a | "\($a.outcome) \(.run.result)"')
         if [ "$o" = "completed pass" ]; then
                 ok "r$r completed, pass"
         else

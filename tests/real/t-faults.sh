@@ -47,14 +47,14 @@ submit_wait() {
         mapfile -t RUNS < <(job_runs "$job")
         MX_WAIT_S=240 follow_job "$job"
         for r in "${RUNS[@]}"; do
-                echo "     r$r $(run_field "$r" '"\(.run.config_key): \(.run.attempt_history[-1].outcome) \(.run.result)"'): $(verdicts "$r")"
+                echo "     r$r $(run_field "$r" "$RESULT_ATTEMPT"' as $a | "\(.run.config_key): \($a.outcome) \(.run.result)"'): $(verdicts "$r")"
         done
 }
 
 # expect_run RUN OUTCOME RESULT [CRASH-CLASS]
 expect_run() {
         local got want="$2 $3 ${4:-null}"
-        got=$(run_field "$1" '"\(.run.attempt_history[-1].outcome) \(.run.result) \(.run.attempt_history[-1].crash_class)"')
+        got=$(run_field "$1" "$RESULT_ATTEMPT"' as $a | "\($a.outcome) \(.run.result) \($a.crash_class)"')
         if [ "$got" != "$want" ]; then
                 echo "FAIL [$step]: r$1 outcome, result, crash class: $got, want $want" >&2
                 REAL_ERRORS=$((REAL_ERRORS + 1))
