@@ -21,6 +21,8 @@ shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 work=$stage/work
 mkdir -p "$work" "$out"
+# jq: the machine's, else the one stage.sh carried (with its two libraries)
+command -v jq >/dev/null || PATH=$stage/jq:$PATH
 MX=$stage/bin/mxmatrix
 MXD=$stage/bin/mxmatrixd
 log=$out/run.log
