@@ -16,6 +16,12 @@
 set -u
 out=${1:?usage: check.sh OUT [TOL]}
 tol=${2:-5}
+# run.sh keeps the runs' directories as runs.tar.xz: unpack them into a scratch copy
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+cp -r "$out"/. "$scratch"/
+out=$scratch
+for t in "$out"/*/runs.tar.xz; do [ -f "$t" ] && tar -xJf "$t" -C "$(dirname "$t")"; done
 status=0
 bad() { echo "FAIL: $*"; status=1; }
 good() { echo "ok   $*"; }

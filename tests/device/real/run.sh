@@ -3,23 +3,25 @@
 # client against the CUDA llama-server with a GPU-sized gpt-oss model.
 #   usage: run.sh STAGE OUT PHASE...    (STAGE: made by stage.sh; OUT: kept files)
 # Phases (each fits one device call of at most 10 minutes; the machine keeps
-# STAGE/work between calls while it stays warm):
+# WORK, default /tmp/mxmatrix-device-work, between calls while it stays warm:
+# not under STAGE, which each call's carry replaces):
 #   setup  unpack llama-server, generate the model (gpt-oss-20b's per-layer
-#          shapes, 4 layers, about 100 s) into STAGE/work
+#          shapes, 4 layers, about 100 s) into WORK
 #   levels feature fa-on of llama-cuda.json with every level's default
 #          settings: the baseline and the feature run, L1-L5
 #   ncu    llama-cuda-ncu.json under Nsight Compute: L1 and the L1.5 kernel
 #          gate on the real ncu report (a right gate passes, a wrong one fails)
 # OUT receives each job's export (the report document), show --json of every
-# run, the runs' directories (server logs, l4-bench.json, kernels.csv) and
-# the daemon's log; tests/device/real/check.sh checks them here (run it, then
+# run, the runs' directories as runs.tar.xz (server logs, l4-bench.json,
+# kernels.csv; the device call returns no deep folders) and the daemon's log
+# as daemon.log.xz; tests/device/real/check.sh checks them here (run it, then
 # keep OUT as tests/fixtures/device/real/).
 set -u
 stage=$(cd "${1:?usage: run.sh STAGE OUT PHASE...}" && pwd)
 out=${2:?usage: run.sh STAGE OUT PHASE...}
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-work=$stage/work
+work=${MX_DEVICE_WORK:-/tmp/mxmatrix-device-work}
 mkdir -p "$work" "$out"
 # jq: the machine's, else the one stage.sh carried (with its two libraries)
 command -v jq >/dev/null || PATH=$stage/jq:$PATH
@@ -73,8 +75,10 @@ job() {
         "$MX" report all "$j" -o "$out/$name/reports" >/dev/null 2>&1 || say "$name: report all failed"
         kill $pid
         wait $pid
+        xz -f "$out/$name/daemon.log"
         # the runs' directories: server logs, level documents, profiler reports (not the model or the DB)
-        (cd "$dir/state" && find runs -type f -size -20M -print0 | tar --null -T - -cf -) | tar -xf - -C "$out/$name"
+        (cd "$dir/state" && find runs -type f -size -50M -print0 | tar --null -T - -cf -) | xz -T0 >"$out/$name/runs.tar.xz"
+        (cd "$out/$name" && tar -cJf reports.tar.xz reports && rm -rf reports)
 }
 
 for phase in "$@"; do
