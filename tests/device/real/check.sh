@@ -12,10 +12,17 @@
 #    is llama-benchy's (N - 1) / (last - first);
 #  - ncu/: L1.5 read the real ncu report: the right gate passed, the wrong
 #    one (a Marlin kernel llama.cpp never has) failed naming it.
-# usage: check.sh OUT [TOL]     exit 0: all hold; 1: something does not
+#    pp rows are llama-benchy's N / (TTFR - latency), and TTFR also holds the
+#    server's request preparation (chat template, tokenization) that its
+#    "prompt eval time" leaves out: they must not read above the server's
+#    figure by more than TOL % (the defect this check was made for read 3-10x
+#    above it) nor below it by more than PP_TOL % (default 25), and the
+#    difference is printed per request and per prompt token;
+# usage: check.sh OUT [TOL [PP_TOL]]     exit 0: all hold; 1: something does not
 set -u
-out=${1:?usage: check.sh OUT [TOL]}
+out=${1:?usage: check.sh OUT [TOL [PP_TOL]]}
 tol=${2:-5}
+pp_tol=${3:-25}
 # run.sh keeps the runs' directories as runs.tar.xz: unpack them into a scratch copy
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -76,6 +83,21 @@ for doc in "$out"/levels/runs/*/*/l4-bench.json; do
                 d=$(awk -v a="$mo" -v b="$ms" 'BEGIN { printf "%+.2f", (a - b) / b * 100 }')
                 msg=$(printf '%-18s %-16s L4 %9.1f t/s  server %9.1f t/s  %s %% (mean of %d requests; largest single %s %%)' \
                         "${dir#"$out"/}" "$name" "$mo" "$ms" "$d" "$no" "$dmax")
+                if [ "$kind" = pp ]; then
+                        # llama-benchy's pp is N / (TTFR - latency): TTFR also holds the server's request
+                        # preparation (chat template, tokenization), which "prompt eval time" does not; say how
+                        # much per request and per prompt token, and hold pp below the server's figure (the old
+                        # defect read 3-10x above it) and within PP_TOL % of it
+                        over=$(awk -v n="$want" -v a="$mo" -v b="$ms" \
+                                'BEGIN { o = (n / a - n / b) * 1000; printf "%.1f ms a request, %.2f us a prompt token", o, o * 1000 / n }')
+                        msg="$msg; TTFR holds $over more than the prompt evaluation"
+                        if awk -v d="$d" -v t="$tol" -v p="$pp_tol" 'BEGIN { exit !(d <= t && d >= -p) }'; then
+                                good "$msg"
+                        else
+                                bad "$msg"
+                        fi
+                        continue
+                fi
                 if awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t && d >= -t) }'; then good "$msg"; else bad "$msg"; fi
         done < <(jq -r '.tests[] | select(.kind == "pp" or .kind == "tg") |
                 [.kind, .test, .depth, .pp, (.tg // 0), (.tps.values | tojson)] | @tsv' "$doc")
