@@ -54,7 +54,7 @@ step="start"
 mxd_start
 ok "daemon pid $MXD_PID"
 
-l5_of() { run_field "$1" '[.run.attempt_history[] | select(.confirm_of == null) | .levels[] | select(.level == "L5")] | last'; }
+l5_of() { level_of "$1" L5; }
 verdict_is() {
         local got
         got=$(jq -r .verdict <<<"$2")
