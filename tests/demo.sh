@@ -79,10 +79,12 @@ for r in $(mx --json show 1 | jq -r '.runs[].id'); do
                  pp2048: ($by.L4.metrics.tests // [] | map(select(.test == "pp2048"))[0].tps.mean),
                  arts: [($by.L4.artifacts // [])[].path], L5: $by.L5.verdict, L5msg: $by.L5.message,
                  rule: $by.L5.metrics.rule,
-                 confirms: [$run.attempt_history[] | select(.confirm_of != null) | "attempt \(.n) for r\(.confirm_of) (\([.levels[].level] | join(", ")))"]}'
+                 attempts: [$run.attempt_history[] | {id, n, confirm_of, levels: [.levels[].level]}]}'
 done >"$work/l45"
 echo "== L4 and L5 of every run (tg32 and pp2048 in t/s; expected from mxsim's schedule)"
-jq -r '(.config.kernel // "marlin") as $k | (.config.activation // "bf16") as $act |
+# confirm_of names the attempt (its id) whose L5 a confirmation start serves, maybe another run's.
+jq -rs '(map(.run as $r | .attempts[] | {(.id | tostring): "r\($r) attempt \(.n)"}) | add) as $aid | .[] |
+        (.config.kernel // "marlin") as $k | (.config.activation // "bf16") as $act |
         ((if $k == "cutlass" then 1.22 else 1 end) *
          (if $k == "marlin" then 1 else ({"bf16": 1, "mxfp8": 1.08, "mxfp4": 1.10, "fp8": 0.735}[$act]) end) *
          (if .config.graphs == "off" then 0.82 else 1 end)) as $speed |
@@ -90,8 +92,9 @@ jq -r '(.config.kernel // "marlin") as $k | (.config.activation // "bf16") as $a
         (if .tg32 then "tg32 \(.tg32 * 100 | round / 100) (schedule \(250 * $speed * 100 | round / 100)), " +
                 "pp2048 \(.pp2048 | round) (schedule 10000)" else "no numbers" end) +
         "\n    L5 \(.L5 // "-"): \(.L5msg // "")" +
-        (if (.confirms | length) > 0 then "\n    L5 confirmation starts of this run: \(.confirms | join("; "))" else "" end)' \
-        "$work/l45"
+        ([.attempts[] | select(.confirm_of != null) | "\n    attempt \(.n): an L5 confirmation start " +
+                "(\(.levels | join(", "))) for the L5 of \($aid[.confirm_of | tostring] // "attempt id \(.confirm_of)")"] |
+         join(""))' "$work/l45"
 echo
 base=$(jq -r 'select(.config.kernel == "marlin") | .run' "$work/l45" | head -1)
 cut=$(jq -r 'select(.config.kernel == "cutlass" and .config.activation == "bf16" and .config.graphs == "on" and
