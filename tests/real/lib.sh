@@ -100,14 +100,7 @@ real_matrix() {
                 fail "jq on $REAL_MATRIX"
 }
 
-# The attempt a run's result comes from (jq), else its latest: L5's confirmation starts are later
-# attempts of the same runs (L1, L1.5 and L4 only) that never become the result.
-RESULT_ATTEMPT='(.run as $r | ([$r.attempt_history[] | select(.n == $r.result_attempt)] | .[0]) // $r.attempt_history[-1])'
-
-# level_of RUN LEVEL: the level's record ({level, verdict, message, metrics...}) of rRUN's result attempt.
-level_of() {
-        run_field "$1" "$RESULT_ATTEMPT.levels[] | select(.level == \"$2\")"
-}
+# RESULT_ATTEMPT and level_of (the result attempt's levels) are tests/regress/lib.sh's.
 
 # verdicts RUN: "L1=pass L1.5=pass ..." of rRUN's result attempt.
 verdicts() {

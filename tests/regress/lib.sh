@@ -233,6 +233,19 @@ run_field() {
         jq -r "$2" <<<"$out"
 }
 
+# The attempt a run's result comes from (jq on "show rRUN --json"), else its latest attempt that
+# is not a confirmation start. L5's confirmation starts are later attempts of the same runs (L1,
+# L1.5 and L4 only, confirm_of set) that never become the result: attempt_history[-1] may be one,
+# and while the run's own confirmation start runs, show's result_attempt names that running start
+# (a running run shows its running attempt), so a confirmation start is never taken for the result.
+RESULT_ATTEMPT='(.run as $r | ([$r.attempt_history[] | select(.n == $r.result_attempt and .confirm_of == null)] |
+        .[0]) // ([$r.attempt_history[] | select(.confirm_of == null)] | last) // $r.attempt_history[-1])'
+
+# level_of RUN LEVEL: the level's record ({level, verdict, message, metrics...}) of rRUN's result attempt.
+level_of() {
+        run_field "$1" "$RESULT_ATTEMPT.levels[] | select(.level == \"$2\")"
+}
+
 job_field() {
         local out
         out=$(mxj show "$1") || exit 1

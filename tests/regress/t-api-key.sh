@@ -47,9 +47,7 @@ matrix() {
 }' >"$1" || fail "jq"
 }
 
-level() { # RUN LEVEL: that level's entry of the latest attempt
-        run_field "$1" ".run.attempt_history[-1].levels[] | select(.level == \"$2\")"
-}
+level() { level_of "$@"; } # RUN LEVEL: that level's entry of the result attempt
 
 step="matrix with api_key_env"
 MXD_MATRIX=$T/matrix.json

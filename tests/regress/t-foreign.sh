@@ -159,7 +159,7 @@ mapfile -t runs < <(job_runs "$job")
 [ "${#runs[@]}" -eq 2 ] || fail "runs: ${runs[*]}"
 MX_WAIT_S=300 follow_job "$job"
 for r in "${runs[@]}"; do
-        lv=$(run_field "$r" '.run.attempt_history[-1].levels')
+        lv=$(run_field "$r" "$RESULT_ATTEMPT.levels")
         for L in L1 L2 L3 L4; do
                 v=$(jq -r ".[] | select(.level == \"$L\") | .verdict" <<<"$lv")
                 [ "$v" = pass ] || fail "r$r $L: $v: $(jq -c ".[] | select(.level == \"$L\") | .message" <<<"$lv")"
@@ -168,14 +168,14 @@ done
 ok "r${runs[0]} r${runs[1]}: L1 L2 L3 L4 pass"
 
 step="L4's numbers on the schedule"
-l4=$(run_field "${runs[0]}" '.run.attempt_history[-1].levels[] | select(.level == "L4")')
+l4=$(level_of "${runs[0]}" L4)
 jq '.metrics' <<<"$l4" >"$T/bench.json"
 check ttfr "$(val '.serving[0].ttfr_ms.mean')" $F 2 1.5
 check ttft "$(val '.serving[0].ttft_ms.mean')" $((F + 3 * D)) 2 1.5
 check tpot "$(val '.serving[0].tpot_ms.mean')" $D 1 0.2
 check itl_p50 "$(val '.serving[0].itl_ms.p50')" $D 1 0.2
 check tg_tps "$(val '.tests[] | select(.kind == "tg") | .tps.mean')" $((1000 / D)) 1 0
-l4=$(run_field "${runs[1]}" '.run.attempt_history[-1].levels[] | select(.level == "L4")')
+l4=$(level_of "${runs[1]}" L4)
 jq '.metrics' <<<"$l4" >"$T/bench.json"
 check ttfr "$(val '.serving[0].ttfr_ms.mean')" 0 0 2
 check ttft "$(val '.serving[0].ttft_ms.mean')" $((F + 3 * D)) 2 1.5

@@ -54,7 +54,7 @@ step="start"
 mxd_start
 ok "daemon pid $MXD_PID"
 
-l5_of() { run_field "$1" '[.run.attempt_history[] | select(.confirm_of == null) | .levels[] | select(.level == "L5")] | last'; }
+l5_of() { level_of "$1" L5; }
 verdict_is() {
         local got
         got=$(jq -r .verdict <<<"$2")
@@ -88,6 +88,8 @@ l5=$(l5_of "$n2")
 verdict_is skipped "$l5"
 jqv "$l5" '.message | test("^undecided: confirming on fresh server starts of r'"$n2"' and r'"$b2"' [(]A/B, round 1 of at most 2[)]")' >/dev/null
 jqv "$l5" ".metrics.confirm.reference_run == $b2" >/dev/null
+b2_l5=$(level_of "$b2" L5 | jq -c '{verdict, message}')
+[ -n "$b2_l5" ] || fail "the baseline r$b2 has no L5 of its own"
 state=$(job_field "$job" '.job.state')
 [ "$state" != done ] || fail "job $job is done while its confirmation starts run"
 [ "$(run_field "$n2" .run.result)" = null ] || fail "r$n2 has a result while L5 waits: $(run_field "$n2" .run.result)"
@@ -127,4 +129,12 @@ has "$T/show" "confirmation round"
 has "$T/show" "server starts; tg32:"
 # the baseline's own result stays its first attempt's
 [ "$(run_field "$b2" .run.result)" = pass ] || fail "r$b2 result $(run_field "$b2" .run.result)"
+# and so do its levels: its confirmation starts (confirm_of r$n2's attempt, L1/L4 only) are later attempts
+[ "$(run_field "$b2" '.run.result_attempt')" = 1 ] || fail "r$b2's result attempt $(run_field "$b2" .run.result_attempt)"
+[ "$(run_field "$b2" '[.run.attempt_history[1:][] | .confirm_of != null] | length > 0 and all')" = true ] ||
+        fail "r$b2's later attempts are not all confirmation starts: $(run_field "$b2" '[.run.attempt_history[] | {n, confirm_of}]')"
+[ "$(run_field "$b2" '.run.attempt_history[-1].levels | map(.level) | join(",")')" = L1,L4 ] ||
+        fail "r$b2's latest attempt is not a confirmation start (L1,L4)"
+[ "$(level_of "$b2" L5 | jq -c '{verdict, message}')" = "$b2_l5" ] ||
+        fail "r$b2's L5 changed with the confirmation starts: $(level_of "$b2" L5 | jq -c '{verdict, message}'), was $b2_l5"
 ok "$(jq -r .message <<<"$l5" | cut -c1-200); order $order"

@@ -60,9 +60,9 @@ step="start"
 mxd_start
 ok "daemon pid $MXD_PID"
 
-# levels ID: "L4=... L5=..." of rID and L5's message
-l5_of() { run_field "$1" '.run.attempt_history[-1].levels[] | select(.level == "L5")'; }
-l4_of() { run_field "$1" '.run.attempt_history[-1].levels[] | select(.level == "L4")'; }
+# L5's and L4's records of rID's result attempt (not a later confirmation start of it)
+l5_of() { level_of "$1" L5; }
+l4_of() { level_of "$1" L4; }
 verdict_is() {
         local got
         got=$(jq -r .verdict <<<"$2")

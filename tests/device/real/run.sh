@@ -29,6 +29,8 @@ MX=$stage/bin/mxmatrix
 MXD=$stage/bin/mxmatrixd
 log=$out/run.log
 say() { echo "$(date +%T) $*" | tee -a "$log"; }
+# the result attempt of a run's show --json (L5's confirmation starts are later attempts of it)
+ra='(.run as $r | ([$r.attempt_history[] | select(.n == $r.result_attempt)] | .[0]) // $r.attempt_history[-1])'
 
 setup() {
         if [ ! -x "$work/llama-server" ]; then
@@ -69,7 +71,7 @@ job() {
         runs=$(jq -r '.runs[].id' "$out/$name/show-job.json")
         for r in $runs; do
                 "$MX" --json show "r$r" >"$out/$name/show-r$r.json"
-                say "$name: r$r $(jq -r '.run.result + ": " + ([.run.attempt_history[-1].levels[] | "\(.level)=\(.verdict)"] | join(" "))' "$out/$name/show-r$r.json")"
+                say "$name: r$r $(jq -r "$ra"' as $a | .run.result + ": " + ([$a.levels[] | "\(.level)=\(.verdict)"] | join(" "))' "$out/$name/show-r$r.json")"
         done
         "$MX" export "$j" -o "$out/$name/export.json" || say "$name: export failed"
         "$MX" report all "$j" -o "$out/$name/reports" >/dev/null 2>&1 || say "$name: report all failed"
