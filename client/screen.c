@@ -208,14 +208,15 @@ void screen_print(json_t *summary)
                 free(h[i]);
         if (json_array_size(json_object_get(summary, "metrics")) > 0) {
                 printf("figures: each run's stored L4 level (memory: its peak, else the sampler's; the kind in "
-                       "brackets); throughput mean ± population std (n requests, depth 0); ");
+                       "brackets);\n         throughput mean ± population std (n requests, depth 0); ");
                 if (json_is_object(base))
-                        printf("Δ against the baseline r%" JSON_INTEGER_FORMAT "; ",
+                        printf("Δ against the baseline r%" JSON_INTEGER_FORMAT ";\n",
                                json_integer_value(json_object_get(base, "run")));
                 else
-                        printf("no Δ: %s; ", strna(json_string_value(json_object_get(summary, "baseline_why"))));
-                printf("(invalid): L1.5 or L4 says the number may not count; not measured: no level measured it "
-                       "(mxmatrix show rN says why)\n");
+                        printf("no Δ: %s;\n",
+                               strna(json_string_value(json_object_get(summary, "baseline_why"))));
+                printf("         (invalid): L1.5 or L4 says the number may not count; not measured: no level "
+                       "measured it (mxmatrix show rN says why)\n");
         }
         if (!screen_complete(summary))
                 printf("(the first %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT " runs)\n",
