@@ -134,17 +134,20 @@ static void row(json_t *summary, json_t *run, bool ttft_pair, struct table *t, s
         const char *result = json_string_value(json_object_get(run, "result"));
         const char *crash = json_string_value(json_object_get(run, "crash_class"));
         const char *differs = json_string_value(json_object_get(run, "differs"));
-        char *c[SCREEN_COLS_MAX + 1] = { 0 };
+        char *c[SCREEN_COLS_MAX + 1] = {0};
         size_t n = 0, i;
 
         c[n++] = xasprintf("r%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(run, "run")));
-        c[n++] = is_base                      ? xstrdup("baseline")
-                 : !json_is_object(base)      ? xstrdup(strna(json_string_value(json_object_get(run, "config_key"))))
-                 : differs && *differs        ? xstrdup(differs)
-                                              : xstrdup("(as the baseline)");
-        /* the result in protocol.json's vocabulary (the state while there is none), as the runs table writes it */
-        c[n++] = result && crash ? xasprintf("%s:%s", result, crash)
-                                 : xstrdup(result ?: strna(json_string_value(json_object_get(run, "state"))));
+        c[n++] = is_base ? xstrdup("baseline")
+                 : !json_is_object(base)
+                         ? xstrdup(strna(json_string_value(json_object_get(run, "config_key"))))
+                 : differs && *differs ? xstrdup(differs)
+                                       : xstrdup("(as the baseline)");
+        /* the result in protocol.json's vocabulary (the state while there is none), as the runs table writes
+         * it */
+        c[n++] = result && crash
+                         ? xasprintf("%s:%s", result, crash)
+                         : xstrdup(result ?: strna(json_string_value(json_object_get(run, "state"))));
         json_array_foreach (json_object_get(summary, "levels"), i, v)
                 if (n < n_cols)
                         c[n++] = xstrdup(json_string_value(json_object_get(json_object_get(run, "verdicts"),
@@ -163,8 +166,10 @@ static void row(json_t *summary, json_t *run, bool ttft_pair, struct table *t, s
 
                         if (json_is_number(json_object_get(p50, "value")) &&
                             json_is_number(json_object_get(p99, "value"))) {
-                                _cleanup_free_ char *a = num(json_number_value(json_object_get(p50, "value")));
-                                _cleanup_free_ char *b = num(json_number_value(json_object_get(p99, "value")));
+                                _cleanup_free_ char *a =
+                                        num(json_number_value(json_object_get(p50, "value")));
+                                _cleanup_free_ char *b =
+                                        num(json_number_value(json_object_get(p99, "value")));
 
                                 c[n++] = xasprintf("%s / %s%s", a, b,
                                                    json_object_get(p50, "invalid") ? " (invalid)" : "");
@@ -207,7 +212,8 @@ void screen_print(json_t *summary)
         for (i = 0; i < n_cols; i++)
                 free(h[i]);
         if (json_array_size(json_object_get(summary, "metrics")) > 0) {
-                printf("figures: each run's stored L4 level (memory: its peak, else the sampler's; the kind in "
+                printf("figures: each run's stored L4 level (memory: its peak, else the sampler's; the kind "
+                       "in "
                        "brackets);\n         throughput mean ± population std (n requests, depth 0); ");
                 if (json_is_object(base))
                         printf("Δ against the baseline r%" JSON_INTEGER_FORMAT ";\n",
@@ -215,7 +221,8 @@ void screen_print(json_t *summary)
                 else
                         printf("no Δ: %s;\n",
                                strna(json_string_value(json_object_get(summary, "baseline_why"))));
-                printf("         (invalid): L1.5 or L4 says the number may not count; not measured: no level "
+                printf("         (invalid): L1.5 or L4 says the number may not count; not measured: no "
+                       "level "
                        "measured it (mxmatrix show rN says why)\n");
         }
         if (!screen_complete(summary))

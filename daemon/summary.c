@@ -31,7 +31,7 @@ static bool has_reason(json_t *run, const char *reason)
 /* The job's baseline run: its "baseline" run, else its feature-off run on the baseline; NULL when none. */
 static json_t *baseline_run(json_t *runs)
 {
-        static const char *const reasons[] = { "baseline", "feature-off" };
+        static const char *const reasons[] = {"baseline", "feature-off"};
         json_t *run;
         size_t i;
 
@@ -49,7 +49,7 @@ static bool metric_add(struct metric *ms, size_t *n, const char *name, bool crit
                         return false;
         if (*n >= SUMMARY_METRICS_MAX)
                 return false;
-        ms[(*n)++] = (struct metric){ name, criterion };
+        ms[(*n)++] = (struct metric){name, criterion};
         return true;
 }
 
@@ -89,7 +89,8 @@ static size_t metrics_pick(const struct mx_matrix *m, int feature, json_t *runs,
                                 metric_add(ms, &n, hard[k].metric, true);
         }
         json_array_foreach (runs, i, run) {
-                json_t *res = json_object_get(json_object_get(json_object_get(run, "levels"), "L4"), "results");
+                json_t *res =
+                        json_object_get(json_object_get(json_object_get(run, "levels"), "L4"), "results");
                 const char *k;
                 json_t *v;
 
@@ -112,7 +113,8 @@ static size_t metrics_pick(const struct mx_matrix *m, int feature, json_t *runs,
                 metric_add(ms, &n, "ttft_p50_ms", false);
                 metric_add(ms, &n, "ttft_p99_ms", false);
         }
-        /* columns by kind: throughput, then latency, then the rest (memory, startup), each in the order found */
+        /* columns by kind: throughput, then latency, then the rest (memory, startup), each in the order
+         * found */
         {
                 struct metric sorted[SUMMARY_METRICS_MAX];
                 size_t k = 0;
@@ -153,7 +155,7 @@ static bool metric_higher_is_better(const char *metric)
 static bool row_spread(json_t *run, const char *metric, double *ret_std, int64_t *ret_n)
 {
         json_t *rows = json_object_get(json_object_get(json_object_get(run, "levels"), "L4"), "rows"), *row;
-        char kind[3] = { metric[0], metric[1], 0 };
+        char kind[3] = {metric[0], metric[1], 0};
         long size = strtol(metric + 2, NULL, 10);
         double sum = 0, sq = 0;
         int64_t n = 0;
@@ -228,8 +230,7 @@ static json_t *metric_cell(json_t *run, json_t *base, const char *metric)
                 json_object_set_new(cell, "from", json_string(source));
                 /* memory's figure kind (gpu, system, pss, gpu-device): like is compared with like only */
                 if (streq(metric, "memory_gb") && open && endswith(source, ")"))
-                        json_object_set_new(cell, "kind",
-                                            json_stringn(open + 1, strlen(open + 1) - 1));
+                        json_object_set_new(cell, "kind", json_stringn(open + 1, strlen(open + 1) - 1));
         }
         return cell;
 }
@@ -309,12 +310,14 @@ json_t *summary_job_json(const struct mx_matrix *m, int feature, json_t *job_lev
                         break;
                 json_array_append_new(rows, run_row(run, base, ms, n_ms));
         }
-        return json_pack("{s:o,s:s?,s:o,s:o,s:o,s:I,s:I}", "baseline",
-                         base ? json_pack("{s:O,s:O}", "run", json_object_get(base, "run"), "config_key",
-                                          json_object_get(base, "config_key"))
-                              : json_null(),
-                         "baseline_why",
-                         base ? NULL : "the job has no baseline run (reason baseline or feature-off): no change shown",
-                         "levels", levels_pick(job_levels, runs), "metrics", metrics, "runs", rows, "total",
-                         (json_int_t)json_array_size(runs), "shown", (json_int_t)json_array_size(rows));
+        return json_pack(
+                "{s:o,s:s?,s:o,s:o,s:o,s:I,s:I}", "baseline",
+                base ? json_pack("{s:O,s:O}", "run", json_object_get(base, "run"), "config_key",
+                                 json_object_get(base, "config_key"))
+                     : json_null(),
+                "baseline_why",
+                base ? NULL
+                     : "the job has no baseline run (reason baseline or feature-off): no change shown",
+                "levels", levels_pick(job_levels, runs), "metrics", metrics, "runs", rows, "total",
+                (json_int_t)json_array_size(runs), "shown", (json_int_t)json_array_size(rows));
 }
