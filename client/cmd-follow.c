@@ -2,15 +2,18 @@
 /*
  * mxmatrix follow JOB: one readable line per event until every run of the job
  * is done ("r12 backend=cutlass,graphs=on  L2 fail: ..."), and on a terminal a
- * progress line under them, redrawn in place (runs done of the total, passes,
- * failures, elapsed, ETA). --json prints the daemon's stream items as JSON
- * lines instead, the "progress" items included.
+ * progress line under them, redrawn in place (runs done of the total, their
+ * results in the one result vocabulary, elapsed, ETA); at the end the job's
+ * answer on one screen (screen.h) and its success criteria, as show JOB
+ * prints them. --json prints the daemon's stream items as JSON lines
+ * instead, the "progress" items included.
  * Exit status 0 when every run went as expected (pass or xfail, protocol.json's
  * "expected" results), 1 otherwise.
  */
 #include "output.h"
 #include "progress.h"
 #include "remote.h"
+#include "screen.h"
 
 #include <inttypes.h>
 
@@ -164,7 +167,6 @@ static int render(json_t *params, json_t *job)
 {
         json_t *c = json_object_get(job, "counts"), *e;
         json_int_t good = 0, total = json_integer_value(json_object_get(c, "total"));
-        _cleanup_free_ char *results = mx_result_counts_text(c, true);
         size_t i;
 
         (void)params;
@@ -182,10 +184,17 @@ static int render(json_t *params, json_t *job)
                 /* Elapsed up to the job's last event, not to now (a finished job's history). */
                 progress_from_job(job, follow.last > 0 ? follow.last : mx_now_real_us(), &p);
                 s = progress_format(&p);
+                /* The counts in the words of status and show; "as expected" is the exit status, not a pass. */
                 printf("job %" JSON_INTEGER_FORMAT " %s: %s; %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
-                       " runs as expected (pass or xfail) (%s)\n",
-                       json_integer_value(json_object_get(job, "id")), strna(get_str(job, "state")), results, good,
-                       total, s);
+                       " runs as expected (pass or xfail)\n",
+                       json_integer_value(json_object_get(job, "id")), strna(get_str(job, "state")), s, good,
+                       total);
+                /* The answer on one screen, as show JOB prints it. */
+                if (json_is_object(json_object_get(job, "summary"))) {
+                        putchar('\n');
+                        screen_print(json_object_get(job, "summary"));
+                        output_criteria(json_object_get(job, "criteria"));
+                }
         }
         return good == total ? MX_EXIT_OK : MX_EXIT_FAILURE;
 }

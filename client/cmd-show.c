@@ -3,6 +3,7 @@
 #include "metadata.h"
 #include "output.h"
 #include "remote.h"
+#include "screen.h"
 
 /* show JOB's runs arrive as stream items, a batch each: gather them. */
 static int gather_runs(json_t *item, void *ud)
@@ -64,7 +65,12 @@ static void show_job(json_t *params, json_t *res)
                json_integer_value(json_object_get(job, "uid")), strna(levels),
                strna(json_string_value(json_object_get(job, "matrix"))));
         printf("runs: %s\n\n", counts);
-        output_runs(runs);
+        /* One screen: the summary's table when it holds every run and no page was asked for. */
+        if (screen_complete(json_object_get(res, "summary")) && !json_object_get(params, "limit") &&
+            !json_object_get(params, "after"))
+                screen_print(json_object_get(res, "summary"));
+        else
+                output_runs(runs);
         if (json_is_true(json_object_get(res, "more")))
                 printf("(more: mxmatrix show %" JSON_INTEGER_FORMAT " --after r%" JSON_INTEGER_FORMAT
                        "%s)\n",

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "progress.h"
 
+#include "protocol.h"
+
 #include <inttypes.h>
 
 static int64_t count(json_t *counts, const char *key)
@@ -18,16 +20,13 @@ void progress_from_job(json_t *job, int64_t now_us, struct progress *ret)
         struct progress p = {
                 .total = count(c, "total"),
                 .done = count(c, "done"),
-                /* As follow's exit status counts them: a known-incompatible run that failed is expected. */
-                .passed = count(c, "pass") + count(c, "xfail"),
-                .cancelled = count(c, "cancelled"),
+                .counts = c,
                 .elapsed_us = -1,
                 .eta_us = -1,
                 .paused = json_is_true(json_object_get(t, "paused")),
         };
         int64_t left = MX_MAX(p.total - p.done, 0);
 
-        p.failed = MX_MAX(p.done - p.passed - p.cancelled, 0);
         if (json_is_integer(started))
                 p.elapsed_us = MX_MAX(now_us - json_integer_value(started), 0);
         if (left == 0)
@@ -49,10 +48,13 @@ char *progress_format(const struct progress *p)
 {
         struct mx_buf b = MX_BUF_INIT;
 
-        mx_buf_printf(&b, "%" PRId64 "/%" PRId64 " runs, %" PRId64 " passed, %" PRId64 " failed", p->done,
-                      p->total, p->passed, p->failed);
-        if (p->cancelled > 0)
-                mx_buf_printf(&b, ", %" PRId64 " cancelled", p->cancelled);
+        mx_buf_printf(&b, "%" PRId64 "/%" PRId64 " runs", p->done, p->total);
+        /* the results in the words of show, list and the reports: a pass is a pass, an xfail is not one */
+        if (p->done > 0) {
+                _cleanup_free_ char *r = mx_result_counts_text(p->counts, false);
+
+                mx_buf_printf(&b, ": %s", r);
+        }
         if (p->elapsed_us >= 0) {
                 _cleanup_free_ char *e = mx_format_duration(p->elapsed_us);
 

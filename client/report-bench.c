@@ -509,6 +509,7 @@ int report_benchmark_results(json_t *doc, FILE *f, char **reterr)
 {
         json_t *job = rep_job(doc), *m = rep_matrix(doc), *base = rep_baseline_run(doc);
         _cleanup_free_ char *when = rep_datetime(json_object_get(job, "submitted_at"));
+        _cleanup_free_ char *counts = rep_result_counts(doc); /* the words of show and follow */
         const char *name = json_string_value(json_object_get(m, "name"));
 
         (void)reterr;
@@ -516,11 +517,11 @@ int report_benchmark_results(json_t *doc, FILE *f, char **reterr)
                 name ?: "mxmatrix");
         fprintf(f,
                 "Written by `mxmatrix report benchmark-results` from job %" JSON_INTEGER_FORMAT
-                " (feature %s, strategy %s, submitted %s UTC, %zu runs), matrix `%s`.\n",
+                " (feature %s, strategy %s, submitted %s UTC, %zu runs: %s), matrix `%s`.\n",
                 json_integer_value(json_object_get(job, "id")),
                 json_string_value(json_object_get(job, "feature")) ?: "(pins only)",
                 strna(json_string_value(json_object_get(job, "strategy"))), when,
-                json_array_size(rep_runs(doc)), strna(json_string_value(json_object_get(m, "path"))));
+                json_array_size(rep_runs(doc)), counts, strna(json_string_value(json_object_get(m, "path"))));
         if (json_is_false(json_object_get(m, "current")))
                 fputs("The matrix file changed after the job was planned: its declarations below are "
                       "today's.\n",

@@ -774,6 +774,7 @@ int report_feature_matrix(json_t *doc, FILE *f, char **reterr)
 {
         json_t *job = rep_job(doc), *m = rep_matrix(doc);
         _cleanup_free_ char *when = rep_datetime(json_object_get(job, "submitted_at"));
+        _cleanup_free_ char *counts = rep_result_counts(doc); /* the words of show and follow */
 
         (void)reterr;
         fprintf(f,
@@ -782,10 +783,10 @@ int report_feature_matrix(json_t *doc, FILE *f, char **reterr)
                 json_string_value(json_object_get(m, "name")) ?: "mxmatrix");
         fprintf(f,
                 "Written by `mxmatrix report feature-matrix` from job %" JSON_INTEGER_FORMAT
-                " (feature %s, submitted %s UTC, %zu runs), matrix `%s`.\n",
+                " (feature %s, submitted %s UTC, %zu runs: %s), matrix `%s`.\n",
                 json_integer_value(json_object_get(job, "id")),
                 json_string_value(json_object_get(job, "feature")) ?: "(pins only)", when,
-                json_array_size(rep_runs(doc)), strna(json_string_value(json_object_get(m, "path"))));
+                json_array_size(rep_runs(doc)), counts, strna(json_string_value(json_object_get(m, "path"))));
         if (json_is_false(json_object_get(m, "current")))
                 fputs("The matrix file changed after the job was planned: its declarations below are "
                       "today's.\n",

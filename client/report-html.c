@@ -42,9 +42,10 @@ static json_t *bench_doc(json_t *metrics)
         return NULL;
 }
 
-static bool is_good(const char *result)
+/* A row's class: ok (pass), xf (an expected failure: never green, never "passed"), ko (anything else). */
+static const char *row_class(const char *result)
 {
-        return streq_ptr(result, "pass") || streq_ptr(result, "xfail");
+        return streq_ptr(result, "pass") ? "ok" : streq_ptr(result, "xfail") ? "xf" : "ko";
 }
 
 /* A run of the report document: its figures from the attempt its result comes from (rep_attempt). */
@@ -378,7 +379,7 @@ static void grid_section(FILE *f, const struct hrun *runs, size_t n)
         cells = xcalloc(nr * nc, sizeof(*cells));
         for (size_t r = 0; r < nr; r++)
                 for (size_t c = 0; c < nc; c++) {
-                        size_t good = 0, all = 0;
+                        size_t good = 0, xfail = 0, all = 0;
                         struct mx_buf tip = MX_BUF_INIT;
 
                         for (size_t i = 0; i < n; i++) {
@@ -391,17 +392,22 @@ static void grid_section(FILE *f, const struct hrun *runs, size_t n)
                                                cols[c]))
                                         continue;
                                 all++;
-                                good += is_good(runs[i].result);
+                                good += streq_ptr(runs[i].result, "pass");
+                                xfail += streq_ptr(runs[i].result, "xfail");
                                 mx_buf_printf(&tip, "%s%s: %s", tip.len ? "\n" : "", runs[i].name,
                                               runs[i].result ?: "not finished");
                         }
-                        strv_consume(&texts, all ? xasprintf("%zu/%zu", good, all) : xstrdup(""));
+                        /* pass of all; an expected failure is counted apart, never as a pass */
+                        strv_consume(&texts, !all    ? xstrdup("")
+                                             : xfail ? xasprintf("%zu/%zu, %zu xfail", good, all, xfail)
+                                                     : xasprintf("%zu/%zu", good, all));
                         strv_consume(&tips, mx_buf_steal(&tip));
                         cells[r * nc + c] = (struct svg_cell){all ? texts[strv_length(texts) - 1] : NULL,
-                                                              all == 0      ? "none"
-                                                              : good == all ? "pass"
-                                                              : good == 0   ? "fail"
-                                                                            : "mixed",
+                                                              all == 0              ? "none"
+                                                              : good == all         ? "pass"
+                                                              : good + xfail == all ? "xfail"
+                                                              : good == 0           ? "fail"
+                                                                                    : "mixed",
                                                               all ? tips[strv_length(tips) - 1] : NULL};
                 }
         {
@@ -417,16 +423,18 @@ static void grid_section(FILE *f, const struct hrun *runs, size_t n)
                 svg_heatmap(&b, &c);
         }
         fprintf(f,
-                "<section id=\"pass-fail\"><h2>Pass/fail grid</h2>\n<p class=\"def\">Runs passed (pass, or "
-                "failed as a known incompatibility expects) of the runs finished in each cell, by ");
+                "<section id=\"pass-fail\"><h2>Pass/fail grid</h2>\n<p class=\"def\">Runs that passed "
+                "(result pass) of the runs in each cell, with the expected failures (xfail: marked "
+                "known-incompatible, and failed or crashed) counted apart, by ");
         put(f, ax_r ? ax_r : "(no axis varies)");
         if (ax_c) {
                 fputs(" &#215; ", f);
                 put(f, ax_c);
         }
         fprintf(f,
-                " (the axes that vary most among the %zu runs); green all passed, red none, yellow some; "
-                "hover a cell for its runs.</p>\n%s</section>\n",
+                " (the axes that vary most among the %zu runs); green every run pass, grey only pass and "
+                "xfail, red no pass and some other result (fail, crashed, ...), yellow some pass and some "
+                "other; hover a cell for its runs.</p>\n%s</section>\n",
                 n, b.data);
         mx_buf_free(&b);
 }
@@ -441,7 +449,7 @@ static void table_section(FILE *f, const struct hrun *runs, size_t n)
                 json_t *mem = json_object_get(runs[i].samples, "memory");
 
                 fprintf(f, "<tr class=\"%s\"><td>r%" PRId64 "%s</td><td>",
-                        is_good(runs[i].result) ? "ok" : "ko", runs[i].id,
+                        row_class(runs[i].result), runs[i].id,
                         runs[i].baseline ? " (baseline)" : "");
                 put(f, runs[i].key);
                 fputs("</td><td>", f);
@@ -469,7 +477,7 @@ int report_html_write(json_t *doc, FILE *f, char **reterr)
         _cleanup_json_ json_t *default_targets = NULL;
         _cleanup_free_ struct hrun *runs = NULL;
         const struct hrun *base = NULL;
-        size_t n, i, good = 0;
+        size_t n, i;
         bool l4_any = false;
         const char *title = json_string_value(json_object_get(doc, "title"));
         _cleanup_free_ char *deftitle = NULL;
@@ -493,7 +501,6 @@ int report_html_write(json_t *doc, FILE *f, char **reterr)
                 hrun_load(&runs[i], doc, r);
                 if (runs[i].baseline && !base)
                         base = &runs[i];
-                good += is_good(runs[i].result);
         }
         job = json_object_get(doc, "job");
         if (!title)
@@ -518,10 +525,14 @@ int report_html_write(json_t *doc, FILE *f, char **reterr)
         fputs(svg_style(), f);
         fputs("</style></head><body>\n<h1>", f);
         put(f, title);
-        fprintf(f,
-                "</h1>\n<p class=\"summary\"><span>%zu runs</span><span>%zu passed or failed as "
-                "expected</span><span>%zu other</span>",
-                n, good, n - good);
+        {
+                /* the job's results in the words of show, status and follow (mx_result_counts_text) */
+                _cleanup_free_ char *counts = rep_result_counts(doc);
+
+                fprintf(f, "</h1>\n<p class=\"summary\"><span>%zu runs: ", n);
+                put(f, counts);
+                fputs("</span>", f);
+        }
         if (base) {
                 fprintf(f, "<span>baseline: r%" PRId64 " ", base->id);
                 put(f, strna(base->key));

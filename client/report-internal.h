@@ -24,6 +24,12 @@ json_t *rep_attempt(json_t *run);
 json_t *rep_level(json_t *attempt, const char *name);
 /* pass, fail, xfail, ... or the run's state while it has no result. */
 const char *rep_result(json_t *run);
+/*
+ * The document's runs counted in the one result vocabulary, as show JOB's
+ * "runs:" line writes them (mx_result_counts_text: "4 pass, 3 fail, 5 xfail";
+ * queued and running first). Caller frees.
+ */
+char *rep_result_counts(json_t *doc);
 /* A metric of the vocabulary (matrix.h mx_metrics) for a run, from its levels and samples. */
 void rep_metric(json_t *run, const char *metric, struct rep_num *ret);
 /* "52.10" / "not measured"; the cell form adds the sample count: "52.10 (n=10)". */

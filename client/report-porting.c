@@ -11,6 +11,7 @@
  */
 #include "matrix.h"
 #include "metadata.h"
+#include "protocol.h"
 #include "bench-yaml.h"
 #include "mxreport.h"
 #include "report-internal.h"
@@ -223,6 +224,8 @@ static void l3_block(FILE *f, json_t *run)
 static void level6_block(FILE *f, json_t *doc)
 {
         unsigned pass = 0, xfail = 0, other = 0;
+        _cleanup_json_ json_t *counts = json_object();
+        _cleanup_free_ char *words = NULL;
         json_t *run, *r;
         size_t i, k;
 
@@ -231,6 +234,9 @@ static void level6_block(FILE *f, json_t *doc)
                         if (startswith(json_string_value(r) ?: "", "vary:")) {
                                 const char *res = rep_result(run);
 
+                                json_object_set_new(
+                                        counts, res,
+                                        json_integer(json_integer_value(json_object_get(counts, res)) + 1));
                                 if (streq(res, "pass") || streq(res, "xpass"))
                                         pass++;
                                 else if (streq(res, "xfail"))
@@ -245,12 +251,12 @@ static void level6_block(FILE *f, json_t *doc)
                 pass + xfail + other > 0 && other == 0 ? 'x' : ' ');
         if (pass + xfail + other == 0)
                 fputs("- **Result**: NOT RUN (the job has no one-factor-at-a-time runs)\n\n", f);
-        else
-                fprintf(f,
-                        "- **Result**: %s (%u runs: %u pass, %u expected failure (known issues), %u "
-                        "unexpected "
-                        "failure)\n\n",
-                        other == 0 ? "PASS" : "FAIL", pass + xfail + other, pass, xfail, other);
+        else {
+                /* the results in the one vocabulary (show, follow, the other reports); xfail is a known issue */
+                words = mx_result_counts_text(counts, true);
+                fprintf(f, "- **Result**: %s (%u runs: %s; %u unexpected)\n\n", other == 0 ? "PASS" : "FAIL",
+                        pass + xfail + other, words, other);
+        }
 }
 
 static void test_results(FILE *f, json_t *doc, json_t *run)
@@ -359,6 +365,7 @@ int report_porting(json_t *doc, const char *feature, FILE *f, char **reterr)
         json_t *base = rep_baseline_run(doc);
         const char *branch, *title;
         _cleanup_free_ char *levels = NULL, *base_text = NULL;
+        _cleanup_free_ char *counts = rep_result_counts(doc); /* the words of show and follow */
         int state;
 
         if (!feat) {
@@ -388,9 +395,11 @@ int report_porting(json_t *doc, const char *feature, FILE *f, char **reterr)
                 json_integer_value(json_object_get(feat, "priority")), branch ?: "(not recorded)");
         fprintf(f,
                 "Written by `mxmatrix report porting` from job %" JSON_INTEGER_FORMAT
-                " (levels %s): the feature run is r%" JSON_INTEGER_FORMAT " (%s), the baseline run %s. "
+                " (levels %s, %zu runs: %s): the feature run is r%" JSON_INTEGER_FORMAT
+                " (%s), the baseline run %s. "
                 "The sections the runs cannot fill keep the template's prompts.\n\n---\n\n",
                 json_integer_value(json_object_get(job, "id")), levels ?: "[]",
+                json_array_size(rep_runs(doc)), counts,
                 json_integer_value(json_object_get(run, "id")),
                 strna(json_string_value(json_object_get(run, "config_key"))), base_text);
         {

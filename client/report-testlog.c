@@ -56,8 +56,8 @@ static char *level_counts(json_t *doc, const char *level, bool *ret_any)
         }
         *ret_any = pass + fail + xfail + skipped + invalid > 0;
         return xasprintf(
-                "%u pass, %u fail, %u invalid, %u failed as expected (known incompatible), %u skipped", pass,
-                fail, invalid, xfail, skipped);
+                "%u pass, %u fail, %u invalid, %u xfail (expected failure: known incompatible), %u skipped",
+                pass, fail, invalid, xfail, skipped);
 }
 
 static const char *verdict_word(const char *v)
@@ -394,6 +394,7 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
         json_t *feat = rep_feature(doc, feature), *job = rep_job(doc);
         json_t *run = feature_run(doc), *base = rep_baseline_run(doc), *l;
         _cleanup_free_ char *date = rep_date(rep_last_finished(doc)), *levels = NULL, *basename_run = NULL;
+        _cleanup_free_ char *counts = rep_result_counts(doc);
         struct rep_defs defs = {};
         const char *title;
         int state, level_state = 0;
@@ -425,12 +426,12 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
                         ?: "(not recorded)");
         fprintf(f,
                 "Written by `mxmatrix report test-log` from job %" JSON_INTEGER_FORMAT
-                " (feature %s, strategy %s, levels %s, %zu runs). The feature run is r%" JSON_INTEGER_FORMAT
+                " (feature %s, strategy %s, levels %s, %zu runs: %s). The feature run is r%" JSON_INTEGER_FORMAT
                 " (%s); the baseline run is %s. Times are UTC.\n\n",
                 json_integer_value(json_object_get(job, "id")),
                 json_string_value(json_object_get(job, "feature")) ?: "-",
                 strna(json_string_value(json_object_get(job, "strategy"))), levels ?: "[]",
-                json_array_size(rep_runs(doc)), json_integer_value(json_object_get(run, "id")),
+                json_array_size(rep_runs(doc)), counts, json_integer_value(json_object_get(run, "id")),
                 strna(json_string_value(json_object_get(run, "config_key"))), basename_run);
 
         fputs("\n## Level 1: Smoke Test\n", f);

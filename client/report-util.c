@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The report document and what the renderers share (mxreport.h, report-internal.h). */
 #include "report-internal.h"
+
+#include "protocol.h"
 #include "report-html.h"
 #include "matrix-report.h"
 #include "matrix.h"
@@ -183,6 +185,20 @@ const char *rep_result(json_t *run)
         const char *r = json_string_value(json_object_get(run, "result"));
 
         return r ?: json_string_value(json_object_get(run, "state")) ?: "unknown";
+}
+
+char *rep_result_counts(json_t *doc)
+{
+        _cleanup_json_ json_t *counts = json_object();
+        json_t *run;
+        size_t i;
+
+        json_array_foreach (rep_runs(doc), i, run) {
+                const char *r = rep_result(run);
+
+                json_object_set_new(counts, r, json_integer(json_integer_value(json_object_get(counts, r)) + 1));
+        }
+        return mx_result_counts_text(counts, true);
 }
 
 /* ---- metrics ---- */

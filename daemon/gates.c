@@ -8,6 +8,7 @@
 #include "criteria.h"
 #include "plan.h"
 #include "queue.h"
+#include "summary.h"
 
 #include <inttypes.h>
 
@@ -35,37 +36,68 @@ static json_t *none(const char *fmt, ...)
         return json_pack("{s:s,s:s}", "overall", "none", "why", strna(why));
 }
 
-json_t *gates_job_criteria(struct mx_daemon *d, json_t *job)
+/* The job's criteria from its evidence (read once by the caller); *ret_f its feature (-1: none). */
+static json_t *job_criteria(struct mx_daemon *d, json_t *job, json_t *runs, struct mx_matrix **owned,
+                            const struct mx_matrix **ret_m, int *ret_f)
 {
         const char *path = json_string_value(json_object_get(job, "matrix"));
         const char *word = json_string_value(json_object_get(job, "feature"));
         int64_t id = json_integer_value(json_object_get(job, "id"));
-        _cleanup_(mx_matrix_freep) struct mx_matrix *owned = NULL;
-        _cleanup_(json_decrefp) json_t *runs = NULL;
         _cleanup_free_ char *err = NULL;
         const struct mx_matrix *m = d->matrix;
         int f, r;
 
+        *ret_m = NULL;
+        *ret_f = -1;
         if (!word)
                 return none("job %" PRId64 " was submitted with pins only: no feature, no success criteria",
                             id);
         /* The job's own matrix: the daemon's, or the file an admin named at submit. */
         if (!m || !streq_ptr(m->path, path)) {
-                r = path ? mx_matrix_load_file(path, &owned, &err) : -ENOENT;
+                r = path ? mx_matrix_load_file(path, owned, &err) : -ENOENT;
                 if (r < 0)
                         return none("the job's matrix %s cannot be read now: %s", strna(path),
                                     err ? err : strerror(-r));
-                m = owned;
+                m = *owned;
         }
+        *ret_m = m;
         f = job_feature(m, word);
         if (f < 0)
                 return none(
                         "'%s' is not a feature of %s (an axis value no feature sets): no success criteria",
                         word, m->path);
-        r = queue_job_evidence_json(d->db, id, &runs);
-        if (r < 0)
-                return none("the job's runs cannot be read: %s", strerror(-r));
+        if (!runs)
+                return none("the job's runs cannot be read");
+        *ret_f = f;
         return criteria_job_json(m, (size_t)f, runs);
+}
+
+void gates_job_answer(struct mx_daemon *d, json_t *job, json_t **ret_criteria, json_t **ret_summary)
+{
+        _cleanup_(mx_matrix_freep) struct mx_matrix *owned = NULL;
+        _cleanup_(json_decrefp) json_t *runs = NULL;
+        const struct mx_matrix *m;
+        int f, r = queue_job_evidence_json(d->db, json_integer_value(json_object_get(job, "id")), &runs);
+        json_t *c;
+
+        if (r < 0) {
+                *ret_criteria = none("the job's runs cannot be read: %s", strerror(-r));
+                if (ret_summary)
+                        *ret_summary = json_null();
+                return;
+        }
+        c = job_criteria(d, job, runs, &owned, &m, &f);
+        *ret_criteria = c;
+        if (ret_summary)
+                *ret_summary = summary_job_json(m, f, json_object_get(job, "levels"), runs);
+}
+
+json_t *gates_job_criteria(struct mx_daemon *d, json_t *job)
+{
+        json_t *c;
+
+        gates_job_answer(d, job, &c, NULL);
+        return c;
 }
 
 static int cmp_desc(const void *a, const void *b)

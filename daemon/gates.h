@@ -14,6 +14,11 @@
  * feature of its matrix or that matrix cannot be read. A new reference.
  */
 json_t *gates_job_criteria(struct mx_daemon *d, json_t *job);
+/*
+ * The same criteria, and with ret_summary show JOB's and follow's summary
+ * (summary.h), from one read of the job's evidence. New references.
+ */
+void gates_job_answer(struct mx_daemon *d, json_t *job, json_t **ret_criteria, json_t **ret_summary);
 
 /* The gates method: every feature of the daemon's matrix, may it start and what holds it back. */
 void gates_method(struct mx_request *req);

@@ -1800,9 +1800,10 @@ int queue_duration_stats(struct mx_db *db, json_t **ret)
 /* ---- evidence for success criteria and gates (daemon/criteria.h) ---- */
 
 /*
- * What criteria.c reads of each level, taken out of the stored metrics by
- * SQLite so that an L4 document of many KB is never loaded whole. L4's
- * numbers only for the runs criteria compare (reasons feature-on / feature-off).
+ * What criteria.c and summary.c read of each level, taken out of the stored
+ * metrics by SQLite so that an L4 document of many KB is never loaded whole:
+ * L4's results, its memory, and per benchmark row only what show JOB's summary
+ * prints (kind, sizes, the t/s mean, population std and n).
  */
 #define BOOL_AT(path)                                                                                       \
         "CASE json_type(l.metrics, '" path "') WHEN 'true' THEN json('true') "                              \
@@ -1810,15 +1811,21 @@ int queue_duration_stats(struct mx_db *db, json_t **ret)
 static const char evidence_sql[] =
         "SELECT r.id, r.seq, r.reasons, r.expect_fail, r.state, a.outcome, a.crash_class, "
         "json_extract(s.summary, '$.memory.peak'), l.level, l.verdict, l.message, "
-        "CASE WHEN l.level = 'L4' AND r.reasons LIKE '%\"feature-o%' THEN json_object("
+        "CASE WHEN l.level = 'L4' THEN json_object("
         "'results', json_extract(l.metrics, '$.results'), 'ready_s', json_extract(l.metrics, '$.ready_s'), "
         "'memory_peak_bytes', json_extract(l.metrics, '$.memory.peak'), "
         "'memory_figure', json_extract(l.metrics, '$.memory.figure'), "
         "'memory_kinds', json_extract(l.metrics, '$.memory.kinds'), "
-        "'valid', " BOOL_AT("$.valid") ") "
+        "'valid', " BOOL_AT("$.valid") ", "
+        "'rows', json((SELECT json_group_array(json_object('kind', json_extract(t.value, '$.kind'), "
+        "'depth', json_extract(t.value, '$.depth'), 'pp', json_extract(t.value, '$.pp'), "
+        "'tg', json_extract(t.value, '$.tg'), 'n', json_extract(t.value, '$.tps.n'), "
+        "'mean', json_extract(t.value, '$.tps.mean'), 'std', json_extract(t.value, '$.tps.std'))) "
+        "FROM json_each(l.metrics, '$.tests') t))) "
         "WHEN l.level = 'L1.5' THEN json_object('kernel_evidence', " BOOL_AT("$.kernels.evidence") ") "
         "WHEN l.level = 'L3' THEN json_object('failures', json_extract(l.metrics, '$.failures')) "
-        "WHEN l.level = 'L1' THEN json_object('ready_s', json_extract(l.metrics, '$.ready_s')) END , json_extract(s.summary, '$.unified') "
+        "WHEN l.level = 'L1' THEN json_object('ready_s', json_extract(l.metrics, '$.ready_s')) END , json_extract(s.summary, '$.unified'), "
+        "r.result, r.config_key "
         /* The attempt show gives (RUN_FROM): a queued run has none, a done one the one its result is from. */
         "FROM runs r LEFT JOIN attempts a ON a.run_id = r.id AND a.n = CASE r.state WHEN 'running' "
         "THEN r.attempts WHEN 'done' THEN r.result_attempt END "
@@ -1830,6 +1837,7 @@ int queue_job_evidence_json(struct mx_db *db, int64_t job, json_t **ret)
 {
         static const char *const keys[] = { "run", "seq", "json:reasons", "expect_fail", "state", "outcome",
                                             "crash_class", "sample_peak_bytes", NULL };
+        static const char *const tail[] = { "result", "config_key", NULL };
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_(json_decrefp) json_t *a = json_array();
         json_t *run = NULL;
@@ -1843,6 +1851,8 @@ int queue_job_evidence_json(struct mx_db *db, int64_t job, json_t **ret)
 
                 if (!run || json_integer_value(json_object_get(run, "run")) != sqlite3_column_int64(s, 0)) {
                         run = db_row_json(s, keys);
+                        for (size_t k = 0; tail[k]; k++)
+                                db_json_set_text(run, tail[k], s, 13 + (int)k);
                         json_object_set_new(run, "levels", json_object());
                         /* which kind the sampler's peak is: the system's on unified memory, else the GPU's */
                         if (sqlite3_column_type(s, 12) != SQLITE_NULL)

@@ -152,6 +152,14 @@ static bool follow_pump(struct follow *f)
                 }
                 return false;
         }
+        /* The end of follow: the answer on one screen, as show JOB prints it (gates.h). */
+        {
+                json_t *criteria = NULL, *summary = NULL;
+
+                gates_job_answer(d, job, &criteria, &summary);
+                json_object_set_new(job, "criteria", criteria);
+                json_object_set_new(job, "summary", summary);
+        }
         request_reply(f->req, TAKE_PTR(job));
         return true;
 }
@@ -449,11 +457,20 @@ static bool show_pump(struct showsub *sh)
                 request_error_errno(sh->req, r, "show");
                 return true;
         }
-        /* The feature's success criteria from the job's runs (gates.h), with its last page only. */
-        request_reply(sh->req, json_pack("{s:O,s:b,s:o,s:o}", "job", job, "more", sh->more && !sh->done, "after",
-                                         sh->after_run > 0 ? json_integer(sh->after_run) : json_null(),
-                                         "criteria",
-                                         sh->more && !sh->done ? json_null() : gates_job_criteria(d, job)));
+        /*
+         * The feature's success criteria and the per-configuration summary from the job's
+         * runs (gates.h), with its last page only.
+         */
+        {
+                json_t *criteria = json_null(), *summary = json_null();
+
+                if (!(sh->more && !sh->done))
+                        gates_job_answer(d, job, &criteria, &summary);
+                request_reply(sh->req,
+                              json_pack("{s:O,s:b,s:o,s:o,s:o}", "job", job, "more", sh->more && !sh->done,
+                                        "after", sh->after_run > 0 ? json_integer(sh->after_run) : json_null(),
+                                        "criteria", criteria, "summary", summary));
+        }
         return true;
 }
 

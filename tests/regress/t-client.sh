@@ -77,7 +77,8 @@ j1=1
 expect_exit 0 follow_job $j1
 has "$T/follow" "mode=ok,speed=fast  started"
 has "$T/follow" "mode=ok,speed=fast  finished: pass"
-has "$T/follow" "job $j1 done: 2 pass; 2 of 2 runs as expected (pass or xfail)"
+has "$T/follow" "job $j1 done: 2/2 runs: 2 pass, "
+has "$T/follow" "; 2 of 2 runs as expected (pass or xfail)"
 ok "job $j1 ran, follow exit 0"
 
 step="submit --json, --strategy, --priority, pins"
@@ -86,7 +87,8 @@ j2=$(jqv "$out" '.job')
 [ "$(jq '.runs | length' <<<"$out")" = 2 ] || fail "want 2 runs: $out"
 jq -e 'all(.runs[]; .config_key | startswith("mode=fail,"))' >/dev/null <<<"$out" || fail "pin lost: $out"
 expect_exit 1 follow_job "$j2"
-has "$T/follow" "job $j2 done: 2 fail; 0 of 2 runs as expected"
+has "$T/follow" "job $j2 done: 2/2 runs: 2 fail, "
+has "$T/follow" "; 0 of 2 runs as expected"
 out=$(mxj show "$j2")
 [ "$(jq -r '.job.strategy' <<<"$out")" = full ] || fail "strategy: $out"
 [ "$(jq -r '.job.priority' <<<"$out")" = 3 ] || fail "priority: $out"
@@ -379,7 +381,8 @@ wait "$follow_pid"
 st=$?
 [ "$st" = 1 ] || fail "follow $jc exited $st, want 1 (124: it still waited after its last run was cancelled)"
 has "$T/follow-c" "run cancelled"
-has "$T/follow-c" "job $jc done: 2 cancelled; 0 of 2 runs"
+has "$T/follow-c" "job $jc done: 2/2 runs: 2 cancelled"
+has "$T/follow-c" "; 0 of 2 runs"
 expect_exit 0 mx resume
 ok "follow $jc ended when r$rc2, its last run, was cancelled by number"
 
@@ -389,7 +392,8 @@ jq '.constraints = {"known_incompatible": [{"when": {"mode": "crash"}, "expect":
         "reason": "crashes on purpose"}]}' "$MX_FIXTURE_MATRIX" >"$T/xfail.json"
 jx=$(submit feature=fast mode=crash --matrix "$T/xfail.json")
 expect_exit 0 follow_job "$jx"
-has "$T/follow" "job $jx done: 2 xfail; 2 of 2 runs as expected (pass or xfail)"
+has "$T/follow" "job $jx done: 2/2 runs: 2 xfail, "
+has "$T/follow" "; 2 of 2 runs as expected (pass or xfail)"
 expect_exit 0 mx list
 row=$(grep -E "^$jx +" "$T/out") || fail "no row for job $jx in list"
 [[ $row == *"2 xfail" ]] || fail "list says '$row' for job $jx, want its RESULTS '2 xfail'"

@@ -34,7 +34,7 @@ expect_exit 0 mx resume
 step="status while r$rsleep runs"
 wait_until "r$rsleep to run" is_current "$rsleep"
 expect_exit 0 mx status
-has "$T/out" "job $j:  4/5 runs, 2 passed, 2 failed, "
+has "$T/out" "job $j:  4/5 runs: 2 pass, 1 fail, 1 crashed, "
 has "$T/out" " elapsed, ETA "
 st=$(mxj status)
 [ "$(jq -r ".queue[] | select(.id == $j) | .progress.timed_runs" <<<"$st")" = 4 ] ||
@@ -52,7 +52,9 @@ has "$f" "mode=ok,speed=slow  started"
 has "$f" "mode=fail,speed=fast  L1 fail: exit status 3"
 has "$f" "mode=crash,speed=fast  finished: crashed, crash class signal"
 has "$f" "r$rsleep mode=sleep,speed=fast  finished: pass"
-has "$f" "runs as expected (pass or xfail) (5/5 runs, 3 passed, 2 failed, "
+has "$f" "job $j done: 5/5 runs: 3 pass, 1 fail, 1 crashed, "
+has "$f" " elapsed; 3 of 5 runs as expected (pass or xfail)"
+lacks "$f" " passed"
 has "$f" "job $j done: "
 # Not a terminal: no progress line, no escape sequences, no JSON.
 lacks "$f" "[job $j:"
@@ -76,8 +78,8 @@ step="follow on a terminal"
 if [ -n "$tty_pid" ]; then
         wait "$tty_pid"
         t=$T/tty
-        has "$t" $'\r'"[job $j: 0/5 runs, 0 passed, 0 failed"
-        has "$t" "[job $j: 4/5 runs, 2 passed, 2 failed, "
+        has "$t" $'\r'"[job $j: 0/5 runs, "
+        has "$t" "[job $j: 4/5 runs: 2 pass, 1 fail, 1 crashed, "
         has "$t" $'\e[K'
         # Redrawn while r$rsleep was quiet for 4 s: the idle tick draws it again with a new elapsed time.
         n=$(grep -ao "\[job $j: 4/5 runs[^]]*\]" "$t" | sort -u | wc -l)

@@ -400,7 +400,7 @@ TEST(porting_document)
         ASSERT_CONTAINS(md, "### Level 2: Correctness\n- [ ] Output matches reference");
         ASSERT_CONTAINS(md, "- **Result**: NOT RUN\n");
         ASSERT_CONTAINS(md, "- [ ] Long context: not measured\n");
-        ASSERT_CONTAINS(md, "1 expected failure (known issues), 0 unexpected failure");
+        ASSERT_CONTAINS(md, "1 xfail; 0 unexpected)");
         /* the evaluation and its overall verdict */
         ASSERT_CONTAINS(md, "## Success Criteria Evaluation\n");
         ASSERT_CONTAINS(md, "**Overall**: FAIL\n");
