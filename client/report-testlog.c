@@ -280,11 +280,11 @@ static void criterion_row(FILE *f, json_t *c, const char *text, json_t *base, js
 }
 
 /* Seed 000's table: the daemon's evaluation when the document has one, else the feature's criteria here. */
-static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run)
+static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run,
+                          struct rep_defs *defs)
 {
         json_t *given = json_object_get(doc, "criteria"), *items, *c;
         _cleanup_json_ json_t *own = NULL;
-        struct rep_defs defs = {};
         int state = 0; /* 0 pass, 1 not measured, 2 fail */
         size_t i;
 
@@ -348,7 +348,7 @@ static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, j
                                                     json_string_value(json_object_get(c, "note")))
                                         : xstrdup(text ?: "?");
 
-                        criterion_row(f, c, note, base, run, &state, &defs);
+                        criterion_row(f, c, note, base, run, &state, defs);
                 }
                 fprintf(f,
                         "\nEvaluated from the runs: the feature run r%" JSON_INTEGER_FORMAT
@@ -362,8 +362,7 @@ static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, j
                 fputs("| (the feature declares no criteria) | - | - | - |\n", f);
                 state = 1;
         }
-        rep_defs_print(&defs, f);
-        rep_defs_done(&defs);
+        rep_defs_refs(defs, f);
         return state;
 }
 
@@ -528,8 +527,7 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
         l3_memory(f, run, l);
         fputs("\n## Level 4: Performance Benchmark\n\n", f);
         l4_table(f, base, run, &defs);
-        rep_defs_print(&defs, f);
-        rep_defs_done(&defs);
+        rep_defs_refs(&defs, f);
         fputs("\n## Level 5: Regression Test\n", f);
         l = level_head(f, doc, run, "L5");
         {
@@ -569,7 +567,7 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
                 level_state = MX_MAX(
                         level_state,
                         streq(rep_result(run), "queued") || streq(rep_result(run), "running") ? 1 : 2);
-        state = criteria_table(f, doc, feat, base, run);
+        state = criteria_table(f, doc, feat, base, run, &defs);
         state = MX_MAX(state, level_state);
         /* The merge decision is the job's: any run failing where no known issue expects it keeps it on the branch. */
         job_failures(doc, unexpected, unfinished);
@@ -631,10 +629,13 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
                               "(levels=L1-L5)\n",
                               f);
         }
+        rep_defs_print(&defs, f);
+        rep_defs_done(&defs);
         return 0;
 }
 
-int report_testlog_criteria(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run)
+int report_testlog_criteria(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run,
+                            struct rep_defs *defs)
 {
-        return criteria_table(f, doc, feature, base, run);
+        return criteria_table(f, doc, feature, base, run, defs);
 }
