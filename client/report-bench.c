@@ -379,8 +379,8 @@ static void comparison(FILE *f, json_t *doc, struct rep_defs *defs)
 
         struct mx_buf none = MX_BUF_INIT;
 
-        fputs("## Comparison Matrix\n\n| Config | tg32 | tg128 | pp2048 | TTFT p50 | TTFT p99 | Memory (GB) |\n"
-              "|--------|------|-------|--------|----------|----------|-------------|\n",
+        fputs("## Comparison Matrix\n\n| Config | tg32 | tg128 | pp2048 | TTFT p50 | TTFT p99 | Memory |\n"
+              "|--------|------|-------|--------|----------|----------|--------|\n",
               f);
         json_array_foreach (rep_runs(doc), i, run) {
                 _cleanup_free_ char *name = NULL, *cell = NULL;
