@@ -10,6 +10,8 @@
 #include "server-flags.h"
 #include "matrix.h"
 
+#include <math.h>
+
 /* A YAML value: the figure with its sample count as a comment, or a quoted reason. */
 static void yaml_num(FILE *f, const char *indent, const char *key, json_t *run, const char *metric,
                      struct rep_defs *defs)
@@ -28,7 +30,9 @@ static void yaml_num(FILE *f, const char *indent, const char *key, json_t *run, 
                 return;
         }
         t = rep_num_text(&n);
-        if (n.n >= 0)
+        if (n.n > 1 && !isnan(n.sd))
+                fprintf(f, "%s%s: %s  # ± %.2f, n=%" PRId64 "\n", indent, key, t, n.sd, n.n);
+        else if (n.n >= 0)
                 fprintf(f, "%s%s: %s  # n=%" PRId64 "\n", indent, key, t, n.n);
         else
                 fprintf(f, "%s%s: %s\n", indent, key, t);
@@ -71,7 +75,7 @@ static json_t *best_run(json_t *doc, const char *metric, struct rep_num *ret)
         return best;
 }
 
-static void current_best(FILE *f, json_t *doc, json_t *base)
+static void current_best(FILE *f, json_t *doc, json_t *base, struct rep_defs *defs)
 {
         static const struct {
                 const char *metric, *label;
@@ -81,7 +85,6 @@ static void current_best(FILE *f, json_t *doc, json_t *base)
                 {"pp2048_tps", "pp2048 (tok/s)"},
                 {"ttft_p50_ms", "TTFT p50 (ms)"},
         };
-        struct rep_defs defs = {};
 
         fputs("## Current Best Results\n\n| Metric | Baseline | Best | Config | Date |\n"
               "|--------|----------|------|--------|------|\n",
@@ -94,8 +97,8 @@ static void current_best(FILE *f, json_t *doc, json_t *base)
                 if (base)
                         rep_metric(base, rows[i].metric, &b);
                 bc = rep_num_cell(&b);
-                rep_defs_add(&defs, rows[i].metric, &b);
-                rep_defs_add(&defs, rows[i].metric, &best);
+                rep_defs_add(defs, rows[i].metric, &b);
+                rep_defs_add(defs, rows[i].metric, &best);
                 if (run) {
                         _cleanup_free_ char *n = rep_config_name(doc, run);
 
@@ -110,8 +113,7 @@ static void current_best(FILE *f, json_t *doc, json_t *base)
                                 date ?: "-");
                 }
         }
-        rep_defs_print(&defs, f);
-        rep_defs_done(&defs);
+        rep_defs_refs(defs, f);
 }
 
 /* The server's flags, read as its kind reads them, as seed 002's vLLM Configuration block, with its environment. */
@@ -225,7 +227,14 @@ static void workload(FILE *f, json_t *run)
                 json_t *v = json_object_get(cfg, unrecorded[i]);
 
                 if (json_is_number(v))
-                        fprintf(f, "%s: %g\n", unrecorded[i], json_number_value(v));
+                        /* as the seed writes them: temperature 1.0, seed 42 */
+                        fprintf(f, json_is_real(v) && json_real_value(v) == floor(json_real_value(v))
+                                           ? "%s: %.1f\n"
+                                           : "%s: %g\n",
+                                unrecorded[i], json_number_value(v));
+                else if (json_object_get(cfg, "temperature"))
+                        /* a document that records the sampling sent: this one was not (the server's default) */
+                        fprintf(f, "%s: \"<not sent: the server's default>\"\n", unrecorded[i]);
                 else
                         fprintf(f, "%s: \"<not recorded: the server's default>\"\n", unrecorded[i]);
         }
@@ -243,33 +252,31 @@ static void workload(FILE *f, json_t *run)
         fputs("```\n\n", f);
 }
 
-static void results(FILE *f, json_t *run)
+static void results(FILE *f, json_t *run, struct rep_defs *defs)
 {
         static const char *const thr[] = {"pp2048_tps", "tg32_tps", "tg128_tps", NULL};
         static const char *const lat[] = {"ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
                                           "tpot_p99_ms", "itl_p50_ms",  "itl_p99_ms",
                                           "e2e_p50_ms",  "e2e_p99_ms",  NULL};
         json_t *l4 = json_object_get(rep_level(rep_attempt(run), "L4"), "metrics");
-        struct rep_defs defs = {};
 
         fputs("### Results\n```yaml\n", f);
-        yaml_num(f, "", "startup_time_s", run, "startup_s", &defs);
+        yaml_num(f, "", "startup_time_s", run, "startup_s", defs);
         fputs("\nthroughput:\n", f);
         for (size_t i = 0; thr[i]; i++)
-                yaml_num(f, "  ", thr[i], run, thr[i], &defs);
+                yaml_num(f, "  ", thr[i], run, thr[i], defs);
         fputs("\nlatency:\n", f);
         for (size_t i = 0; lat[i]; i++)
-                yaml_num(f, "  ", lat[i], run, lat[i], &defs);
+                yaml_num(f, "  ", lat[i], run, lat[i], defs);
         fputs("\nresource:\n", f);
-        yaml_num(f, "  ", "gpu_memory_peak_gb", run, "memory_gb", &defs);
+        yaml_num(f, "  ", "gpu_memory_peak_gb", run, "memory_gb", defs);
         if (json_is_number(json_object_get(l4, "cpu_usage_percent")))
                 fprintf(f, "  cpu_usage_percent: %.1f\n",
                         json_number_value(json_object_get(l4, "cpu_usage_percent")));
         else
                 fputs("  cpu_usage_percent: \"<not measured>\"\n", f);
         fputs("```\n", f);
-        rep_defs_print(&defs, f);
-        rep_defs_done(&defs);
+        rep_defs_refs(defs, f);
         fputc('\n', f);
 }
 
@@ -321,7 +328,7 @@ static void kernel_validation(FILE *f, json_t *run)
                                       : "SKIPPED");
 }
 
-static void baseline_section(FILE *f, json_t *doc, json_t *base)
+static void baseline_section(FILE *f, json_t *doc, json_t *base, struct rep_defs *defs)
 {
         _cleanup_free_ char *name = base ? rep_config_name(doc, base) : NULL;
         json_t *a = rep_attempt(base);
@@ -361,15 +368,16 @@ static void baseline_section(FILE *f, json_t *doc, json_t *base)
         fputs("```\n\n", f);
         vllm_config(f, doc, base);
         workload(f, base);
-        results(f, base);
+        results(f, base, defs);
         kernel_validation(f, base);
 }
 
-static void comparison(FILE *f, json_t *doc)
+static void comparison(FILE *f, json_t *doc, struct rep_defs *defs)
 {
-        struct rep_defs defs = {};
         json_t *run;
         size_t i;
+
+        struct mx_buf none = MX_BUF_INIT;
 
         fputs("## Comparison Matrix\n\n| Config | tg32 | tg128 | pp2048 | TTFT p50 | TTFT p99 | Memory |\n"
               "|--------|------|-------|--------|----------|----------|--------|\n",
@@ -377,37 +385,49 @@ static void comparison(FILE *f, json_t *doc)
         json_array_foreach (rep_runs(doc), i, run) {
                 _cleanup_free_ char *name = NULL, *cell = NULL;
                 struct rep_failure fail;
-                bool failed;
+                struct rep_num n[16];
+                bool failed, any = false;
 
                 if (!rep_attempt(run))
                         continue; /* never ran: nothing measured */
                 failed = rep_run_failure(run, &fail);
                 {
-                        _cleanup_free_ char *n = rep_config_name(doc, run);
+                        _cleanup_free_ char *nm = rep_config_name(doc, run);
 
-                        name = failed ? xasprintf("%s (r%" JSON_INTEGER_FORMAT ", %s: %s)", n,
+                        name = failed ? xasprintf("%s (r%" JSON_INTEGER_FORMAT ", %s: %s)", nm,
                                                   json_integer_value(json_object_get(run, "id")),
                                                   rep_result(run), fail.klass)
-                                      : xasprintf("%s (r%" JSON_INTEGER_FORMAT ", %s)", n,
+                                      : xasprintf("%s (r%" JSON_INTEGER_FORMAT ", %s)", nm,
                                                   json_integer_value(json_object_get(run, "id")),
                                                   rep_result(run));
                 }
                 rep_failure_done(&fail);
+                for (size_t c = 0; c < rep_n_bench_cols && c < ELEMENTSOF(n); c++) {
+                        rep_metric(run, rep_bench_cols[c].metric, &n[c]);
+                        any |= n[c].have && !streq(rep_bench_cols[c].metric, "memory_gb");
+                }
+                /* a run with no benchmark figure is one line below the table, not a row of "not measured" */
+                if (!any) {
+                        mx_buf_printf(&none, "%s%s", none.len ? "; " : "", name);
+                        continue;
+                }
                 cell = rep_md(name);
                 fprintf(f, "| %s |", cell);
-                for (size_t c = 0; c < rep_n_bench_cols; c++) {
-                        struct rep_num n;
-                        _cleanup_free_ char *t = NULL;
+                for (size_t c = 0; c < rep_n_bench_cols && c < ELEMENTSOF(n); c++) {
+                        _cleanup_free_ char *t = rep_num_cell(&n[c]);
 
-                        rep_metric(run, rep_bench_cols[c].metric, &n);
-                        rep_defs_add(&defs, rep_bench_cols[c].metric, &n);
-                        t = rep_num_cell(&n);
+                        rep_defs_add(defs, rep_bench_cols[c].metric, &n[c]);
                         fprintf(f, " %s |", t);
                 }
                 fputc('\n', f);
         }
-        rep_defs_print(&defs, f);
-        rep_defs_done(&defs);
+        if (none.len) {
+                _cleanup_free_ char *t = rep_md(none.data);
+
+                fprintf(f, "\nNot measured (no L4 figure: the run failed before it or ran no L4): %s.\n", t);
+        }
+        mx_buf_free(&none);
+        rep_defs_refs(defs, f);
 }
 
 static void reference(FILE *f, json_t *doc)
@@ -464,9 +484,8 @@ static void reference(FILE *f, json_t *doc)
         }
 }
 
-static void run_logs(FILE *f, json_t *doc)
+static void run_logs(FILE *f, json_t *doc, struct rep_defs *defs)
 {
-        struct rep_defs defs = {};
         json_t *run;
         size_t i;
 
@@ -485,7 +504,7 @@ static void run_logs(FILE *f, json_t *doc)
                 bool failed = rep_run_failure(run, &fail);
 
                 rep_metric(run, "tg32_tps", &n);
-                rep_defs_add(&defs, "tg32_tps", &n);
+                rep_defs_add(defs, "tg32_tps", &n);
                 tg = rep_num_cell(&n);
                 name = xstrdup(json_string_value(json_object_get(run, "config_key")));
                 notes = failed ? xasprintf("%s (%s): %s; attempt %" JSON_INTEGER_FORMAT "; log %s",
@@ -501,8 +520,7 @@ static void run_logs(FILE *f, json_t *doc)
                 fprintf(f, "| r%" JSON_INTEGER_FORMAT " | %s | %s | %s | %s |\n",
                         json_integer_value(json_object_get(run, "id")), date, mname, tg, mnotes);
         }
-        rep_defs_print(&defs, f);
-        rep_defs_done(&defs);
+        rep_defs_refs(defs, f);
 }
 
 int report_benchmark_results(json_t *doc, FILE *f, char **reterr)
@@ -511,6 +529,7 @@ int report_benchmark_results(json_t *doc, FILE *f, char **reterr)
         _cleanup_free_ char *when = rep_datetime(json_object_get(job, "submitted_at"));
         _cleanup_free_ char *counts = rep_result_counts(doc); /* the words of show and follow */
         const char *name = json_string_value(json_object_get(m, "name"));
+        struct rep_defs defs = {};
 
         (void)reterr;
         fprintf(f, "# %s Benchmark Results\n\nLive tracking of benchmark results across configurations.\n\n",
@@ -527,15 +546,15 @@ int report_benchmark_results(json_t *doc, FILE *f, char **reterr)
                       "today's.\n",
                       f);
         fputs("\n---\n\n", f);
-        current_best(f, doc, base);
+        current_best(f, doc, base, &defs);
         fputs("\n---\n\n", f);
-        baseline_section(f, doc, base);
+        baseline_section(f, doc, base, &defs);
         fputs("---\n\n", f);
-        comparison(f, doc);
+        comparison(f, doc, &defs);
         fputs("\n---\n\n", f);
         reference(f, doc);
         fputs("---\n\n", f);
-        run_logs(f, doc);
+        run_logs(f, doc, &defs);
         fprintf(f,
                 "\n---\n\n## How to Run Benchmarks\n\n```bash\n"
                 "# Queue the feature's runs with the benchmark level\n"
@@ -543,5 +562,7 @@ int report_benchmark_results(json_t *doc, FILE *f, char **reterr)
                 "# Follow them, then write this file\n"
                 "mxmatrix follow JOB\nmxmatrix report benchmark-results JOB -o docs\n```\n",
                 json_string_value(json_object_get(job, "feature")) ?: "X");
+        rep_defs_print(&defs, f);
+        rep_defs_done(&defs);
         return 0;
 }

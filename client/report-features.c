@@ -55,6 +55,95 @@ static bool run_has_feature(json_t *doc, json_t *run, json_t *feature)
         return true;
 }
 
+static char *attrib_class_of(json_t *run);
+static bool run_holds(json_t *run, json_t *when);
+static int declared_index(json_t *doc, json_t *run);
+
+/* Does a condition ("when": axis -> value, a list of values, or an object such as {"not": v}) name one of the
+ * feature's axis values? Only plain values and lists count: a "not" blames no value of the feature. */
+static bool when_names_feature(json_t *doc, json_t *when, json_t *feature)
+{
+        json_t *set = json_object_get(feature, "set"), *fv, *w, *x;
+        const char *axis;
+        size_t i;
+
+        json_object_foreach (set, axis, fv) {
+                json_t *val = value_of(doc, axis, json_string_value(fv));
+                const char *name = val ? json_string_value(json_object_get(val, "name")) : json_string_value(fv);
+
+                w = json_object_get(when, axis);
+                if (json_is_string(w) && streq_ptr(json_string_value(w), name))
+                        return true;
+                json_array_foreach (w, i, x)
+                        if (streq_ptr(json_string_value(x), name))
+                                return true;
+        }
+        return false;
+}
+
+/*
+ * The combination another issue blames for a failing run, when it leaves the feature's values out: the
+ * attribution's groups of the run's failure class that the run holds (none names the feature), else the
+ * matrix's known-incompatible declaration the run was marked with (its condition names none of the
+ * feature's values). NULL when the failure is the feature's to answer for (or nothing explains it).
+ */
+static const char *blamed_elsewhere(json_t *doc, json_t *run, json_t *feature)
+{
+        json_t *at = json_object_get(doc, "attribution"), *c, *g;
+        const char *other = NULL;
+        size_t i, k;
+        int d;
+
+        if (json_is_array(json_object_get(at, "classes"))) {
+                _cleanup_free_ char *cls = attrib_class_of(run);
+
+                json_array_foreach (json_object_get(at, "classes"), i, c) {
+                        if (!cls || !streq_ptr(json_string_value(json_object_get(c, "class")), cls))
+                                continue;
+                        json_array_foreach (json_object_get(c, "groups"), k, g) {
+                                if (!run_holds(run, json_object_get(g, "when")))
+                                        continue;
+                                if (when_names_feature(doc, json_object_get(g, "when"), feature))
+                                        return NULL;
+                                other = other ?: json_string_value(json_object_get(g, "text"));
+                        }
+                }
+                if (other)
+                        return other;
+        }
+        if (!streq(rep_result(run), "xfail") || (d = declared_index(doc, run)) < 0)
+                return NULL;
+        g = json_array_get(json_object_get(rep_matrix(doc), "known_incompatible"), (size_t)d);
+        return when_names_feature(doc, json_object_get(g, "when"), feature)
+                       ? NULL
+                       : json_string_value(json_object_get(g, "text"));
+}
+
+/* The levels the runs ran ("L1, L1.5"), and whether L4 (the benchmark) was among them. */
+static char *levels_run(json_t *runs, bool *ret_l4)
+{
+        static const char *const order[] = {"L1", "L1.5", "L2", "L3", "L4", "L5", NULL};
+        struct mx_buf b = MX_BUF_INIT;
+        json_t *run;
+        size_t i;
+
+        *ret_l4 = false;
+        for (size_t o = 0; order[o]; o++) {
+                bool any = false;
+
+                json_array_foreach (runs, i, run) {
+                        json_t *l = rep_level(rep_attempt(run), order[o]);
+                        const char *v = json_string_value(json_object_get(l, "verdict"));
+
+                        any |= v && !streq(v, "skipped");
+                }
+                if (any)
+                        mx_buf_printf(&b, "%s%s", b.len ? ", " : "", order[o]);
+                *ret_l4 |= any && streq(order[o], "L4");
+        }
+        return b.len ? mx_buf_steal(&b) : (mx_buf_free(&b), xstrdup("no level"));
+}
+
 static const char *declared_symbol(const char *status)
 {
         return streq_ptr(status, "completed")     ? "✅"
@@ -69,19 +158,38 @@ static char *feature_status(json_t *doc, json_t *feature)
         unsigned pass = 0, failed = 0, n = 0;
         size_t i;
         struct rep_failure fail = {};
-        char *out;
+        struct mx_buf st = MX_BUF_INIT, elsewhere = MX_BUF_INIT;
+        _cleanup_json_ json_t *passed = json_array(), *others = json_array();
+        _cleanup_free_ char *levels = NULL;
+        bool l4 = false;
+        unsigned excused = 0;
         const char *declared = json_string_value(json_object_get(feature, "status"));
 
         json_array_foreach (rep_runs(doc), i, run) {
-                const char *res = rep_result(run);
+                const char *res = rep_result(run), *other;
 
                 if (!run_has_feature(doc, run, feature) || !rep_attempt(run))
                         continue;
-                n++;
-                if (streq(res, "pass"))
+                if (streq(res, "pass")) {
                         pass++;
-                else if (!streq(res, "cancelled"))
+                        json_array_append(passed, run);
+                } else if (streq(res, "cancelled") || streq(res, "queued") || streq(res, "running"))
+                        continue;
+                else if ((other = blamed_elsewhere(doc, run, feature))) {
+                        /* another issue's crash: its combination is named, the feature is not charged */
+                        json_t *x;
+                        size_t q;
+                        bool dup = false;
+
+                        excused++;
+                        json_array_foreach (others, q, x)
+                                dup |= streq(json_string_value(x), other);
+                        if (!dup)
+                                json_array_append_new(others, json_string(other));
+                        continue;
+                } else
                         failed++;
+                n++;
                 /* the feature alone on the baseline, as the plan's feature-on run */
                 if (!alone &&
                     startswith(json_string_value(json_array_get(json_object_get(run, "reasons"), 0)) ?: "",
@@ -98,27 +206,39 @@ static char *feature_status(json_t *doc, json_t *feature)
                                 break;
                         }
                 }
+        if (excused) {
+                json_t *x;
+                size_t q;
+
+                mx_buf_printf(&elsewhere, "; %u run%s with it failed from other issues (", excused,
+                              excused == 1 ? "" : "s");
+                json_array_foreach (others, q, x)
+                        mx_buf_printf(&elsewhere, "%s%s", q ? ", " : "", json_string_value(x));
+                mx_buf_puts(&elsewhere, "): not counted against it");
+        }
+        mx_buf_puts(&elsewhere, "");
+        levels = levels_run(passed, &l4);
         if (n == 0)
-                return xasprintf("⏳ Not tested in this job (declared %s %s)", declared_symbol(declared),
-                                 strna(declared));
-        if (alone && rep_run_failure(alone, &fail))
-                out = xasprintf("❌ Failing alone: r%" JSON_INTEGER_FORMAT
-                                " %s (%s); %u of %u runs with it pass "
-                                "(declared %s %s)",
-                                json_integer_value(json_object_get(alone, "id")), rep_result(alone),
-                                fail.klass, pass, n, declared_symbol(declared), strna(declared));
+                mx_buf_printf(&st, "⏳ Not tested in this job%s", elsewhere.data);
+        else if (alone && !blamed_elsewhere(doc, alone, feature) && rep_run_failure(alone, &fail))
+                mx_buf_printf(&st,
+                              "❌ Failing alone: r%" JSON_INTEGER_FORMAT " %s (%s); %u of %u runs with it pass%s",
+                              json_integer_value(json_object_get(alone, "id")), rep_result(alone), fail.klass,
+                              pass, n, elsewhere.data);
         else if (pass == 0)
-                out = xasprintf("❌ Failing: %u of %u runs with it fail (declared %s %s)", failed, n,
-                                declared_symbol(declared), strna(declared));
+                mx_buf_printf(&st, "❌ Failing: %u of %u runs with it fail%s", failed, n, elsewhere.data);
         else if (failed == 0)
-                out = xasprintf("✅ Passing: %u of %u runs with it pass (declared %s %s)", pass, n,
-                                declared_symbol(declared), strna(declared));
+                mx_buf_printf(&st, "✅ Passing: %u of %u runs with it pass%s", pass, n, elsewhere.data);
         else
-                out = xasprintf("🔄 Passing%s; %u of %u runs with it pass, %u fail (declared %s %s)",
-                                alone ? " alone" : "", pass, n, failed, declared_symbol(declared),
-                                strna(declared));
+                mx_buf_printf(&st, "🔄 Passing%s; %u of %u runs with it pass, %u fail%s", alone ? " alone" : "",
+                              pass, n, failed, elsewhere.data);
+        /* a pass on the smoke levels alone is no benchmark: say which levels the passes rest on */
+        if (pass > 0 && !l4)
+                mx_buf_printf(&st, "; passes on %s only (no benchmark: L4 did not run)", levels);
+        mx_buf_printf(&st, " (declared %s %s)", declared_symbol(declared), strna(declared));
         rep_failure_done(&fail);
-        return out;
+        mx_buf_free(&elsewhere);
+        return mx_buf_steal(&st);
 }
 
 /* "`VAR=value`" for what the feature sets, "vLLM flags (`--x`)" when it sets flags only, "-" when nothing.
@@ -238,6 +358,9 @@ static void combinations(FILE *f, json_t *doc)
                                 res);
                 rep_failure_done(&fail);
         }
+        fputs("\n**Legend**: ✅ passed | ❌ failed as a declared known issue expects | 💥 failed unexpectedly | "
+              "⚠️ passed though a known issue expects it to fail | ⏳ no result yet\n",
+              f);
 }
 
 /* The workaround clause of a declaration's reason ("workaround: disable sinks"), or NULL. */
@@ -320,39 +443,92 @@ static char *common_diff(json_t *doc, json_t *runs)
                      : (mx_buf_free(&b), xstrdup("(no value in common beyond the baseline)"));
 }
 
-/* The bullets under an observed issue's heading: Declared (each declaration its runs come from), Workaround.
- */
-static void declared_lines(FILE *f, json_t *doc, json_t *runs)
+/* Do two conditions share an axis with a value in common (plain values and lists; "not" and "any" never)? */
+static bool whens_overlap(json_t *a, json_t *b)
 {
-        json_t *kis = json_object_get(rep_matrix(doc), "known_incompatible"), *r;
-        _cleanup_json_ json_t *ds = json_array();
-        _cleanup_free_ char *wa = NULL;
-        size_t k;
+        json_t *va, *vb, *x, *y;
+        const char *axis;
+        size_t i, k;
 
-        json_array_foreach (runs, k, r) {
-                int d = declared_index(doc, r);
-                bool dup = d < 0;
-                size_t q;
-                json_t *x;
-
-                json_array_foreach (ds, q, x)
-                        dup |= json_integer_value(x) == d;
-                if (!dup)
-                        json_array_append_new(ds, json_integer(d));
+        json_object_foreach (a, axis, va) {
+                vb = json_object_get(b, axis);
+                if (json_is_string(va) && json_equal(va, vb))
+                        return true;
+                json_array_foreach (va, i, x) {
+                        if (json_equal(x, vb))
+                                return true;
+                        json_array_foreach (vb, k, y)
+                                if (json_equal(x, y))
+                                        return true;
+                }
+                json_array_foreach (vb, k, y)
+                        if (json_is_string(va) && json_equal(va, y))
+                                return true;
         }
+        return false;
+}
+
+/* A declaration's workaround: its own key, else the clause of its reason ("workaround: disable sinks"). */
+static char *ki_workaround(json_t *ki)
+{
+        const char *w = json_string_value(json_object_get(ki, "workaround"));
+
+        return w ? xstrdup(w) : workaround_of(json_string_value(json_object_get(ki, "reason")));
+}
+
+static void add_index(json_t *ds, int d)
+{
+        json_t *x;
+        size_t q;
+
+        if (d < 0)
+                return;
+        json_array_foreach (ds, q, x)
+                if (json_integer_value(x) == d)
+                        return;
+        json_array_append_new(ds, json_integer(d));
+}
+
+/*
+ * The bullets under an observed issue's heading: Declared (the declarations of the combinations that head it,
+ * whens: their conditions; else each declaration its runs were marked with), Workaround (each declaration's
+ * own). Returns the declared status of the issue ("Open"), or NULL.
+ */
+static const char *declared_lines(FILE *f, json_t *doc, json_t *runs, json_t *whens)
+{
+        json_t *kis = json_object_get(rep_matrix(doc), "known_incompatible"), *r, *w;
+        _cleanup_json_ json_t *ds = json_array();
+        struct mx_buf wa = MX_BUF_INIT;
+        const char *status = NULL;
+        size_t k, q;
+
+        json_array_foreach (kis, k, r)
+                json_array_foreach (whens, q, w)
+                        if (whens_overlap(json_object_get(r, "when"), w))
+                                add_index(ds, (int)k);
+        if (json_array_size(ds) == 0)
+                json_array_foreach (runs, k, r)
+                        add_index(ds, declared_index(doc, r));
         json_array_foreach (ds, k, r) {
                 json_t *e = json_array_get(kis, (size_t)json_integer_value(r));
-                const char *reason = json_string_value(json_object_get(e, "reason"));
+                _cleanup_free_ char *one = ki_workaround(e);
 
                 fprintf(f, "- **Declared**: when %s, expect %s: %s\n",
                         strna(json_string_value(json_object_get(e, "text"))),
-                        strna(json_string_value(json_object_get(e, "expect"))), strna(reason));
-                if (!wa)
-                        wa = workaround_of(reason);
+                        strna(json_string_value(json_object_get(e, "expect"))),
+                        strna(json_string_value(json_object_get(e, "reason"))));
+                if (one && json_array_size(ds) > 1)
+                        mx_buf_printf(&wa, "%s%s (when %s)", wa.len ? "; " : "", one,
+                                      strna(json_string_value(json_object_get(e, "text"))));
+                else if (one)
+                        mx_buf_puts(&wa, one);
+                status = status ?: json_string_value(json_object_get(e, "status"));
         }
         if (json_array_size(ds) == 0)
                 fputs("- **Declared**: no: not a known issue of the matrix file (a new failure)\n", f);
-        fprintf(f, "- **Workaround**: %s\n", wa ?: "-");
+        fprintf(f, "- **Workaround**: %s\n", wa.len ? wa.data : "-");
+        mx_buf_free(&wa);
+        return status;
 }
 
 /* "- **Observed in**: r9 (xfail, spec=eagle3-short), ..." */
@@ -390,6 +566,7 @@ static void issues_by_difference(FILE *f, json_t *doc)
 {
         _cleanup_json_ json_t *groups = json_object(), *order = json_array();
         json_t *run, *ki, *g;
+        const char *status;
         size_t i;
 
         json_array_foreach (rep_runs(doc), i, run) {
@@ -419,8 +596,8 @@ static void issues_by_difference(FILE *f, json_t *doc)
                 fprintf(f, "### %s\n\n", with);
                 fprintf(f, "- **Issue**: `%s`: %s\n", json_string_value(json_object_get(g, "class")), ev);
                 observed_line(f, doc, runs);
-                declared_lines(f, doc, runs);
-                fprintf(f, "- **Status**: Open (reproduced in this job: %zu run%s)\n\n",
+                status = declared_lines(f, doc, runs, NULL);
+                fprintf(f, "- **Status**: %s (reproduced in this job: %zu run%s)\n\n", status ?: "Open",
                         json_array_size(runs), json_array_size(runs) == 1 ? "" : "s");
         }
         if (json_array_size(order) == 0)
@@ -544,6 +721,7 @@ static void attributed_class(FILE *f, json_t *doc, json_t *at, json_t *c, json_t
         _cleanup_free_ bool *done = xcalloc(n + 1, sizeof(bool));
         _cleanup_json_ json_t *held = json_array(), *rest = json_array();
         int64_t job = json_integer_value(json_object_get(rep_job(doc), "id"));
+        const char *status;
 
         /* the document's runs supporting each group */
         json_array_foreach (groups, i, g) {
@@ -628,8 +806,14 @@ static void attributed_class(FILE *f, json_t *doc, json_t *at, json_t *c, json_t
                         fputs("- **Observed in**: runs of the job this one confirms (`mxmatrix "
                               "attribute`)\n",
                               f);
-                declared_lines(f, doc, runs);
-                fprintf(f, "- **Status**: Open (reproduced in this job: %zu run%s)\n\n",
+                {
+                        _cleanup_json_ json_t *whens = json_array();
+
+                        json_array_foreach (tied, k, r)
+                                json_array_append(whens, json_object_get(r, "when"));
+                        status = declared_lines(f, doc, runs, whens);
+                }
+                fprintf(f, "- **Status**: %s (reproduced in this job: %zu run%s)\n\n", status ?: "Open",
                         json_array_size(runs), json_array_size(runs) == 1 ? "" : "s");
                 json_array_extend(listed, runs);
         }
@@ -651,8 +835,8 @@ static void attributed_class(FILE *f, json_t *doc, json_t *at, json_t *c, json_t
                         " axis values is held by these failing runs and by no passing run\n",
                         json_integer_value(json_object_get(at, "t")));
                 observed_line(f, doc, rest);
-                declared_lines(f, doc, rest);
-                fprintf(f, "- **Status**: Open (reproduced in this job: %zu run%s)\n\n",
+                status = declared_lines(f, doc, rest, NULL);
+                fprintf(f, "- **Status**: %s (reproduced in this job: %zu run%s)\n\n", status ?: "Open",
                         json_array_size(rest), json_array_size(rest) == 1 ? "" : "s");
                 json_array_extend(listed, rest);
         }
@@ -663,6 +847,7 @@ static void issues_attributed(FILE *f, json_t *doc, json_t *at)
 {
         json_t *flaky = json_object_get(at, "flaky"), *c, *run;
         _cleanup_json_ json_t *listed = json_array(), *left = json_array();
+        const char *status;
         size_t i, k;
 
         json_array_foreach (json_object_get(at, "classes"), i, c) {
@@ -696,8 +881,8 @@ static void issues_attributed(FILE *f, json_t *doc, json_t *at)
                       "to no result (infra-error, interrupted) is evidence for no combination\n",
                       f);
                 observed_line(f, doc, left);
-                declared_lines(f, doc, left);
-                fputs("- **Status**: Open (not attributed)\n\n", f);
+                status = declared_lines(f, doc, left, NULL);
+                fprintf(f, "- **Status**: %s (not attributed)\n\n", status ?: "Open");
         }
         if (json_array_size(listed) + json_array_size(left) == 0)
                 fputs("No run of this job failed.\n\n", f);
@@ -762,10 +947,11 @@ static void known_issues(FILE *f, json_t *doc)
                 fprintf(f, "### %s (declared)\n\n- **Issue**: %s\n",
                         strna(json_string_value(json_object_get(ki, "text"))),
                         strna(json_string_value(json_object_get(ki, "reason"))));
-                wa = workaround_of(json_string_value(json_object_get(ki, "reason")));
-                fprintf(f, "- **Workaround**: %s\n- **Status**: %s\n\n", wa ?: "-",
-                        matched ? "Not reproduced: the runs it covers did not fail (xpass)"
-                                : "Not tested in this job (no run matches it)");
+                wa = ki_workaround(ki);
+                fprintf(f, "- **Workaround**: %s\n- **Status**: %s (%s)\n\n", wa ?: "-",
+                        json_string_value(json_object_get(ki, "status")) ?: "Open",
+                        matched ? "not reproduced: the runs it covers did not fail (xpass)"
+                                : "not tested in this job: no run matches it");
         }
         free(seen);
 }

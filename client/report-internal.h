@@ -11,6 +11,7 @@ struct rep_num {
         bool have;
         double v;
         int64_t n;       /* samples behind it; -1: not counted */
+        double sd;       /* the samples' standard deviation (sample form), NAN when not given */
         const char *def; /* the definition (borrowed from the document, or static) */
         const char *why; /* !have: why not, e.g. "not measured (no L4 level ran)" */
 };
@@ -32,7 +33,7 @@ const char *rep_result(json_t *run);
 char *rep_result_counts(json_t *doc);
 /* A metric of the vocabulary (matrix.h mx_metrics) for a run, from its levels and samples. */
 void rep_metric(json_t *run, const char *metric, struct rep_num *ret);
-/* "52.10" / "not measured"; the cell form adds the sample count: "52.10 (n=10)". */
+/* "52.10" / "not measured"; the cell form adds the spread and sample count: "52.10 ± 0.31 (n=10)". */
 char *rep_num_text(const struct rep_num *n);
 char *rep_num_cell(const struct rep_num *n);
 /* Markdown table cell: '|' and newlines escaped, "-" for NULL or "". */
@@ -58,11 +59,18 @@ char *rep_config_name(json_t *doc, json_t *run);
  * value, alias or axis=value that exactly one feature sets. NULL when none. */
 json_t *rep_feature(json_t *doc, const char *name);
 
-/* Definitions printed under a table: each metric once, sorted. */
+/*
+ * Definitions, once per document, as footnotes: each table or block that used figures calls rep_defs_refs()
+ * for a line naming the footnotes of its metrics; rep_defs_print() writes them all at the end (metrics with
+ * the same definition share one).
+ */
 struct rep_defs {
-        json_t *seen; /* metric -> definition */
+        json_t *seen;    /* metric -> definition */
+        json_t *notes;   /* definitions in order of first use: the footnote numbers */
+        json_t *section; /* footnote numbers used since the last rep_defs_refs() */
 };
 void rep_defs_add(struct rep_defs *d, const char *label, const struct rep_num *n);
+void rep_defs_refs(struct rep_defs *d, FILE *f);
 void rep_defs_print(struct rep_defs *d, FILE *f);
 void rep_defs_done(struct rep_defs *d);
 
@@ -83,5 +91,6 @@ struct rep_failure {
 /* false when the run did not fail (pass, xpass, queued, running, cancelled). */
 bool rep_run_failure(json_t *run, struct rep_failure *ret);
 /* Seed 000's Success Criteria Evaluation table (report-testlog.c); 0 pass, 1 not measured, 2 fail. */
-int report_testlog_criteria(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run);
+int report_testlog_criteria(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run,
+                            struct rep_defs *defs);
 void rep_failure_done(struct rep_failure *f);

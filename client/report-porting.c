@@ -124,9 +124,9 @@ static void criteria_row(FILE *f, json_t *doc, json_t *feat, json_t *base, json_
                          : "-");
 }
 
-static void criteria_section(FILE *f, json_t *doc, json_t *feat, json_t *base, json_t *run)
+static void criteria_section(FILE *f, json_t *doc, json_t *feat, json_t *base, json_t *run,
+                             struct rep_defs *defs)
 {
-        struct rep_defs defs = {};
         json_t *c;
         size_t i;
 
@@ -135,7 +135,7 @@ static void criteria_section(FILE *f, json_t *doc, json_t *feat, json_t *base, j
               "|--------|----------|--------|--------|-------|\n",
               f);
         for (size_t k = 0; k < ELEMENTSOF(porting_rows); k++)
-                criteria_row(f, doc, feat, base, run, porting_rows[k].metric, porting_rows[k].label, &defs);
+                criteria_row(f, doc, feat, base, run, porting_rows[k].metric, porting_rows[k].label, defs);
         /* Criteria on metrics beyond the seed's rows get rows of their own. */
         json_array_foreach (json_object_get(feat, "criteria"), i, c) {
                 const char *m = json_string_value(json_object_get(c, "metric"));
@@ -144,11 +144,9 @@ static void criteria_section(FILE *f, json_t *doc, json_t *feat, json_t *base, j
                 for (size_t k = 0; k < ELEMENTSOF(porting_rows); k++)
                         seen = seen || streq_ptr(m, porting_rows[k].metric);
                 if (m && !seen && !streq(m, "crashes"))
-                        criteria_row(f, doc, feat, base, run, m, m, &defs);
+                        criteria_row(f, doc, feat, base, run, m, m, defs);
         }
-        fputc('\n', f);
-        rep_defs_print(&defs, f);
-        rep_defs_done(&defs);
+        rep_defs_refs(defs, f);
         fputs("\n**Hard constraints:**\n", f);
         if (json_array_size(json_object_get(json_object_get(doc, "criteria"), "constraints")) == 0)
                 fputs("- not evaluated in this document (the daemon's evaluation comes with the job's last "
@@ -366,6 +364,7 @@ int report_porting(json_t *doc, const char *feature, FILE *f, char **reterr)
         const char *branch, *title;
         _cleanup_free_ char *levels = NULL, *base_text = NULL;
         _cleanup_free_ char *counts = rep_result_counts(doc); /* the words of show and follow */
+        struct rep_defs defs = {};
         int state;
 
         if (!feat) {
@@ -407,18 +406,20 @@ int report_porting(json_t *doc, const char *feature, FILE *f, char **reterr)
 
                 fprintf(f, "## REQUIRED: Hypothesis (1 sentence)\n\n> \"%s\"\n\n---\n\n", h);
         }
-        criteria_section(f, doc, feat, base, run);
+        criteria_section(f, doc, feat, base, run, &defs);
         fputs("\n---\n\n", f);
         fputs(human_sources, f);
         test_results(f, doc, run);
         fputs("---\n\n", f);
-        state = report_testlog_criteria(f, doc, feat, base, run);
+        state = report_testlog_criteria(f, doc, feat, base, run, &defs);
         fprintf(f, "\n**Overall**: %s\n\n---\n\n",
                 state == 0   ? "PASS"
                 : state == 2 ? "FAIL"
                              : "INCOMPLETE (a criterion was not measured)");
         benchmark_section(f, run);
         fputs(human_tail, f);
+        rep_defs_print(&defs, f);
+        rep_defs_done(&defs);
         return 0;
 }
 

@@ -82,7 +82,19 @@ static json_t *level_head(FILE *f, json_t *doc, json_t *run, const char *level)
         fprintf(f, "- Feature run: r%" JSON_INTEGER_FORMAT "; all runs: %s\n",
                 json_integer_value(json_object_get(run, "id")), any ? counts : "none ran this level");
         dur = rep_duration(json_object_get(l, "started_at"), json_object_get(l, "finished_at"));
-        fprintf(f, "- Duration: %s\n", dur);
+        if (streq(level, "L1") && l && json_is_integer(json_object_get(rep_attempt(run), "started_at"))) {
+                /* seed 001's smoke test is the boot: from the server's start, not from its readiness */
+                _cleanup_free_ char *all = rep_duration(json_object_get(rep_attempt(run), "started_at"),
+                                                        json_object_get(l, "finished_at"));
+                json_t *ready = json_object_get(json_object_get(l, "metrics"), "ready_s");
+
+                if (json_is_number(ready))
+                        fprintf(f, "- Duration: %s (the server's start to ready %.1fs, then the smoke requests %s)\n",
+                                all, json_number_value(ready), dur);
+                else
+                        fprintf(f, "- Duration: %s (from the server's start; the smoke requests %s)\n", all, dur);
+        } else
+                fprintf(f, "- Duration: %s\n", dur);
         msg = json_is_string(json_object_get(l, "message"))
                       ? mx_escape(json_string_value(json_object_get(l, "message")), 400)
                       : NULL;
@@ -268,11 +280,11 @@ static void criterion_row(FILE *f, json_t *c, const char *text, json_t *base, js
 }
 
 /* Seed 000's table: the daemon's evaluation when the document has one, else the feature's criteria here. */
-static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run)
+static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run,
+                          struct rep_defs *defs)
 {
         json_t *given = json_object_get(doc, "criteria"), *items, *c;
         _cleanup_json_ json_t *own = NULL;
-        struct rep_defs defs = {};
         int state = 0; /* 0 pass, 1 not measured, 2 fail */
         size_t i;
 
@@ -336,7 +348,7 @@ static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, j
                                                     json_string_value(json_object_get(c, "note")))
                                         : xstrdup(text ?: "?");
 
-                        criterion_row(f, c, note, base, run, &state, &defs);
+                        criterion_row(f, c, note, base, run, &state, defs);
                 }
                 fprintf(f,
                         "\nEvaluated from the runs: the feature run r%" JSON_INTEGER_FORMAT
@@ -350,8 +362,7 @@ static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, j
                 fputs("| (the feature declares no criteria) | - | - | - |\n", f);
                 state = 1;
         }
-        rep_defs_print(&defs, f);
-        rep_defs_done(&defs);
+        rep_defs_refs(defs, f);
         return state;
 }
 
@@ -362,6 +373,80 @@ static char *upper_name(const char *name)
         for (char *p = s; *p; p++)
                 *p = *p == '-' || *p == '.' || *p == '+' ? '_' : (char)toupper((unsigned char)*p);
         return s;
+}
+
+/*
+ * Seed 001's "Branch:": the branch of each source tree the feature run's metadata recorded
+ * ("mxfp4_v2 (vllm 1a2b3c4d5e6f, flashinfer 0f9e8d7c6b5a)"), said when none was.
+ */
+static char *branch_line(json_t *run)
+{
+        json_t *sources = json_object_get(json_object_get(rep_attempt(run), "metadata"), "sources"), *s;
+        _cleanup_json_ json_t *branches = json_object();
+        struct mx_buf b = MX_BUF_INIT;
+        const char *name, *br;
+        json_t *names;
+
+        json_object_foreach (sources, name, s) {
+                const char *sha = json_string_value(json_object_get(s, "sha"));
+                _cleanup_free_ char *one = NULL;
+
+                br = json_string_value(json_object_get(s, "branch"));
+                if (!br)
+                        continue;
+                names = json_object_get(branches, br);
+                if (!names) {
+                        names = json_array();
+                        json_object_set_new(branches, br, names);
+                }
+                one = sha ? xasprintf("%s %.12s%s", name, sha,
+                                      json_is_true(json_object_get(s, "dirty")) ? ", dirty" : "")
+                          : xstrdup(name);
+                json_array_append_new(names, json_string(one));
+        }
+        json_object_foreach (branches, br, names) {
+                json_t *x;
+                size_t i;
+
+                mx_buf_printf(&b, "%s%s (", b.len ? "; " : "", br);
+                json_array_foreach (names, i, x)
+                        mx_buf_printf(&b, "%s%s", i ? ", " : "", json_string_value(x));
+                mx_buf_putc(&b, ')');
+        }
+        if (b.len)
+                return mx_buf_steal(&b);
+        mx_buf_free(&b);
+        return xstrdup(json_object_size(sources) ? "(not recorded: no source tree is on a branch)"
+                                                 : "(not recorded: the matrix names no metadata.sources)");
+}
+
+/*
+ * Seed 001's decision ("if any test fails: keep on branch") over every run of the job: a failure no known issue
+ * expects (result fail, crashed, timeout ...) goes to unexpected; a run without a result to unfinished.
+ */
+static void job_failures(json_t *doc, json_t *unexpected, json_t *unfinished)
+{
+        json_t *run;
+        size_t i;
+
+        json_array_foreach (rep_runs(doc), i, run) {
+                const char *res = rep_result(run);
+                struct rep_failure fail;
+
+                if (streq(res, "queued") || streq(res, "running") || streq(res, "infra-error") ||
+                    streq(res, "interrupted")) {
+                        json_array_append(unfinished, run);
+                        continue;
+                }
+                if (streq(res, "xfail") || !rep_run_failure(run, &fail))
+                        continue;
+                json_array_append_new(unexpected,
+                                      json_sprintf("r%" JSON_INTEGER_FORMAT " (%s): %s (%s): %s",
+                                                   json_integer_value(json_object_get(run, "id")),
+                                                   json_string_value(json_object_get(run, "config_key")), res,
+                                                   fail.klass, fail.text));
+                rep_failure_done(&fail);
+        }
 }
 
 int report_test_log_name(json_t *doc, const char *feature, char **ret, char **reterr)
@@ -393,7 +478,9 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
 {
         json_t *feat = rep_feature(doc, feature), *job = rep_job(doc);
         json_t *run = feature_run(doc), *base = rep_baseline_run(doc), *l;
-        _cleanup_free_ char *date = rep_date(rep_last_finished(doc)), *levels = NULL, *basename_run = NULL;
+        _cleanup_free_ char *date = rep_date(rep_last_finished(doc)), *levels = NULL, *basename_run = NULL,
+                            *branch = NULL;
+        _cleanup_json_ json_t *unexpected = json_array(), *unfinished = json_array();
         _cleanup_free_ char *counts = rep_result_counts(doc);
         struct rep_defs defs = {};
         const char *title;
@@ -417,13 +504,8 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
         basename_run =
                 base ? xasprintf("r%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(base, "id")))
                      : xstrdup("missing (no L4 comparison)");
-        fprintf(f, "# Test Log: %s\n\nDate: %s\nBranch: %s\n\n", title, date,
-                json_string_value(json_object_get(
-                        json_object_get(
-                                json_object_get(json_object_get(rep_attempt(run), "metadata"), "sources"),
-                                "vllm"),
-                        "branch"))
-                        ?: "(not recorded)");
+        branch = branch_line(run);
+        fprintf(f, "# Test Log: %s\n\nDate: %s\nBranch: %s\n\n", title, date, branch);
         fprintf(f,
                 "Written by `mxmatrix report test-log` from job %" JSON_INTEGER_FORMAT
                 " (feature %s, strategy %s, levels %s, %zu runs: %s). The feature run is r%" JSON_INTEGER_FORMAT
@@ -446,8 +528,7 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
         l3_memory(f, run, l);
         fputs("\n## Level 4: Performance Benchmark\n\n", f);
         l4_table(f, base, run, &defs);
-        rep_defs_print(&defs, f);
-        rep_defs_done(&defs);
+        rep_defs_refs(&defs, f);
         fputs("\n## Level 5: Regression Test\n", f);
         l = level_head(f, doc, run, "L5");
         {
@@ -487,12 +568,27 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
                 level_state = MX_MAX(
                         level_state,
                         streq(rep_result(run), "queued") || streq(rep_result(run), "running") ? 1 : 2);
-        state = criteria_table(f, doc, feat, base, run);
+        state = criteria_table(f, doc, feat, base, run, &defs);
         state = MX_MAX(state, level_state);
-        fprintf(f, "\n**Overall**: %s\n",
-                state == 0   ? "PASS"
-                : state == 2 ? "FAIL"
-                             : "INCOMPLETE (a criterion was not measured)");
+        /* The merge decision is the job's: any run failing where no known issue expects it keeps it on the branch. */
+        job_failures(doc, unexpected, unfinished);
+        if (json_array_size(unexpected) > 0 && state < 2)
+                fprintf(f, "\n**Overall**: FAIL (the feature run and its criteria %s, but %zu run%s of the job "
+                           "failed unexpectedly: see below)\n",
+                        state == 0 ? "pass" : "are incomplete", json_array_size(unexpected),
+                        json_array_size(unexpected) == 1 ? "" : "s");
+        else if (json_array_size(unfinished) > 0 && state == 0)
+                fprintf(f, "\n**Overall**: INCOMPLETE (%zu run%s of the job without a result)\n",
+                        json_array_size(unfinished), json_array_size(unfinished) == 1 ? "" : "s");
+        else
+                fprintf(f, "\n**Overall**: %s\n",
+                        state == 0   ? "PASS"
+                        : state == 2 ? "FAIL"
+                                     : "INCOMPLETE (a criterion was not measured)");
+        if (json_array_size(unexpected) > 0)
+                state = 2;
+        else if (json_array_size(unfinished) > 0)
+                state = MX_MAX(state, 1);
         fprintf(f,
                 "\n## Overall Result\n- [%c] READY TO MERGE\n- [%c] NEEDS FIXES (list issues)\n- [%c] "
                 "BLOCKED (reason)\n",
@@ -500,22 +596,47 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
                 streq_ptr(json_string_value(json_object_get(feat, "status")), "blocked") ? 'x' : ' ');
         if (state == 2) {
                 struct rep_failure fail;
+                json_t *x;
+                size_t i;
 
-                if (rep_run_failure(run, &fail))
-                        fprintf(f, "  - r%" JSON_INTEGER_FORMAT ": %s (%s): %s\n",
+                if (!streq(rep_result(run), "xfail") && rep_run_failure(run, &fail))
+                        fprintf(f, "  - the feature run r%" JSON_INTEGER_FORMAT ": %s (%s): %s\n",
                                 json_integer_value(json_object_get(run, "id")), rep_result(run), fail.klass,
                                 fail.text);
                 rep_failure_done(&fail);
+                if (json_array_size(unexpected) > 0)
+                        fprintf(f, "  - %zu run%s of the job failed where no known issue expects it (seed 001: "
+                                   "if any test fails, keep it on the branch):\n",
+                                json_array_size(unexpected), json_array_size(unexpected) == 1 ? "" : "s");
+                json_array_foreach (unexpected, i, x) {
+                        _cleanup_free_ char *t = mx_escape(json_string_value(x), 300);
+
+                        fprintf(f, "    - %s\n", t);
+                }
                 fputs("  - see the Success Criteria Evaluation above\n", f);
         }
-        if (state == 1)
-                fputs("  - not measured: run the job with the levels that measure every criterion "
-                      "(levels=L1-L5)\n",
-                      f);
+        if (state == 1) {
+                json_t *x;
+                size_t i;
+
+                if (json_array_size(unfinished) > 0) {
+                        fputs("  - not finished: runs without a result:", f);
+                        json_array_foreach (unfinished, i, x)
+                                fprintf(f, "%s r%" JSON_INTEGER_FORMAT " (%s)", i ? "," : "",
+                                        json_integer_value(json_object_get(x, "id")), rep_result(x));
+                        fputc('\n', f);
+                } else
+                        fputs("  - not measured: run the job with the levels that measure every criterion "
+                              "(levels=L1-L5)\n",
+                              f);
+        }
+        rep_defs_print(&defs, f);
+        rep_defs_done(&defs);
         return 0;
 }
 
-int report_testlog_criteria(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run)
+int report_testlog_criteria(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run,
+                            struct rep_defs *defs)
 {
-        return criteria_table(f, doc, feature, base, run);
+        return criteria_table(f, doc, feature, base, run, defs);
 }

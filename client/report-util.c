@@ -233,6 +233,28 @@ static int64_t bench_n(json_t *arr, const char *kind, const char *size_key, int6
         return any ? n : -1;
 }
 
+/* The spread of the one depth-0 entry matching kind/size (its sample standard deviation), else NAN. */
+static double bench_sd(json_t *arr, const char *kind, int64_t size, const char *stat)
+{
+        json_t *e, *st = NULL;
+        size_t i;
+        unsigned hits = 0;
+
+        json_array_foreach (arr, i, e) {
+                if (json_integer_value(json_object_get(e, "depth")) != 0 ||
+                    !streq_ptr(json_string_value(json_object_get(e, "kind")), kind) ||
+                    json_integer_value(json_object_get(e, kind)) != size)
+                        continue;
+                st = json_object_get(e, stat);
+                hits++;
+        }
+        if (hits != 1)
+                return NAN;
+        if (json_is_number(json_object_get(st, "std_sample")))
+                return json_number_value(json_object_get(st, "std_sample"));
+        return json_is_number(json_object_get(st, "std")) ? json_number_value(json_object_get(st, "std")) : NAN;
+}
+
 static void num_set(struct rep_num *r, json_t *v, int64_t n, const char *def)
 {
         if (!json_is_number(v)) {
@@ -268,6 +290,8 @@ static bool metric_l4(json_t *run, const char *metric, struct rep_num *r)
                 num_set(r, json_object_get(json_object_get(res, "throughput"), metric),
                         bench_n(json_object_get(m, "tests"), kind, kind, size, "tps"),
                         json_string_value(json_object_get(defs, streq(kind, "pp") ? "pp_tps" : "tg_tps")));
+                if (r->have)
+                        r->sd = bench_sd(json_object_get(m, "tests"), kind, size, "tps");
                 return true;
         }
         for (size_t i = 0; i < ELEMENTSOF(lat); i++)
@@ -284,7 +308,7 @@ void rep_metric(json_t *run, const char *metric, struct rep_num *r)
 {
         json_t *a = rep_attempt(run), *m = l4_metrics(run);
 
-        *r = (struct rep_num){.n = -1, .why = "not measured (no L4 level ran)"};
+        *r = (struct rep_num){.n = -1, .sd = NAN, .why = "not measured (no L4 level ran)"};
         if (!a) {
                 r->why = "not measured (the run never started)";
                 return;
@@ -301,27 +325,35 @@ void rep_metric(json_t *run, const char *metric, struct rep_num *r)
                 return;
         }
         if (streq(metric, "memory_gb")) {
-                json_t *lm = json_object_get(m, "memory"), *peak = json_object_get(lm, "peak_bytes");
-                json_t *run_s = json_object_get(json_object_get(a, "samples"), "run");
+                /* the figure the criteria judge (daemon/criteria.c), in GB (10^9 bytes) as L5 and the seeds */
+                json_t *lm = json_object_get(m, "memory"), *run_s = json_object_get(json_object_get(a, "samples"), "run");
+                json_t *gpu = json_object_get(json_object_get(json_object_get(m, "results"), "resource"),
+                                              "gpu_memory_peak_gb");
 
-                if (json_is_number(json_object_get(lm, "peak_gb"))) {
-                        num_set(r, json_object_get(lm, "peak_gb"),
-                                json_integer_value(json_object_get(lm, "samples")),
-                                "peak memory during L4 (L4 metrics.memory.peak_gb)");
-                        return;
-                }
-                if (!json_is_integer(peak))
-                        peak = json_object_get(json_object_get(run_s, "memory"), "peak");
                 r->why = "not measured (no memory samples)";
-                if (json_is_integer(peak)) {
-                        _cleanup_json_ json_t *gb = json_real((double)json_integer_value(peak) / 1e9);
+                if (json_is_number(gpu)) {
+                        num_set(r, gpu, json_integer_value(json_object_get(lm, "samples")),
+                                "peak GPU memory during L4 (L4 gpu_memory_peak_gb), GB = 10^9 bytes");
+                } else if (json_is_integer(json_object_get(lm, "peak")) &&
+                           json_integer_value(json_object_get(lm, "peak")) > 0) {
+                        _cleanup_json_ json_t *gb =
+                                json_real((double)json_integer_value(json_object_get(lm, "peak")) / 1e9);
+
+                        num_set(r, gb, json_integer_value(json_object_get(lm, "samples")),
+                                "peak memory during L4 of the level's memory figure (GPU memory; on a "
+                                "unified-memory GPU system memory; else the server's host PSS), GB = 10^9 "
+                                "bytes");
+                } else if (json_is_integer(json_object_get(json_object_get(run_s, "memory"), "peak"))) {
+                        _cleanup_json_ json_t *gb = json_real(
+                                (double)json_integer_value(json_object_get(json_object_get(run_s, "memory"), "peak")) /
+                                1e9);
 
                         num_set(r, gb,
                                 json_is_integer(json_object_get(run_s, "samples"))
                                         ? json_integer_value(json_object_get(run_s, "samples"))
                                         : -1,
-                                "peak used memory over the attempt, 10^9 bytes (the sampler: GPU memory, "
-                                "or system memory on unified-memory GPUs)");
+                                "peak used memory over the attempt, the sampler's (GPU memory, or system memory "
+                                "on unified-memory GPUs; runs without L4), GB = 10^9 bytes");
                 }
                 return;
         }
@@ -358,6 +390,8 @@ char *rep_num_cell(const struct rep_num *n)
 
         if (!n->have || n->n < 0)
                 return TAKE_PTR(t);
+        if (!isnan(n->sd) && n->n > 1)
+                return xasprintf("%s ± %.2f (n=%" PRId64 ")", t, n->sd, n->n);
         return xasprintf("%s (n=%" PRId64 ")", t, n->n);
 }
 
@@ -625,41 +659,81 @@ json_t *rep_feature(json_t *doc, const char *name)
 
 void rep_defs_add(struct rep_defs *d, const char *label, const struct rep_num *n)
 {
-        if (!d->seen)
+        json_t *x;
+        size_t i, k = SIZE_MAX;
+
+        if (!d->seen) {
                 d->seen = json_object();
-        if (!n->have || !n->def || json_object_get(d->seen, label))
+                d->notes = json_array();
+                d->section = json_array();
+        }
+        if (!n->have || !n->def)
                 return;
-        json_object_set_new(d->seen, label, json_string(n->def));
+        if (!json_object_get(d->seen, label))
+                json_object_set_new(d->seen, label, json_string(n->def));
+        json_array_foreach (d->notes, i, x)
+                if (streq(json_string_value(json_object_get(x, "def")), n->def))
+                        k = i;
+        if (k == SIZE_MAX) {
+                k = json_array_size(d->notes);
+                json_array_append_new(d->notes, json_pack("{s:s,s:[]}", "def", n->def, "metrics"));
+        }
+        x = json_object_get(json_array_get(d->notes, k), "metrics");
+        {
+                bool have = false;
+                json_t *m;
+                size_t q;
+
+                json_array_foreach (x, q, m)
+                        have |= streq(json_string_value(m), label);
+                if (!have)
+                        json_array_append_new(x, json_string(label));
+                have = false;
+                json_array_foreach (d->section, q, m)
+                        have |= (size_t)json_integer_value(m) == k;
+                if (!have)
+                        json_array_append_new(d->section, json_integer((json_int_t)k));
+        }
 }
 
-static int cmp_str(const void *a, const void *b)
+void rep_defs_refs(struct rep_defs *d, FILE *f)
 {
-        return strcmp(*(const char *const *)a, *(const char *const *)b);
+        json_t *k;
+        size_t i;
+
+        if (json_array_size(d->section) == 0)
+                return;
+        fputs("\nFigures: the value ± its samples' standard deviation where there are several, n = the "
+              "samples behind it; definitions:",
+              f);
+        json_array_foreach (d->section, i, k)
+                fprintf(f, " [^%" JSON_INTEGER_FORMAT "]", json_integer_value(k) + 1);
+        fputc('\n', f);
+        json_array_clear(d->section);
 }
 
 void rep_defs_print(struct rep_defs *d, FILE *f)
 {
-        const char **keys;
-        const char *k;
-        json_t *v;
-        size_t n = 0, i = 0;
+        json_t *x, *m;
+        size_t i, k;
 
-        if (!d->seen || json_object_size(d->seen) == 0)
+        if (json_array_size(d->notes) == 0)
                 return;
-        keys = xcalloc(json_object_size(d->seen), sizeof(*keys));
-        json_object_foreach (d->seen, k, v)
-                keys[n++] = k;
-        qsort(keys, n, sizeof(*keys), cmp_str);
-        fputs("\n**Definitions** (n = the samples behind a figure):\n\n", f);
-        for (i = 0; i < n; i++)
-                fprintf(f, "- %s: %s\n", keys[i], json_string_value(json_object_get(d->seen, keys[i])));
-        free(keys);
+        fputs("\n## Definitions\n\n", f);
+        json_array_foreach (d->notes, i, x) {
+                fprintf(f, "[^%zu]: ", i + 1);
+                json_array_foreach (json_object_get(x, "metrics"), k, m)
+                        fprintf(f, "%s`%s`", k ? ", " : "", json_string_value(m));
+                fprintf(f, ": %s\n", json_string_value(json_object_get(x, "def")));
+        }
 }
 
 void rep_defs_done(struct rep_defs *d)
 {
         json_decref(d->seen);
-        d->seen = NULL;
+        json_decref(d->notes);
+        json_decref(d->section);
+        d->seen = d->notes = d->section = NULL;
 }
 
 const struct rep_col rep_bench_cols[] = {

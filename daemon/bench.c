@@ -182,6 +182,9 @@ void mx_bench_config_defaults(struct mx_bench_config *c)
                 .warmup = 3,
                 .concurrency = 1,
                 .latency_mode = MX_BENCH_LATENCY_API,
+                .temperature = 1.0,
+                .top_p = 1.0,
+                .sampling_seed = 42,
         };
 }
 
@@ -555,6 +558,11 @@ static json_t *request_body(struct mx_bench *b, struct breq *r)
         o = json_pack("{s:s,s:o,s:I,s:b,s:{s:b,s:b}}", "model", b->model, "messages", messages, "max_tokens",
                       (json_int_t)r->max_tokens, "stream", true, "stream_options", "include_usage", true,
                       "continuous_usage_stats", true);
+        /* the workload's sampling, sent rather than left to each server's defaults (llama-server: 0.8) */
+        json_object_set_new(o, "temperature", json_real(b->cfg.temperature));
+        json_object_set_new(o, "top_p", json_real(b->cfg.top_p));
+        if (b->cfg.sampling_seed >= 0)
+                json_object_set_new(o, "seed", json_integer(b->cfg.sampling_seed));
         /* exactly max_tokens without vLLM's gpt-oss ignore_eos failure (server-kind.h) */
         if (b->cfg.ignore_eos_only)
                 json_object_set_new(o, "ignore_eos", json_true());
@@ -1822,6 +1830,10 @@ json_t *mx_bench_result_json(const struct mx_bench *b)
                         b->cfg.runs, "warmup", b->cfg.warmup, "concurrency", b->cfg.concurrency, "style",
                         b->cfg.llama_bench_style ? "llama-bench" : "llama-benchy", "latency_mode",
                         mx_bench_latency_mode_to_string(b->cfg.latency_mode));
+        /* the sampling every request sent (seed 002's Workload Parameters) */
+        json_object_set_new(cfg, "temperature", json_real(b->cfg.temperature));
+        json_object_set_new(cfg, "top_p", json_real(b->cfg.top_p));
+        json_object_set_new(cfg, "seed", b->cfg.sampling_seed >= 0 ? json_integer(b->cfg.sampling_seed) : json_null());
         for (size_t i = 0; i < b->n_tests; i++) {
                 const struct test *t = &b->tests[i];
                 char name[64];

@@ -74,6 +74,10 @@ struct mx_bench_config {
         enum mx_bench_latency_mode latency_mode;
         int64_t timeout_ms; /* per request; 0: MX_BENCH_TIMEOUT_DEFAULT_MS */
         uint64_t seed;      /* prompt words and salts; 0: random */
+        /* Sampling sent with every request (seed 002's workload: temperature 1.0, top_p 1.0, seed 42). */
+        double temperature;
+        double top_p;
+        int64_t sampling_seed; /* < 0: none sent */
         bool keep_requests; /* keep every request's raw stamps in the JSON */
         /*
          * Testing the checks: every request of a test gets the same prompt,
@@ -88,7 +92,8 @@ struct mx_bench_config {
         bool ignore_eos_only;
 };
 
-/* Seed 002's defaults: pp 2048, tg 32 and 128, depths 0/4096/8192, 10 runs, 3 warm-ups, c = 1. */
+/* Seed 002's defaults: pp 2048, tg 32 and 128, depths 0/4096/8192, 10 runs, 3 warm-ups, c = 1, temperature
+ * 1.0, top_p 1.0, seed 42. */
 void mx_bench_config_defaults(struct mx_bench_config *c);
 /* Check a configuration against the limits above; -EINVAL/-E2BIG with a reason naming the field. */
 int mx_bench_config_check(const struct mx_bench_config *c, char **reterr);

@@ -7,7 +7,8 @@
 #include <inttypes.h>
 #include <math.h>
 
-#define GIB (1024.0 * 1024.0 * 1024.0)
+/* memory in GB (10^9 bytes), the seeds' unit, as L5 and the reports count it */
+#define GB 1e9
 
 enum row_state { ROW_PASS, ROW_FAIL, ROW_INVALID, ROW_MISSING };
 static const char *const row_state_names[] = {"pass", "fail", "invalid", "missing"};
@@ -140,16 +141,16 @@ static size_t memory_figures(json_t *run, struct memfig f[MEMFIG_MAX])
         if (!primary)
                 primary = "unnamed"; /* a stored figure without its kind compares only with its like */
         if (json_is_integer(v = json_object_get(l4, "memory_peak_bytes")))
-                f[n++] = (struct memfig){ primary, (double)json_integer_value(v) / GIB, "L4 memory peak" };
+                f[n++] = (struct memfig){ primary, (double)json_integer_value(v) / GB, "L4 memory peak" };
         json_object_foreach (kinds, k, v)
                 if (n < MEMFIG_MAX - 1 && !streq_ptr(k, primary) && json_is_true(json_object_get(v, "complete")) &&
                     json_is_integer(json_object_get(v, "peak")))
-                        f[n++] = (struct memfig){ k, (double)json_integer_value(json_object_get(v, "peak")) / GIB,
+                        f[n++] = (struct memfig){ k, (double)json_integer_value(json_object_get(v, "peak")) / GB,
                                                   "L4 memory peak" };
         if (json_is_integer(v = json_object_get(run, "sample_peak_bytes")))
                 f[n++] = (struct memfig){ json_is_true(json_object_get(run, "sample_unified")) ? "system"
                                                                                                 : "gpu-device",
-                                          (double)json_integer_value(v) / GIB, "sampler peak" };
+                                          (double)json_integer_value(v) / GB, "sampler peak" };
         return n;
 }
 

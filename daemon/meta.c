@@ -266,6 +266,7 @@ enum item_kind {
         ITEM_PROBE,      /* a named probe: cuda, gpu, pip_freeze, an extra one */
         ITEM_GIT_SHA,    /* git rev-parse HEAD of a source tree */
         ITEM_GIT_STATUS, /* git status --porcelain of a source tree */
+        ITEM_GIT_BRANCH, /* git rev-parse --abbrev-ref HEAD of a source tree */
 };
 
 struct alt {
@@ -634,11 +635,30 @@ static bool hex_sha(const char *s)
         return true;
 }
 
+/* A source's path: "~/x" under the daemon's home (mxmatrix.json(5) METADATA), else as written. */
+static char *source_path(const char *path)
+{
+        const char *home = getenv("HOME");
+
+        if (startswith(path, "~/"))
+                return xasprintf("%s/%s", home && *home ? home : "/", path + 2);
+        return xstrdup(path);
+}
+
 static void source_json(struct item *it, json_t *sources, json_t *blobs)
 {
         json_t *s = json_object_get(sources, it->name);
         _cleanup_free_ char *t = it->error ? NULL : trim_dup(it->out, it->out_len);
 
+        if (it->kind == ITEM_GIT_BRANCH) {
+                /* a detached HEAD prints "HEAD": no branch to record */
+                if (it->error)
+                        json_object_set_new(s, "branch_error", json_sprintf("git rev-parse: %s", it->error));
+                else
+                        json_object_set_new(s, "branch",
+                                            *t && !streq(t, "HEAD") ? json_string(t) : json_null());
+                return;
+        }
         if (it->kind == ITEM_GIT_SHA) {
                 if (it->error)
                         json_object_set_new(s, "error", json_sprintf("git rev-parse: %s", it->error));
@@ -758,8 +778,11 @@ static void collect_done_cb(evutil_socket_t fd, short what, void *ud)
                 json_object_set_new(items, "hostname", builtin_json(u.nodename));
                 json_object_set_new(items, "kernel", builtin_json(kernel));
         }
-        json_object_foreach (json_object_get(c->cfg, "sources"), k, v)
-                json_object_set_new(sources, k, json_pack("{s:O}", "path", v));
+        json_object_foreach (json_object_get(c->cfg, "sources"), k, v) {
+                _cleanup_free_ char *path = source_path(json_string_value(v));
+
+                json_object_set_new(sources, k, json_pack("{s:s}", "path", path));
+        }
         for (size_t i = 0; i < c->n_items; i++) {
                 struct item *it = &c->items[i];
 
@@ -849,7 +872,7 @@ static void add_sources(struct meta_collect *c)
         const char *k;
 
         json_object_foreach (json_object_get(c->cfg, "sources"), k, v) {
-                const char *path = json_string_value(v);
+                _cleanup_free_ char *path = source_path(json_string_value(v));
                 struct item *it;
 
                 /*
@@ -863,6 +886,9 @@ static void add_sources(struct meta_collect *c)
                 it = item_new(c, k, ITEM_GIT_STATUS, NULL);
                 alt_add_command(it, strv_make("git", "--no-optional-locks", "-c", "safe.directory=*", "-C",
                                               path, "status", "--porcelain", NULL));
+                it = item_new(c, k, ITEM_GIT_BRANCH, NULL);
+                alt_add_command(it, strv_make("git", "-c", "safe.directory=*", "-C", path, "rev-parse",
+                                              "--abbrev-ref", "HEAD", NULL));
         }
 }
 

@@ -113,6 +113,11 @@ static const struct mx_level_setting l4_settings[] = {
           "the longest one request may take before it counts as failed" },
         { "seed", MX_LSET_INT, "0", 0, 9007199254740991.0, NULL,
           "seed of the prompt words and cache salts; 0: a fresh one per run" },
+        { "temperature", MX_LSET_NUMBER, "1.0", 0, 2, NULL,
+          "sampling temperature sent with every request (seed 002's workload: 1.0)" },
+        { "top_p", MX_LSET_NUMBER, "1.0", 0, 1, NULL, "top_p sent with every request (seed 002's workload: 1.0)" },
+        { "sampling_seed", MX_LSET_INT, "42", -1, 2147483647.0, NULL,
+          "the sampling seed sent with every request (seed 002's workload: 42); -1: none sent" },
         { "memory_interval", MX_LSET_DURATION, "1000", 20, 3600 * 1000.0, NULL,
           "the least time between memory samples, taken between requests (never while one streams) and at the "
           "start and end" },

@@ -1318,7 +1318,7 @@ static int parse_rules(struct loader *l, json_t *c)
 /* constraints.known_incompatible: conditions whose runs are marked, not dropped. */
 static int parse_known_incompatible(struct loader *l, json_t *c)
 {
-        static const char *const keys[] = { "when", "reason", "expect", NULL };
+        static const char *const keys[] = { "when", "reason", "expect", "workaround", "status", NULL };
         struct mx_matrix *m = l->m;
         json_t *list, *e, *o;
         size_t i;
@@ -1348,6 +1348,13 @@ static int parse_known_incompatible(struct loader *l, json_t *c)
                 if (r < 0)
                         return r;
                 r = member_string(l, e, "expect", false, MX_MATRIX_MAX_NAME, &expect);
+                if (r < 0)
+                        return r;
+                /* seed 003's Known Issues: the issue's own workaround and status, for the reports */
+                r = member_string(l, e, "workaround", false, MX_MATRIX_MAX_STRING, &ki->workaround);
+                if (r < 0)
+                        return r;
+                r = member_string(l, e, "status", false, MX_MATRIX_MAX_STRING, &ki->status);
                 if (r < 0)
                         return r;
                 ki->expect = expect ? mx_ki_expect_from_string(expect) : MX_KI_EXPECT_FAIL;

@@ -65,10 +65,11 @@ json_t *mx_matrix_report_json(const struct mx_matrix *m)
                 const struct mx_matrix_known_incompatible *k = &m->known_incompatible[i];
                 char *text = mx_matrix_cond_describe(m, &k->when);
 
-                json_array_append_new(ki, json_pack("{s:O,s:s,s:s,s:s}", "when",
+                json_array_append_new(ki, json_pack("{s:O,s:s,s:s,s:s,s:s?,s:s?}", "when",
                                                     json_object_get(k->node, "when"), "text", text, "expect",
                                                     mx_ki_expect_to_string(k->expect), "reason",
-                                                    strempty(k->reason)));
+                                                    strempty(k->reason), "workaround", k->workaround,
+                                                    "status", k->status));
                 free(text);
         }
         return json_pack("{s:s,s:s,s:s?,s:s?,s:o,s:o,s:o,s:o,s:o}", "path", m->path, "digest",

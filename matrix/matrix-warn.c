@@ -163,6 +163,13 @@ char **mx_matrix_warnings(const struct mx_matrix *m)
                 for (size_t v = 0; v < m->axes[a].n_values; v++)
                         value_warnings(m, a, v, &list);
         config_warnings(m, m->baseline, m->root, "baseline", "the baseline", &list);
+        /* seed 001 Phase 9: every benchmark run MUST record the git SHAs of the trees it was built from */
+        if (mx_matrix_has_gate(m) && json_object_size(json_object_get(m->metadata, "sources")) == 0)
+                warn(m, &list, m->metadata ? json_object_get(m->root, "metadata") : m->root,
+                     m->metadata ? "sources" : "metadata",
+                     "the matrix names no source trees (metadata.sources): its runs record no git SHA or "
+                     "branch, and the reports say git_sha_*: <not configured> (seed 001 Phase 9: every "
+                     "benchmark run MUST record them; mxmatrix.json(5) METADATA)");
         for (size_t i = 0; i < m->n_features; i++) {
                 _cleanup_free_ int *config = mx_config_copy(m, m->baseline);
                 _cleanup_free_ char *what = xasprintf("feature '%s' on the baseline", m->features[i].name);

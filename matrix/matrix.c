@@ -206,6 +206,8 @@ struct mx_matrix *mx_matrix_free(struct mx_matrix *m)
         for (size_t i = 0; i < m->n_known_incompatible; i++) {
                 mx_matrix_cond_done(&m->known_incompatible[i].when);
                 free(m->known_incompatible[i].reason);
+                free(m->known_incompatible[i].workaround);
+                free(m->known_incompatible[i].status);
         }
         free(m->known_incompatible);
         free(m->name);

@@ -166,6 +166,8 @@ struct mx_matrix_include {
 struct mx_matrix_known_incompatible {
         struct mx_matrix_cond when;
         char *reason;
+        char *workaround; /* what to do instead (seed 003 Known Issues), or NULL */
+        char *status;     /* the issue's state ("Open"), or NULL */
         enum mx_ki_expect expect;
         json_t *node;
 };

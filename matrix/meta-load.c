@@ -188,6 +188,11 @@ static int load_sources(const struct mx_matrix *m, json_t *sec, json_t *out, cha
 
                         return mx_matrix_error_at(m, src, k, reterr, "invalid source name '%s'", e);
                 }
+                /* "~/projects/vllm" as seed 001 names the trees: the daemon's home, at collection */
+                if (startswith(json_string_value(v) ?: "", "~/") && json_string_length(v) > 2 &&
+                    json_string_length(v) <= MX_MATRIX_MAX_STRING &&
+                    strlen(json_string_value(v)) == json_string_length(v))
+                        continue;
                 r = check_path(m, src, k, 0, reterr);
                 if (r < 0)
                         return r;

@@ -107,6 +107,11 @@ static void source_lines(struct mx_buf *b, json_t *record, const char *name)
         if (json_is_boolean(json_object_get(src, "dirty")))
                 mx_buf_printf(b, "%s: %s\n", dirty_key,
                               json_is_true(json_object_get(src, "dirty")) ? "true" : "false");
+        if (json_is_string(json_object_get(src, "branch"))) {
+                _cleanup_free_ char *branch_key = xasprintf("git_branch_%s", name);
+
+                yaml_line(b, branch_key, json_string_value(json_object_get(src, "branch")));
+        }
 }
 
 char *mx_meta_env_yaml(json_t *record)
@@ -179,11 +184,14 @@ char *mx_meta_summary(json_t *record, const char *indent)
                 const char *sha = json_string_value(json_object_get(v, "sha"));
                 json_t *dirty = json_object_get(v, "dirty");
 
+                const char *branch = json_string_value(json_object_get(v, "branch"));
+
                 if (sha)
-                        mx_buf_printf(&b, "%s  %s %.12s%s (%s)\n", indent, k, sha,
+                        mx_buf_printf(&b, "%s  %s %.12s%s%s%s (%s)\n", indent, k, sha,
                                       json_is_true(dirty)      ? ", dirty"
                                       : json_is_boolean(dirty) ? ", clean"
                                                                : ", dirty state unknown",
+                                      branch ? ", branch " : "", branch ?: "",
                                       strna(json_string_value(json_object_get(v, "path"))));
                 else
                         mx_buf_printf(&b, "%s  %s: %s\n", indent, k,

@@ -164,6 +164,9 @@ static void bench_config(const struct mx_level_ctx *ctx, int64_t level_ms, struc
         c->timeout_ms = MX_MIN(req_ms > 0 ? req_ms : MX_BENCH_TIMEOUT_DEFAULT_MS, level_ms);
         c->timeout_ms = MX_MIN(c->timeout_ms, MX_HTTP_TIMEOUT_MAX_MS);
         c->seed = (uint64_t)json_integer_value(json_object_get(st, "seed"));
+        c->temperature = json_number_value(json_object_get(st, "temperature"));
+        c->top_p = json_number_value(json_object_get(st, "top_p"));
+        c->sampling_seed = json_integer_value(json_object_get(st, "sampling_seed"));
 }
 
 static void progress_cb(void *ud, const char *line)

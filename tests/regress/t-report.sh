@@ -85,9 +85,12 @@ while read -r h; do
 done < <(seed_headers "$seeds/002-benchmark-results.md")
 comm -23 <(yaml_keys "$seeds/002-benchmark-results.md") <(yaml_keys "$b") >"$T/missing"
 [ -s "$T/missing" ] && fail "BENCHMARK_RESULTS.md lacks the YAML keys: $(tr '\n' ' ' <"$T/missing")"
-# one Comparison Matrix row per configuration that ran, the baseline's kernel validation passed
-[ "$(awk '/^## Comparison Matrix/ { on = 1; next } /^## / { on = 0 } on && /^\| .*\(r[0-9]+,/' "$b" | wc -l)" -eq 12 ] ||
-        fail "the Comparison Matrix does not have 12 rows"
+# one Comparison Matrix row per configuration with an L4 figure, the others (here all: L1 and L1.5 only) on the
+# collapsed line below it; the baseline's kernel validation passed
+rows=$(awk '/^## Comparison Matrix/ { on = 1; next } /^## / { on = 0 } on && /^\| .*\(r[0-9]+,/' "$b" | wc -l)
+collapsed=$(grep '^Not measured (no L4 figure' "$b" | grep -o '(r[0-9]*, ' | wc -l)
+[ "$((rows + collapsed))" -eq 12 ] || fail "the Comparison Matrix has $rows rows and $collapsed collapsed runs, not 12"
+[ "$(grep -c 'not measured | not measured | not measured' "$b")" -eq 0 ] || fail "a Comparison Matrix row measured nothing"
 has "$b" "validation: PASS"
 has "$b" "startup_time_s: "
 has "$b" "| tg32 | **57.85 ± 0.44** |"
@@ -150,7 +153,14 @@ awk '/^### spec=eagle3-\* → / { on = 1; next } /^### / { on = 0 } on' "$m" >"$
 grep -qF -- "- **Cannot separate**: every run with it also had \`kernel=cutlass\` (and the baseline's " "$T/eagle3" &&
         grep -qF '`graphs=on`' "$T/eagle3" || fail "the eagle3 issue does not say graphs was never off with it"
 has "$T/eagle3" "- **Observed in**: r9 (xfail, kernel=cutlass, spec=eagle3-short), r10 "
-has "$T/eagle3" "- **Workaround**: --enforce-eager"
+has "$T/eagle3" "- **Workaround**: Use \`--enforce-eager\`"
+# each known issue with its own workaround from the matrix (seed 003), whatever else its runs were marked with
+awk '/^### tile=64x128 → / { on = 1; next } /^### / { on = 0 } on' "$m" >"$T/tile"
+has "$T/tile" "- **Workaround**: Use M=128 tiles only"
+has "$T/tile" "- **Status**: Requires FlashInfer architectural change"
+# no feature is charged with another issue's crash: CUTLASS's own runs pass (the sweep: L1 and L1.5 only, said)
+grep -F '| CUTLASS Grouped GEMM | ✅ Passing: ' "$m" | grep -qF 'passes on L1, L1.5 only (no benchmark: L4 did not run)' ||
+        fail "CUTLASS's status: $(grep -F '| CUTLASS Grouped GEMM |' "$m")"
 has "$m" "- **Issue**: \`illegal-instruction\`: "
 has "$m" "cudaErrorIllegalInstruction"
 has "$m" "- **Issue**: \`tma-layout\`: "

@@ -59,7 +59,7 @@ static void ev_l4(json_t *run, double tg32, double ttft50, double mem_gb, double
         json_t *l4 = json_pack("{s:s,s:{s:{s:f,s:f},s:{s:f,s:f}},s:f,s:I,s:s}", "verdict", "pass", "results",
                                "throughput", "tg32_tps", tg32, "pp2048_tps", 4900.0, "latency",
                                "ttft_p50_ms", ttft50, "ttft_p99_ms", ttft50 * 2, "ready_s", ready_s,
-                               "memory_peak_bytes", (json_int_t)(mem_gb * 1024 * 1024 * 1024), "memory_figure",
+                               "memory_peak_bytes", (json_int_t)(mem_gb * 1e9), "memory_figure",
                                "gpu");
 
         if (valid >= 0)
@@ -249,17 +249,17 @@ TEST(criteria_crash_once_per_attempt)
         ASSERT_EQ(n, 0);
 }
 
-/* Issue 15: a GPU peak against a host PSS read +54.6 GiB, fail. Figures of different kinds are not compared. */
+/* Memory in GB (10^9 bytes), the seeds' unit and L5's. Issue 15: a GPU peak against a host PSS read +54.6 GB, fail. Figures of different kinds are not compared. */
 TEST(criteria_memory_like_with_like)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = load_text(MATRIX);
         _cleanup_(json_decrefp) json_t *runs = good_job();
         json_t *off = l4_of(runs, 1), *on = l4_of(runs, 2), *c, *r;
 
-        /* The baseline's L4 saw no GPU figure (host PSS, 8 GiB); the feature's saw the GPU's 62.6 GiB. */
+        /* The baseline's L4 saw no GPU figure (host PSS, 8 GB); the feature's saw the GPU's 62.6 GB. */
         json_object_set_new(off, "memory_figure", json_string("pss"));
-        json_object_set_new(off, "memory_peak_bytes", json_integer((json_int_t)8 << 30));
-        json_object_set_new(on, "memory_peak_bytes", json_integer((json_int_t)(62.6 * (1 << 30))));
+        json_object_set_new(off, "memory_peak_bytes", json_integer((json_int_t)8e9));
+        json_object_set_new(on, "memory_peak_bytes", json_integer((json_int_t)62.6e9));
         c = criteria_job_json(m, 0, runs);
         r = row(c, "constraints", 1);
         ASSERT_STREQ(json_string_value(json_object_get(r, "metric")), "memory_gb");
@@ -268,9 +268,9 @@ TEST(criteria_memory_like_with_like)
         ASSERT_CONTAINS(json_string_value(json_object_get(r, "why")), "not compared");
         json_decref(c);
 
-        /* The feature's run has a complete host PSS too: that is the figure both share (+1.5 GiB, pass). */
+        /* The feature's run has a complete host PSS too: that is the figure both share (+1.5 GB, pass). */
         json_object_set_new(on, "memory_kinds",
-                            json_pack("{s:{s:I,s:b}}", "pss", "peak", (json_int_t)(9.5 * (1 << 30)), "complete",
+                            json_pack("{s:{s:I,s:b}}", "pss", "peak", (json_int_t)9.5e9, "complete",
                                       true));
         c = criteria_job_json(m, 0, runs);
         r = row(c, "constraints", 1);
@@ -280,9 +280,9 @@ TEST(criteria_memory_like_with_like)
         ASSERT_CONTAINS(json_string_value(json_object_get(r, "actual_from")), "(pss)");
         json_decref(c);
 
-        /* The same kind on both sides but a real rise of 3 GiB: fail. */
+        /* The same kind on both sides but a real rise of 3 GB: fail. */
         json_object_set_new(on, "memory_kinds",
-                            json_pack("{s:{s:I,s:b}}", "pss", "peak", (json_int_t)11 << 30, "complete", true));
+                            json_pack("{s:{s:I,s:b}}", "pss", "peak", (json_int_t)11e9, "complete", true));
         c = criteria_job_json(m, 0, runs);
         ASSERT_STREQ(row_pass(c, "constraints", 1), "fail");
         json_decref(c);
