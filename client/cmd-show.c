@@ -140,11 +140,11 @@ static bool any_command(json_t *attempts)
         return false;
 }
 
-/* Bytes as GiB, signed when asked (drift). */
-static void print_gib(const char *label, json_t *v, bool sign)
+/* Bytes as GB (10^9, the seeds' unit, as the criteria and the reports count them), signed when asked (drift). */
+static void print_gb(const char *label, json_t *v, bool sign)
 {
         if (json_is_integer(v))
-                printf(sign ? "%s %+.2f GiB" : "%s %.2f GiB", label, (double)json_integer_value(v) / (1 << 30));
+                printf(sign ? "%s %+.2f GB" : "%s %.2f GB", label, (double)json_integer_value(v) / 1e9);
 }
 
 /* The GPU and memory summary of one scope (daemon/sampler.h: mx_sample_summary_to_json). */
@@ -157,13 +157,13 @@ static void show_samples(const char *scope, json_t *sum)
                strna(json_string_value(json_object_get(sum, "source"))),
                json_is_true(json_object_get(sum, "unified")) ? ", unified: system memory" : "",
                json_integer_value(json_object_get(sum, "samples")));
-        print_gib(" start", json_object_get(mem, "start"), false);
-        print_gib(", end", json_object_get(mem, "end"), false);
-        print_gib(", peak", json_object_get(mem, "peak"), false);
-        print_gib(", drift", json_object_get(mem, "drift"), true);
+        print_gb(" start", json_object_get(mem, "start"), false);
+        print_gb(", end", json_object_get(mem, "end"), false);
+        print_gb(", peak", json_object_get(mem, "peak"), false);
+        print_gb(", drift", json_object_get(mem, "drift"), true);
         if (json_is_number(json_object_get(mem, "drift_pct")))
                 printf(" (%+.1f%%)", json_number_value(json_object_get(mem, "drift_pct")));
-        print_gib(", server PSS peak", json_object_get(tree, "pss_peak"), false);
+        print_gb(", server PSS peak", json_object_get(tree, "pss_peak"), false);
         putchar('\n');
         if (json_is_integer(json_object_get(sum, "power_peak_mw")) || json_object_get(sum, "sm_clock_mhz")) {
                 printf("  %s gpu:", scope);
@@ -255,9 +255,9 @@ static void show_l4(json_t *m)
         }
         if (json_is_number(json_object_get(m, "ready_s")))
                 printf("    startup %.1f s", json_number_value(json_object_get(m, "ready_s")));
-        print_gib(json_is_number(json_object_get(m, "ready_s")) ? ", memory peak" : "    memory peak",
+        print_gb(json_is_number(json_object_get(m, "ready_s")) ? ", memory peak" : "    memory peak",
                   json_object_get(mem, "peak"), false);
-        print_gib(", drift", json_object_get(mem, "drift"), true);
+        print_gb(", drift", json_object_get(mem, "drift"), true);
         if (json_is_string(json_object_get(mem, "figure")))
                 printf(" (%s)", json_string_value(json_object_get(mem, "figure")));
         putchar('\n');

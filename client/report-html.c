@@ -9,7 +9,8 @@
 /* Within this relative distance of the baseline a bar is neither green nor red. */
 #define REPORT_HTML_SAME 0.02
 
-#define GIB (1024.0 * 1024.0 * 1024.0)
+/* memory in GB (10^9 bytes), the seeds' unit, as the criteria, L5 and the other reports count it */
+#define GB 1e9
 #define HEAT_AXES_MAX 64 /* distinct values of one axis in the grid */
 
 struct hrun {
@@ -281,7 +282,7 @@ static void memory_section(FILE *f, const struct hrun *runs, size_t n)
                         double x = num(json_array_get(t, k)), y = num(json_array_get(mem, k));
 
                         if (isfinite(x) && isfinite(y))
-                                pts[i][np++] = (struct svg_point){x, y / GIB, NULL, NULL};
+                                pts[i][np++] = (struct svg_point){x, y / GB, NULL, NULL};
                 }
                 unified |= json_is_true(json_object_get(runs[i].samples, "unified"));
                 if (np > 0)
@@ -291,7 +292,7 @@ static void memory_section(FILE *f, const struct hrun *runs, size_t n)
                 struct svg_xy c = {"memory",
                                    "Memory over time per run",
                                    "seconds since the run's first sample",
-                                   unified ? "GiB used (system memory: unified GPU)" : "GiB used (GPU)",
+                                   unified ? "GB used (system memory: unified GPU)" : "GB used (GPU)",
                                    series,
                                    ns,
                                    NULL,
@@ -443,7 +444,7 @@ static void table_section(FILE *f, const struct hrun *runs, size_t n)
 {
         fputs("<section id=\"runs\"><h2>Runs</h2>\n<table><thead><tr><th>run</th><th>configuration</th>"
               "<th>result</th><th>tg32 tok/s</th><th>pp2048 tok/s</th><th>TTFT p50 ms</th>"
-              "<th>peak memory GiB</th></tr></thead><tbody>\n",
+              "<th>peak memory GB</th></tr></thead><tbody>\n",
               f);
         for (size_t i = 0; i < n; i++) {
                 json_t *mem = json_object_get(runs[i].samples, "memory");
@@ -465,7 +466,7 @@ static void table_section(FILE *f, const struct hrun *runs, size_t n)
                 fputs("</td><td class=\"n\">", f);
                 put_num(f, runs[i].ttft, NULL);
                 fputs("</td><td class=\"n\">", f);
-                put_num(f, num(json_object_get(mem, "peak")) / GIB, NULL);
+                put_num(f, num(json_object_get(mem, "peak")) / GB, NULL);
                 fputs("</td></tr>\n", f);
         }
         fputs("</tbody></table></section>\n", f);

@@ -132,9 +132,9 @@ static const char *metric_unit(const char *metric)
 {
         const struct mx_metric_info *mi = mx_metric_lookup(metric);
 
-        /* criteria.c divides bytes by 1024^3: the memory figure is GiB, whatever the vocabulary calls it */
+        /* criteria.c counts memory in GB (10^9 bytes), the seeds' unit, as L5 and the reports do */
         if (streq(metric, "memory_gb"))
-                return "GiB";
+                return "GB";
         if (mi)
                 return mi->unit;
         return endswith(metric, "_tps") ? "tok/s" : endswith(metric, "_ms") ? "ms" : "";

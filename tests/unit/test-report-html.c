@@ -99,7 +99,7 @@ TEST(page_from_the_report_document)
         ASSERT_CONTAINS(page, ">r2 tg32 c=1</text>");
         /* memory: the sampler's "run" series of the two runs that have one (GPU memory, not unified) */
         ASSERT_EQ(count(page, "<polyline class=\"mark line"), 2);
-        ASSERT_CONTAINS(page, "GiB used (GPU)");
+        ASSERT_CONTAINS(page, "GB used (GPU)");
         ASSERT_CONTAINS(page, "2 runs with samples");
         /* grid: kernel x sinks; the expected crash is an xfail, grey, never a pass; marlin with sinks on never ran */
         ASSERT_CONTAINS(page, "by kernel &#215; sinks");
@@ -109,11 +109,11 @@ TEST(page_from_the_report_document)
         ASSERT_CONTAINS(page, ">0/1, 1 xfail</text>");
         ASSERT_EQ(count(page, "mark cell none"), 1);
         ASSERT_CONTAINS(page, "r8 kernel=cutlass, sinks=on: xfail");
-        /* the table: every run with its numbers, the crash with its class; peak memory in GiB */
+        /* the table: every run with its numbers, the crash with its class; peak memory in GB (10^9 bytes) */
         ASSERT_CONTAINS(
                 page, "<td>r1 (baseline)</td><td>activation=bf16,graphs=on,kernel=marlin,sinks=off,spec=off,"
                       "tile=auto</td><td>pass</td><td class=\"n\">29.3</td><td class=\"n\">4808</td>"
-                      "<td class=\"n\">480</td><td class=\"n\">67.1</td>");
+                      "<td class=\"n\">480</td><td class=\"n\">72</td>"); /* 67.1 GiB = 72.0 GB */
         ASSERT_CONTAINS(page,
                         "<td>xfail: illegal-instruction</td><td class=\"n\"><span class=\"na\">-</span>");
         /* deterministic, and the same for the document as export writes and report --from reads it */
