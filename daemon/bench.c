@@ -638,6 +638,13 @@ static void breq_decode_span(struct breq *r)
                            r->cum[end], end + 1);
                 return;
         }
+        /* a server's count is bounded by what was asked before anything is sized by it */
+        if (q >= 0 && last > r->max_tokens) {
+                breq_error(r, "the running token count (%s) reached %" PRId64 ", more than the %" PRId64
+                              " tokens asked (max_tokens)",
+                           r->cum_field, last, r->max_tokens);
+                return;
+        }
         if (q >= 0 && r->completion_tokens >= 0 && last != r->completion_tokens) {
                 breq_error(r, "the running token count (%s) ends at %" PRId64 ", usage.completion_tokens says %" PRId64,
                            r->cum_field, last, r->completion_tokens);

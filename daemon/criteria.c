@@ -436,8 +436,12 @@ static void measure(const struct mx_matrix_criterion *c, json_t *runs, const str
                                 run_id(p->off));
                 else
                         why_b = xstrdup("the job has no run with the feature off (feature-off)");
-                if (ra >= 0 && rb >= 0 && streq(c->metric, "memory_gb"))
+                if (ra >= 0 && rb >= 0 && streq(c->metric, "memory_gb")) {
                         rb = memory_align(p, r, &why_b);
+                        /* no kind in common: neither figure is shown against the other */
+                        if (rb == -EXDEV)
+                                r->baseline = NAN;
+                }
                 if (rb < 0 && rb != -EINVAL && rb != -EXDEV && c->has_baseline) {
                         /* Seed 000's Baseline column: the declared number stands in for a missing
                          * measurement. */

@@ -46,6 +46,23 @@ static int decide(struct mx_db *db, int64_t for_attempt, const struct queue_conf
         return r < 0 ? r : 1;
 }
 
+/*
+ * The round is in but the waiting attempt's L4 is gone (nothing to decide with): end the wait with L5
+ * skipped, so that the run gets its result and the queue behind it moves on.
+ */
+static int give_up(struct mx_db *db, int64_t for_attempt, const struct queue_confirm_facts *fa)
+{
+        struct queue_level l = {.level = "L5", .verdict = "skipped", .finished_at = mx_now_real_us(),
+                                .message = "undecided: the attempt's L4 figures are not stored, so its "
+                                                   "confirmation starts cannot be compared"};
+        _cleanup_free_ char *result = NULL;
+        int r = queue_confirm_decided(db, for_attempt, &l, &result);
+
+        if (r >= 0)
+                log_warning("run %" PRId64 " finished: result %s; L5 %s", fa->run, strna(result), l.message);
+        return r < 0 ? r : 1;
+}
+
 int l5confirm_decide(struct mx_db *db, int64_t for_attempt)
 {
         struct queue_confirm_facts fa = {};
@@ -57,6 +74,8 @@ int l5confirm_decide(struct mx_db *db, int64_t for_attempt)
                 return r;
         if (fa.confirming && fa.pending == 0 && fa.open == 0 && json_is_object(fa.l4))
                 r = decide(db, for_attempt, &fa);
+        else if (fa.confirming && fa.pending == 0 && fa.open == 0)
+                r = give_up(db, for_attempt, &fa);
         else
                 r = 0;
         json_decref(fa.l4);

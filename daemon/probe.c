@@ -749,7 +749,7 @@ static void judge_determinism(struct mx_probe *p)
                         _cleanup_free_ char *b = mx_escape(json_string_value(json_array_get(tb, i)), 40);
                         set_check(p, CK_DETERMINISM, MX_PROBE_FAIL,
                                   "seed %d, temperature 1, %s: token %zu differs (\"%s\" then \"%s\")", PROBE_SEED,
-                                  defeat_name(p->kind), i, a, b);
+                                  defeat_name(p->kind), i + 1, a, b); /* 1-based, as L2 counts */
                         return;
                 }
         set_check(p, CK_DETERMINISM, MX_PROBE_PASS, "seed %d, temperature 1, %s: the same %zu tokens twice",

@@ -82,6 +82,23 @@ static json_t *strv_json(char *const *l)
  * matrix edits: this part every run of the job shares (stored once per
  * distinct text, queue.h), under each run's own (mx_plan_run_to_json()).
  */
+/*
+ * L5's confirmation starts are scheduled by the local scheduler only: under executor "slurm" a run's
+ * L5 decides on the starts there are (L5.confirm_starts 0), and the submission says so.
+ */
+static void no_confirm_on_slurm(const struct mx_request *req, json_t *level_settings, json_t *notes)
+{
+        json_t *l5 = json_object_get(level_settings, "L5");
+
+        if (req->d->cfg.executor != MX_EXECUTOR_SLURM || !json_is_object(l5) ||
+            json_integer_value(json_object_get(l5, "confirm_starts")) == 0)
+                return;
+        json_object_set_new(l5, "confirm_starts", json_integer(0));
+        json_array_append_new(notes, json_string("L5.confirm_starts is 0 under executor slurm: L5 decides on "
+                                                 "the server starts there are (confirmation starts are "
+                                                 "scheduled by the local executor only)"));
+}
+
 static json_t *job_spec(const struct mx_matrix *m, json_t *levels, json_t *level_settings)
 {
         json_t *spec = json_object();
@@ -414,6 +431,7 @@ void submit_handle(struct mx_request *req)
         build_runs(m, plan, &b);
         skipped = skipped_json(plan);
         notes = strv_json(plan->notes);
+        no_confirm_on_slurm(req, level_settings, notes);
         if (json_is_true(json_object_get(params, "skip_measured"))) {
                 _cleanup_json_ json_t *measured = skip_measured(req->d->db, m, &b, notes);
 

@@ -496,7 +496,7 @@ static bool row_is_primary(json_t *row, const char *spec)
                 return false;
         return streq(k, kind) && json_integer_value(field(row, streq(k, "tg") ? "tg" : "pp")) == n &&
                json_integer_value(field(row, "depth")) == depth &&
-               json_integer_value(json_object_get(row, "concurrency") ?: json_integer(1)) <= 1;
+               (!json_object_get(row, "concurrency") || json_integer_value(json_object_get(row, "concurrency")) <= 1);
 }
 
 static struct check *check_new(struct report *r)

@@ -310,8 +310,7 @@ static void l4_after_stop(struct mx_level *l, const struct mx_level_stop *st)
         bool valid = gate_ok && gpu_ok;
         _cleanup_json_ json_t *m =
                 l4_metrics_with(s, valid, have_gate ? mx_verdict_to_string(gate) : "not run");
-        _cleanup_free_ char *json_text = json_dumps(m, JSON_INDENT(1) | JSON_SORT_KEYS);
-        _cleanup_free_ char *yaml = mx_bench_results_yaml(m), *why = NULL;
+        _cleanup_free_ char *json_text = NULL, *yaml = NULL, *why = NULL;
         json_t *arts = json_array(), *a;
         unsigned failed = (unsigned)json_integer_value(json_object_get(m, "failed"));
 
@@ -321,6 +320,9 @@ static void l4_after_stop(struct mx_level *l, const struct mx_level_stop *st)
                 json_object_set_new(m, "invalid_because",
                                     json_string_nocheck(!gate_ok ? "the kernel gate (L1.5) failed"
                                                                  : strna(gpu_why)));
+        /* the artifact is the level's metrics whole, why it is invalid included */
+        json_text = json_dumps(m, JSON_INDENT(1) | JSON_SORT_KEYS);
+        yaml = mx_bench_results_yaml(m);
         if ((a = write_artifact(
                      s, "l4-bench.json", json_text ? json_text : "{}",
                      "the benchmark's full result: every row, distribution, definition and memory")))
