@@ -1545,9 +1545,10 @@ static json_t *row_json(const struct mx_bench *b, const struct test *t, enum row
                       "prompt_tokens_from",
                       a->from_tokenizer ? (a->from_usage ? "usage, else the server's tokenizer" : "the server's tokenizer")
                                         : "usage");
-        if (mode == ROW_CTX)
+        if (mode == ROW_CTX) {
                 json_object_set_new(o, "tg", json_integer(1));
-        else
+                json_decref(pooled_tg); /* the context loads are one per tg test, each with tg 1 */
+        } else
                 json_object_set_new(o, "tg_pooled", pooled_tg);
         json_object_set_new(o, "failed_known_issue", json_integer(a->failed_known));
         return o;

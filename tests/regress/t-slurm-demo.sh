@@ -41,7 +41,7 @@ job_done() { [ "$(job_field "$1" .job.state)" = done ]; }
 
 step="demo sweep through Slurm"
 mxd_start -- --config "$T/mxmatrixd.json"
-job=$(submit feature=cutlass)
+job=$(submit feature=cutlass levels=L1,L1.5)
 max=0
 until job_done "$job"; do
         n=$(in_flight)
@@ -57,7 +57,7 @@ ok "$(wc -l <"$T/slurm.txt") runs, up to $max in flight"
 step="the same sweep, local"
 MXD_STATE=$T/state-local
 mxd_start
-job=$(submit feature=cutlass)
+job=$(submit feature=cutlass levels=L1,L1.5)
 wait_until "job $job to finish" job_done "$job"
 results "$job" >"$T/local.txt"
 # The demo's mix (seed 003): passes, expected crashes, L1.5 verdicts; not a list of nulls.

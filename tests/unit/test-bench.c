@@ -217,17 +217,29 @@ static double median(double *v, size_t n)
         return st.p50;
 }
 
+/*
+ * The tolerances below are the optimized build's (issue 8: 1 % or 0.2 ms). Under AddressSanitizer every
+ * function of the client and of mxsim (built with it too) runs several times slower, so the sim's own
+ * lateness and our stamping cost grow: there the same invariants are held to SLACK times the tolerance
+ * (the fidelity figures are the optimized tree's; the sanitizer tree checks memory, not microseconds).
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define SLACK 4.0
+#else
+#define SLACK 1.0
+#endif
+
 /* |measured - truth| within 1 % of truth or 0.2 ms (issue 8); ms values, or t/s with the 1 % rule only. */
 #define ASSERT_FAITHFUL_MS(measured, truth)                                                                 \
         do {                                                                                                \
                 double _m = (measured), _t = (truth);                                                       \
-                if (!(fabs(_m - _t) <= MX_MAX(0.01 * fabs(_t), 0.2)))                                       \
+                if (!(fabs(_m - _t) <= SLACK * MX_MAX(0.01 * fabs(_t), 0.2)))                               \
                         test_fail(__FILE__, __LINE__, "%s = %.4f, schedule says %.4f", #measured, _m, _t);  \
         } while (0)
 #define ASSERT_FAITHFUL_RATE(measured, truth)                                                               \
         do {                                                                                                \
                 double _m = (measured), _t = (truth);                                                       \
-                if (!(fabs(_m - _t) <= 0.01 * fabs(_t)))                                                    \
+                if (!(fabs(_m - _t) <= SLACK * 0.01 * fabs(_t)))                                            \
                         test_fail(__FILE__, __LINE__, "%s = %.4f, schedule says %.4f", #measured, _m, _t);  \
         } while (0)
 
@@ -301,11 +313,11 @@ static void check_fidelity(json_t *doc, const char *log, double jitter_ms)
                         "%.3f ms; ITL error median %.3f ms\n",
                 median(ttft_err, n), median(ttft_ratio, n), median(client_err, n), median(gap_err, n_gap));
         /* TTFT against the schedule (sim lateness + loopback + us): within 1 % or 0.2 ms, the median request */
-        ASSERT_TRUE(median(ttft_ratio, n) <= 1.0);
+        ASSERT_TRUE(median(ttft_ratio, n) <= SLACK);
         /* our own part: the sim's write of the first token to our stamp */
-        ASSERT_TRUE(median(client_err, n) <= 0.2);
+        ASSERT_TRUE(median(client_err, n) <= SLACK * 0.2);
         /* ITL: the median error of each gap against the schedule's gap */
-        ASSERT_TRUE(median(gap_err, n_gap) <= 0.2);
+        ASSERT_TRUE(median(gap_err, n_gap) <= SLACK * 0.2);
         for (int d = 0; d < 2; d++) {
                 struct mx_bstat tg, ppt;
                 const char *tgname = d == 0 ? "tg32" : "tg32 @ d512";
@@ -459,8 +471,8 @@ static void check_harmony(json_t *doc, const char *log)
                 n++;
         }
         ASSERT_EQ(n, 10);
-        ASSERT_TRUE(median(tok1_err, n) >= 0 && median(tok1_err, n) <= 0.2);
-        ASSERT_TRUE(median(switch_err, n) <= 0.2);
+        ASSERT_TRUE(median(tok1_err, n) >= 0 && median(tok1_err, n) <= SLACK * 0.2);
+        ASSERT_TRUE(median(switch_err, n) <= SLACK * 0.2);
         for (int d = 0; d < 2; d++) {
                 struct mx_bstat tg;
                 const char *tgname = d == 0 ? "tg32" : "tg32 @ d512";

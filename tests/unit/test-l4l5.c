@@ -83,10 +83,14 @@ static double num(json_t *o, const char *a, const char *b)
         return json_number_value(v);
 }
 
-/* Within 1 % or, for times, 0.3 ms of the schedule (the bench engine's own fidelity test: 1 % or 0.2 ms). */
+/*
+ * Within 2 % or, for times, 0.3 ms of the schedule: mxsim keeps its schedule only as well as the machine lets
+ * it (ctest -j2, the ASan tree); the engine's fidelity against what mxsim really sent is test-bench's (1 % or
+ * 0.2 ms, run alone), this test checks L4's contract and figures on top of it.
+ */
 static void near(const char *what, double got, double want, double abs_ok)
 {
-        if (fabs(got - want) > MX_MAX(0.01 * fabs(want), abs_ok))
+        if (fabs(got - want) > MX_MAX(0.02 * fabs(want), abs_ok))
                 test_fail(__FILE__, __LINE__, "%s = %.4f, the schedule says %.4f", what, got, want);
 }
 

@@ -301,7 +301,7 @@ TEST(l3_every_injected_fault_fails_with_its_check)
                 const char *fault, *check, *message;
         } want[] = {
                 { "memory-growth=4", "memory", "memory grew" },
-                { "die-under-concurrency=3", NULL, "concurrent request" },
+                { "die-under-concurrency=2", NULL, "concurrent request" }, /* 2: overlap survives a slow (ASan) client */
                 { "zombie-child", "zombie", "is a zombie" },
                 { "short-context=8192", "context", "max_model_len 8192" },
                 { "short-output=2", "tokens", "sequential request 1: completion_tokens 6" },
