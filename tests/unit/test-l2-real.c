@@ -106,7 +106,11 @@ static void l2_on(const char *generator, const char *name)
         msg = json_string_value(json_object_get(json_object_get(g.recorded, "L2"), "message"));
         m = json_object_get(json_object_get(g.recorded, "L2"), "metrics");
         fprintf(stderr, "  %s: L2 %s: %s\n", name, strna(rig_verdict(&g, "L2")), strna(msg));
-        fprintf(stderr, "  determinism: %s\n", json_dumps(json_object_get(m, "determinism"), JSON_COMPACT));
+        {
+                _cleanup_free_ char *det_text = json_dumps(json_object_get(m, "determinism"), JSON_COMPACT);
+
+                fprintf(stderr, "  determinism: %s\n", strna(det_text));
+        }
         ASSERT_STREQ(rig_verdict(&g, "L1"), "pass");
         ASSERT_STREQ(rig_verdict(&g, "L2"), "pass");
         ASSERT_STREQ(json_string_value(json_object_get(m, "server_kind")), "llama-server");
