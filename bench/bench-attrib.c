@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench-attrib: failure attribution (matrix/attrib.h) on synthetic sweeps of
+ * bench-attrib: failure attribution (matrix/analysis/attrib.h) on synthetic sweeps of
  * A axes x V values x R runs (random configurations), with a planted
  * two-value cause and noise crashes (NOISE in 100 runs, default 1), at t = 1, 2, 3.
  * Prints the time to add the runs and to analyse them, and checks that the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * L4's fidelity and cost: the benchmark engine (daemon/bench.c) against mxsim
+ * L4's fidelity and cost: the benchmark engine (loadgen/bench.c) against mxsim
  * serving tokens on an exact schedule, at the GB10's decode rate. The GB10's
  * CPU cores also run vLLM's scheduler, so a busy harness would slow the
  * decode it measures: the goal is below 1 % of one core while measuring 60 t/s.

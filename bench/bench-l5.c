@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * L5's statistics on simulated jobs: how often the decision (matrix/regress.h,
+ * L5's statistics on simulated jobs: how often the decision (matrix/analysis/regress.h,
  * per-start summaries, the threshold test, Holm over the secondary checks,
  * confirmation starts A/B/A/B up to a budget) calls a regression when there
  * is none (A/A), finds a true tg drop of 10 %, fails a true drop of 3 %
@@ -132,7 +132,7 @@ int main(int argc, char **argv)
         printf("bench-l5: %u jobs per row; speed spread %.2g %% between server starts, %.2g %% within a start; "
                "confirmation budget %u starts a side\n",
                jobs, between * 100, within * 100, budget);
-        printf("model: the decision code of matrix/regress.c on L4 documents drawn from the model (not through "
+        printf("model: the decision code of matrix/analysis/regress.c on L4 documents drawn from the model (not through "
                "the daemon); 12 rows + TTFT p99 + memory per start; threshold 5 %%, alpha 0.05, primary tg32\n");
         printf("%-26s %8s   %8s   %s\n", "jobs", "regression", "unknown", "confirmation starts/job");
         m.tg_factor = 1;

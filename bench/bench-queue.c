@@ -677,7 +677,7 @@ static void print_machine(const struct opts *o, const struct bench_daemon *d)
         printf("storage   %s on %s\n", workdir, fs_name((long)fs.f_type));
         printf("sqlite    %s; journal_mode=%s (read back from queue.db),\n"
                "          synchronous=FULL and foreign_keys=ON "
-               "(daemon/db.c sets them at open)\n",
+               "(daemon/store/db.c sets them at open)\n",
                sqlite3_libversion(), mode);
         printf("method    latency = CLOCK_MONOTONIC from writing a request to reading its whole\n"
                "          reply line, one request in flight per connection; p50/p99 are nearest-rank;\n"

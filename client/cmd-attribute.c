@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mxmatrix attribute JOB [--as-matrix]: the smallest sets of axis values that
- * explain each way a job's runs failed (the daemon analyses, matrix/attrib.h),
+ * explain each way a job's runs failed (the daemon analyses, matrix/analysis/attrib.h),
  * for people, or as known_incompatible entries to paste into the matrix file.
  */
 #include "output.h"

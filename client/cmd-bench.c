@@ -2,7 +2,7 @@
 /*
  * mxmatrix bench URL: llama-benchy's workloads against a server that is
  * already running, measured by the same engine as the daemon's L4 level
- * (daemon/bench.c), without a daemon. Prints llama-benchy's table, then the
+ * (loadgen/bench.c), without a daemon. Prints llama-benchy's table, then the
  * serving metrics (vllm bench serve's definitions) per test, or --json.
  */
 #include "client.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mxmatrix probe URL: the harness's assumptions checked against a running
- * server (daemon/probe.c, the same engine L1 runs), one line each, without a
+ * server (loadgen/probe.c, the same engine L1 runs), one line each, without a
  * daemon. Exit status 1 when an assumption failed.
  */
 #include "client.h"

@@ -147,7 +147,7 @@ static void print_gb(const char *label, json_t *v, bool sign)
                 printf(sign ? "%s %+.2f GB" : "%s %.2f GB", label, (double)json_integer_value(v) / 1e9);
 }
 
-/* The GPU and memory summary of one scope (daemon/sampler.h: mx_sample_summary_to_json). */
+/* The GPU and memory summary of one scope (daemon/measure/sampler.h: mx_sample_summary_to_json). */
 static void show_samples(const char *scope, json_t *sum)
 {
         json_t *mem = json_object_get(sum, "memory"), *tree = json_object_get(sum, "tree"), *v;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The answer on one screen: the daemon's per-configuration summary of a job
- * (protocol.json's type "summary", daemon/summary.c) as one compact table,
+ * (protocol.json's type "summary", daemon/control/summary.c) as one compact table,
  * printed by show JOB and at the end of follow.
  */
 #pragma once

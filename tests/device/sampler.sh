@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device check of the GPU and memory sampler (daemon/sampler.c): alloc-steps
+# Device check of the GPU and memory sampler (daemon/measure/sampler.c): alloc-steps
 # takes 512 MiB of device memory a second, 8 times, and holds it; the built
 # sampler (mxmatrix-sample) watches it through NVML and through nvidia-smi,
 # while nvidia-smi's own figures are taken beside them on the same clock.

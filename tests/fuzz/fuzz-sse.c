@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target: the server-sent events splitter (daemon/sse.c), as the
+ * libFuzzer target: the server-sent events splitter (loadgen/sse.c), as the
  * daemon feeds it: a completion's stream arriving in pieces cut anywhere.
  * The same bytes are split into events three times: in one piece, one byte at
  * a time, and in pieces of pseudo-random sizes; the events (type and data),

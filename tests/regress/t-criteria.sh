@@ -6,7 +6,7 @@
 # and its L3, P3 "last" held back by P2's L2. The command target measures
 # nothing, so once P1's job has run, the level rows L4 and L3 would have written
 # are stored with sqlite3 while the daemon is stopped (the bench engine's
-# result shape, daemon/bench.h), and the restarted daemon must judge them:
+# result shape, loadgen/bench.h), and the restarted daemon must judge them:
 # PASS, then FAIL on a TTFT regression, then incomplete on an invalid L4;
 # gates open, held and unknown with the gate, the number and the run named.
 # Exit 0 pass, 1 fail, 77 skip.

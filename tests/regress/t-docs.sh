@@ -130,9 +130,9 @@ grep -qx '\.B 78' <(section "$d8" "EXIT STATUS") || fail "mxmatrixd(8) EXIT STAT
 # 7. Every built-in profile and every key a profile takes is in mxmatrix.json(5) TARGET PROFILES.
 strong "$j5" "TARGET PROFILES" >"$tmp/profiles"
 {
-        sed -n 's/.*mx_profile_builtins\[\] = {\(.*\)NULL.*/\1/p' "$src/matrix/profile.c" | grep -oE '"[a-z-]+"'
-        grep -oE 'streq\(k, "[a-z_]+"\)' "$src/matrix/profile.c" | grep -oE '"[a-z_]+"'
-        sed -n '/section_keys\[\] = {/,/^};/p' "$src/matrix/profile.c" | grep -oE '"[a-z_, ]+"'
+        sed -n 's/.*mx_profile_builtins\[\] = {\(.*\)NULL.*/\1/p' "$src/matrix/model/profile.c" | grep -oE '"[a-z-]+"'
+        grep -oE 'streq\(k, "[a-z_]+"\)' "$src/matrix/model/profile.c" | grep -oE '"[a-z_]+"'
+        sed -n '/section_keys\[\] = {/,/^};/p' "$src/matrix/model/profile.c" | grep -oE '"[a-z_, ]+"'
 } | tr -d '"' | tr ', ' '\n\n' | grep . | sort -u >"$tmp/pkeys"
 [ "$(wc -l <"$tmp/pkeys")" -ge 25 ] || fail "found only $(wc -l <"$tmp/pkeys") profile names and keys in profile.c"
 while read -r key; do
@@ -141,16 +141,16 @@ done <"$tmp/pkeys"
 
 # 8. Every built-in crash class is in mxmatrixd(8).
 plain "$d8" >"$tmp/d8plain"
-sed -n '/mx_crash_signatures_builtin\[\] = {/,/^};/p' "$src/matrix/profile.c" | grep -oE '^ *\{ "[a-z-]+"' |
+sed -n '/mx_crash_signatures_builtin\[\] = {/,/^};/p' "$src/matrix/model/profile.c" | grep -oE '^ *\{ "[a-z-]+"' |
         grep -oE '[a-z-]+' >"$tmp/classes"
 [ "$(wc -l <"$tmp/classes")" -ge 10 ] || fail "found only $(wc -l <"$tmp/classes") crash classes in profile.c"
 while read -r cls; do
         has_word "$tmp/d8plain" "$cls" "mxmatrixd(8) crash classes"
 done <"$tmp/classes"
 
-# 9. Every MESSAGE_ID of daemon/log.h is in the journal catalog and in mxmatrixd(8).
-grep -oE 'MX_MSGID_[A-Z_]+ "[0-9a-f]{32}"' "$src/daemon/log.h" >"$tmp/msgids"
-[ "$(wc -l <"$tmp/msgids")" -ge 9 ] || fail "found only $(wc -l <"$tmp/msgids") MESSAGE_IDs in daemon/log.h"
+# 9. Every MESSAGE_ID of daemon/base/log.h is in the journal catalog and in mxmatrixd(8).
+grep -oE 'MX_MSGID_[A-Z_]+ "[0-9a-f]{32}"' "$src/daemon/base/log.h" >"$tmp/msgids"
+[ "$(wc -l <"$tmp/msgids")" -ge 9 ] || fail "found only $(wc -l <"$tmp/msgids") MESSAGE_IDs in daemon/base/log.h"
 while read -r name id; do
         id=${id//\"/}
         grep -qx -- "-- $id" "$src/systemd/mxmatrix.catalog" || fail "$name ($id) is not in systemd/mxmatrix.catalog"

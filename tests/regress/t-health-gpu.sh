@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU part of the health gate between runs (daemon/health.c): the daemon's
+# The GPU part of the health gate between runs (daemon/measure/health.c): the daemon's
 # sampler reads the GPU through NVML (here the stand-in libfake-nvml.so that
 # test-sampler uses, serving the H200 dump, plus FAKE_NVML_USED_FILE MiB that
 # the test changes while the daemon watches). A run leaves 5000 MiB held on

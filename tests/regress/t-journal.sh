@@ -71,12 +71,12 @@ wait_until "the daemon's last entry" last_entry_there
 grep -q 'mxmatrixd: info:' "$MXD_LOG" && fail "the daemon wrote to stderr despite --log-target=journal"
 ok "job $job with runs ${runs[*]}; nothing on stderr"
 
-# The message IDs of daemon/log.h.
+# The message IDs of daemon/base/log.h.
 declare -A msgid
 while read -r _ name id; do
         msgid[${name#MX_MSGID_}]=${id//\"/}
-done < <(grep '^#define MX_MSGID_' "$MX_SOURCE_DIR/daemon/log.h")
-[ "${#msgid[@]}" -ge 9 ] || fail "read ${#msgid[@]} MESSAGE_IDs from daemon/log.h"
+done < <(grep '^#define MX_MSGID_' "$MX_SOURCE_DIR/daemon/base/log.h")
+[ "${#msgid[@]}" -ge 9 ] || fail "read ${#msgid[@]} MESSAGE_IDs from daemon/base/log.h"
 
 step="job fields"
 e=$(jctl MESSAGE_ID="${msgid[JOB_ACCEPTED]}")

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Failure attribution (matrix/attrib.h) on synthetic sweeps with known
+ * Failure attribution (matrix/analysis/attrib.h) on synthetic sweeps with known
  * causes: every test states the cause, runs the sweep through it, and
  * asserts the exact sets found; a brute-force search over every subset
  * checks the sets and their minimality on random sweeps.

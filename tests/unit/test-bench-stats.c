@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The benchmark formulas (daemon/bench-stats.c) on examples computed by hand. */
+/* The benchmark formulas (loadgen/bench-stats.c) on examples computed by hand. */
 #include "test.h"
 
 #include <string.h>

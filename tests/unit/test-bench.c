@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The benchmark engine (daemon/bench.c) against mxsim serving tokens on an
+ * The benchmark engine (loadgen/bench.c) against mxsim serving tokens on an
  * exact schedule (--mxsim-decode-tps and friends), a real process on
  * loopback. The sim logs every token's scheduled and sent time
  * (--mxsim-token-log); both clocks are CLOCK_MONOTONIC on this machine, so our

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Runs in cgroups (daemon/cgroup.h) and the run in flight (proc_run_begin()):
+ * Runs in cgroups (daemon/proc/cgroup.h) and the run in flight (proc_run_begin()):
  * processes start inside the run's cgroup (clone3, and the fork-and-write
  * fallback); a stop finds a descendant that cleared its environment and left
  * its session through the cgroup alone (no subreaper) or as an adopted child

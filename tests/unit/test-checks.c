@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The reply checks L2 and L3 share (daemon/levels/checks.c) on the shapes
+ * The reply checks L2 and L3 share (daemon/run/levels/checks.c) on the shapes
  * real servers write: llama-server's logprobs in the content form on
  * /v1/completions (tests/fixtures/llama-server/, recorded from the real CPU
  * server of ../shared/targets), vLLM's legacy arrays and its chat list led by

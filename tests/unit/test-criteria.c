@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Success criteria and gates (daemon/criteria.c) on hand-made evidence: the
+ * Success criteria and gates (matrix/analysis/criteria.c) on hand-made evidence: the
  * rows of seed 000's table with absolute and relative targets, measured and
  * declared baselines, missing numbers, invalid L4 results, the hard
  * constraints; and every kind of gate passing, failing and unknown.

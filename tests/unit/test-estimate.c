@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Estimates (matrix/estimate.c) on the shipped GB10 matrix: the settings' bound, stored durations, and the
+/* Estimates (matrix/plan/estimate.c) on the shipped GB10 matrix: the settings' bound, stored durations, and the
  * criteria a level selection cannot measure. */
 #include "estimate.h"
 #include "levelcat.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * L4's validity on its GPU (daemon/levels/l4-valid.h), from the sampler's
+ * L4's validity on its GPU (daemon/run/levels/l4-valid.h), from the sampler's
  * summary of the samples taken while L4 measured: issue 15 "a throttled or
  * shared GPU measures something else; the sampler sees it and L4 ignored it".
  */

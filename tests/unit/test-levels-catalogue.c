@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The level catalogue (matrix/levelcat.h) is the one list of levels: the
- * daemon's implementations (daemon/levels/levels.c), the protocol's level
+ * The level catalogue (matrix/base/levelcat.h) is the one list of levels: the
+ * daemon's implementations (daemon/run/levels/levels.c), the protocol's level
  * type, the man pages and every level setting's documentation agree with it;
  * selections expand ranges in the seed's order; settings are typed and
  * bounded.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Memory like with like (daemon/levels/memtrack.h), the figure L3's growth
+ * Memory like with like (daemon/run/levels/memtrack.h), the figure L3's growth
  * and L4's drift judge: the defects of issue 15 pinned with the inputs that
  * failed, and a GB10-like series (unified memory: nvidia-smi's memory
  * "[N/A]", /proc/meminfo's MemAvailable falling while the server's PSS stays

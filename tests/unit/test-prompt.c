@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/prompt.c: the exact-length search against fake tokenizers that cut
+ * loadgen/prompt.c: the exact-length search against fake tokenizers that cut
  * words into several tokens (as the 760-token BPE of the real test model
  * does), whose filler units cost more than one token, or that cannot reach a
  * count at all.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * L5's comparison (matrix/regress.c) on synthetic L4 results: Student's t
+ * L5's comparison (matrix/analysis/regress.c) on synthetic L4 results: Student's t
  * and Welch's test against values computed independently; the decision on
  * per-start summaries (same / different / unknown) and its A/A level where
  * the per-request test had none; rows paired by their fields (the pp row per

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The HTML report page (client/report-html.c) from the report document
+ * The HTML report page (report/report-html.c) from the report document
  * (tests/fixtures/report/doc.json, the fixture of test-report: three runs of
  * the demo sweep, the baseline, the feature with L4 results and memory series,
  * and a crash): every section and chart, the numbers and the matrix's targets,

@@ -6,7 +6,7 @@
  * figure with its definition and sample count, the seed tables' values,
  * criteria evaluated, CSV and XML escaping, determinism, bad documents; the
  * Known Issues headed by the document's attribution (checked against what
- * matrix/attrib.c finds from the fixture's runs); and the matrix file's
+ * matrix/analysis/attrib.c finds from the fixture's runs); and the matrix file's
  * reference section.
  */
 #include "test.h"
@@ -232,7 +232,7 @@ TEST(feature_matrix_known_issues)
         ASSERT_CONTAINS(md, "Not tested in this job");
 }
 
-/* The attribution of the document's runs as the daemon computes it (daemon/attribute.c, matrix/attrib.h). */
+/* The attribution of the document's runs as the daemon computes it (daemon/control/attribute.c, matrix/analysis/attrib.h). */
 static json_t *attribution_of(json_t *doc)
 {
         _cleanup_(mx_attrib_freep) struct mx_attrib *a = mx_attrib_new();

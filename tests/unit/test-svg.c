@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The SVG chart primitives of the HTML report (client/svg.c). */
+/* The SVG chart primitives of the HTML report (report/svg.c). */
 #include "svg.h"
 #include "test.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A server's command line read the way the server reads it, with each server
- * kind's real defaults, for seed 002's configuration block (client/report-bench.c).
+ * kind's real defaults, for seed 002's configuration block (report/report-bench.c).
  *
  * A flag followed by another flag (or by nothing) has no value; a boolean
  * flag of the kind never takes one (llama-server --metrics, --no-warmup;

@@ -30,7 +30,7 @@
  * TTFT p99, memory) at Holm's step-down levels over their number.
  * Rows are paired by (kind, pp, tg, depth, concurrency), never by name alone.
  *
- * Pure functions, no I/O: L5 (daemon/levels/l5-regress.c), bench/bench-l5.c
+ * Pure functions, no I/O: L5 (daemon/run/levels/l5-regress.c), bench/bench-l5.c
  * and the tests use them.
  */
 #pragma once

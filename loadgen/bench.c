@@ -1286,7 +1286,7 @@ static json_t *stat_json(const double *v, size_t n)
 
 /*
  * The same with every value kept ("values", NAN as null, in the order measured): the per-run samples L5
- * (daemon/levels/l5-regress.c) tests for a significant difference between runs of two configurations.
+ * (daemon/run/levels/l5-regress.c) tests for a significant difference between runs of two configurations.
  */
 static json_t *stat_values_json(const double *v, size_t n)
 {

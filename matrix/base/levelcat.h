@@ -5,11 +5,11 @@
  * bounds, the seed's numbers as defaults, and their documentation.
  *
  * This table is the one list of levels. The daemon's implementations
- * (daemon/levels/levels.c) are looked up by these names, the protocol's level
+ * (daemon/run/levels/levels.c) are looked up by these names, the protocol's level
  * type (schema/protocol.json), the matrix file's "levels" section
  * (levels-load.c) and the man pages are checked against it by
  * tests/unit/test-levels-catalogue.c. A new level (L4, L5, L6) adds one row
- * here and one file in daemon/levels/.
+ * here and one file in daemon/run/levels/.
  *
  * Selections ("L1-L3", "L1,L2") and settings are resolved here, in the
  * library, so that `mxmatrix plan` and `mxmatrix check` see exactly what the

@@ -91,7 +91,7 @@ static const struct mx_level_setting l3_settings[] = {
 
 static const char *const latency_choices[] = { "api", "generation", "none", NULL };
 
-/* L4 (seed 001 Level 4, seed 002's workload): the benchmark engine's settings (daemon/bench.h). */
+/* L4 (seed 001 Level 4, seed 002's workload): the benchmark engine's settings (loadgen/bench.h). */
 static const struct mx_level_setting l4_settings[] = {
         { "pp", MX_LSET_INTS, "[2048]", 1, 1048576, NULL,
           "prompt lengths in tokens (llama-benchy's pp; seed 002: 2048), made exact with /tokenize" },
@@ -131,7 +131,7 @@ static const struct mx_level_setting l4_settings[] = {
 static const char *const rule_choices[] = { "welch", "intervals", NULL };
 static const char *const against_choices[] = { "baseline", "history", NULL };
 
-/* L5 (seed 001 Level 5; seed 000's thresholds): matrix/regress.h's comparison. */
+/* L5 (seed 001 Level 5; seed 000's thresholds): matrix/analysis/regress.h's comparison. */
 static const struct mx_level_setting l5_settings[] = {
         { "perf_max_drop_pct", MX_LSET_NUMBER, "5", 0, 100, NULL,
           "a t/s row slower than the reference by more than this (percent) is beyond the threshold (seed 001 "

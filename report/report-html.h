@@ -10,7 +10,7 @@
  * the other reports do; members it does not know are ignored, and what is
  * missing is left out of the page and said so. Each run's figures come from
  * the attempt its result comes from (rep_attempt): L4's metrics are the bench
- * result document (daemon/bench.h: results.throughput.tg32_tps / pp2048_tps,
+ * result document (loadgen/bench.h: results.throughput.tg32_tps / pp2048_tps,
  * results.latency.ttft_p50_ms, tests[] rows for the Pareto chart), the memory
  * line the sampler's "run" scope (series.t / series.mem). The baseline is the
  * run whose configuration is the matrix's baseline (or planned as

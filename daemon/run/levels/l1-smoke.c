@@ -7,7 +7,7 @@
  * tracebacks: crash.h). Metrics: ready_s, completion_tokens, completion_s,
  * and every crash signature the log has matched (forensics for `show rRUN`).
  *
- * Then, unless its probe setting is false, the probe (daemon/probe.c, the
+ * Then, unless its probe setting is false, the probe (loadgen/probe.c, the
  * engine of `mxmatrix probe`) checks the harness's assumptions against the
  * server; its document is L1's metrics "probe", where later levels read it
  * (mx_level_fail_on_assumptions). A failed assumption does not fail L1: the

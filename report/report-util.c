@@ -267,7 +267,7 @@ static void num_set(struct rep_num *r, json_t *v, int64_t n, const char *def)
         r->def = def;
 }
 
-/* Throughput and latency from the L4 level's bench result document (daemon/bench.h). */
+/* Throughput and latency from the L4 level's bench result document (loadgen/bench.h). */
 static bool metric_l4(json_t *run, const char *metric, struct rep_num *r)
 {
         json_t *m = l4_metrics(run), *defs = json_object_get(m, "definitions");
@@ -325,7 +325,7 @@ void rep_metric(json_t *run, const char *metric, struct rep_num *r)
                 return;
         }
         if (streq(metric, "memory_gb")) {
-                /* the figure the criteria judge (daemon/criteria.c), in GB (10^9 bytes) as L5 and the seeds */
+                /* the figure the criteria judge (matrix/analysis/criteria.c), in GB (10^9 bytes) as L5 and the seeds */
                 json_t *lm = json_object_get(m, "memory"), *run_s = json_object_get(json_object_get(a, "samples"), "run");
                 json_t *gpu = json_object_get(json_object_get(json_object_get(m, "results"), "resource"),
                                               "gpu_memory_peak_gb");

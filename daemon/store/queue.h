@@ -191,7 +191,7 @@ int queue_job_json(struct mx_db *db, int64_t job, json_t **ret);
 /* A job's timing for progress lines: {started_at, timed_runs, timed_us, running_since}, times or null. */
 int queue_job_progress(struct mx_db *db, int64_t job, json_t **ret);
 /*
- * The stored durations estimates start from (matrix/estimate.h), over the last
+ * The stored durations estimates start from (matrix/plan/estimate.h), over the last
  * QUEUE_DURATION_ATTEMPTS finished attempts: per level {"n", "mean_us"} (levels
  * that ran, not skipped ones), per outcome {"n", "mean_us", "overhead_us"}
  * (the attempt's time outside its levels: boot, stop, after-stop commands).
@@ -219,7 +219,7 @@ int queue_list_json(struct mx_db *db, const struct queue_list_filter *f, json_t 
 /* Counts of runs by state/result over the whole queue. */
 int queue_counts_json(struct mx_db *db, json_t **ret);
 /*
- * Success criteria and gates (daemon/criteria.h): each run of a job with its
+ * Success criteria and gates (matrix/analysis/criteria.h): each run of a job with its
  * latest attempt's outcome and the level figures criteria.c reads.
  */
 int queue_job_evidence_json(struct mx_db *db, int64_t job, json_t **ret);

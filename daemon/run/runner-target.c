@@ -8,7 +8,7 @@
  *             run tag, output into the log (capped) and journald
  *   ready     the profile's probe on a timer: connection refused or 503 mean
  *             "still loading"; not ready by the deadline = outcome timeout
- *   levels    the selected levels in the seed's order (daemon/levels/: L1
+ *   levels    the selected levels in the seed's order (daemon/run/levels/: L1
  *             smoke, L1.5 kernel gate, L2 correctness, L3 stress, ...)
  *   health    the engine is still alive (vLLM's /health turns 503 when it died)
  *   stop      the profile's stop plan; then the run tag is swept and checked;

@@ -13,7 +13,7 @@
  *
  * through the level context's read-only history hook (runner.h), and only
  * runs on the same GPU model (the metadata's gpu_name) whose L4 passed with
- * valid numbers. The comparison is matrix/regress.h's: a regression must be
+ * valid numbers. The comparison is matrix/analysis/regress.h's: a regression must be
  * significant (Welch or non-overlapping 95 % intervals) AND beyond its
  * threshold; the rule that decided is in the metrics.
  *

@@ -1797,7 +1797,7 @@ int queue_duration_stats(struct mx_db *db, json_t **ret)
         return 0;
 }
 
-/* ---- evidence for success criteria and gates (daemon/criteria.h) ---- */
+/* ---- evidence for success criteria and gates (matrix/analysis/criteria.h) ---- */
 
 /*
  * What criteria.c and summary.c read of each level, taken out of the stored

@@ -2,7 +2,7 @@
 /*
  * Seed 002's "Results" YAML block from an L4 result (the L4 level's metrics:
  * the benchmark engine's document plus ready_s, memory and valid; see
- * daemon/levels/l4-bench.c). The L4 level writes it as l4-results.yaml; the
+ * daemon/run/levels/l4-bench.c). The L4 level writes it as l4-results.yaml; the
  * reports reuse it. Pure: no I/O.
  *
  *   startup_time_s, throughput (pp<N>_tps, tg<M>_tps: the depth-0 rows'

@@ -7,7 +7,7 @@
  * (their git SHA and dirty state), a docker image (its digest), the pip freeze
  * command and probes: a command or a file per item. meta-load.c validates it
  * and normalises it into the JSON that submit.c stores in each run's snapshot;
- * the daemon (daemon/meta.c) fills in the defaults at run time, runs the
+ * the daemon (daemon/run/meta.c) fills in the defaults at run time, runs the
  * probes and stores one record per attempt. meta-render.c turns a record into
  * the lines `mxmatrix show` prints and into the seed 002 Environment YAML
  * block that reports reuse.
@@ -27,7 +27,7 @@
 #define MX_META_MAX_OUTPUT (16u * 1024 * 1024)
 #define MX_META_MAX_IMAGE 256 /* a docker image reference */
 
-/* The record format version that daemon/meta.c writes and meta-render.c reads. */
+/* The record format version that daemon/run/meta.c writes and meta-render.c reads. */
 #define MX_META_RECORD_VERSION 1
 
 /*

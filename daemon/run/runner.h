@@ -30,7 +30,7 @@ struct mx_sampler;
 /*
  * Read-only access to stored results, for levels that compare a run with
  * earlier ones (L5). The daemon's implementation reads its database
- * (daemon/history.c); a test may hand synthetic results. Both return 0 and a
+ * (daemon/run/history.c); a test may hand synthetic results. Both return 0 and a
  * new reference, or a negative errno with a reason.
  */
 struct mx_history {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Failure attribution of a job from the queue (matrix/attrib.h does the
+ * Failure attribution of a job from the queue (matrix/analysis/attrib.h does the
  * analysis): the attribute method, and the plan of submit --confirm JOB
- * (matrix/confirm.h).
+ * (matrix/plan/confirm.h).
  */
 #pragma once
 
@@ -27,7 +27,7 @@ int attribute_strength(struct mx_db *db, int64_t job, int64_t max_size, unsigned
 
 /*
  * A job's attribution, what the attribute method replies and the report
- * document carries (daemon/report.c): {"attribution": mx_attrib_result_to_json(),
+ * document carries (daemon/control/report.c): {"attribution": mx_attrib_result_to_json(),
  * "known_incompatible": [the groups as matrix-file entries]} in *ret. The
  * daemon's matrix names each axis's values (for globs). max_size 0: the
  * job's covering strength. Negative errno on failure, with *ret_code (a

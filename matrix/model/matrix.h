@@ -187,7 +187,7 @@ void mx_matrix_settings_overlay(struct mx_matrix_settings *base, const struct mx
 /* The set limits as {"run_timeout_ms": N, ...} (unset ones left out). */
 json_t *mx_matrix_settings_to_json(const struct mx_matrix_settings *s);
 
-/* One success criterion or hard constraint (criteria-load.c parses it; daemon/criteria.c judges it). */
+/* One success criterion or hard constraint (criteria-load.c parses it; matrix/analysis/criteria.c judges it). */
 struct mx_matrix_criterion {
         char *metric;
         enum mx_criterion_op op;

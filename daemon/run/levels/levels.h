@@ -8,10 +8,10 @@
  * starts the server, feeds it every log line, hands it the ready server
  * (mx_levels_run), and, once the server is gone, ends it (mx_levels_end).
  * The driver runs the selected levels one after the other in the seed's
- * order (the catalogue, matrix/levelcat.h); a level that fails skips the ones
+ * order (the catalogue, matrix/base/levelcat.h); a level that fails skips the ones
  * after it unless its continue_on_fail setting says to go on.
  *
- * A level is one file in daemon/levels/ implementing struct mx_level_ops and
+ * A level is one file in daemon/run/levels/ implementing struct mx_level_ops and
  * one row in the table of levels.c (and one in the catalogue). Its life:
  *
  *   new        when the server is started, before it is ready: set up state

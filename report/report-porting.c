@@ -60,7 +60,7 @@ static const char *criterion_text(json_t *feat, const char *metric)
 }
 
 /*
- * The feature's criterion on metric judged from the two numbers, as daemon/criteria.c judges it, for a
+ * The feature's criterion on metric judged from the two numbers, as matrix/analysis/criteria.c judges it, for a
  * document without the daemon's evaluation: "PASS", "FAIL", "not measured", or NULL without a criterion.
  */
 static const char *judge(json_t *feat, const char *metric, const struct rep_num *b, const struct rep_num *a)

@@ -110,7 +110,7 @@ static json_t *job_spec(const struct mx_matrix *m, json_t *levels, json_t *level
         json_object_set_new(spec, "target", m->target ? json_deep_copy(m->target) : json_null());
         json_object_set_new(spec, "profiles", m->profiles ? json_deep_copy(m->profiles) : json_null());
         json_object_set_new(spec, "levels", json_incref(levels));
-        if (m->metadata) /* what to collect; daemon/meta.c adds its defaults at run time */
+        if (m->metadata) /* what to collect; daemon/run/meta.c adds its defaults at run time */
                 json_object_set_new(spec, "metadata", json_incref(m->metadata));
         json_object_set_new(spec, "level_settings", json_incref(level_settings));
         json_object_set_new(spec, "matrix", json_pack("{s:s?,s:s}", "name", m->name, "file", m->path));

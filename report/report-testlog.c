@@ -291,7 +291,7 @@ static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, j
         fputs("## Success Criteria Evaluation\n\n| Criterion | Target | Actual | Pass/Fail |\n"
               "|-----------|--------|--------|-----------|\n",
               f);
-        /* mxmatrixd's evaluation (daemon/criteria.c): "rows" (the criteria) then "constraints" (the hard ones). */
+        /* mxmatrixd's evaluation (matrix/analysis/criteria.c): "rows" (the criteria) then "constraints" (the hard ones). */
         items = json_object_get(given, "items") ?: json_object_get(given, "criteria");
         if (!items && json_is_array(json_object_get(given, "rows"))) {
                 items = json_object_get(given, "rows");
