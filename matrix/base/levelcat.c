@@ -123,8 +123,8 @@ static const struct mx_level_setting l4_settings[] = {
           "start and end" },
         { "clock_tolerance_pct", MX_LSET_NUMBER, "10", 0, 100, NULL,
           "the numbers are invalid when the SM clock under load (the GPU sampler's samples while L4 measures) "
-          "moved by more than this, (max - min) / max in percent; thermal or power throttling and another "
-          "process on the GPU make them invalid too" },
+          "moved by more than this, (max - min) / max in percent; thermal or hardware throttling and another "
+          "process on the GPU make them invalid too (the power cap alone does not: it shows as a moving clock)" },
         {},
 };
 

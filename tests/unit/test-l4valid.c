@@ -58,8 +58,36 @@ TEST(throttled_gpu_is_invalid_with_its_reason)
 
         window_of(rows, ELEMENTSOF(rows), NULL, &w);
         ASSERT_FALSE(mx_l4_gpu_valid(&w, 10, &why, NULL));
-        ASSERT_CONTAINS(why, "thermal or power throttling during the measurement");
+        ASSERT_CONTAINS(why, "thermal or hardware throttling during the measurement");
         ASSERT_CONTAINS(why, "hw_thermal");
+}
+
+TEST(power_cap_alone_leaves_l4_valid_and_recorded)
+{
+        /* sw_power_cap (0x4) throughout, the SM clock steady: a power-limited GPU's normal state */
+        static const char *const rows[] = { "0, 143771, 120000, 98, 60, 650.1, 1980, 2619, 0x0000000000000004",
+                                            "0, 143771, 120000, 99, 62, 649.0, 1965, 2619, 0x0000000000000004" };
+        struct mx_sample_summary w;
+        _cleanup_free_ char *why = NULL;
+        _cleanup_json_ json_t *checks = NULL;
+
+        window_of(rows, ELEMENTSOF(rows), NULL, &w);
+        ASSERT_TRUE(mx_l4_gpu_valid(&w, 10, &why, &checks));
+        ASSERT_NULL(why);
+        _cleanup_free_ char *seen = json_dumps(json_object_get(checks, "throttle"), JSON_COMPACT);
+        ASSERT_CONTAINS(seen, "sw_power_cap");
+}
+
+TEST(power_cap_with_a_moving_clock_is_invalid)
+{
+        static const char *const rows[] = { "0, 143771, 120000, 98, 60, 650.1, 1980, 2619, 0x0000000000000004",
+                                            "0, 143771, 120000, 99, 62, 600.0, 1500, 2619, 0x0000000000000004" };
+        struct mx_sample_summary w;
+        _cleanup_free_ char *why = NULL;
+
+        window_of(rows, ELEMENTSOF(rows), NULL, &w);
+        ASSERT_FALSE(mx_l4_gpu_valid(&w, 10, &why, NULL));
+        ASSERT_CONTAINS(why, "the SM clock under load moved");
 }
 
 TEST(moving_clock_is_invalid)

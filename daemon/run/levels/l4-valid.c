@@ -25,7 +25,7 @@ bool mx_l4_gpu_valid(const struct mx_sample_summary *w, double clock_tolerance_p
                         _cleanup_json_ json_t *names = mx_throttle_to_json(bad);
                         _cleanup_free_ char *list = json_dumps(names, JSON_COMPACT);
 
-                        mx_buf_printf(&why, "%sthermal or power throttling during the measurement: %s",
+                        mx_buf_printf(&why, "%sthermal or hardware throttling during the measurement: %s",
                                       why.len ? "; " : "", strna(list));
                         valid = false;
                 }
