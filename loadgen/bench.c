@@ -1752,6 +1752,17 @@ static json_t *request_json(const struct breq *r)
         json_object_set_new(o, "decode_tokens", r->n_decode >= 0 ? json_integer(r->n_decode) : json_null());
         json_object_set_new(o, "tokens_counted_from", r->decode_source ? json_string(r->decode_source) : json_null());
         json_object_set_new(o, "known_issue", r->known_issue ? json_string(r->known_issue) : json_null());
+        /* llama-server's own timers of this request, as its final chunk gave them; null: not reported */
+        json_object_set_new(o, "server_timings",
+                            r->prompt_ms >= 0 || r->predicted_ms >= 0
+                                    ? json_pack("{s:o,s:o,s:o,s:o}", "prompt_n",
+                                                r->prompt_n >= 0 ? json_integer(r->prompt_n) : json_null(),
+                                                "prompt_ms", r->prompt_ms >= 0 ? json_real(r->prompt_ms) : json_null(),
+                                                "predicted_n",
+                                                r->predicted_n >= 0 ? json_integer(r->predicted_n) : json_null(),
+                                                "predicted_ms",
+                                                r->predicted_ms >= 0 ? json_real(r->predicted_ms) : json_null())
+                                    : json_null());
         return o;
 }
 
