@@ -8,6 +8,10 @@
 # also holds the server's request preparation), the kernel gate passed and
 # failed on the real ncu report as it must. Then the check is shown to fail:
 # a fixture whose L4 figures are doubled (the old defect read pp 3-10x high).
+# The rows' server columns (server_pp_tps, server_tg_tps, preparation_ms),
+# which these fixtures predate, are skipped with one line per attempt; made
+# from the fixtures' own log, they are compared within 5 %, and a column 20 %
+# off fails.
 # Exit 0 pass, 1 fail.
 set -u
 source "$(dirname "$0")/lib.sh"
