@@ -24,6 +24,9 @@ struct bench_run {
         bool quiet;
 };
 
+enum { OPT_MODEL = 256, OPT_PP, OPT_TG, OPT_DEPTH, OPT_RUNS, OPT_WARMUP, OPT_CONC, OPT_STYLE,
+       OPT_LATENCY, OPT_KEY, OPT_TIMEOUT, OPT_SEED, OPT_REQUESTS, OPT_JSON, OPT_FORCE_REUSE };
+
 static void help(FILE *f)
 {
         fprintf(f,
@@ -185,6 +188,49 @@ static void print_benchy_table(json_t *doc)
         free(cells);
 }
 
+/* "123.45" of a number, "" for null (the cell left blank, the footnote says why). */
+static char *blank_or(json_t *v)
+{
+        return json_is_number(v) ? xasprintf("%.2f", json_number_value(v)) : xstrdup("");
+}
+
+/*
+ * The server's own figures beside ours, per pp and tg row (loadgen/bench.c: server_pp_tps, server_tg_tps,
+ * preparation_ms): where they differ, and why (TTFR holds the request's preparation, which the server's
+ * prompt timer leaves out). Blank cells are explained below the table.
+ */
+static void print_server_timings(json_t *doc)
+{
+        const char *headers[] = {"test", "t/s", "server t/s", "preparation (ms)", "with timings", NULL};
+        _cleanup_(table_freep) struct table *t = table_new(headers);
+        json_t *rows = json_object_get(doc, "tests"), *row;
+        const char *why = NULL;
+        size_t i;
+
+        json_array_foreach(rows, i, row) {
+                bool tg = streq_ptr(json_string_value(json_object_get(row, "kind")), "tg");
+                json_t *server = json_object_get(row, tg ? "server_tg_tps" : "server_pp_tps");
+                _cleanup_free_ char *ours = blank_or(json_object_get(json_object_get(row, "tps"), "mean"));
+                _cleanup_free_ char *theirs = blank_or(server);
+                _cleanup_free_ char *prep = tg ? xstrdup("") : blank_or(json_object_get(row, "preparation_ms"));
+                _cleanup_free_ char *n = xasprintf("%" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT,
+                                                   json_integer_value(json_object_get(row, "server_timings_requests")),
+                                                   json_integer_value(json_object_get(row, "requests")));
+                const char *cells[] = {json_string_value(json_object_get(row, "test")), ours, theirs, prep, n};
+
+                if (!json_is_number(server))
+                        why = json_string_value(json_object_get(row, "server_timings"));
+                table_add(t, cells);
+        }
+        printf("\nThe server's own timings of the same requests (server_pp_tps, server_tg_tps):\n");
+        table_print(t, stdout);
+        printf("pp t/s = prompt tokens / (server prompt_ms + preparation): TTFR also holds the request's "
+               "preparation (chat template, tokenization), which the server's prompt timer leaves out; server tg t/s = predicted_n / predicted_ms: llama-server times M "
+               "tokens over M - 1 intervals, so it reads about M / (M - 1) above tg t/s\n");
+        if (why)
+                printf("blank server t/s: %s\n", why);
+}
+
 /* vllm bench serve's metrics per test: N, mean ± std, p50/p90/p99 (flagged when N is too small). */
 static void print_serving(json_t *doc)
 {
@@ -250,7 +296,8 @@ static void print_footer(json_t *doc)
         {
                 static const char *const keys[] = {"pp_tps", "pp_tps_first_text", "tg_tps", "peak_tps",
                                                    "ttfr_ms", "ttft_ms", "est_ppt_ms", "tpot_ms",
-                                                   "itl_ms", "e2el_ms", "t0"};
+                                                   "itl_ms", "e2el_ms", "server_pp_tps", "server_tg_tps",
+                                                   "preparation_ms", "t0"};
                 for (size_t k = 0; k < ELEMENTSOF(keys); k++)
                         printf("  %-10s %s\n", keys[k], json_string_value(json_object_get(defs, keys[k])));
         }
@@ -266,133 +313,144 @@ static void print_footer(json_t *doc)
                        json_string_value(json_object_get(e, "error")));
 }
 
-int cmd_bench(int argc, char **argv)
-{
-        enum { OPT_MODEL = 256, OPT_PP, OPT_TG, OPT_DEPTH, OPT_RUNS, OPT_WARMUP, OPT_CONC, OPT_STYLE,
-               OPT_LATENCY, OPT_KEY, OPT_TIMEOUT, OPT_SEED, OPT_REQUESTS, OPT_JSON,
-               OPT_FORCE_REUSE };
-        static const struct option opts[] = {
-                {"model", required_argument, NULL, OPT_MODEL},
-                {"pp", required_argument, NULL, OPT_PP},
-                {"tg", required_argument, NULL, OPT_TG},
-                {"depth", required_argument, NULL, OPT_DEPTH},
-                {"runs", required_argument, NULL, OPT_RUNS},
-                {"warmup", required_argument, NULL, OPT_WARMUP},
-                {"concurrency", required_argument, NULL, OPT_CONC},
-                {"llama-bench-style", no_argument, NULL, OPT_STYLE},
-                {"latency-mode", required_argument, NULL, OPT_LATENCY},
-                {"api-key", required_argument, NULL, OPT_KEY},
-                {"timeout", required_argument, NULL, OPT_TIMEOUT},
-                {"seed", required_argument, NULL, OPT_SEED},
-                {"requests", no_argument, NULL, OPT_REQUESTS},
-                {"json", no_argument, NULL, OPT_JSON},
-                /* not in --help: for testing that a reused cache is caught (mxmatrix(1), DEBUGGING) */
-                {"debug-force-cache-reuse", no_argument, NULL, OPT_FORCE_REUSE},
-                {"quiet", no_argument, NULL, 'q'},
-                {"help", no_argument, NULL, 'h'},
-                {},
-        };
+/* What the command line asks beyond the engine's configuration. */
+struct bench_args {
         struct mx_bench_config cfg;
-        struct bench_run br = {};
-        _cleanup_(mx_bench_freep) struct mx_bench *b = NULL;
-        _cleanup_free_ char *err = NULL;
-        _cleanup_json_ json_t *doc = NULL;
-        bool json = arg_json;
-        unsigned timeout_s = 600, failed = 0;
-        int64_t seed;
-        int c, r;
+        unsigned timeout_s;
+        bool json, quiet;
+};
 
-        mx_bench_config_defaults(&cfg);
-        cfg.api_key = getenv("OPENAI_API_KEY");
-        if (cfg.api_key && !*cfg.api_key)
-                cfg.api_key = NULL;
+static const struct option bench_options[] = {
+        {"model", required_argument, NULL, OPT_MODEL},
+        {"pp", required_argument, NULL, OPT_PP},
+        {"tg", required_argument, NULL, OPT_TG},
+        {"depth", required_argument, NULL, OPT_DEPTH},
+        {"runs", required_argument, NULL, OPT_RUNS},
+        {"warmup", required_argument, NULL, OPT_WARMUP},
+        {"concurrency", required_argument, NULL, OPT_CONC},
+        {"llama-bench-style", no_argument, NULL, OPT_STYLE},
+        {"latency-mode", required_argument, NULL, OPT_LATENCY},
+        {"api-key", required_argument, NULL, OPT_KEY},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"requests", no_argument, NULL, OPT_REQUESTS},
+        {"json", no_argument, NULL, OPT_JSON},
+        /* not in --help: for testing that a reused cache is caught (mxmatrix(1), DEBUGGING) */
+        {"debug-force-cache-reuse", no_argument, NULL, OPT_FORCE_REUSE},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {},
+};
+
+/* The option c with its argument into a; -EINVAL (usage, already said) for a bad value. */
+static int bench_apply_option(struct bench_args *a, int c, const char *arg)
+{
+        struct mx_bench_config *cfg = &a->cfg;
+        int64_t seed;
+
+        switch (c) {
+        case OPT_MODEL:
+                cfg->model = arg;
+                return 0;
+        case OPT_PP:
+                return parse_list("--pp", arg, 1, cfg->pp, &cfg->n_pp);
+        case OPT_TG:
+                return parse_list("--tg", arg, 2, cfg->tg, &cfg->n_tg);
+        case OPT_DEPTH:
+                return parse_list("--depth", arg, 0, cfg->depth, &cfg->n_depth);
+        case OPT_RUNS:
+                return parse_uint("--runs", arg, 1, MX_BENCH_RUNS_MAX, &cfg->runs);
+        case OPT_WARMUP:
+                return parse_uint("--warmup", arg, 0, MX_BENCH_WARMUP_MAX, &cfg->warmup);
+        case OPT_CONC:
+                return parse_uint("--concurrency", arg, 1, MX_BENCH_CONCURRENCY_MAX, &cfg->concurrency);
+        case OPT_FORCE_REUSE:
+                cfg->force_cache_reuse = true;
+                return 0;
+        case OPT_STYLE:
+                cfg->llama_bench_style = true;
+                return 0;
+        case OPT_LATENCY:
+                cfg->latency_mode = mx_bench_latency_mode_from_string(arg);
+                if (cfg->latency_mode < 0) {
+                        fprintf(stderr, "mxmatrix: --latency-mode is api, generation or none, not '%s'\n", arg);
+                        return -EINVAL;
+                }
+                return 0;
+        case OPT_KEY:
+                cfg->api_key = arg;
+                return 0;
+        case OPT_TIMEOUT:
+                return parse_uint("--timeout", arg, 1, 86400, &a->timeout_s);
+        case OPT_SEED:
+                if (mx_parse_int64(arg, 1, INT64_MAX, &seed) < 0) {
+                        fprintf(stderr, "mxmatrix: --seed wants a positive integer, not '%s'\n", arg);
+                        return -EINVAL;
+                }
+                cfg->seed = (uint64_t)seed;
+                return 0;
+        case OPT_REQUESTS:
+                cfg->keep_requests = true;
+                return 0;
+        case OPT_JSON:
+                a->json = true;
+                return 0;
+        case 'q':
+                a->quiet = true;
+                return 0;
+        default:
+                return -EINVAL;
+        }
+}
+
+/*
+ * The command line into a (the configuration's defaults, $OPENAI_API_KEY, then the options and the URL):
+ * -1 to go on, else the exit status (--help, a usage error).
+ */
+static int bench_parse_args(int argc, char **argv, struct bench_args *a)
+{
+        int c;
+
+        *a = (struct bench_args){.timeout_s = 600, .json = arg_json};
+        mx_bench_config_defaults(&a->cfg);
+        a->cfg.api_key = getenv("OPENAI_API_KEY");
+        if (a->cfg.api_key && !*a->cfg.api_key)
+                a->cfg.api_key = NULL;
         optind = 0;
-        while ((c = getopt_long(argc, argv, "qh", opts, NULL)) >= 0) {
-                switch (c) {
-                case OPT_MODEL:
-                        cfg.model = optarg;
-                        break;
-                case OPT_PP:
-                        if (parse_list("--pp", optarg, 1, cfg.pp, &cfg.n_pp) < 0)
-                                return MX_EXIT_USAGE;
-                        break;
-                case OPT_TG:
-                        if (parse_list("--tg", optarg, 2, cfg.tg, &cfg.n_tg) < 0)
-                                return MX_EXIT_USAGE;
-                        break;
-                case OPT_DEPTH:
-                        if (parse_list("--depth", optarg, 0, cfg.depth, &cfg.n_depth) < 0)
-                                return MX_EXIT_USAGE;
-                        break;
-                case OPT_RUNS:
-                        if (parse_uint("--runs", optarg, 1, MX_BENCH_RUNS_MAX, &cfg.runs) < 0)
-                                return MX_EXIT_USAGE;
-                        break;
-                case OPT_WARMUP:
-                        if (parse_uint("--warmup", optarg, 0, MX_BENCH_WARMUP_MAX, &cfg.warmup) < 0)
-                                return MX_EXIT_USAGE;
-                        break;
-                case OPT_CONC:
-                        if (parse_uint("--concurrency", optarg, 1, MX_BENCH_CONCURRENCY_MAX, &cfg.concurrency) < 0)
-                                return MX_EXIT_USAGE;
-                        break;
-                case OPT_FORCE_REUSE:
-                        cfg.force_cache_reuse = true;
-                        break;
-                case OPT_STYLE:
-                        cfg.llama_bench_style = true;
-                        break;
-                case OPT_LATENCY:
-                        cfg.latency_mode = mx_bench_latency_mode_from_string(optarg);
-                        if (cfg.latency_mode < 0) {
-                                fprintf(stderr, "mxmatrix: --latency-mode is api, generation or none, not '%s'\n",
-                                        optarg);
-                                return MX_EXIT_USAGE;
-                        }
-                        break;
-                case OPT_KEY:
-                        cfg.api_key = optarg;
-                        break;
-                case OPT_TIMEOUT:
-                        if (parse_uint("--timeout", optarg, 1, 86400, &timeout_s) < 0)
-                                return MX_EXIT_USAGE;
-                        break;
-                case OPT_SEED:
-                        if (mx_parse_int64(optarg, 1, INT64_MAX, &seed) < 0) {
-                                fprintf(stderr, "mxmatrix: --seed wants a positive integer, not '%s'\n", optarg);
-                                return MX_EXIT_USAGE;
-                        }
-                        cfg.seed = (uint64_t)seed;
-                        break;
-                case OPT_REQUESTS:
-                        cfg.keep_requests = true;
-                        break;
-                case OPT_JSON:
-                        json = true;
-                        break;
-                case 'q':
-                        br.quiet = true;
-                        break;
-                case 'h':
+        while ((c = getopt_long(argc, argv, "qh", bench_options, NULL)) >= 0) {
+                if (c == 'h') {
                         help(stdout);
                         return MX_EXIT_OK;
-                default:
-                        return MX_EXIT_USAGE;
                 }
+                if (bench_apply_option(a, c, optarg) < 0)
+                        return MX_EXIT_USAGE;
         }
         if (optind + 1 != argc) {
                 fprintf(stderr, "mxmatrix: bench wants exactly one URL (mxmatrix bench --help)\n");
                 return MX_EXIT_USAGE;
         }
-        cfg.url = argv[optind];
-        cfg.timeout_ms = (int64_t)timeout_s * 1000;
+        a->cfg.url = argv[optind];
+        a->cfg.timeout_ms = (int64_t)a->timeout_s * 1000;
+        return -1;
+}
+
+/*
+ * The benchmark of a, run to its end on a loop of its own: 0 with its result document and how many
+ * requests failed, else the exit status (it could not be set up or could not run).
+ */
+static int bench_execute(const struct bench_args *a, json_t **ret_doc, unsigned *ret_failed)
+{
+        struct bench_run br = {.quiet = a->quiet};
+        _cleanup_(mx_bench_freep) struct mx_bench *b = NULL;
+        _cleanup_free_ char *err = NULL;
+        int r, status = 0;
 
         br.base = event_base_new();
         if (!br.base) {
                 fprintf(stderr, "mxmatrix: cannot create an event loop\n");
                 return MX_EXIT_FAILURE;
         }
-        r = mx_bench_new(br.base, &cfg, &b, &err);
+        r = mx_bench_new(br.base, &a->cfg, &b, &err);
         if (r < 0) {
                 fprintf(stderr, "mxmatrix: %s\n", err);
                 event_base_free(br.base);
@@ -401,22 +459,44 @@ int cmd_bench(int argc, char **argv)
         mx_bench_start(b, done_cb, progress_cb, &br);
         event_base_dispatch(br.base);
         if (br.error < 0) {
-                fprintf(stderr, "mxmatrix: bench %s: %s\n", cfg.url, strna(br.reason));
-                free(br.reason);
-                b = mx_bench_free(b);
-                event_base_free(br.base);
-                return MX_EXIT_FAILURE;
+                fprintf(stderr, "mxmatrix: bench %s: %s\n", a->cfg.url, strna(br.reason));
+                status = MX_EXIT_FAILURE;
+        } else {
+                *ret_doc = mx_bench_result_json(b);
+                mx_bench_counts(b, NULL, ret_failed);
         }
-        doc = mx_bench_result_json(b);
-        mx_bench_counts(b, NULL, &failed);
-        if (json)
-                output_json(doc);
-        else {
-                print_benchy_table(doc);
-                print_serving(doc);
-                print_footer(doc);
-        }
+        free(br.reason);
         b = mx_bench_free(b);
         event_base_free(br.base);
+        return status;
+}
+
+/* The result on stdout: the JSON document, or the tables and their footer. */
+static void bench_print(json_t *doc, bool json)
+{
+        if (json) {
+                output_json(doc);
+                return;
+        }
+        print_benchy_table(doc);
+        print_server_timings(doc);
+        print_serving(doc);
+        print_footer(doc);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+        struct bench_args a;
+        _cleanup_json_ json_t *doc = NULL;
+        unsigned failed = 0;
+        int status;
+
+        status = bench_parse_args(argc, argv, &a);
+        if (status >= 0)
+                return status;
+        status = bench_execute(&a, &doc, &failed);
+        if (status != 0)
+                return status;
+        bench_print(doc, a.json);
         return failed > 0 ? MX_EXIT_FAILURE : MX_EXIT_OK;
 }

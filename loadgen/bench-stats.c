@@ -120,6 +120,12 @@ char *mx_bench_prompt_problem(const struct mx_bench_prompt_seen *seen, int64_t e
             seen->prompt_n + seen->cache_n != seen->prompt_tokens)
                 return xasprintf("timings.prompt_n %" PRId64 " + cache_n %" PRId64 " is not usage.prompt_tokens %" PRId64,
                                  seen->prompt_n, seen->cache_n, seen->prompt_tokens);
+        /* the server's own prefill figure (server_pp_tps) divides prompt_n: it must be the tokens ours counts */
+        if (seen->prompt_tokens >= 0 && seen->prompt_n >= 0 && seen->prompt_n != seen->prompt_tokens - MX_MAX(cached, 0))
+                return xasprintf("timings.prompt_n %" PRId64 " is not the %" PRId64 " prompt tokens counted "
+                                 "(usage.prompt_tokens %" PRId64 " less %" PRId64 " cached)",
+                                 seen->prompt_n, seen->prompt_tokens - MX_MAX(cached, 0), seen->prompt_tokens,
+                                 MX_MAX(cached, 0));
         if (reused_min >= 0) {
                 if (cached < 0)
                         return xstrdup("the server reports no cached tokens (usage.prompt_tokens_details.cached_tokens, "
@@ -135,6 +141,20 @@ char *mx_bench_prompt_problem(const struct mx_bench_prompt_seen *seen, int64_t e
                                  ", the chat template's own, may be shared): the prefill was not measured",
                                  cached, seen->prompt_tokens >= 0 ? seen->prompt_tokens : expected, cached_max);
         return NULL;
+}
+
+double mx_bench_server_tps(int64_t n, double ms)
+{
+        if (n <= 0 || !isfinite(ms) || ms <= 0)
+                return NAN;
+        return (double)n / ms * 1000.0;
+}
+
+double mx_bench_preparation_ms(double ttfr_ms, double latency_ms, double server_prompt_ms)
+{
+        if (!isfinite(ttfr_ms) || !isfinite(server_prompt_ms) || server_prompt_ms < 0)
+                return NAN;
+        return ttfr_ms - (isfinite(latency_ms) ? latency_ms : 0) - server_prompt_ms;
 }
 
 double mx_bench_pp_tps(int64_t prompt_tokens, double est_ppt_ms)

@@ -81,6 +81,21 @@ char *mx_bench_prompt_problem(const struct mx_bench_prompt_seen *seen, int64_t e
 /* The cached tokens of seen: cached_tokens, else cache_n; -1: none reported. */
 int64_t mx_bench_prompt_cached(const struct mx_bench_prompt_seen *seen);
 
+/*
+ * A server's own rate for one request, as llama-server computes its
+ * prompt_per_second and predicted_per_second: n tokens ÷ ms × 1000
+ * (timings.prompt_n / prompt_ms, predicted_n / predicted_ms); NAN when
+ * either was not reported (n <= 0, ms not > 0).
+ */
+double mx_bench_server_tps(int64_t n, double ms);
+/*
+ * The part of TTFR − latency that the server's prompt evaluation timer does
+ * not cover (request preparation: chat template, tokenization, scheduling,
+ * the first chunk's way back), in ms: ttfr − latency − the server's
+ * prompt_ms, so that llama-benchy's pp = n ÷ (prompt_ms + this); may be
+ * negative (latency over-subtracted). NAN without prompt_ms.
+ */
+double mx_bench_preparation_ms(double ttfr_ms, double latency_ms, double server_prompt_ms);
 /* llama-benchy's pp t/s: prompt tokens ÷ est_ppt; NAN when est_ppt is 0. */
 double mx_bench_pp_tps(int64_t prompt_tokens, double est_ppt_ms);
 /*

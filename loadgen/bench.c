@@ -80,6 +80,8 @@ struct breq {
         size_t n_tok, cap_tok;
         int64_t prompt_tokens, completion_tokens, cached_tokens; /* -1: not reported */
         int64_t cache_n, prompt_n;                                /* llama-server's timings; -1: none */
+        int64_t predicted_n;                                      /* the same; -1: none */
+        double prompt_ms, predicted_ms;                           /* the same, ms; -1: none */
         int64_t cum_before_tok1;                                  /* running counts; -1: none */
         int64_t n_decode;          /* tg's N: tokens from the first text-bearing event on; -1: unknown */
         const char *decode_source; /* where n_decode came from */
@@ -356,7 +358,8 @@ static struct breq *breq_new(struct mx_bench *b, enum req_kind kind)
         r->b = b;
         r->kind = kind;
         r->prompt_tokens = r->completion_tokens = r->cached_tokens = -1;
-        r->cache_n = r->prompt_n = -1;
+        r->cache_n = r->prompt_n = r->predicted_n = -1;
+        r->prompt_ms = r->predicted_ms = -1;
         r->cached_max = r->reused_min = -1;
         r->cum_before_tok1 = r->n_decode = -1;
         snprintf(r->salt, sizeof(r->salt), "mxbench-%016" PRIx64 "-%" PRIu64, rng_next(b), ++b->n_requests);
@@ -416,9 +419,21 @@ static const char *text_field(json_t *choice)
         return NULL;
 }
 
-/* llama-server's timings object: prompt tokens it evaluated (prompt_n) and took from its cache (cache_n). */
+/*
+ * llama-server's timings object: prompt tokens it evaluated (prompt_n) and took from its cache (cache_n),
+ * and its own timers (prompt_ms, predicted_n, predicted_ms). Every chunk may carry one (timings_per_token);
+ * the last one read, the final chunk's, is the request's.
+ */
 static void read_timings(struct breq *r, json_t *timings)
 {
+        json_t *v;
+
+        if (json_is_number(v = json_object_get(timings, "prompt_ms")))
+                r->prompt_ms = json_number_value(v);
+        if (json_is_number(v = json_object_get(timings, "predicted_ms")))
+                r->predicted_ms = json_number_value(v);
+        if (json_is_integer(v = json_object_get(timings, "predicted_n")))
+                r->predicted_n = json_integer_value(v);
         if (json_is_integer(json_object_get(timings, "cache_n")))
                 r->cache_n = json_integer_value(json_object_get(timings, "cache_n"));
         if (json_is_integer(json_object_get(timings, "prompt_n")))
@@ -1383,6 +1398,7 @@ enum row_mode {
 /* What a row is made from: its tests' requests, in run order per test. */
 struct row_acc {
         struct vals rate, rate_req, ttfr, est, e2e, peak, peak_req, rate_text;
+        struct vals server, prep; /* the server's own rate and the preparation, per request that has timings */
         unsigned failed, failed_known;
         size_t requests;
         int64_t cached_max, prompt_min, prompt_max, expected;
@@ -1432,9 +1448,13 @@ static void row_add(const struct mx_bench *b, struct breq **reqs, size_t n, enum
 
                         vals_add(&a->rate_req, mx_bench_tg_tps(tg_tokens(r, &a->source), r->t_tok1, r->t_last_tok));
                         vals_add(&a->peak_req, mx_bench_peak_tps(ts, nts, PEAK_WINDOW_US));
+                        vals_add(&a->server, mx_bench_server_tps(r->predicted_n, r->predicted_ms));
                         continue;
                 }
                 ptoks = pp_tokens(r, a);
+                /* prompt_n is ptoks here: breq_check_prompt() failed the request otherwise */
+                vals_add(&a->server, mx_bench_server_tps(r->prompt_n, r->prompt_ms));
+                vals_add(&a->prep, mx_bench_preparation_ms(v_ttfr, b->latency_ms, r->prompt_ms));
                 vals_add(&a->ttfr, v_ttfr);
                 vals_add(&a->est, v_est);
                 vals_add(&a->e2e, mx_bench_ttft_ms(r->t0, r->t_tok1));
@@ -1493,6 +1513,36 @@ static void row_acc_free(struct row_acc *a)
         vals_free(&a->peak);
         vals_free(&a->peak_req);
         vals_free(&a->rate_text);
+        vals_free(&a->server);
+        vals_free(&a->prep);
+}
+
+/*
+ * The server's own figures beside ours (server_pp_tps or server_tg_tps, and preparation_ms on pp rows):
+ * means over the row's requests whose stream carried llama-server's timings, or null and why.
+ */
+static void row_server_json(const struct mx_bench *b, json_t *o, enum row_mode mode, const struct row_acc *a)
+{
+        struct mx_bstat st, prep;
+
+        mx_bstat_compute(a->server.v, a->server.n, &st);
+        mx_bstat_compute(a->prep.v, a->prep.n, &prep);
+        json_object_set_new(o, mode == ROW_TG ? "server_tg_tps" : "server_pp_tps", num(st.mean));
+        if (mode != ROW_TG)
+                json_object_set_new(o, "preparation_ms", num(prep.mean));
+        json_object_set_new(o, "server_timings_requests", json_integer((json_int_t)st.n));
+        if (st.n > 0)
+                json_object_set_new(o, "server_timings",
+                                    json_string(mode == ROW_TG ? "llama-server's timings: predicted_n / predicted_ms"
+                                                                 " x 1000 per request, the mean"
+                                                               : "llama-server's timings: prompt_n / prompt_ms x 1000 "
+                                                                 "per request, the mean"));
+        else
+                json_object_set_new(o, "server_timings",
+                                    json_sprintf("not reported by the server (%s): no request's stream carried "
+                                                 "llama-server's timings (prompt_n, prompt_ms, predicted_n, "
+                                                 "predicted_ms); vLLM and SGLang send none",
+                                                 mx_server_kind_name(b->server)));
 }
 
 /* The row as llama-benchy prints it. */
@@ -1517,6 +1567,7 @@ static json_t *row_json(const struct mx_bench *b, const struct test *t, enum row
                                  "est_ppt_ms", "e2e_ttft_ms", "tokens_counted_from", a->source);
                 /* the row's statistics are the survivors': how many requests a known server issue took */
                 json_object_set_new(o, "failed_known_issue", json_integer(a->failed_known));
+                row_server_json(b, o, mode, a);
                 return o;
         }
         {
@@ -1551,6 +1602,7 @@ static json_t *row_json(const struct mx_bench *b, const struct test *t, enum row
         } else
                 json_object_set_new(o, "tg_pooled", pooled_tg);
         json_object_set_new(o, "failed_known_issue", json_integer(a->failed_known));
+        row_server_json(b, o, mode, a);
         return o;
 }
 
@@ -1700,12 +1752,23 @@ static json_t *request_json(const struct breq *r)
         json_object_set_new(o, "decode_tokens", r->n_decode >= 0 ? json_integer(r->n_decode) : json_null());
         json_object_set_new(o, "tokens_counted_from", r->decode_source ? json_string(r->decode_source) : json_null());
         json_object_set_new(o, "known_issue", r->known_issue ? json_string(r->known_issue) : json_null());
+        /* llama-server's own timers of this request, as its final chunk gave them; null: not reported */
+        json_object_set_new(o, "server_timings",
+                            r->prompt_ms >= 0 || r->predicted_ms >= 0
+                                    ? json_pack("{s:o,s:o,s:o,s:o}", "prompt_n",
+                                                r->prompt_n >= 0 ? json_integer(r->prompt_n) : json_null(),
+                                                "prompt_ms", r->prompt_ms >= 0 ? json_real(r->prompt_ms) : json_null(),
+                                                "predicted_n",
+                                                r->predicted_n >= 0 ? json_integer(r->predicted_n) : json_null(),
+                                                "predicted_ms",
+                                                r->predicted_ms >= 0 ? json_real(r->predicted_ms) : json_null())
+                                    : json_null());
         return o;
 }
 
 static json_t *definitions_json(void)
 {
-        return json_pack(
+        json_t *o = json_pack(
                 "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "t0",
                 "CLOCK_MONOTONIC immediately before the request is handed to libcurl; every event is stamped "
                 "when libcurl hands over the bytes that complete it",
@@ -1753,6 +1816,26 @@ static json_t *definitions_json(void)
                 "of the test (a chunk that follows tokens without text holds their time)",
                 "e2el_ms", "vllm bench serve: last choices-bearing event - t0", "tokens_per_event",
                 "usage.completion_tokens / choices-bearing events (1 unless the server batches tokens)");
+
+        json_object_set_new(o, "server_pp_tps",
+                            json_string("the server's own prefill rate, where it reports one per request (llama-server's "
+                                        "final timings): prompt_n / prompt_ms x 1000 per request (its "
+                                        "prompt_per_second, the log's \"prompt eval time\"), the mean over the row's "
+                                        "requests; null with server_timings saying why where it reports none (vLLM, "
+                                        "SGLang). Its timer starts after the request is prepared, so it reads above "
+                                        "pp_tps: see preparation_ms"));
+        json_object_set_new(o, "server_tg_tps",
+                            json_string("the server's own decode rate, where it reports one per request: predicted_n / "
+                                        "predicted_ms x 1000 (llama-server's predicted_per_second, the log's \"eval "
+                                        "time\"), the mean over the row's requests; llama-server times the M tokens "
+                                        "from the first one's sampling to the last one's, M - 1 intervals, so it reads "
+                                        "about M / (M - 1) above tg_tps's (N - 1) / span"));
+        json_object_set_new(o, "preparation_ms",
+                            json_string("per request ttfr - latency - the server's prompt_ms, the mean: what TTFR holds "
+                                        "beyond the server's prompt evaluation (chat template, tokenization, "
+                                        "scheduling, the first chunk's way back); pp_tps = prompt tokens / (prompt_ms "
+                                        "+ preparation_ms) per request"));
+        return o;
 }
 
 static json_t *statistics_json(void)

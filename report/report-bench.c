@@ -372,20 +372,65 @@ static void baseline_section(FILE *f, json_t *doc, json_t *base, struct rep_defs
         kernel_validation(f, base);
 }
 
+/* The server's own figures beside the seed's columns: tg32, tg128 and pp2048 at depth 0 (loadgen/bench.c). */
+static const struct {
+        const char *kind, *field;
+        int64_t size;
+} server_cols[] = {
+        {"tg", "server_tg_tps", 32},
+        {"tg", "server_tg_tps", 128},
+        {"pp", "server_pp_tps", 2048},
+};
+
+/* The depth-0 L4 row of kind and size in run's result, or NULL. */
+static json_t *l4_row(json_t *run, const char *kind, int64_t size)
+{
+        json_t *m = json_object_get(rep_level(rep_attempt(run), "L4"), "metrics"), *row;
+        size_t i;
+
+        json_array_foreach (json_object_get(m, "tests"), i, row)
+                if (streq_ptr(json_string_value(json_object_get(row, "kind")), kind) &&
+                    json_integer_value(json_object_get(row, "depth")) == 0 &&
+                    json_integer_value(json_object_get(row, kind)) == size)
+                        return row;
+        return NULL;
+}
+
+/*
+ * One server column's cell: the server's figure with the requests it came from, else blank, and *ret_why the
+ * reason the row gives (the footnote under the table) when it has one.
+ */
+static char *server_cell(json_t *run, size_t c, const char **ret_why)
+{
+        json_t *row = l4_row(run, server_cols[c].kind, server_cols[c].size);
+        json_t *v = json_object_get(row, server_cols[c].field);
+
+        if (json_is_number(v))
+                return xasprintf("%.2f (n=%" JSON_INTEGER_FORMAT ")", json_number_value(v),
+                                 json_integer_value(json_object_get(row, "server_timings_requests")));
+        if (row)
+                *ret_why = json_string_value(json_object_get(row, "server_timings"))
+                                   ?: "not recorded (a result from before the server's figures were kept)";
+        return xstrdup("");
+}
+
 static void comparison(FILE *f, json_t *doc, struct rep_defs *defs)
 {
         json_t *run;
         size_t i;
 
-        struct mx_buf none = MX_BUF_INIT;
+        struct mx_buf none = MX_BUF_INIT, why = MX_BUF_INIT;
 
-        fputs("## Comparison Matrix\n\n| Config | tg32 | tg128 | pp2048 | TTFT p50 | TTFT p99 | Memory |\n"
-              "|--------|------|-------|--------|----------|----------|--------|\n",
+        fputs("## Comparison Matrix\n\n| Config | tg32 | tg128 | pp2048 | TTFT p50 | TTFT p99 | Memory "
+              "| server tg32 t/s | server tg128 t/s | server pp2048 t/s |\n"
+              "|--------|------|-------|--------|----------|----------|--------"
+              "|-----------------|------------------|-------------------|\n",
               f);
         json_array_foreach (rep_runs(doc), i, run) {
                 _cleanup_free_ char *name = NULL, *cell = NULL;
                 struct rep_failure fail;
                 struct rep_num n[16];
+                const char *blank = NULL;
                 bool failed, any = false;
 
                 if (!rep_attempt(run))
@@ -419,8 +464,27 @@ static void comparison(FILE *f, json_t *doc, struct rep_defs *defs)
                         rep_defs_add(defs, rep_bench_cols[c].metric, &n[c]);
                         fprintf(f, " %s |", t);
                 }
+                for (size_t c = 0; c < ELEMENTSOF(server_cols); c++) {
+                        _cleanup_free_ char *t = server_cell(run, c, &blank);
+
+                        fprintf(f, " %s |", t);
+                }
                 fputc('\n', f);
+                if (blank)
+                        mx_buf_printf(&why, "%sr%" JSON_INTEGER_FORMAT ": %s", why.len ? "; " : "",
+                                      json_integer_value(json_object_get(run, "id")), blank);
         }
+        fputs("\nServer t/s: the server's own timings of the same requests, where it reports them per request "
+              "(llama-server: prompt_n / prompt_ms, predicted_n / predicted_ms); the pp columns beside them follow "
+              "llama-benchy (prompt tokens / (TTFR - latency)), and TTFR also holds the request's preparation "
+              "(chat template, tokenization) that the server's prompt timer leaves out.\n",
+              f);
+        if (why.len) {
+                _cleanup_free_ char *t = rep_md(why.data);
+
+                fprintf(f, "Blank server t/s: %s.\n", t);
+        }
+        mx_buf_free(&why);
         if (none.len) {
                 _cleanup_free_ char *t = rep_md(none.data);
 

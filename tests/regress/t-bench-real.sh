@@ -82,7 +82,7 @@ for model in llama gptoss; do
 
         # pp 512 at depth 0 and 1024, a tg: exact prompts, the server's own count says so
         mark=$(($(wc -l <"$LOG") + 1))
-        bench --pp 512 --tg 8 --depth 0,1024 --runs 2 --warmup 1 || fail "$model: bench exit $?"
+        bench --pp 512 --tg 8 --depth 0,1024 --runs 2 --warmup 1 --requests || fail "$model: bench exit $?"
         j=$tmp/bench.json
         [ "$(jq '.failed' "$j")" = 0 ] || fail "$model: failed requests: $(jq -c .failures "$j")"
         [ "$(jq '[.tests[] | select(.kind == "pp")] | length' "$j")" = 2 ] || fail "$model: not one pp row per depth"
@@ -97,6 +97,43 @@ for model in llama gptoss; do
                 [ "$n" = 3 ] || fail "$model: the server evaluated $n prompts of $want tokens (log: $(evals "$mark" | tr '\n' ' '))"
         done
         ok "$model: pp512 @ d0 and d1024: every prompt exactly 512 / 1536 tokens, as the server logged"
+
+        # the server's own figures beside ours: server_pp_tps is the mean of prompt_n / prompt_ms x 1000 of the
+        # row's requests as their final chunks gave them, and what the server logged for the same requests
+        # ("prompt eval time = X ms / N tokens", ms rounded to 0.01: within 0.1 %); preparation_ms is what TTFR
+        # holds beyond prompt_ms; server_tg_tps likewise from predicted_n / predicted_ms and "eval time"
+        for d in 0 1024; do
+                want=$((512 + d))
+                row=$(jq -c --argjson d "$d" '.tests[] | select(.kind == "pp" and .depth == $d)' "$j")
+                name=$(jq -r .test <<<"$row")
+                jq -e '.server_pp_tps > 0 and .server_timings_requests == 2 and (.preparation_ms | type == "number")' \
+                        <<<"$row" >/dev/null || fail "$model: $name: server figures $(jq -c '{server_pp_tps, preparation_ms, server_timings}' <<<"$row")"
+                read -r chunk prep n_pn < <(jq -r --arg t "$name tg8" --argjson lat "$(jq .latency_ms "$j")" '
+                        [.requests[] | select(.test == $t)] |
+                        [(map(.server_timings.prompt_n / .server_timings.prompt_ms * 1000) | add / length),
+                         (map(.resp_us / 1000 - $lat - .server_timings.prompt_ms) | add / length),
+                         (map(select(.server_timings.prompt_n == '"$want"')) | length)] | @tsv' "$j")
+                [ "$n_pn" = 2 ] || fail "$model: $name: $n_pn requests with timings.prompt_n $want, want 2"
+                logged=$(tail -n +"$mark" "$LOG" | awk -v n="$want" '/prompt eval time =/ {
+                        for (i = 1; i <= NF; i++) if ($i == "=") { ms = $(i + 1); pn = $(i + 4) }
+                        if (pn == n) v[k++] = pn / ms * 1000 }
+                        END { printf "%.6f\n", (v[k - 2] + v[k - 1]) / 2 }')
+                srv=$(jq .server_pp_tps <<<"$row")
+                awk -v a="$srv" -v b="$chunk" -v c="$logged" -v p="$prep" -v q="$(jq .preparation_ms <<<"$row")" 'BEGIN {
+                        exit !((a - b) / b < 1e-9 && (b - a) / b < 1e-9 && (a - c) / c < 0.001 && (c - a) / c < 0.001 &&
+                               (p - q < 1e-6 && q - p < 1e-6)) }' ||
+                        fail "$model: $name: server_pp_tps $srv, the final chunks' prompt_n / prompt_ms $chunk, the log's $logged; preparation_ms $(jq .preparation_ms <<<"$row") vs $prep"
+                ok "$model: $name: ours $(jq '.tps.mean' <<<"$row") t/s, server_pp_tps $srv (log $logged), preparation $(jq .preparation_ms <<<"$row") ms"
+        done
+        row=$(jq -c '.tests[] | select(.kind == "tg" and .depth == 0)' "$j")
+        logged=$(tail -n +"$mark" "$LOG" | awk '/prompt eval time =/ { for (i = 1; i <= NF; i++) if ($i == "=") pn = $(i + 4); next }
+                / eval time =/ { for (i = 1; i <= NF; i++) if ($i == "=") { ms = $(i + 1); m = $(i + 4) }
+                                 if (pn == 512) v[k++] = m / ms * 1000 }
+                END { printf "%.6f\n", (v[k - 2] + v[k - 1]) / 2 }')
+        srv=$(jq .server_tg_tps <<<"$row")
+        awk -v a="$srv" -v c="$logged" 'BEGIN { exit !(a > 0 && (a - c) / c < 0.001 && (c - a) / c < 0.001) }' ||
+                fail "$model: tg8: server_tg_tps $srv, the log's predicted_n / predicted_ms $logged"
+        ok "$model: tg8: ours $(jq '.tps.mean' <<<"$row") t/s, server_tg_tps $srv (log $logged)"
 
         # forced reuse: the same prompt with cache_prompt true is served from the cache and must fail
         mark=$(($(wc -l <"$LOG") + 1))

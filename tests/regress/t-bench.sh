@@ -69,6 +69,27 @@ jq -e '.server == "vllm" and .definitions.tg_tps and .statistics.percentiles and
         "$tmp/json" >/dev/null || fail "server, definitions or statistics missing"
 echo "ok   json"
 
+# the server's own figures: vLLM (this sim) sends no per-request timings, so they are null and say why, in the
+# document and under the table, never a guess; the same sim as llama-server imitates its timings, read per row
+jq -e '[.tests[] | select(.kind == "pp" or .kind == "tg")] | length > 0 and all(
+        (.server_pp_tps // null) == null and (.server_tg_tps // null) == null and .server_timings_requests == 0 and
+        (.server_timings | startswith("not reported by the server (vllm)")))' "$tmp/json" >/dev/null ||
+        fail "vLLM's rows have server figures: $(jq -c '[.tests[] | {test, server_pp_tps, server_tg_tps, server_timings}]' "$tmp/json")"
+jq -e '.tests[] | select(.kind == "pp") | .preparation_ms == null' "$tmp/json" >/dev/null || fail "vLLM: a preparation_ms"
+grep -q '^blank server t/s: not reported by the server (vllm)' "$tmp/table" || fail "the table does not say why the server t/s is blank"
+grep -q '^test *t/s *server t/s *preparation (ms) *with timings$' "$tmp/table" || fail "no server timings table"
+PORT_V=$PORT
+MXSIM_FLAVOR=llama-server start_sim
+"$mx" --json bench "http://127.0.0.1:$PORT" --pp 128 --tg 16 --depth 0 --runs 3 --warmup 1 -q >"$tmp/json-llama" ||
+        fail "bench --json (llama-server flavour) failed"
+jq -e '.server == "llama-server" and (.tests[] | select(.kind == "pp") | .server_pp_tps > 0 and
+        .server_timings_requests == 3 and (.preparation_ms | type == "number")) and
+        (.tests[] | select(.kind == "tg") | .server_tg_tps > 0 and .server_timings_requests == 3)' \
+        "$tmp/json-llama" >/dev/null ||
+        fail "llama-server flavour: $(jq -c '[.tests[] | {test, server_pp_tps, server_tg_tps, preparation_ms, server_timings}]' "$tmp/json-llama")"
+PORT=$PORT_V
+echo "ok   server figures: null with the reason for vLLM, read from llama-server's timings"
+
 # usage errors: 2; a server that is not there: 1 with a reason
 "$mx" bench "$url" --tg 1 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--tg 1 is not a usage error"
 "$mx" bench >/dev/null 2>&1; [ $? -eq 2 ] || fail "a missing URL is not a usage error"

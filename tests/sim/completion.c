@@ -736,13 +736,19 @@ static void finish_request(struct sim_completion_priv *c)
         if (c->req) {
                 if (c->stream) {
                         stream_start(c);
-                        if (c->include_usage && (c->api == SIM_API_COMPLETIONS || c->api == SIM_API_CHAT))
-                                send_event_json(
-                                        c, json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", c->id, "object",
-                                                     c->api == SIM_API_CHAT ? "chat.completion.chunk"
-                                                                            : "text_completion",
-                                                     "created", (json_int_t)c->created, "model",
-                                                     s->cfg->served_name, "choices", "usage", usage(c)));
+                        if (c->include_usage && (c->api == SIM_API_COMPLETIONS || c->api == SIM_API_CHAT)) {
+                                json_t *u = json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", c->id, "object",
+                                                      c->api == SIM_API_CHAT ? "chat.completion.chunk"
+                                                                             : "text_completion",
+                                                      "created", (json_int_t)c->created, "model",
+                                                      s->cfg->served_name, "choices", "usage", usage(c));
+
+                                /* llama-server's final chunk (choices [], usage) also carries the request's
+                                 * timings, as the real server sends them (../shared/targets) */
+                                if (s->cfg->flavor == SIM_FLAVOR_LLAMA)
+                                        json_object_set_new(u, "timings", llama_timings(c, NULL));
+                                send_event_json(c, u);
+                        }
                         if (c->api != SIM_API_LLAMA_NATIVE)
                                 send_event(c, "[DONE]");
                         evhttp_connection_set_closecb(evhttp_request_get_connection(c->req), NULL, NULL);

@@ -302,3 +302,31 @@ TEST(prompt_problems_named_with_both_numbers)
         ASSERT_EQ(mx_bench_prompt_cached(&odd), 0);
         ASSERT_EQ(mx_bench_prompt_cached(&(struct mx_bench_prompt_seen){.cached_tokens = -1, .cache_n = 7}), 7);
 }
+
+/* server_pp_tps divides timings.prompt_n: it must be the tokens our pp counts, even without cache_n */
+TEST(prompt_n_must_be_the_counted_tokens)
+{
+        struct mx_bench_prompt_seen no_cache_n = {.prompt_tokens = 2048, .cached_tokens = 0, .cache_n = -1, .prompt_n = 2040};
+        struct mx_bench_prompt_seen agrees = {.prompt_tokens = 2048, .cached_tokens = 5, .cache_n = -1, .prompt_n = 2043};
+        _cleanup_free_ char *p1 = mx_bench_prompt_problem(&no_cache_n, 2048, 14, -1);
+        _cleanup_free_ char *p2 = mx_bench_prompt_problem(&agrees, 2048, 14, -1);
+
+        ASSERT_CONTAINS(p1, "timings.prompt_n 2040 is not the 2048 prompt tokens counted (usage.prompt_tokens 2048 less 0 cached)");
+        ASSERT_NULL(p2);
+}
+
+/* llama-server's own rates (its prompt_per_second, predicted_per_second) and what TTFR holds beyond prompt_ms */
+TEST(server_rates_and_preparation)
+{
+        /* the real CPU server's final chunk: prompt_n 23, prompt_ms 687.634, prompt_per_second 33.448... */
+        ASSERT_TRUE(fabs(mx_bench_server_tps(23, 687.634) - 33.44802613017972) < 1e-9);
+        ASSERT_TRUE(fabs(mx_bench_server_tps(4, 1665.806) - 2.4012400003361734) < 1e-9);
+        ASSERT_TRUE(isnan(mx_bench_server_tps(-1, 10)));
+        ASSERT_TRUE(isnan(mx_bench_server_tps(23, -1)));
+        ASSERT_TRUE(isnan(mx_bench_server_tps(23, 0)));
+        /* TTFR 50 ms, latency 2 ms, prompt_ms 36: 12 ms of preparation; our pp = n / (36 + 12) */
+        ASSERT_TRUE(fabs(mx_bench_preparation_ms(50, 2, 36) - 12) < 1e-12);
+        ASSERT_TRUE(fabs(mx_bench_pp_tps(2048, mx_bench_est_ppt_ms(50, 2)) - 2048 / ((36 + 12) / 1000.0)) < 1e-6);
+        ASSERT_TRUE(isnan(mx_bench_preparation_ms(50, 2, -1)));
+        ASSERT_TRUE(isnan(mx_bench_preparation_ms(NAN, 2, 36)));
+}

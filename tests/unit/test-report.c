@@ -136,6 +136,60 @@ TEST(benchmark_results_spread_and_sampling)
         ASSERT_CONTAINS(md, "temperature: 1.0\ntop_p: 1.0\ntop_k: \"<not sent: the server's default>\"\nseed: 42\n");
 }
 
+/* The L4 rows of run r (0-based) of doc, for editing. */
+static json_t *l4_rows(json_t *doc, size_t r)
+{
+        json_t *run = json_array_get(json_object_get(doc, "runs"), r), *l;
+        size_t i;
+
+        json_array_foreach (json_object_get(json_array_get(json_object_get(run, "attempt_history"), 0), "levels"), i,
+                            l)
+                if (streq_ptr(json_string_value(json_object_get(l, "level")), "L4"))
+                        return json_object_get(json_object_get(l, "metrics"), "tests");
+        return NULL;
+}
+
+/* The server's own figures beside ours in the Comparison Matrix; blank cells say why under the table. */
+TEST(benchmark_results_server_timings)
+{
+        _cleanup_json_ json_t *doc = fixture();
+        _cleanup_free_ char *md = NULL;
+        json_t *t;
+        size_t i;
+
+        /* r1 from llama-server (timings in the stream), r2 from vLLM (none); r8 ran no L4 */
+        json_array_foreach (l4_rows(doc, 0), i, t) {
+                bool tg = streq_ptr(json_string_value(json_object_get(t, "kind")), "tg");
+
+                json_object_set_new(t, tg ? "server_tg_tps" : "server_pp_tps",
+                                    json_real(tg ? 30.5 + (double)i : 1500.25));
+                json_object_set_new(t, "server_timings_requests", json_integer(10));
+                json_object_set_new(t, "server_timings", json_string("llama-server's timings"));
+        }
+        json_array_foreach (l4_rows(doc, 1), i, t) {
+                json_object_set_new(t, json_string_value(json_object_get(t, "kind"))[0] == 't' ? "server_tg_tps"
+                                                                                                : "server_pp_tps",
+                                    json_null());
+                json_object_set_new(t, "server_timings", json_string("not reported by the server (vllm): none"));
+        }
+        md = render(report_benchmark_results, doc);
+        ASSERT_CONTAINS(md, "| Memory | server tg32 t/s | server tg128 t/s | server pp2048 t/s |\n");
+        ASSERT_CONTAINS(md, " | 31.50 (n=10) | 33.50 (n=10) | 1500.25 (n=10) |\n");
+        ASSERT_CONTAINS(md, "(r2, pass) |");
+        ASSERT_CONTAINS(md, " |  |  |  |\n");
+        ASSERT_CONTAINS(md, "Blank server t/s: r2: not reported by the server (vllm): none.\n");
+        ASSERT_NULL(strstr(md, "r8: not reported"));
+}
+
+/* A result from before the server's figures were kept: blank, and said so. */
+TEST(benchmark_results_server_timings_old_document)
+{
+        _cleanup_json_ json_t *doc = fixture();
+        _cleanup_free_ char *md = render(report_benchmark_results, doc);
+
+        ASSERT_CONTAINS(md, "Blank server t/s: r1: not recorded (a result from before the server's figures were kept)");
+}
+
 TEST(test_log_and_criteria)
 {
         _cleanup_json_ json_t *doc = fixture();

@@ -18,6 +18,12 @@
 #    figure by more than TOL % (the defect this check was made for read 3-10x
 #    above it) nor below it by more than PP_TOL % (default 25), and the
 #    difference is printed per request and per prompt token;
+#  - levels/: where a row carries the server's own figures (server_pp_tps,
+#    server_tg_tps: the final chunks' prompt_n / prompt_ms and predicted_n /
+#    predicted_ms of the same requests), they agree with the log's n / ms
+#    within TOL %, and a pp row's preparation_ms explains ours: N / (the
+#    log's prompt_ms + preparation_ms) within TOL % of L4's pp; rows made
+#    before those figures were kept say so in one line and are not compared;
 # usage: check.sh OUT [TOL [PP_TOL]]     exit 0: all hold; 1: something does not
 set -u
 out=${1:?usage: check.sh OUT [TOL [PP_TOL]]}
@@ -32,6 +38,29 @@ for t in "$out"/*/runs.tar.xz; do [ -f "$t" ] && tar -xJf "$t" -C "$(dirname "$t
 status=0
 bad() { echo "FAIL: $*"; status=1; }
 good() { echo "ok   $*"; }
+
+# server_columns KIND NAME LOG_N_MS_RATE LOG_MS N OURS SERVER PREPARATION: the row's server column against the
+# log's n / ms of the same requests; a pp row's preparation against ours (N / (prompt_ms + preparation))
+server_columns() {
+        local kind=$1 name=$2 lrate=$3 lms=$4 n=$5 ours=$6 srv=$7 prep=$8 d e
+        if [ "$srv" = absent ]; then
+                absent=$((absent + 1))
+                return
+        fi
+        if [ "$srv" = null ]; then
+                bad "${dir#"$out"/} $name: the server's figure is null, but its log has the requests' timings"
+                return
+        fi
+        d=$(awk -v a="$srv" -v b="$lrate" 'BEGIN { printf "%+.2f", (a - b) / b * 100 }')
+        msg=$(printf '%-18s %-16s server column %9.1f t/s  log %9.1f t/s  %s %%' "${dir#"$out"/}" "$name" "$srv" "$lrate" "$d")
+        if awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t && d >= -t) }'; then good "$msg"; else bad "$msg"; fi
+        [ "$kind" = pp ] || return
+        e=$(awk -v n="$n" -v ms="$lms" -v p="$prep" 'BEGIN { printf "%.3f", n / (ms + p) * 1000 }')
+        d=$(awk -v a="$ours" -v b="$e" 'BEGIN { printf "%+.2f", (a - b) / b * 100 }')
+        msg=$(printf '%-18s %-16s L4 %9.1f t/s = %d / (prompt_ms %.2f + preparation %.2f ms) = %9.1f t/s  %s %%' \
+                "${dir#"$out"/}" "$name" "$ours" "$n" "$lms" "$prep" "$e" "$d")
+        if awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t && d >= -t) }'; then good "$msg"; else bad "$msg"; fi
+}
 
 # the result attempt's levels of a run's show --json (confirmation starts are later attempts)
 ra='(.run as $r | ([$r.attempt_history[] | select(.n == $r.result_attempt)] | .[0]) // $r.attempt_history[-1])'
@@ -57,15 +86,16 @@ for doc in "$out"/levels/runs/*/*/l4-bench.json; do
              / eval time =/ { for (i = 1; i <= NF; i++) if ($i == "=") print pn, pms, $(i + 4), $(i + 1) }' \
                 "$log" >"$dir/.timings"
         warm=$(jq -r '.config.warmup' "$doc")
-        while IFS=$'\t' read -r kind name depth pp tg values; do
+        absent=0
+        while IFS=$'\t' read -r kind name depth pp tg srv prep values; do
                 want=$((depth + pp))
                 # the row's requests in the log, in order: N = depth + pp (and M = tg for a tg row), less the
                 # warm-ups (the first $warm of each run of consecutive requests with the same M)
                 awk -v n="$want" -v m="$tg" -v kind="$kind" -v w="$warm" '
                         $1 != n { next }
                         { if ($3 != last) { seen = 0; last = $3 } if (seen++ < w) next }
-                        kind == "pp" { print $1 / $2 * 1000; next }
-                        $3 == m { print ($3 - 1) / $4 * 1000 }' "$dir/.timings" >"$dir/.server"
+                        kind == "pp" { print $1 / $2 * 1000, $1 / $2 * 1000, $2; next }
+                        $3 == m { print ($3 - 1) / $4 * 1000, $3 / $4 * 1000, $4 }' "$dir/.timings" >"$dir/.server"
                 jq -r '.[]' <<<"$values" >"$dir/.ours"
                 ns=$(wc -l <"$dir/.server") no=$(wc -l <"$dir/.ours")
                 if [ "$no" -eq 0 ]; then
@@ -77,9 +107,10 @@ for doc in "$out"/levels/runs/*/*/l4-bench.json; do
                         continue
                 fi
                 # the means over the same requests, and the largest per-request difference
-                read -r mo ms dmax < <(paste "$dir/.ours" "$dir/.server" | awk '
-                        { so += $1; ss += $2; d = ($1 - $2) / $2 * 100; if (d < 0) d = -d; if (d > dm) dm = d }
-                        END { printf "%.3f %.3f %.2f\n", so / NR, ss / NR, dm }')
+                read -r mo ms dmax mn mms < <(paste "$dir/.ours" "$dir/.server" | awk '
+                        { so += $1; ss += $2; sn += $3; sm += $4; d = ($1 - $2) / $2 * 100; if (d < 0) d = -d; if (d > dm) dm = d }
+                        END { printf "%.3f %.3f %.2f %.3f %.4f\n", so / NR, ss / NR, dm, sn / NR, sm / NR }')
+                server_columns "$kind" "$name" "$mn" "$mms" "$want" "$mo" "$srv" "$prep"
                 d=$(awk -v a="$mo" -v b="$ms" 'BEGIN { printf "%+.2f", (a - b) / b * 100 }')
                 msg=$(printf '%-18s %-16s L4 %9.1f t/s  server %9.1f t/s  %s %% (mean of %d requests; largest single %s %%)' \
                         "${dir#"$out"/}" "$name" "$mo" "$ms" "$d" "$no" "$dmax")
@@ -100,8 +131,12 @@ for doc in "$out"/levels/runs/*/*/l4-bench.json; do
                 fi
                 if awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t && d >= -t) }'; then good "$msg"; else bad "$msg"; fi
         done < <(jq -r '.tests[] | select(.kind == "pp" or .kind == "tg") |
-                [.kind, .test, .depth, .pp, (.tg // 0), (.tps.values | tojson)] | @tsv' "$doc")
+                [.kind, .test, .depth, .pp, (.tg // 0),
+                 (if has("server_timings") then (.server_pp_tps // .server_tg_tps // "null") else "absent" end),
+                 (.preparation_ms // "null"), (.tps.values | tojson)] | @tsv' "$doc")
         rm -f "$dir/.server" "$dir/.ours"
+        [ "$absent" -eq 0 ] ||
+                echo "skip ${dir#"$out"/}: $absent rows without the server's columns (a result from before they were kept): not compared with the log"
         rm -f "$dir/.timings"
 done
 
