@@ -10,7 +10,7 @@
 #include "gates.h"
 #include "control.h"
 #include "log.h"
-#include "scheduler.h"
+#include "queue.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
