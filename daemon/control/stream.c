@@ -2,9 +2,9 @@
 /*
  * Streaming methods: follow (a job's events until all its runs are done),
  * logs (a run's server log, and with follow, what it appends until the run
- * ends) and show JOB (a page of a job's runs, in batches). Subscribers are
- * woken by the scheduler's hooks, never by polling; a slow reader pauses its
- * stream until its output buffer drains.
+ * ends) and show JOB (a page of a job's runs, in batches: pager.h).
+ * Subscribers are woken by the scheduler's watch (main.c wires it), never by
+ * polling; a slow reader pauses its stream until its output buffer drains.
  */
 #include "stream.h"
 #include "gates.h"
@@ -318,7 +318,7 @@ static bool logsub_pump(struct logsub *l)
                         break;
         }
         if (l->follow && !over)
-                return false; /* wait for the scheduler's hooks */
+                return false; /* wait for the scheduler's watch */
         request_reply(l->req, json_pack("{s:I,s:i,s:I,s:s?}", "run", (json_int_t)l->run, "attempt", l->attempt,
                                         "bytes", (json_int_t)l->sent, "outcome", outcome));
         return true;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "daemon.h"
+#include "executor.h"
 #include "runner.h"
 
 /*
@@ -52,6 +53,8 @@ void sched_shutdown(struct mx_sched *s, void (*done)(void *ud), void *ud);
  */
 typedef int (*sched_health_fn)(void *ud, char **reason);
 void sched_set_health_check(struct mx_sched *s, sched_health_fn fn, void *ud);
+/* Hand the scheduler's entry points to another executor (executor.h; before the first kick). */
+void sched_set_executor(struct mx_sched *s, const struct mx_executor_ops *ops, void *x);
 /* The line for STATUS= and the log: "idle, 3 queued" / "running r12 (L1.5, 2m03s), 3 queued". */
 char *sched_status_line(struct mx_sched *s);
 
