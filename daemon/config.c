@@ -4,7 +4,7 @@
  * sets ($STATE_DIRECTORY), then the configuration file, then built-in defaults,
  * so tests can point everything at a temporary directory with flags alone.
  */
-#include "daemon.h"
+#include "config.h"
 #include "sampler.h"
 #include "log.h"
 

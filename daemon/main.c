@@ -7,13 +7,16 @@
  */
 #include "cgroup.h"
 #include "health.h"
+#include "config.h"
 #include "control.h"
+#include "daemon-reload.h"
 #include "executor-slurm.h"
 #include "daemon.h"
 #include "http.h"
 #include "listen.h"
 #include "log.h"
 #include "matrix.h"
+#include "methods.h"
 #include "notify.h"
 #include "proc-reaper.h"
 #include "proc.h"
@@ -35,28 +38,6 @@ enum { EXIT_LOCKED = 75, EXIT_CONFIG = 78 };
 /* The lock file in the state directory; it holds the holder's pid, for the message of the one refused. */
 #define STATE_LOCK_FILE "lock"
 
-int daemon_reload_matrix(struct mx_daemon *d, char **reterr)
-{
-        struct mx_matrix *m = NULL;
-        int r;
-
-        if (!d->cfg.matrix_path) {
-                *reterr = xstrdup("no matrix file is configured (--matrix)");
-                return -ENOENT;
-        }
-        r = mx_matrix_load_file(d->cfg.matrix_path, &m, reterr);
-        if (r < 0) {
-                free(d->matrix_error);
-                d->matrix_error = xstrdup(*reterr);
-                return r;
-        }
-        mx_matrix_free(d->matrix);
-        d->matrix = m;
-        free(d->matrix_error);
-        d->matrix_error = NULL;
-        return 0;
-}
-
 static void load_matrix(struct mx_daemon *d)
 {
         _cleanup_free_ char *err = NULL;
@@ -68,6 +49,34 @@ static void load_matrix(struct mx_daemon *d)
                 log_error("cannot load the matrix, submissions will fail until it is fixed: %s", err);
         else
                 log_info("matrix %s loaded", d->cfg.matrix_path);
+}
+
+/* What the control socket's handlers need from up here. */
+static const struct mx_control_hooks control_hooks = {
+        .reload_matrix = daemon_reload_matrix,
+};
+
+/* The scheduler's and the executors' events: to the followers (stream.h) and to STATUS= (notify.h). */
+static void watch_job_changed(void *ud, int64_t job)
+{
+        stream_job_changed(ud, job);
+}
+
+static void watch_log_appended(void *ud, int64_t run)
+{
+        stream_log_appended(ud, run);
+}
+
+static void watch_run_finished(void *ud, int64_t run)
+{
+        stream_run_finished(ud, run);
+}
+
+static void watch_status(void *ud, const char *line)
+{
+        struct mx_daemon *d = ud;
+
+        notify_status(d->notify, line);
 }
 
 static void shutdown_done(void *ud)
@@ -209,6 +218,10 @@ static void setup_cgroups(struct mx_daemon *d)
 /* Everything up to the event loop; returns an exit code, 0 to run. */
 static int setup(struct mx_daemon *d, struct listen_socket *ls)
 {
+        const struct mx_sched_watch watch = {
+                .job_changed = watch_job_changed, .log_appended = watch_log_appended,
+                .run_finished = watch_run_finished, .status = watch_status, .ud = d,
+        };
         _cleanup_free_ char *dbpath = NULL, *err = NULL;
         gid_t sock_gid = (gid_t)-1;
         int r;
@@ -271,15 +284,15 @@ static int setup(struct mx_daemon *d, struct listen_socket *ls)
                 log_error("%s", err ? err : strerror(-r));
                 return EXIT_FAILURE;
         }
-        d->control = control_new(d, ls->fd, &err);
+        d->control = control_new(d, ls->fd, methods_table, &control_hooks, &err);
         if (!d->control) {
                 log_error("%s", err);
                 return EXIT_FAILURE;
         }
-        d->sched = sched_new(d);
+        d->sched = sched_new(d, &watch);
         (void)mx_health_new(d, &d->health);
         sched_set_health_check(d->sched, mx_health_check, d->health);
-        if (d->cfg.executor == MX_EXECUTOR_SLURM && executor_slurm_new(d, &d->slurm) < 0)
+        if (d->cfg.executor == MX_EXECUTOR_SLURM && executor_slurm_new(d, &watch, &d->slurm) < 0)
                 return EXIT_FAILURE;
         return 0;
 }

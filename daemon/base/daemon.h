@@ -5,12 +5,12 @@
  */
 #pragma once
 
-#include "queue.h"
 #include "util.h"
 
 #include <event2/event.h>
 #include <sys/types.h>
 
+struct mx_db;
 struct mx_control;
 struct mx_sched;
 struct mx_notify;
@@ -31,6 +31,12 @@ struct mx_limits {
         int64_t frame_timeout_ms;    /* a partial request line, or a missing hello, is dropped after this */
         int64_t idle_timeout_ms;     /* a connection with no request and no stream open is closed after this */
         size_t log_bytes;            /* captured server log per attempt */
+};
+
+/* What start-up does with a run the previous daemon left running (recover.c, scheduler.c). */
+enum mx_recovery {
+        MX_RECOVERY_REQUEUE, /* an interrupted run goes back to the queue (default: overnight sweeps) */
+        MX_RECOVERY_PAUSE,   /* it goes back to the queue and the queue is paused */
 };
 
 enum mx_executor {
@@ -94,13 +100,3 @@ struct mx_daemon {
         char *boot_id;
         int64_t started_at; /* wall clock, µs */
 };
-
-/* config.c */
-void config_defaults(struct mx_config *c);
-/* Parse the command line (and the config file it names or the default one). Exit code on error. */
-int config_parse(struct mx_config *c, int argc, char **argv);
-void config_done(struct mx_config *c);
-
-/* main.c helpers used by other modules */
-/* Re-read the matrix file; on failure the old one stays. Returns 0 or -errno with *reterr. */
-int daemon_reload_matrix(struct mx_daemon *d, char **reterr);

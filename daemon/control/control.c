@@ -46,6 +46,8 @@ struct request_priv {
 
 struct mx_control {
         struct mx_daemon *d;
+        const struct mx_method *methods; /* terminated by a NULL name */
+        const struct mx_control_hooks *hooks;
         struct evconnlistener *listener;
         struct mx_conn *conns;
         unsigned n_conns;
@@ -58,6 +60,30 @@ static void conn_idle_update(struct mx_conn *c);
 unsigned control_n_connections(struct mx_control *c)
 {
         return c->n_conns;
+}
+
+static mx_method_fn methods_lookup(const struct mx_method *methods, const char *name)
+{
+        for (const struct mx_method *m = methods; m->name; m++)
+                if (streq(m->name, name))
+                        return m->fn;
+        return NULL;
+}
+
+/* Every protocol method has a handler and vice versa; -EINVAL with *reterr otherwise. */
+static int methods_check_table(const struct mx_method *methods, const struct mx_proto *p, char **reterr)
+{
+        for (size_t i = 0; i < p->n_methods; i++)
+                if (!methods_lookup(methods, p->methods[i].name)) {
+                        *reterr = xasprintf("protocol method '%s' has no handler", p->methods[i].name);
+                        return -EINVAL;
+                }
+        for (const struct mx_method *m = methods; m->name; m++)
+                if (!mx_proto_find(p, m->name)) {
+                        *reterr = xasprintf("handler '%s' is not in the protocol description", m->name);
+                        return -EINVAL;
+                }
+        return 0;
 }
 
 static unsigned conns_of_uid(struct mx_control *ctl, uid_t uid)
@@ -366,10 +392,10 @@ static void handle_request(struct mx_conn *c, json_t *msg)
                 conn_send_error(c, id, "permission-denied", "only root or the admin group may do this");
                 return;
         }
-        fn = methods_lookup(m->name);
+        fn = methods_lookup(c->control->methods, m->name);
         rp = xcalloc(1, sizeof(*rp));
         rp->pub = (struct mx_request){
-                .d = c->control->d, .conn = c, .method = m, .id = json_incref(id),
+                .d = c->control->d, .conn = c, .hooks = c->control->hooks, .method = m, .id = json_incref(id),
                 .params = params ? json_incref(params) : json_object(),
                 .uid = c->uid, .gid = c->gid, .pid = c->pid, .admin = c->admin,
         };
@@ -652,17 +678,20 @@ static void accept_error_cb(struct evconnlistener *l, void *ud)
         }
 }
 
-struct mx_control *control_new(struct mx_daemon *d, int listen_fd, char **reterr)
+struct mx_control *control_new(struct mx_daemon *d, int listen_fd, const struct mx_method *methods,
+                               const struct mx_control_hooks *hooks, char **reterr)
 {
         const struct mx_proto *p = mx_proto_get();
         struct mx_control *ctl;
         int r;
 
-        r = methods_check_table(p, reterr);
+        r = methods_check_table(methods, p, reterr);
         if (r < 0)
                 return NULL;
         ctl = xcalloc(1, sizeof(*ctl));
         ctl->d = d;
+        ctl->methods = methods;
+        ctl->hooks = hooks;
         /* Backlog 0: the socket is already listening (bound by us or passed by systemd). */
         ctl->listener = evconnlistener_new(d->base, accept_cb, ctl, LEV_OPT_CLOSE_ON_EXEC, 0, listen_fd);
         if (!ctl->listener) {

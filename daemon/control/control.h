@@ -3,7 +3,8 @@
  * Client connections on the control socket: newline-delimited JSON framing,
  * the version handshake, peer credentials (SO_PEERCRED, SO_PEERGROUPS),
  * per-uid and total connection limits, frame-size and stall limits, request
- * validation against schema/protocol.json, and dispatch to methods.c.
+ * validation against schema/protocol.json, and dispatch through the method
+ * table that main.c hands to control_new() (methods.h).
  *
  * A client that sends a malformed or oversized frame, or stalls half-way
  * through one, gets an error and loses its connection; the daemon goes on.
@@ -18,11 +19,26 @@
 #include <sys/types.h>
 
 struct mx_conn;
+struct mx_request;
+
+/* One protocol method's handler, and the table of them (methods.h holds the daemon's). */
+typedef void (*mx_method_fn)(struct mx_request *req);
+struct mx_method {
+        const char *name;
+        mx_method_fn fn;
+};
+
+/* What handlers need from above the control folder, handed down by main.c. */
+struct mx_control_hooks {
+        /* Re-read the matrix file; 0, or -errno with *reterr (the reload method). */
+        int (*reload_matrix)(struct mx_daemon *d, char **reterr);
+};
 
 /* One request being answered. Owned by its connection; valid until the reply is sent. */
 struct mx_request {
         struct mx_daemon *d;
         struct mx_conn *conn;
+        const struct mx_control_hooks *hooks; /* as handed to control_new() */
         const struct mx_proto_method *method;
         json_t *id;     /* the client's id, echoed */
         json_t *params; /* validated against the schema, never NULL */
@@ -32,7 +48,13 @@ struct mx_request {
         bool admin;
 };
 
-struct mx_control *control_new(struct mx_daemon *d, int listen_fd, char **reterr);
+/*
+ * Serve listen_fd with the handlers of methods (terminated by a NULL name):
+ * every protocol method must have one and every one must be a protocol method
+ * (NULL with *reterr otherwise). hooks must outlive the control.
+ */
+struct mx_control *control_new(struct mx_daemon *d, int listen_fd, const struct mx_method *methods,
+                               const struct mx_control_hooks *hooks, char **reterr);
 struct mx_control *control_free(struct mx_control *c);
 unsigned control_n_connections(struct mx_control *c);
 
@@ -65,9 +87,3 @@ void request_on_drain(struct mx_request *req, void (*cb)(struct mx_request *req,
 
 /* hello answered: ok lets the connection use every method; !ok closes it after the reply. */
 void control_hello_done(struct mx_conn *c, bool ok);
-
-/* methods.c: the dispatch table, one handler per protocol method. */
-typedef void (*mx_method_fn)(struct mx_request *req);
-mx_method_fn methods_lookup(const char *name);
-/* Every protocol method has a handler and vice versa; -EINVAL with *reterr otherwise. */
-int methods_check_table(const struct mx_proto *p, char **reterr);

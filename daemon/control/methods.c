@@ -6,8 +6,8 @@
  * and answer with request_reply() or request_error(). Every mutation is
  * committed before the reply.
  */
+#include "methods.h"
 #include "attribute.h"
-#include "control.h"
 #include "gates.h"
 #include "log.h"
 #include "meta.h"
@@ -375,7 +375,7 @@ static void m_report(struct mx_request *req)
 static void m_reload(struct mx_request *req)
 {
         _cleanup_free_ char *err = NULL;
-        int r = daemon_reload_matrix(req->d, &err);
+        int r = req->hooks->reload_matrix(req->d, &err);
 
         if (r < 0) {
                 request_error(req, "matrix-error", "%s", err ? err : strerror(-r));
@@ -389,36 +389,10 @@ static void m_gates(struct mx_request *req)
         gates_method(req);
 }
 
-static const struct {
-        const char *name;
-        mx_method_fn fn;
-} table[] = {
+const struct mx_method methods_table[] = {
         { "hello", m_hello },   { "submit", m_submit }, { "status", m_status }, { "list", m_list },
         { "show", m_show },     { "cancel", m_cancel }, { "pause", m_pause },   { "resume", m_resume },
         { "retry", m_retry },   { "logs", m_logs },     { "follow", m_follow }, { "reload", m_reload },
         { "attribute", attribute_handle }, { "gates", m_gates }, { "report", m_report },
-        { "repro", m_repro },
+        { "repro", m_repro },   { NULL, NULL },
 };
-
-mx_method_fn methods_lookup(const char *name)
-{
-        for (size_t i = 0; i < ELEMENTSOF(table); i++)
-                if (streq(table[i].name, name))
-                        return table[i].fn;
-        return NULL;
-}
-
-int methods_check_table(const struct mx_proto *p, char **reterr)
-{
-        for (size_t i = 0; i < p->n_methods; i++)
-                if (!methods_lookup(p->methods[i].name)) {
-                        *reterr = xasprintf("protocol method '%s' has no handler", p->methods[i].name);
-                        return -EINVAL;
-                }
-        for (size_t i = 0; i < ELEMENTSOF(table); i++)
-                if (!mx_proto_find(p, table[i].name)) {
-                        *reterr = xasprintf("handler '%s' is not in the protocol description", table[i].name);
-                        return -EINVAL;
-                }
-        return 0;
-}

@@ -16,21 +16,13 @@
 #include "daemon.h"
 #include "matrix-report.h"
 #include "meta.h"
+#include "pager.h"
 #include "queue.h"
 
 #include <inttypes.h>
 
 #define REPORT_BATCH 20  /* runs read and sent at a time: a run with its history is 20-60 KB of JSON */
 #define REPORT_PAGE 1000 /* runs of a page unless the client asks for another size */
-
-struct reportsub {
-        struct mx_request *req;
-        int64_t job;
-        int64_t after_seq; /* the last run sent, by place in the plan */
-        int64_t after_run;
-        int64_t left; /* runs of the page still to send */
-        bool done;    /* no run follows the last batch */
-};
 
 /* Up to n run ids of job after after_seq in plan order; *ret_more: runs follow them. */
 static int page_ids(struct mx_db *db, int64_t job, int64_t after_seq, int n, int64_t *ids, int64_t *seqs,
@@ -154,125 +146,64 @@ static json_t *attribution_section(struct mx_daemon *d, int64_t job)
         return o;
 }
 
-static void report_closed(struct mx_request *req, void *ud)
+/* Up to n runs of job after after_seq, each as run_json() gives it (the pager's read, pager.h). */
+static int report_runs(struct mx_db *db, int64_t job, int64_t after_seq, int n, json_t **ret_runs,
+                       int64_t *ret_last_seq, bool *ret_more)
 {
-        (void)req;
-        free(ud);
+        _cleanup_json_ json_t *runs = json_array();
+        int64_t ids[REPORT_BATCH], seqs[REPORT_BATCH];
+        int k = 0;
+        int r = page_ids(db, job, after_seq, (int)MX_MIN(n, REPORT_BATCH), ids, seqs, &k, ret_more);
+
+        for (int i = 0; r >= 0 && i < k; i++) {
+                json_t *run = NULL;
+
+                r = run_json(db, ids[i], &run);
+                if (r >= 0)
+                        json_array_append_new(runs, run);
+        }
+        if (r < 0)
+                return r;
+        *ret_last_seq = k > 0 ? seqs[k - 1] : after_seq;
+        *ret_runs = TAKE_PTR(runs);
+        return 0;
 }
 
-static void report_drain_cb(struct mx_request *req, void *ud);
-
-/* Send batches until the page is out or the reader lags, then the reply. Returns true when ended. */
-static bool report_pump(struct reportsub *rs)
+/*
+ * The document's head once the page's runs are out (pager.h); with the last
+ * page, the daemon's evaluation of the feature's success criteria and hard
+ * constraints (gates.h), and the failures' attribution (attribute.h).
+ */
+static void report_reply(struct mx_request *req, json_t *job, int64_t after_run, bool more)
 {
-        struct mx_daemon *d = rs->req->d;
-        _cleanup_json_ json_t *job = NULL, *matrix = NULL;
+        struct mx_daemon *d = req->d;
+        int64_t id = json_integer_value(json_object_get(job, "id"));
+        _cleanup_json_ json_t *matrix = NULL;
         _cleanup_free_ char *digest = NULL;
-        int r;
-
-        for (;;) {
-                _cleanup_json_ json_t *runs = json_array(), *item = NULL;
-                int64_t ids[REPORT_BATCH], seqs[REPORT_BATCH];
-                bool more = false;
-                int n = 0;
-
-                if (request_output_pending(rs->req) > d->cfg.limits.output_bytes / 4) {
-                        request_on_drain(rs->req, report_drain_cb, rs);
-                        return false;
-                }
-                if (rs->left == 0 || rs->done)
-                        break;
-                r = page_ids(d->db, rs->job, rs->after_seq, (int)MX_MIN(rs->left, REPORT_BATCH), ids, seqs,
-                             &n, &more);
-                for (int i = 0; r >= 0 && i < n; i++) {
-                        json_t *run = NULL;
-
-                        r = run_json(d->db, ids[i], &run);
-                        if (r >= 0)
-                                json_array_append_new(runs, run);
-                }
-                if (r < 0) {
-                        request_error_errno(rs->req, r, "report");
-                        return true;
-                }
-                rs->done = !more;
-                if (n == 0)
-                        continue;
-                rs->after_seq = seqs[n - 1];
-                rs->after_run = ids[n - 1];
-                rs->left -= n;
-                item = json_pack("{s:O}", "runs", runs);
-                request_stream(rs->req, item); /* borrows item */
-        }
-        r = queue_job_json(d->db, rs->job, &job);
-        if (r >= 0)
-                r = job_digest(d->db, rs->job, &digest);
-        if (r < 0) {
-                request_error_errno(rs->req, r, "report");
-                return true;
-        }
-        json_object_set_new(job, "matrix_digest", json_string(digest));
-        matrix = matrix_section(d, json_string_value(json_object_get(job, "matrix")), digest);
-        /*
-         * Once, with the last page: the daemon's evaluation of the feature's success criteria and hard
-         * constraints (gates.h), and the failures' attribution (attribute.h).
-         */
-        request_reply(rs->req,
-                      json_pack("{s:i,s:O,s:O,s:b,s:o,s:o,s:o}", "report", MX_REPORT_VERSION, "job", job,
-                                "matrix", matrix, "more", !rs->done, "after",
-                                rs->after_run > 0 ? json_integer(rs->after_run) : json_null(), "criteria",
-                                rs->done ? gates_job_criteria(d, job) : json_null(), "attribution",
-                                rs->done ? attribution_section(d, rs->job) : json_null()));
-        return true;
-}
-
-static void report_drain_cb(struct mx_request *req, void *ud)
-{
-        request_on_drain(req, NULL, NULL);
-        if (report_pump(ud))
-                free(ud);
-}
-
-void report_start(struct mx_request *req, int64_t job, int64_t after_run, int64_t limit)
-{
-        struct reportsub *rs;
-        int64_t seq = 0;
-        uid_t owner;
-        int r = queue_job_owner(req->d->db, job, &owner);
+        int r = job_digest(d->db, id, &digest);
 
         if (r < 0) {
                 request_error_errno(req, r, "report");
                 return;
         }
-        if (after_run > 0) {
-                int64_t run_job = 0;
-                _cleanup_json_ json_t *run = NULL;
+        json_object_set_new(job, "matrix_digest", json_string(digest));
+        matrix = matrix_section(d, json_string_value(json_object_get(job, "matrix")), digest);
+        request_reply(req, json_pack("{s:i,s:O,s:O,s:b,s:o,s:o,s:o}", "report", MX_REPORT_VERSION, "job", job,
+                                     "matrix", matrix, "more", more, "after",
+                                     after_run > 0 ? json_integer(after_run) : json_null(), "criteria",
+                                     !more ? gates_job_criteria(d, job) : json_null(), "attribution",
+                                     !more ? attribution_section(d, id) : json_null()));
+}
 
-                r = queue_run_owner(req->d->db, after_run, &owner, &run_job);
-                if (r >= 0 && run_job != job)
-                        r = -ENOENT;
-                if (r >= 0)
-                        r = queue_run_json(req->d->db, after_run, false, &run);
-                if (r == -ENOENT) {
-                        request_error(req, "bad-request",
-                                      "--after r%" PRId64 " is not a run of job %" PRId64, after_run, job);
-                        return;
-                }
-                if (r < 0) {
-                        request_error_errno(req, r, "report");
-                        return;
-                }
-                seq = json_integer_value(json_object_get(run, "seq"));
-        }
-        rs = xcalloc(1, sizeof(*rs));
-        *rs = (struct reportsub){
-                .req = req,
-                .job = job,
-                .after_seq = seq,
-                .after_run = after_run,
-                .left = limit > 0 ? limit : REPORT_PAGE,
-        };
-        request_keep(req, report_closed, rs);
-        if (report_pump(rs))
-                free(rs);
+static const struct mx_pager_ops report_pager = {
+        .what = "report",
+        .batch = REPORT_BATCH,
+        .page = REPORT_PAGE,
+        .read = report_runs,
+        .reply = report_reply,
+};
+
+void report_start(struct mx_request *req, int64_t job, int64_t after_run, int64_t limit)
+{
+        pager_start(req, &report_pager, job, after_run, limit);
 }

@@ -2,15 +2,16 @@
 /*
  * Streaming methods: follow (a job's events until all its runs are done),
  * logs (a run's server log, and with follow, what it appends until the run
- * ends) and show JOB (a page of a job's runs, in batches). Subscribers are
- * woken by the scheduler's hooks, never by polling; a slow reader pauses its
- * stream until its output buffer drains.
+ * ends) and show JOB (a page of a job's runs, in batches: pager.h).
+ * Subscribers are woken by the scheduler's watch (main.c wires it), never by
+ * polling; a slow reader pauses its stream until its output buffer drains.
  */
 #include "stream.h"
 #include "gates.h"
 #include "control.h"
 #include "log.h"
-#include "scheduler.h"
+#include "pager.h"
+#include "queue.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -19,17 +20,6 @@
 #define FOLLOW_BATCH 500 /* events read from the database at a time */
 #define SHOW_BATCH 200   /* runs read and sent at a time: ~110 KB of JSON */
 #define SHOW_PAGE 1000   /* runs of a show JOB page unless the client asks for another size */
-
-/* A page of a job's runs on its way out: never more than a batch in memory. */
-struct showsub {
-        struct mx_request *req;
-        int64_t job;
-        int64_t after_seq; /* the last run sent, by place in the plan */
-        int64_t after_run;
-        int64_t left; /* runs of the page still to send */
-        bool more;    /* runs follow the last batch */
-        bool done;    /* no runs follow the last batch */
-};
 
 struct follow {
         struct mx_request *req;
@@ -328,7 +318,7 @@ static bool logsub_pump(struct logsub *l)
                         break;
         }
         if (l->follow && !over)
-                return false; /* wait for the scheduler's hooks */
+                return false; /* wait for the scheduler's watch */
         request_reply(l->req, json_pack("{s:I,s:i,s:I,s:s?}", "run", (json_int_t)l->run, "attempt", l->attempt,
                                         "bytes", (json_int_t)l->sent, "outcome", outcome));
         return true;
@@ -402,117 +392,32 @@ void stream_run_finished(struct mx_daemon *d, int64_t run)
 
 /* ---- show JOB ---- */
 
-static void show_closed(struct mx_request *req, void *ud)
-{
-        (void)req;
-        free(ud);
-}
-
-static void show_drain_cb(struct mx_request *req, void *ud);
-
 /*
- * Send the page's runs a batch at a time, each as a stream item, waiting for
- * the reader between batches; then the reply: the job, whether runs follow
- * the page and the last one sent (the next page's after). A 10 000-run page
- * never exists as one JSON document in the daemon. Returns true when ended.
+ * The reply after the page's runs (pager.h): the job, whether runs follow the
+ * page and the last one sent (the next page's after); with the last page, the
+ * feature's success criteria and the per-configuration summary from the job's
+ * runs (gates.h).
  */
-static bool show_pump(struct showsub *sh)
+static void show_reply(struct mx_request *req, json_t *job, int64_t after_run, bool more)
 {
-        struct mx_daemon *d = sh->req->d;
-        _cleanup_json_ json_t *job = NULL;
-        bool more = true;
-        int r;
+        json_t *criteria = json_null(), *summary = json_null();
 
-        for (;;) {
-                _cleanup_json_ json_t *runs = NULL, *item = NULL;
-                int64_t last = 0;
-                json_t *tail;
-
-                /* Before each batch and before the reply: both count against the client's output limit. */
-                if (request_output_pending(sh->req) > d->cfg.limits.output_bytes / 4) {
-                        request_on_drain(sh->req, show_drain_cb, sh);
-                        return false;
-                }
-                if (sh->left == 0 || sh->done)
-                        break;
-                r = queue_job_runs_json(d->db, sh->job, sh->after_seq, (int)MX_MIN(sh->left, SHOW_BATCH),
-                                        &runs, &last, &more);
-                if (r < 0) {
-                        request_error_errno(sh->req, r, "show");
-                        return true;
-                }
-                sh->more = more;
-                sh->done = !more || json_array_size(runs) == 0;
-                if (json_array_size(runs) == 0)
-                        continue;
-                tail = json_array_get(runs, json_array_size(runs) - 1);
-                sh->after_run = json_integer_value(json_object_get(tail, "id"));
-                sh->after_seq = last;
-                sh->left -= (int64_t)json_array_size(runs);
-                item = json_pack("{s:O}", "runs", runs);
-                request_stream(sh->req, item); /* borrows item */
-        }
-        r = queue_job_json(d->db, sh->job, &job);
-        if (r < 0) {
-                request_error_errno(sh->req, r, "show");
-                return true;
-        }
-        /*
-         * The feature's success criteria and the per-configuration summary from the job's
-         * runs (gates.h), with its last page only.
-         */
-        {
-                json_t *criteria = json_null(), *summary = json_null();
-
-                if (!(sh->more && !sh->done))
-                        gates_job_answer(d, job, &criteria, &summary);
-                request_reply(sh->req,
-                              json_pack("{s:O,s:b,s:o,s:o,s:o}", "job", job, "more", sh->more && !sh->done,
-                                        "after", sh->after_run > 0 ? json_integer(sh->after_run) : json_null(),
-                                        "criteria", criteria, "summary", summary));
-        }
-        return true;
+        if (!more)
+                gates_job_answer(req->d, job, &criteria, &summary);
+        request_reply(req, json_pack("{s:O,s:b,s:o,s:o,s:o}", "job", job, "more", more, "after",
+                                     after_run > 0 ? json_integer(after_run) : json_null(), "criteria", criteria,
+                                     "summary", summary));
 }
 
-static void show_drain_cb(struct mx_request *req, void *ud)
-{
-        request_on_drain(req, NULL, NULL);
-        if (show_pump(ud))
-                free(ud);
-}
+static const struct mx_pager_ops show_pager = {
+        .what = "show",
+        .batch = SHOW_BATCH,
+        .page = SHOW_PAGE,
+        .read = queue_job_runs_json,
+        .reply = show_reply,
+};
 
 void stream_show_job_start(struct mx_request *req, int64_t job, int64_t after_run, int64_t limit)
 {
-        struct showsub *sh;
-        int64_t seq = 0;
-        uid_t owner;
-        int r = queue_job_owner(req->d->db, job, &owner);
-
-        if (r < 0) {
-                request_error_errno(req, r, "show");
-                return;
-        }
-        if (after_run > 0) {
-                r = queue_job_run_seq(req->d->db, job, after_run, &seq);
-                if (r == -ENOENT) {
-                        request_error(req, "bad-request",
-                                      "--after r%" PRId64 " is not a run of job %" PRId64, after_run, job);
-                        return;
-                }
-                if (r < 0) {
-                        request_error_errno(req, r, "show");
-                        return;
-                }
-        }
-        sh = xcalloc(1, sizeof(*sh));
-        *sh = (struct showsub){
-                .req = req,
-                .job = job,
-                .after_seq = seq,
-                .after_run = after_run,
-                .left = limit > 0 ? limit : SHOW_PAGE,
-        };
-        request_keep(req, show_closed, sh);
-        if (show_pump(sh))
-                free(sh);
+        pager_start(req, &show_pager, job, after_run, limit);
 }

@@ -85,6 +85,7 @@ struct sjob {
 
 struct mx_executor_slurm {
         struct mx_daemon *d;
+        struct mx_sched_watch watch; /* as the scheduler's: followers hear of jobs and logs */
         struct sjob *jobs;
         struct sl_cmd *cmds;
         struct event *poll_ev, *kick_ev;
@@ -337,8 +338,8 @@ static void sjob_finish(struct sjob *j, struct queue_finish *f)
                                                                                                      : strna(result),
                     j->jobid, j->node ? " on " : "", strempty(j->node), f->message ? ": " : "",
                     strempty(f->message));
-        stream_run_finished(x->d, j->run);
-        stream_job_changed(x->d, j->job);
+        x->watch.run_finished(x->watch.ud, j->run);
+        x->watch.job_changed(x->watch.ud, j->job);
         sjob_unlink(j);
         sjob_free(j);
         slurm_kick(x);
@@ -405,7 +406,7 @@ static int ingest_event(struct sjob *j, json_t *e)
                 ctx.level = l.level;
                 mx_log_full(LOG_INFO, 0, MX_MSGID_LEVEL_FINISHED, &ctx, NULL, "run %" PRId64 ": %s %s%s%s",
                             j->run, l.level, l.verdict, l.message ? ": " : "", strempty(l.message));
-                stream_job_changed(j->x->d, j->job);
+                j->x->watch.job_changed(j->x->watch.ud, j->job);
         }
         return 0;
 }
@@ -454,7 +455,7 @@ static void ingest_events(struct sjob *j)
         }
         j->ev_off += (off_t)used;
         if (used > 0)
-                stream_log_appended(j->x->d, j->run);
+                j->x->watch.log_appended(j->x->watch.ud, j->run);
 }
 
 static bool state_is(const char *s, const char *prefix)
@@ -564,7 +565,7 @@ static void sjob_update(struct sjob *j, int64_t id, const char *state, const cha
                 mx_log_full(LOG_INFO, 0, MX_MSGID_RUN_STARTED, &ctx, NULL,
                             "run %" PRId64 " attempt %d started: Slurm job %" PRId64 " on node %s: %s", j->run,
                             j->attempt, j->jobid, strna(j->node), j->config_key);
-                stream_job_changed(j->x->d, j->job);
+                j->x->watch.job_changed(j->x->watch.ud, j->job);
                 slurm_kick(j->x); /* Slurm started it: there may be room for one more */
         }
         ingest_events(j);
@@ -947,7 +948,7 @@ static void submit_next(struct mx_executor_slurm *x)
         x->sbatch_busy = true;
         log_ctx(LOG_INFO, NULL, &ctx, "run %" PRId64 " attempt %d: submitting to Slurm (job name %s)", j->run,
                 j->attempt, j->tag);
-        stream_job_changed(x->d, j->job);
+        x->watch.job_changed(x->watch.ud, j->job);
         if (!evtimer_pending(x->poll_ev, NULL) && !x->polling)
                 poll_arm(x);
 }
@@ -1095,12 +1096,13 @@ static int reattach(struct mx_executor_slurm *x)
         return rc == SQLITE_DONE ? n : db_errno(x->d->db, rc);
 }
 
-int executor_slurm_new(struct mx_daemon *d, struct mx_executor_slurm **ret)
+int executor_slurm_new(struct mx_daemon *d, const struct mx_sched_watch *watch, struct mx_executor_slurm **ret)
 {
         struct mx_executor_slurm *x = xcalloc(1, sizeof(*x));
         int r;
 
         x->d = d;
+        x->watch = *watch;
         x->poll_ev = evtimer_new(d->base, poll_cb, x);
         x->kick_ev = event_new(d->base, -1, 0, kick_cb, x);
         if (!x->poll_ev || !x->kick_ev)

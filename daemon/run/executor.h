@@ -13,8 +13,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct mx_sched;
-
 struct mx_executor_ops {
         const char *name;
         /* The queue changed: submit what may start. From the event loop. */
@@ -29,6 +27,3 @@ struct mx_executor_ops {
         /* STATUS= line, as sched_status_line(). */
         char *(*status_line)(void *x);
 };
-
-/* Hand the scheduler's entry points to another executor (before the first kick). */
-void sched_set_executor(struct mx_sched *s, const struct mx_executor_ops *ops, void *x);

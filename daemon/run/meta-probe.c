@@ -5,7 +5,7 @@
  * in output (killed once stdout passes the cap, the first bytes kept), so a
  * hanging `docker` or an endless `yes` costs the loop nothing but a few reads.
  */
-#include "meta.h"
+#include "meta-probe.h"
 #include "proc-reaper.h"
 #include "proc.h"
 

@@ -10,6 +10,7 @@
  */
 #include "meta.h"
 #include "metadata.h"
+#include "runner-util.h"
 #include "csv.h"
 
 #include <ctype.h>

@@ -13,6 +13,7 @@
 #include "queue-slurm.h"
 #include "log.h"
 #include "proc-stop.h"
+#include "queue.h"
 
 #include <inttypes.h>
 

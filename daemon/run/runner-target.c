@@ -30,6 +30,7 @@
 #include "runner-util.h"
 #include "runner.h"
 #include "sampler.h"
+#include "levels/memsample.h"
 #include "levels/memtrack.h"
 
 #include <fcntl.h>

@@ -21,3 +21,6 @@ int runner_build_command(const struct mx_run_ctx *ctx, const char *const *values
  * daemon's whole environment. NULL when the env cannot be expanded.
  */
 json_t *runner_command_record(const struct mx_run_ctx *ctx, const char *const *values, char *const *argv);
+
+/* The runner for a spec: "command" profile → runner_command_ops, else the target runner. */
+const struct mx_runner_ops *runner_for_spec(json_t *spec);

@@ -124,6 +124,3 @@ struct mx_runner_ops {
 
 extern const struct mx_runner_ops runner_command_ops;
 extern const struct mx_runner_ops runner_target_ops;
-
-/* The runner for a spec: "command" profile → runner_command_ops, else the target runner. */
-const struct mx_runner_ops *runner_for_spec(json_t *spec);

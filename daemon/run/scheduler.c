@@ -2,13 +2,11 @@
 #include "scheduler.h"
 #include "cgroup.h"
 #include "l5confirm.h"
-#include "control.h"
 #include "executor.h"
 #include "history.h"
 #include "log.h"
 #include "matrix.h"
 #include "meta.h"
-#include "notify.h"
 #include "recover.h"
 #include "sampler.h"
 #include "proc-reaper.h"
@@ -112,6 +110,8 @@ struct mx_sched {
         bool hc_passed;         /* it passed: the next kick starts a run without running it again */
         struct run_sampling *closing; /* ended runs' samplers taking their last sample */
 
+        struct mx_sched_watch watch; /* who hears of job changes, logs, run ends, STATUS= (main.c) */
+
         /* Another executor (executor.h) that owns the entry points; NULL: the local path below. */
         const struct mx_executor_ops *exec_ops;
         void *exec;
@@ -194,7 +194,7 @@ static void sched_update_status(struct mx_sched *s)
 {
         _cleanup_free_ char *line = sched_status_line(s);
 
-        notify_status(s->d->notify, line);
+        s->watch.status(s->watch.ud, line);
 }
 
 /* ---- queue writes from the runner's callbacks: one path, retried while the database refuses ---- */
@@ -304,8 +304,8 @@ static void finish_recorded(struct mx_sched *s, const struct pending_write *w, c
                             f->requeue && !streq_ptr(result, "cancelled") ? "requeued" : strna(result), el,
                             f->message ? ": " : "", strempty(f->message));
         c->finished = true;
-        stream_run_finished(s->d, c->run);
-        stream_job_changed(s->d, c->job);
+        s->watch.run_finished(s->watch.ud, c->run);
+        s->watch.job_changed(s->watch.ud, c->job);
         event_active(s->reap_ev, EV_TIMEOUT, 1);
 }
 
@@ -340,7 +340,7 @@ static void confirm_finished(struct mx_sched *s, const struct pending_write *w)
         if (r < 0)
                 log_error_errno(r, "run %" PRId64 ": cannot decide L5 after its confirmation starts yet", w->run);
         else if (r > 0)
-                stream_job_changed(s->d, w->job);
+                s->watch.job_changed(s->watch.ud, w->job);
 }
 
 /* Write what waits, in order; stop at the first refusal. */
@@ -595,7 +595,7 @@ static void ev_log_appended(void *ud)
 {
         struct mx_sched *s = ud;
 
-        stream_log_appended(s->d, s->cur->run);
+        s->watch.log_appended(s->watch.ud, s->cur->run);
 }
 
 static void ev_level_started(void *ud, const char *level)
@@ -635,7 +635,7 @@ static void ev_level_finished(void *ud, const struct mx_level_result *lr)
         mx_log_full(LOG_INFO, 0, MX_MSGID_LEVEL_FINISHED, &ctx, extra, "run %" PRId64 ": %s %s%s%s",
                     s->cur->run, lr->level, lr->verdict, lr->message ? ": " : "", strempty(lr->message));
         sched_write(s, w);
-        stream_job_changed(s->d, s->cur->job);
+        s->watch.job_changed(s->watch.ud, s->cur->job);
 }
 
 /*
@@ -910,7 +910,7 @@ static int start_next(struct mx_sched *s)
                         log_error("run %" PRId64 " waits for L5 confirmation starts that are not in", run);
                         return -ENOENT;
                 }
-                stream_job_changed(s->d, job);
+                s->watch.job_changed(s->watch.ud, job);
                 return start_next(s);
         }
         c = xcalloc(1, sizeof(*c));
@@ -960,7 +960,7 @@ static int start_next(struct mx_sched *s)
         mx_log_full(LOG_INFO, 0, MX_MSGID_RUN_STARTED, &lctx, NULL, "run %" PRId64 " attempt %d started: %s%s",
                     c->run, c->attempt, c->config_key,
                     c->confirm_of ? " (an L5 confirmation start: L1, L4)" : "");
-        stream_job_changed(s->d, c->job);
+        s->watch.job_changed(s->watch.ud, c->job);
         r = c->ops->start(&ctx, &run_events, s, &c->runner, &err);
         if (r < 0) {
                 fail_start(s, c, r, err ? err : strerror(-r));
@@ -1343,11 +1343,12 @@ void sched_shutdown(struct mx_sched *s, void (*done)(void *), void *ud)
         }
 }
 
-struct mx_sched *sched_new(struct mx_daemon *d)
+struct mx_sched *sched_new(struct mx_daemon *d, const struct mx_sched_watch *watch)
 {
         struct mx_sched *s = xcalloc(1, sizeof(*s));
 
         s->d = d;
+        s->watch = *watch;
         s->kick_ev = event_new(d->base, -1, 0, kick_cb, s);
         s->reap_ev = event_new(d->base, -1, 0, sched_reap_cb, s);
         s->timeout_ev = evtimer_new(d->base, timeout_cb, s);

@@ -9,9 +9,24 @@
 #pragma once
 
 #include "daemon.h"
+#include "executor.h"
 #include "runner.h"
 
-struct mx_sched *sched_new(struct mx_daemon *d);
+/*
+ * Who hears what the scheduler and the executors do: main.c wires it to the
+ * followers of jobs and logs (stream.h) and to the service manager's STATUS=
+ * (notify.h). Every function is set; each gets ud back.
+ */
+struct mx_sched_watch {
+        void (*job_changed)(void *ud, int64_t job);  /* a job's runs or counts changed */
+        void (*log_appended)(void *ud, int64_t run); /* a running attempt's log grew */
+        void (*run_finished)(void *ud, int64_t run); /* a run's attempt ended */
+        void (*status)(void *ud, const char *line);  /* the STATUS= line changed (sched_status_line()) */
+        void *ud;
+};
+
+/* watch is copied. */
+struct mx_sched *sched_new(struct mx_daemon *d, const struct mx_sched_watch *watch);
 struct mx_sched *sched_free(struct mx_sched *s);
 
 /* The queue changed: start the next run if one may start, else refresh STATUS=. From the event loop. */
@@ -38,10 +53,8 @@ void sched_shutdown(struct mx_sched *s, void (*done)(void *ud), void *ud);
  */
 typedef int (*sched_health_fn)(void *ud, char **reason);
 void sched_set_health_check(struct mx_sched *s, sched_health_fn fn, void *ud);
+/* Hand the scheduler's entry points to another executor (executor.h; before the first kick). */
+void sched_set_executor(struct mx_sched *s, const struct mx_executor_ops *ops, void *x);
 /* The line for STATUS= and the log: "idle, 3 queued" / "running r12 (L1.5, 2m03s), 3 queued". */
 char *sched_status_line(struct mx_sched *s);
 
-/* Hooks for stream.c (follow, logs -f), called by the scheduler. */
-void stream_job_changed(struct mx_daemon *d, int64_t job);
-void stream_log_appended(struct mx_daemon *d, int64_t run);
-void stream_run_finished(struct mx_daemon *d, int64_t run);

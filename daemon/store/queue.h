@@ -25,11 +25,6 @@ enum mx_outcome {
 const char *mx_outcome_to_string(enum mx_outcome o);
 enum mx_outcome mx_outcome_from_string(const char *s);
 
-enum mx_recovery {
-        MX_RECOVERY_REQUEUE, /* an interrupted run goes back to the queue (default: overnight sweeps) */
-        MX_RECOVERY_PAUSE,   /* it goes back to the queue and the queue is paused */
-};
-
 struct queue_job_new {
         uid_t uid;
         gid_t gid;

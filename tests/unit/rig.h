@@ -11,7 +11,7 @@
 #include "http.h"
 #include "proc-reaper.h"
 #include "proc.h"
-#include "runner.h"
+#include "runner-util.h"
 #include "test.h"
 
 /* The longest rig_run_until() waits before the test fails. */

@@ -211,6 +211,3 @@ void mx_levels_set_log(struct mx_levels *lv, struct logcap *log);
 
 /* Is the level waiting for the stop to decide (L1.5 with expectations)? */
 bool mx_levels_pending(struct mx_levels *lv, const char *name);
-
-/* The default memory sample: PSS (RSS where smaps_rollup is missing) of every process with ud's tag. */
-int mx_mem_sample_pss(void *ud, struct mx_mem_sample *ret);

@@ -10,7 +10,7 @@
  * §D3): a leak of device memory there shows only in the system figure,
  * MemTotal - MemAvailable (sys_used_bytes), which memtrack.h judges instead.
  */
-#include "levels.h"
+#include "memsample.h"
 #include "proc.h"
 
 #include <stdio.h>
