@@ -60,15 +60,6 @@ static char *level_counts(json_t *doc, const char *level, bool *ret_any)
                 pass, fail, invalid, xfail, skipped);
 }
 
-static const char *verdict_word(const char *v)
-{
-        return !v                    ? "NOT RUN"
-               : streq(v, "pass")    ? "PASS"
-               : streq(v, "fail")    ? "FAIL"
-               : streq(v, "invalid") ? "INVALID"
-                                     : "SKIPPED";
-}
-
 /* "- [x] PASS", the runs behind it, the duration and the level's message. */
 static json_t *level_head(FILE *f, json_t *doc, json_t *run, const char *level)
 {
@@ -78,7 +69,7 @@ static json_t *level_head(FILE *f, json_t *doc, json_t *run, const char *level)
         bool any;
 
         counts = level_counts(doc, level, &any);
-        fprintf(f, "- [%c] %s\n", l ? 'x' : ' ', verdict_word(v));
+        fprintf(f, "- [%c] %s\n", l ? 'x' : ' ', rep_verdict_word(v));
         fprintf(f, "- Feature run: r%" JSON_INTEGER_FORMAT "; all runs: %s\n",
                 json_integer_value(json_object_get(run, "id")), any ? counts : "none ran this level");
         dur = rep_duration(json_object_get(l, "started_at"), json_object_get(l, "finished_at"));

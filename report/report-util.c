@@ -6,6 +6,7 @@
 #include "report-html.h"
 #include "matrix-report.h"
 #include "matrix.h"
+#include "kgate.h"
 
 #include <math.h>
 #include <time.h>
@@ -185,6 +186,23 @@ const char *rep_result(json_t *run)
         const char *r = json_string_value(json_object_get(run, "result"));
 
         return r ?: json_string_value(json_object_get(run, "state")) ?: "unknown";
+}
+
+static const char *const verdict_words[_MX_VERDICT_MAX] = {
+        [MX_VERDICT_PASS] = "PASS",
+        [MX_VERDICT_FAIL] = "FAIL",
+        [MX_VERDICT_INVALID] = "INVALID",
+        [MX_VERDICT_SKIPPED] = "SKIPPED",
+};
+
+const char *rep_verdict_word(const char *verdict)
+{
+        enum mx_verdict v;
+
+        if (!verdict)
+                return "NOT RUN";
+        v = mx_verdict_from_string(verdict);
+        return v >= 0 ? verdict_words[v] : verdict_words[MX_VERDICT_SKIPPED];
 }
 
 char *rep_result_counts(json_t *doc)

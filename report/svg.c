@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Charts as inline SVG: bar charts, x/y charts (lines, points, Pareto frontier), heat maps (svg.h). */
 #include "svg.h"
 
 #include <float.h>
