@@ -25,7 +25,7 @@ static const struct rep_col porting_rows[] = {
         {"ttft_p99_ms", "TTFT p99 (ms)"}, {"memory_gb", "Memory (GB)"},     {"startup_s", "Startup (s)"},
 };
 
-/* Seed 000's words for a feature's status (matrix.h's names); any other status reads "Not Started". */
+/* Seed 000's words for a feature's status; any other status reads "Not Started" (rep_feature_status()). */
 static const char *const status_words[_MX_FEATURE_STATUS_MAX] = {
         [MX_FEATURE_NOT_STARTED] = "Not Started",
         [MX_FEATURE_IN_PROGRESS] = "In Progress",
@@ -35,10 +35,7 @@ static const char *const status_words[_MX_FEATURE_STATUS_MAX] = {
 
 static const char *status_word(const char *s)
 {
-        for (int i = 0; i < _MX_FEATURE_STATUS_MAX; i++)
-                if (streq_ptr(s, mx_feature_status_to_string(i)))
-                        return status_words[i];
-        return status_words[MX_FEATURE_NOT_STARTED];
+        return status_words[rep_feature_status(s)];
 }
 
 /* The daemon's evaluation of one metric (rows, then constraints), or NULL. */

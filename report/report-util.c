@@ -205,6 +205,14 @@ const char *rep_verdict_word(const char *verdict)
         return v >= 0 ? verdict_words[v] : verdict_words[MX_VERDICT_SKIPPED];
 }
 
+enum mx_feature_status rep_feature_status(const char *status)
+{
+        for (int i = 0; i < _MX_FEATURE_STATUS_MAX; i++)
+                if (streq_ptr(status, mx_feature_status_to_string(i)))
+                        return (enum mx_feature_status)i;
+        return MX_FEATURE_NOT_STARTED;
+}
+
 char *rep_result_counts(json_t *doc)
 {
         _cleanup_json_ json_t *counts = json_object();
