@@ -9,6 +9,8 @@
  *   bench-cover [-f pict-sizes.tsv] [-s seed] [-e effort] [spec...]
  */
 #include "cover-spec.h"
+#include "cover-verify.h"
+#include "cover.h"
 #include "util.h"
 
 #include <getopt.h>

@@ -4,6 +4,7 @@
  * daemon. Tables for people, one JSON document with --json.
  */
 #include "client.h"
+#include "cover-verify.h"
 #include "expand.h"
 #include "ident.h"
 #include "matrix.h"

@@ -1606,14 +1606,10 @@ static json_t *row_json(const struct mx_bench *b, const struct test *t, enum row
         return o;
 }
 
-/*
- * The rows of the tests [first, first + n) that share (depth, pp): one pp row (and one ctx_pp row in
- * llama-bench style) over all of their requests (prefill does not depend on tg), then one tg row per test.
- */
-static void rows_json(const struct mx_bench *b, size_t first, size_t n, json_t *rows, json_t *failures)
+/* One pooled row per mode over the requests of tests [first, first + n): ctx_pp (llama-bench style), pp. */
+static void rows_pooled_json(const struct mx_bench *b, size_t first, size_t n, json_t *rows)
 {
         const struct test *t0 = &b->tests[first];
-        char name_pp[64];
 
         static const enum row_mode modes[] = {ROW_CTX, ROW_PP};
 
@@ -1635,7 +1631,14 @@ static void rows_json(const struct mx_bench *b, size_t first, size_t n, json_t *
                 json_decref(pooled);
                 row_acc_free(&a);
         }
-        test_name(t0, "pp", name_pp, sizeof(name_pp));
+}
+
+/* One tg row per test of [first, first + n), and the failures of its context and tg requests. */
+static void rows_tg_json(const struct mx_bench *b, size_t first, size_t n, json_t *rows, json_t *failures)
+{
+        char name_pp[64];
+
+        test_name(&b->tests[first], "pp", name_pp, sizeof(name_pp));
         for (size_t i = first; i < first + n; i++) {
                 const struct test *t = &b->tests[i];
                 struct row_acc a = {.cached_max = -1, .prompt_min = INT64_MAX, .prompt_max = -1};
@@ -1653,6 +1656,16 @@ static void rows_json(const struct mx_bench *b, size_t first, size_t n, json_t *
                 snprintf(fname, sizeof(fname), "%s tg%" PRId64, name_pp, t->tg);
                 failures_json(failures, fname, t->reqs, t->n_reqs);
         }
+}
+
+/*
+ * The rows of the tests [first, first + n) that share (depth, pp): one pp row (and one ctx_pp row in
+ * llama-bench style) over all of their requests (prefill does not depend on tg), then one tg row per test.
+ */
+static void rows_json(const struct mx_bench *b, size_t first, size_t n, json_t *rows, json_t *failures)
+{
+        rows_pooled_json(b, first, n, rows);
+        rows_tg_json(b, first, n, rows, failures);
 }
 
 /* vllm bench serve's distributions over a request list; the pooled ITL goes to *itl too. */

@@ -320,12 +320,7 @@ static void kernel_validation(FILE *f, json_t *run)
                 }
         if (n == 0)
                 fputs(l15 ? " []" : " \"<pending: no L1.5 level ran>\"", f);
-        fprintf(f, "\nvalidation: %s\n```\n\n",
-                !v                    ? "PENDING"
-                : streq(v, "pass")    ? "PASS"
-                : streq(v, "fail")    ? "FAIL"
-                : streq(v, "invalid") ? "INVALID"
-                                      : "SKIPPED");
+        fprintf(f, "\nvalidation: %s\n```\n\n", v ? rep_verdict_word(v) : "PENDING");
 }
 
 static void baseline_section(FILE *f, json_t *doc, json_t *base, struct rep_defs *defs)

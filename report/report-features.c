@@ -144,12 +144,16 @@ static char *levels_run(json_t *runs, bool *ret_l4)
         return b.len ? mx_buf_steal(&b) : (mx_buf_free(&b), xstrdup("no level"));
 }
 
+static const char *const status_symbols[_MX_FEATURE_STATUS_MAX] = {
+        [MX_FEATURE_NOT_STARTED] = "⏳",
+        [MX_FEATURE_IN_PROGRESS] = "🔄",
+        [MX_FEATURE_COMPLETED] = "✅",
+        [MX_FEATURE_BLOCKED] = "❌",
+};
+
 static const char *declared_symbol(const char *status)
 {
-        return streq_ptr(status, "completed")     ? "✅"
-               : streq_ptr(status, "in-progress") ? "🔄"
-               : streq_ptr(status, "blocked")     ? "❌"
-                                                  : "⏳";
+        return status_symbols[rep_feature_status(status)];
 }
 
 static char *feature_status(json_t *doc, json_t *feature)

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The HTML report: one self-contained page of charts and tables from a report document (report-html.h). */
 #include "report-html.h"
 #include "report-internal.h"
 #include "svg.h"

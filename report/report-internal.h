@@ -2,6 +2,7 @@
 /* What the report renderers share (report-util.c); see mxreport.h. */
 #pragma once
 
+#include "matrix.h"
 #include "mxreport.h"
 
 #include <inttypes.h>
@@ -25,6 +26,10 @@ json_t *rep_attempt(json_t *run);
 json_t *rep_level(json_t *attempt, const char *name);
 /* pass, fail, xfail, ... or the run's state while it has no result. */
 const char *rep_result(json_t *run);
+/* A level's verdict as the seeds' logs write it: "PASS" ... "SKIPPED" (also one not known); NULL: "NOT RUN". */
+const char *rep_verdict_word(const char *verdict);
+/* The feature status a document's string names exactly ("merged" is no alias here); else not started. */
+enum mx_feature_status rep_feature_status(const char *status);
 /*
  * The document's runs counted in the one result vocabulary, as show JOB's
  * "runs:" line writes them (mx_result_counts_text: "4 pass, 3 fail, 5 xfail";

@@ -25,12 +25,17 @@ static const struct rep_col porting_rows[] = {
         {"ttft_p99_ms", "TTFT p99 (ms)"}, {"memory_gb", "Memory (GB)"},     {"startup_s", "Startup (s)"},
 };
 
+/* Seed 000's words for a feature's status; any other status reads "Not Started" (rep_feature_status()). */
+static const char *const status_words[_MX_FEATURE_STATUS_MAX] = {
+        [MX_FEATURE_NOT_STARTED] = "Not Started",
+        [MX_FEATURE_IN_PROGRESS] = "In Progress",
+        [MX_FEATURE_COMPLETED] = "Completed",
+        [MX_FEATURE_BLOCKED] = "Blocked",
+};
+
 static const char *status_word(const char *s)
 {
-        return streq_ptr(s, "in-progress") ? "In Progress"
-               : streq_ptr(s, "completed") ? "Completed"
-               : streq_ptr(s, "blocked")   ? "Blocked"
-                                           : "Not Started";
+        return status_words[rep_feature_status(s)];
 }
 
 /* The daemon's evaluation of one metric (rows, then constraints), or NULL. */
@@ -163,13 +168,7 @@ static void criteria_section(FILE *f, json_t *doc, json_t *feat, json_t *base, j
 /* "PASS", "FAIL", "INVALID", "SKIPPED", or "NOT RUN" for a level the run did not reach or select. */
 static const char *result_word(json_t *l)
 {
-        const char *v = json_string_value(json_object_get(l, "verdict"));
-
-        return !v                    ? "NOT RUN"
-               : streq(v, "pass")    ? "PASS"
-               : streq(v, "fail")    ? "FAIL"
-               : streq(v, "invalid") ? "INVALID"
-                                     : "SKIPPED";
+        return rep_verdict_word(json_string_value(json_object_get(l, "verdict")));
 }
 
 /* One level of the seed's Test Results: its checklist, ticked only when the feature run's level passed. */

@@ -60,15 +60,6 @@ static char *level_counts(json_t *doc, const char *level, bool *ret_any)
                 pass, fail, invalid, xfail, skipped);
 }
 
-static const char *verdict_word(const char *v)
-{
-        return !v                    ? "NOT RUN"
-               : streq(v, "pass")    ? "PASS"
-               : streq(v, "fail")    ? "FAIL"
-               : streq(v, "invalid") ? "INVALID"
-                                     : "SKIPPED";
-}
-
 /* "- [x] PASS", the runs behind it, the duration and the level's message. */
 static json_t *level_head(FILE *f, json_t *doc, json_t *run, const char *level)
 {
@@ -78,7 +69,7 @@ static json_t *level_head(FILE *f, json_t *doc, json_t *run, const char *level)
         bool any;
 
         counts = level_counts(doc, level, &any);
-        fprintf(f, "- [%c] %s\n", l ? 'x' : ' ', verdict_word(v));
+        fprintf(f, "- [%c] %s\n", l ? 'x' : ' ', rep_verdict_word(v));
         fprintf(f, "- Feature run: r%" JSON_INTEGER_FORMAT "; all runs: %s\n",
                 json_integer_value(json_object_get(run, "id")), any ? counts : "none ran this level");
         dur = rep_duration(json_object_get(l, "started_at"), json_object_get(l, "finished_at"));
@@ -474,27 +465,15 @@ int report_test_log_name(json_t *doc, const char *feature, char **ret, char **re
         return 0;
 }
 
-int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
+/* The title, date and branch, and a paragraph on the job, runs and baseline the log comes from. */
+static void testlog_head(FILE *f, json_t *doc, json_t *feat, json_t *run, json_t *base)
 {
-        json_t *feat = rep_feature(doc, feature), *job = rep_job(doc);
-        json_t *run = feature_run(doc), *base = rep_baseline_run(doc), *l;
+        json_t *job = rep_job(doc);
         _cleanup_free_ char *date = rep_date(rep_last_finished(doc)), *levels = NULL, *basename_run = NULL,
                             *branch = NULL;
-        _cleanup_json_ json_t *unexpected = json_array(), *unfinished = json_array();
         _cleanup_free_ char *counts = rep_result_counts(doc);
-        struct rep_defs defs = {};
         const char *title;
-        int state, level_state = 0;
-        size_t li;
 
-        if (feature && !feat) {
-                *reterr = xasprintf("'%s' is not a feature of the job's matrix", feature);
-                return -ENOENT;
-        }
-        if (!run) {
-                *reterr = xstrdup("the job has no run of the feature (only the baseline, or no runs)");
-                return -ENOENT;
-        }
         title = json_string_value(json_object_get(feat, "title"));
         if (!title)
                 title = json_string_value(json_object_get(feat, "name"));
@@ -515,6 +494,37 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
                 strna(json_string_value(json_object_get(job, "strategy"))), levels ?: "[]",
                 json_array_size(rep_runs(doc)), counts, json_integer_value(json_object_get(run, "id")),
                 strna(json_string_value(json_object_get(run, "config_key"))), basename_run);
+}
+
+/* L5's "Regressions found" line: none, the regressions one by one, or why there is no answer. */
+static void l5_regressions(FILE *f, json_t *l)
+{
+        json_t *regs = json_object_get(json_object_get(l, "metrics"), "regressions"), *x;
+        size_t i;
+
+        fputs("- Regressions found:", f);
+        if (!l)
+                fputs(" not measured (no L5 level ran)\n", f);
+        else if (json_array_size(regs) == 0)
+                fputs(streq_ptr(json_string_value(json_object_get(l, "verdict")), "pass") ? " none\n"
+                                                                                         : " see Notes\n",
+                      f);
+        else {
+                fputc('\n', f);
+                json_array_foreach (regs, i, x) {
+                        _cleanup_free_ char *t = json_is_string(x)
+                                                         ? mx_escape(json_string_value(x), 300)
+                                                         : json_dumps(x, JSON_COMPACT | JSON_SORT_KEYS);
+
+                        fprintf(f, "  - %s\n", t);
+                }
+        }
+}
+
+/* Levels 1 to 6 of the seed's template, each from the feature run (L4 against the baseline, L6 the job). */
+static void testlog_levels(FILE *f, json_t *doc, json_t *run, json_t *base, struct rep_defs *defs)
+{
+        json_t *l;
 
         fputs("\n## Level 1: Smoke Test\n", f);
         level_head(f, doc, run, "L1");
@@ -527,37 +537,23 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
         l = level_head(f, doc, run, "L3");
         l3_memory(f, run, l);
         fputs("\n## Level 4: Performance Benchmark\n\n", f);
-        l4_table(f, base, run, &defs);
-        rep_defs_refs(&defs, f);
+        l4_table(f, base, run, defs);
+        rep_defs_refs(defs, f);
         fputs("\n## Level 5: Regression Test\n", f);
         l = level_head(f, doc, run, "L5");
-        {
-                json_t *regs = json_object_get(json_object_get(l, "metrics"), "regressions"), *x;
-                size_t i;
-
-                fputs("- Regressions found:", f);
-                if (!l)
-                        fputs(" not measured (no L5 level ran)\n", f);
-                else if (json_array_size(regs) == 0)
-                        fputs(streq_ptr(json_string_value(json_object_get(l, "verdict")), "pass")
-                                      ? " none\n"
-                                      : " see Notes\n",
-                              f);
-                else {
-                        fputc('\n', f);
-                        json_array_foreach (regs, i, x) {
-                                _cleanup_free_ char *t =
-                                        json_is_string(x) ? mx_escape(json_string_value(x), 300)
-                                                          : json_dumps(x, JSON_COMPACT | JSON_SORT_KEYS);
-
-                                fprintf(f, "  - %s\n", t);
-                        }
-                }
-        }
+        l5_regressions(f, l);
         fputs("\n## Level 6: Combinatorial Test\n\n", f);
         l6_table(f, doc);
         fputc('\n', f);
-        /* The feature run's levels decide as much as the criteria: a failed level fails the log. */
+}
+
+/* The feature run's levels decide as much as the criteria: 2 when one failed, 1 while it has no result. */
+static int feature_run_state(json_t *run)
+{
+        int level_state = 0;
+        json_t *l;
+        size_t li;
+
         json_array_foreach (json_object_get(rep_attempt(run), "levels"), li, l) {
                 const char *v = json_string_value(json_object_get(l, "verdict"));
 
@@ -568,10 +564,12 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
                 level_state = MX_MAX(
                         level_state,
                         streq(rep_result(run), "queued") || streq(rep_result(run), "running") ? 1 : 2);
-        state = criteria_table(f, doc, feat, base, run, &defs);
-        state = MX_MAX(state, level_state);
-        /* The merge decision is the job's: any run failing where no known issue expects it keeps it on the branch. */
-        job_failures(doc, unexpected, unfinished);
+        return level_state;
+}
+
+/* The **Overall** line: the merge decision is the job's, so a run failing unexpectedly fails it. */
+static void overall_line(FILE *f, int state, json_t *unexpected, json_t *unfinished)
+{
         if (json_array_size(unexpected) > 0 && state < 2)
                 fprintf(f, "\n**Overall**: FAIL (the feature run and its criteria %s, but %zu run%s of the job "
                            "failed unexpectedly: see below)\n",
@@ -585,51 +583,91 @@ int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
                         state == 0   ? "PASS"
                         : state == 2 ? "FAIL"
                                      : "INCOMPLETE (a criterion was not measured)");
+}
+
+/* Under NEEDS FIXES: the feature run's failure, the job's unexpected failures, the criteria. */
+static void needs_fixes(FILE *f, json_t *run, json_t *unexpected)
+{
+        struct rep_failure fail;
+        json_t *x;
+        size_t i;
+
+        if (!streq(rep_result(run), "xfail") && rep_run_failure(run, &fail))
+                fprintf(f, "  - the feature run r%" JSON_INTEGER_FORMAT ": %s (%s): %s\n",
+                        json_integer_value(json_object_get(run, "id")), rep_result(run), fail.klass, fail.text);
+        rep_failure_done(&fail);
         if (json_array_size(unexpected) > 0)
-                state = 2;
-        else if (json_array_size(unfinished) > 0)
-                state = MX_MAX(state, 1);
+                fprintf(f, "  - %zu run%s of the job failed where no known issue expects it (seed 001: "
+                           "if any test fails, keep it on the branch):\n",
+                        json_array_size(unexpected), json_array_size(unexpected) == 1 ? "" : "s");
+        json_array_foreach (unexpected, i, x) {
+                _cleanup_free_ char *t = mx_escape(json_string_value(x), 300);
+
+                fprintf(f, "    - %s\n", t);
+        }
+        fputs("  - see the Success Criteria Evaluation above\n", f);
+}
+
+/* What an incomplete log lacks: the runs without a result, else the levels that measure the criteria. */
+static void not_finished(FILE *f, json_t *unfinished)
+{
+        json_t *x;
+        size_t i;
+
+        if (json_array_size(unfinished) > 0) {
+                fputs("  - not finished: runs without a result:", f);
+                json_array_foreach (unfinished, i, x)
+                        fprintf(f, "%s r%" JSON_INTEGER_FORMAT " (%s)", i ? "," : "",
+                                json_integer_value(json_object_get(x, "id")), rep_result(x));
+                fputc('\n', f);
+        } else
+                fputs("  - not measured: run the job with the levels that measure every criterion "
+                      "(levels=L1-L5)\n",
+                      f);
+}
+
+/* The seed's Overall Result checklist (state: 0 pass, 1 incomplete, 2 fail) and what it rests on. */
+static void overall_result(FILE *f, json_t *feat, json_t *run, int state, json_t *unexpected,
+                           json_t *unfinished)
+{
         fprintf(f,
                 "\n## Overall Result\n- [%c] READY TO MERGE\n- [%c] NEEDS FIXES (list issues)\n- [%c] "
                 "BLOCKED (reason)\n",
                 state == 0 ? 'x' : ' ', state == 2 ? 'x' : ' ',
                 streq_ptr(json_string_value(json_object_get(feat, "status")), "blocked") ? 'x' : ' ');
-        if (state == 2) {
-                struct rep_failure fail;
-                json_t *x;
-                size_t i;
+        if (state == 2)
+                needs_fixes(f, run, unexpected);
+        if (state == 1)
+                not_finished(f, unfinished);
+}
 
-                if (!streq(rep_result(run), "xfail") && rep_run_failure(run, &fail))
-                        fprintf(f, "  - the feature run r%" JSON_INTEGER_FORMAT ": %s (%s): %s\n",
-                                json_integer_value(json_object_get(run, "id")), rep_result(run), fail.klass,
-                                fail.text);
-                rep_failure_done(&fail);
-                if (json_array_size(unexpected) > 0)
-                        fprintf(f, "  - %zu run%s of the job failed where no known issue expects it (seed 001: "
-                                   "if any test fails, keep it on the branch):\n",
-                                json_array_size(unexpected), json_array_size(unexpected) == 1 ? "" : "s");
-                json_array_foreach (unexpected, i, x) {
-                        _cleanup_free_ char *t = mx_escape(json_string_value(x), 300);
+int report_test_log(json_t *doc, const char *feature, FILE *f, char **reterr)
+{
+        json_t *feat = rep_feature(doc, feature);
+        json_t *run = feature_run(doc), *base = rep_baseline_run(doc);
+        _cleanup_json_ json_t *unexpected = json_array(), *unfinished = json_array();
+        struct rep_defs defs = {};
+        int state;
 
-                        fprintf(f, "    - %s\n", t);
-                }
-                fputs("  - see the Success Criteria Evaluation above\n", f);
+        if (feature && !feat) {
+                *reterr = xasprintf("'%s' is not a feature of the job's matrix", feature);
+                return -ENOENT;
         }
-        if (state == 1) {
-                json_t *x;
-                size_t i;
-
-                if (json_array_size(unfinished) > 0) {
-                        fputs("  - not finished: runs without a result:", f);
-                        json_array_foreach (unfinished, i, x)
-                                fprintf(f, "%s r%" JSON_INTEGER_FORMAT " (%s)", i ? "," : "",
-                                        json_integer_value(json_object_get(x, "id")), rep_result(x));
-                        fputc('\n', f);
-                } else
-                        fputs("  - not measured: run the job with the levels that measure every criterion "
-                              "(levels=L1-L5)\n",
-                              f);
+        if (!run) {
+                *reterr = xstrdup("the job has no run of the feature (only the baseline, or no runs)");
+                return -ENOENT;
         }
+        testlog_head(f, doc, feat, run, base);
+        testlog_levels(f, doc, run, base, &defs);
+        state = criteria_table(f, doc, feat, base, run, &defs);
+        state = MX_MAX(state, feature_run_state(run));
+        job_failures(doc, unexpected, unfinished);
+        overall_line(f, state, unexpected, unfinished);
+        if (json_array_size(unexpected) > 0)
+                state = 2;
+        else if (json_array_size(unfinished) > 0)
+                state = MX_MAX(state, 1);
+        overall_result(f, feat, run, state, unexpected, unfinished);
         rep_defs_print(&defs, f);
         rep_defs_done(&defs);
         return 0;

@@ -3,37 +3,12 @@
 #include "report-internal.h"
 
 #include "protocol.h"
-#include "report-html.h"
 #include "matrix-report.h"
 #include "matrix.h"
+#include "kgate.h"
 
 #include <math.h>
 #include <time.h>
-
-const struct report_kind report_kinds[] = {
-        {"benchmark-results", "BENCHMARK_RESULTS.md", "seed 002's BENCHMARK_RESULTS.md",
-         report_benchmark_results},
-        {"test-log", NULL, "seed 001's test log with seed 000's Success Criteria Evaluation", NULL, report_test_log,
-         report_test_log_name},
-        {"porting", NULL, "seed 000's feature document: hypothesis, criteria, test results, evaluation", NULL,
-         report_porting, report_porting_name},
-        {"feature-matrix", "FEATURE_MATRIX.md", "seed 003's status, combinations tested and known issues",
-         report_feature_matrix},
-        {"json", "report.json", "the report document (mxmatrix-report.json(5))", report_json},
-        {"csv", "report.csv", "one row per run, level and metric", report_csv},
-        {"junit", "junit.xml", "JUnit XML: one testcase per run and level", report_junit},
-        {"html", "report.html", "one self-contained page of charts (inline SVG, no script)",
-         report_html_write},
-};
-const size_t report_n_kinds = ELEMENTSOF(report_kinds);
-
-const struct report_kind *report_kind_find(const char *name)
-{
-        for (size_t i = 0; i < report_n_kinds; i++)
-                if (streq(report_kinds[i].name, name))
-                        return &report_kinds[i];
-        return NULL;
-}
 
 /* ---- the document ---- */
 
@@ -185,6 +160,31 @@ const char *rep_result(json_t *run)
         const char *r = json_string_value(json_object_get(run, "result"));
 
         return r ?: json_string_value(json_object_get(run, "state")) ?: "unknown";
+}
+
+static const char *const verdict_words[_MX_VERDICT_MAX] = {
+        [MX_VERDICT_PASS] = "PASS",
+        [MX_VERDICT_FAIL] = "FAIL",
+        [MX_VERDICT_INVALID] = "INVALID",
+        [MX_VERDICT_SKIPPED] = "SKIPPED",
+};
+
+const char *rep_verdict_word(const char *verdict)
+{
+        enum mx_verdict v;
+
+        if (!verdict)
+                return "NOT RUN";
+        v = mx_verdict_from_string(verdict);
+        return v >= 0 ? verdict_words[v] : verdict_words[MX_VERDICT_SKIPPED];
+}
+
+enum mx_feature_status rep_feature_status(const char *status)
+{
+        for (int i = 0; i < _MX_FEATURE_STATUS_MAX; i++)
+                if (streq_ptr(status, mx_feature_status_to_string(i)))
+                        return (enum mx_feature_status)i;
+        return MX_FEATURE_NOT_STARTED;
 }
 
 char *rep_result_counts(json_t *doc)

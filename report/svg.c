@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Charts as inline SVG: bar charts, x/y charts (lines, points, Pareto frontier), heat maps (svg.h). */
 #include "svg.h"
 
 #include <float.h>
@@ -287,14 +288,31 @@ static size_t legend_rows(const struct svg_xy *c, double L, double W)
         return rows;
 }
 
-void svg_xy_chart(struct mx_buf *b, const struct svg_xy *c)
-{
-        const double W = 760, L = 70, R = c->pareto ? 150 : 24, B = 50;
-        double T = 44 + 16.0 * (double)legend_rows(c, L, W) + 12.0 * (double)c->n_yrefs, H = 364 + T;
-        double xmin = DBL_MAX, xmax = -DBL_MAX, ymax = 0, ymin = 0;
+/* Where an x-y chart draws: its box (pixels) and its two axes. */
+struct xy_frame {
+        double W, L, R, B, T, H;
         struct svg_axis ax, ay;
+};
+
+static double xy_x(const struct xy_frame *f, double x)
+{
+        return map(&f->ax, x, f->L, f->W - f->R);
+}
+
+static double xy_y(const struct xy_frame *f, double y)
+{
+        return map(&f->ay, y, f->H - f->B, f->T);
+}
+
+/* Size the box and fit both axes to the finite points and the references; returns how many points count. */
+static size_t xy_frame_fit(const struct svg_xy *c, struct xy_frame *f)
+{
+        double xmin = DBL_MAX, xmax = -DBL_MAX, ymax = 0, ymin = 0;
         size_t total = 0;
 
+        *f = (struct xy_frame){ .W = 760, .L = 70, .R = c->pareto ? 150 : 24, .B = 50 };
+        f->T = 44 + 16.0 * (double)legend_rows(c, f->L, f->W) + 12.0 * (double)c->n_yrefs;
+        f->H = 364 + f->T;
         for (size_t s = 0; s < c->n_series; s++)
                 for (size_t i = 0; i < MX_MIN(c->series[s].n, (size_t)SVG_MAX_ITEMS); i++) {
                         const struct svg_point *p = &c->series[s].pts[i];
@@ -313,119 +331,149 @@ void svg_xy_chart(struct mx_buf *b, const struct svg_xy *c)
         if (total == 0)
                 xmin = xmax = 0;
         /* Points start their x axis at 0 (throughput); a time series at its first sample. */
-        svg_axis_nice(c->lines ? xmin : MX_MIN(xmin, 0), xmax, 8, &ax);
-        svg_axis_nice(ymin, ymax, 6, &ay);
-        open_svg(b, c->lines ? "lines" : "points", c->id, c->title, W, H);
-        for (double t = ax.lo; t <= ax.hi + ax.step / 2; t += ax.step) {
+        svg_axis_nice(c->lines ? xmin : MX_MIN(xmin, 0), xmax, 8, &f->ax);
+        svg_axis_nice(ymin, ymax, 6, &f->ay);
+        return total;
+}
+
+/* Grid lines and tick numbers of both axes, then the axis labels. */
+static void xy_axes(struct mx_buf *b, const struct svg_xy *c, const struct xy_frame *f)
+{
+        for (double t = f->ax.lo; t <= f->ax.hi + f->ax.step / 2; t += f->ax.step) {
                 _cleanup_free_ char *num = svg_number(t);
-                double x = map(&ax, t, L, W - R);
+                double x = xy_x(f, t);
 
                 mx_buf_printf(b, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", x,
-                              T, x, H - B);
+                              f->T, x, f->H - f->B);
                 mx_buf_printf(
                         b, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-                        x, H - B + 14, num);
+                        x, f->H - f->B + 14, num);
         }
-        for (double t = ay.lo; t <= ay.hi + ay.step / 2; t += ay.step) {
+        for (double t = f->ay.lo; t <= f->ay.hi + f->ay.step / 2; t += f->ay.step) {
                 _cleanup_free_ char *num = svg_number(t);
-                double y = map(&ay, t, H - B, T);
+                double y = xy_y(f, t);
 
-                mx_buf_printf(b, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", L,
-                              y, W - R, y);
+                mx_buf_printf(b, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>",
+                              f->L, y, f->W - f->R, y);
                 mx_buf_printf(b,
                               "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-                              L - 4, y + 4, num);
+                              f->L - 4, y + 4, num);
         }
         mx_buf_printf(b, "<text class=\"alabel\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
-                      (L + W - R) / 2, H - 12);
+                      (f->L + f->W - f->R) / 2, f->H - 12);
         svg_escape_to(b, c->xlabel);
         mx_buf_printf(b,
                       "</text><text class=\"alabel\" transform=\"translate(14 %.1f) rotate(-90)\" "
                       "text-anchor=\"middle\">",
-                      (T + H - B) / 2);
+                      (f->T + f->H - f->B) / 2);
         svg_escape_to(b, c->ylabel);
         mx_buf_puts(b, "</text>\n");
-        /* legend, wrapped to the chart's width */
-        if (c->n_series > 1) {
-                double x = L, y = 28;
+}
 
-                for (size_t s = 0; s < c->n_series; s++) {
-                        double w = 24 + CHAR_W * (double)label_chars(c->series[s].name);
+/* The series' swatches and names, wrapped to the chart's width (no legend for one series). */
+static void xy_legend(struct mx_buf *b, const struct svg_xy *c, const struct xy_frame *f)
+{
+        double x = f->L, y = 28;
 
-                        if (x > L && x + w > W - 8) {
-                                x = L;
-                                y += 16;
-                        }
-                        mx_buf_printf(b,
-                                      "<rect class=\"swatch s%zu\" x=\"%.1f\" y=\"%.1f\" width=\"10\" "
-                                      "height=\"10\"/>"
-                                      "<text class=\"legend\" x=\"%.1f\" y=\"%.1f\">",
-                                      s % PALETTE, x, y, x + 14, y + 9);
-                        put_label(b, c->series[s].name);
-                        mx_buf_puts(b, "</text>");
-                        x += w;
+        if (c->n_series < 2)
+                return;
+        for (size_t s = 0; s < c->n_series; s++) {
+                double w = 24 + CHAR_W * (double)label_chars(c->series[s].name);
+
+                if (x > f->L && x + w > f->W - 8) {
+                        x = f->L;
+                        y += 16;
                 }
-                mx_buf_puts(b, "\n");
+                mx_buf_printf(b,
+                              "<rect class=\"swatch s%zu\" x=\"%.1f\" y=\"%.1f\" width=\"10\" "
+                              "height=\"10\"/>"
+                              "<text class=\"legend\" x=\"%.1f\" y=\"%.1f\">",
+                              s % PALETTE, x, y, x + 14, y + 9);
+                put_label(b, c->series[s].name);
+                mx_buf_puts(b, "</text>");
+                x += w;
         }
+        mx_buf_puts(b, "\n");
+}
+
+/* Series s (its first n points) as one polyline in x order. */
+static void xy_series_line(struct mx_buf *b, const struct svg_series *se, size_t s, size_t n,
+                           const struct xy_frame *f)
+{
+        _cleanup_free_ struct svg_point *sorted = xmalloc(n * sizeof(*sorted));
+
+        memcpy(sorted, se->pts, n * sizeof(*sorted));
+        qsort(sorted, n, sizeof(*sorted), point_cmp_x);
+        mx_buf_printf(b, "<polyline class=\"mark line s%zu %s\" points=\"", s % PALETTE,
+                      se->cls ? se->cls : "");
+        for (size_t i = 0; i < n; i++)
+                if (isfinite(sorted[i].x) && isfinite(sorted[i].y))
+                        mx_buf_printf(b, "%s%.1f,%.1f", i ? " " : "", xy_x(f, sorted[i].x),
+                                      xy_y(f, sorted[i].y));
+        mx_buf_puts(b, "\">");
+        tip(b, se->name);
+        mx_buf_puts(b, "</polyline>\n");
+}
+
+/* Series s (its first n points) as one circle per finite point. */
+static void xy_series_points(struct mx_buf *b, const struct svg_series *se, size_t s, size_t n,
+                             const struct xy_frame *f)
+{
+        for (size_t i = 0; i < n; i++) {
+                const struct svg_point *p = &se->pts[i];
+
+                if (!isfinite(p->x) || !isfinite(p->y))
+                        continue;
+                mx_buf_printf(b, "<circle class=\"mark pt s%zu %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\">",
+                              s % PALETTE, se->cls ? se->cls : "", xy_x(f, p->x), xy_y(f, p->y));
+                tip(b, p->tip ? p->tip : p->label);
+                mx_buf_puts(b, "</circle>\n");
+        }
+}
+
+static void xy_series(struct mx_buf *b, const struct svg_xy *c, const struct xy_frame *f)
+{
         for (size_t s = 0; s < c->n_series; s++) {
                 const struct svg_series *se = &c->series[s];
                 size_t n = MX_MIN(se->n, (size_t)SVG_MAX_ITEMS);
 
-                if (c->lines && n > 0) {
-                        _cleanup_free_ struct svg_point *sorted = xmalloc(n * sizeof(*sorted));
+                if (c->lines && n > 0)
+                        xy_series_line(b, se, s, n, f);
+                else
+                        xy_series_points(b, se, s, n, f);
+        }
+}
 
-                        memcpy(sorted, se->pts, n * sizeof(*sorted));
-                        qsort(sorted, n, sizeof(*sorted), point_cmp_x);
-                        mx_buf_printf(b, "<polyline class=\"mark line s%zu %s\" points=\"", s % PALETTE,
-                                      se->cls ? se->cls : "");
-                        for (size_t i = 0; i < n; i++)
-                                if (isfinite(sorted[i].x) && isfinite(sorted[i].y))
-                                        mx_buf_printf(b, "%s%.1f,%.1f", i ? " " : "",
-                                                      map(&ax, sorted[i].x, L, W - R),
-                                                      map(&ay, sorted[i].y, H - B, T));
-                        mx_buf_puts(b, "\">");
-                        tip(b, se->name);
-                        mx_buf_puts(b, "</polyline>\n");
+/* The Pareto frontier of all total finite points, each of its points labelled. */
+static void xy_frontier(struct mx_buf *b, const struct svg_xy *c, const struct xy_frame *f, size_t total)
+{
+        _cleanup_free_ struct svg_point *all = xmalloc(total * sizeof(*all));
+        _cleanup_free_ size_t *front = xmalloc(total * sizeof(*front));
+        size_t k = 0, nf;
+
+        for (size_t s = 0; s < c->n_series; s++)
+                for (size_t i = 0; i < MX_MIN(c->series[s].n, (size_t)SVG_MAX_ITEMS); i++)
+                        if (isfinite(c->series[s].pts[i].x) && isfinite(c->series[s].pts[i].y))
+                                all[k++] = c->series[s].pts[i];
+        nf = svg_pareto_front(all, k, front);
+        mx_buf_puts(b, "<polyline class=\"frontier\" points=\"");
+        for (size_t i = 0; i < nf; i++)
+                mx_buf_printf(b, "%s%.1f,%.1f", i ? " " : "", xy_x(f, all[front[i]].x),
+                              xy_y(f, all[front[i]].y));
+        mx_buf_puts(b, "\"/>\n");
+        for (size_t i = 0; i < nf; i++) {
+                if (!all[front[i]].label)
                         continue;
-                }
-                for (size_t i = 0; i < n; i++) {
-                        const struct svg_point *p = &se->pts[i];
-
-                        if (!isfinite(p->x) || !isfinite(p->y))
-                                continue;
-                        mx_buf_printf(b,
-                                      "<circle class=\"mark pt s%zu %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4\">",
-                                      s % PALETTE, se->cls ? se->cls : "", map(&ax, p->x, L, W - R),
-                                      map(&ay, p->y, H - B, T));
-                        tip(b, p->tip ? p->tip : p->label);
-                        mx_buf_puts(b, "</circle>\n");
-                }
+                mx_buf_printf(b, "<text class=\"plabel\" x=\"%.1f\" y=\"%.1f\">",
+                              xy_x(f, all[front[i]].x) + 6, xy_y(f, all[front[i]].y) - 6);
+                put_label(b, all[front[i]].label);
+                mx_buf_puts(b, "</text>\n");
         }
-        if (c->pareto && total > 0) {
-                _cleanup_free_ struct svg_point *all = xmalloc(total * sizeof(*all));
-                _cleanup_free_ size_t *front = xmalloc(total * sizeof(*front));
-                size_t k = 0, nf;
+}
 
-                for (size_t s = 0; s < c->n_series; s++)
-                        for (size_t i = 0; i < MX_MIN(c->series[s].n, (size_t)SVG_MAX_ITEMS); i++)
-                                if (isfinite(c->series[s].pts[i].x) && isfinite(c->series[s].pts[i].y))
-                                        all[k++] = c->series[s].pts[i];
-                nf = svg_pareto_front(all, k, front);
-                mx_buf_puts(b, "<polyline class=\"frontier\" points=\"");
-                for (size_t i = 0; i < nf; i++)
-                        mx_buf_printf(b, "%s%.1f,%.1f", i ? " " : "", map(&ax, all[front[i]].x, L, W - R),
-                                      map(&ay, all[front[i]].y, H - B, T));
-                mx_buf_puts(b, "\"/>\n");
-                for (size_t i = 0; i < nf; i++) {
-                        if (!all[front[i]].label)
-                                continue;
-                        mx_buf_printf(b, "<text class=\"plabel\" x=\"%.1f\" y=\"%.1f\">",
-                                      map(&ax, all[front[i]].x, L, W - R) + 6,
-                                      map(&ay, all[front[i]].y, H - B, T) - 6);
-                        put_label(b, all[front[i]].label);
-                        mx_buf_puts(b, "</text>\n");
-                }
-        }
+/* Horizontal reference lines, each labelled with its name and value at the right edge. */
+static void xy_yrefs(struct mx_buf *b, const struct svg_xy *c, const struct xy_frame *f)
+{
         for (size_t i = 0; i < c->n_yrefs; i++) {
                 const struct svg_ref *r = &c->yrefs[i];
                 _cleanup_free_ char *num = svg_number(r->value);
@@ -433,19 +481,33 @@ void svg_xy_chart(struct mx_buf *b, const struct svg_xy *c)
 
                 if (!isfinite(r->value))
                         continue;
-                y = map(&ay, r->value, H - B, T);
+                y = xy_y(f, r->value);
                 mx_buf_printf(b, "<line class=\"ref %s\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>",
-                              strempty(r->cls), L, y, W - R, y);
+                              strempty(r->cls), f->L, y, f->W - f->R, y);
                 mx_buf_printf(b, "<text class=\"reflabel %s\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">",
-                              strempty(r->cls), W - R, y - 3);
+                              strempty(r->cls), f->W - f->R, y - 3);
                 svg_escape_to(b, r->label);
                 mx_buf_printf(b, " %s</text>\n", num);
         }
+}
+
+void svg_xy_chart(struct mx_buf *b, const struct svg_xy *c)
+{
+        struct xy_frame f;
+        size_t total = xy_frame_fit(c, &f);
+
+        open_svg(b, c->lines ? "lines" : "points", c->id, c->title, f.W, f.H);
+        xy_axes(b, c, &f);
+        xy_legend(b, c, &f);
+        xy_series(b, c, &f);
+        if (c->pareto && total > 0)
+                xy_frontier(b, c, &f, total);
+        xy_yrefs(b, c, &f);
         if (total == 0)
                 mx_buf_printf(
                         b,
                         "<text class=\"na\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no data</text>\n",
-                        (L + W - R) / 2, (T + H - B) / 2);
+                        (f.L + f.W - f.R) / 2, (f.T + f.H - f.B) / 2);
         mx_buf_puts(b, "</svg>\n");
 }
 

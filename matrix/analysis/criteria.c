@@ -11,7 +11,19 @@
 #define GB 1e9
 
 enum row_state { ROW_PASS, ROW_FAIL, ROW_INVALID, ROW_MISSING };
-static const char *const row_state_names[] = {"pass", "fail", "invalid", "missing"};
+static const char *const row_state_names[] = {
+        [ROW_PASS] = "pass",
+        [ROW_FAIL] = "fail",
+        [ROW_INVALID] = "invalid",
+        [ROW_MISSING] = "missing",
+};
+/* A job's overall verdict from its worst row: anything short of pass or fail leaves it incomplete. */
+static const char *const overall_names[] = {
+        [ROW_PASS] = "pass",
+        [ROW_FAIL] = "fail",
+        [ROW_INVALID] = "incomplete",
+        [ROW_MISSING] = "incomplete",
+};
 
 static json_t *level_of(json_t *run, const char *level)
 {
@@ -520,17 +532,23 @@ json_t *criteria_job_json(const struct mx_matrix *m, size_t fi, json_t *runs)
                          "title", f->title, "hypothesis", f->hypothesis, "compared", "basis", p.basis, "on",
                          p.on ? json_integer(run_id(p.on)) : json_null(), "off",
                          p.off ? json_integer(run_id(p.off)) : json_null(), "rows", rows, "constraints",
-                         cons, "overall",
-                         worst == ROW_PASS   ? "pass"
-                         : worst == ROW_FAIL ? "fail"
-                                             : "incomplete",
-                         "missing", missing);
+                         cons, "overall", overall_names[worst], "missing", missing);
 }
 
 /* ---- gates ---- */
 
 enum gate_state { GATE_PASS, GATE_FAIL, GATE_UNKNOWN };
-static const char *const gate_state_names[] = {"pass", "fail", "unknown"};
+static const char *const gate_state_names[] = {
+        [GATE_PASS] = "pass",
+        [GATE_FAIL] = "fail",
+        [GATE_UNKNOWN] = "unknown",
+};
+/* A feature's verdict from its worst gate: open, held, or unknown while a gate cannot be judged. */
+static const char *const gate_verdict_names[] = {
+        [GATE_PASS] = "open",
+        [GATE_FAIL] = "held",
+        [GATE_UNKNOWN] = "unknown",
+};
 
 struct gate_result {
         enum gate_state state;
@@ -737,10 +755,7 @@ json_t *criteria_gates_json(const struct mx_matrix *m, json_t *const *jobs)
                                                           "feature", f->name, "id", id, "title", f->title,
                                                           "status", mx_feature_status_to_string(f->status),
                                                           "depends_on", deps, "verdict",
-                                                          worst == GATE_PASS   ? "open"
-                                                          : worst == GATE_FAIL ? "held"
-                                                                               : "unknown",
-                                                          "may_start",
+                                                          gate_verdict_names[worst], "may_start",
                                                           worst == GATE_PASS   ? json_true()
                                                           : worst == GATE_FAIL ? json_false()
                                                                                : json_null(),

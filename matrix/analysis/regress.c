@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* L5's comparison of L4 results, one value per server start: the tests and their calls (regress.h). */
 #include "regress.h"
 
 #include <math.h>

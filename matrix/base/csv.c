@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The RFC 4180 CSV reader, fed one physical line at a time (csv.h). */
 #include "csv.h"
 
 struct mx_csv {

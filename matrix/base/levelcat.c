@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The level catalogue: every level mxmatrix runs, its settings, their bounds and defaults (levelcat.h). */
 #include "levelcat.h"
 
 #include <inttypes.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The bounded line reader over a memory buffer or a file descriptor (lines.h). */
 #include "lines.h"
 
 struct mx_lines {

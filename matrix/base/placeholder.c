@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Placeholders ({model}, {port}, ...) in a matrix file's command, env and flags (placeholder.h). */
 #include "placeholder.h"
 
 static const struct {

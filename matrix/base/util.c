@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The base helpers every part shares: allocation, strings, string vectors, the byte buffer (util.h). */
 #include "util.h"
 
 #include <inttypes.h>

@@ -10,7 +10,7 @@
  * a valid one, so every row is valid and every valid tuple eventually lands in
  * one.
  */
-#include "cover-internal.h"
+#include "cover-build.h"
 #include "util.h"
 
 #include <math.h>

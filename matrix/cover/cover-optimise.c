@@ -15,7 +15,7 @@
  * repair also ends after a number of steps without progress, so the result
  * depends on the seed and the effort only.
  */
-#include "cover-internal.h"
+#include "cover-optimise.h"
 #include "util.h"
 
 #define INVALID_TUPLE UINT16_MAX

@@ -12,7 +12,7 @@
  * domain and the search ends. Real matrices have a handful of patterns over a
  * few parameters, where this answers in microseconds.
  */
-#include "cover-internal.h"
+#include "cover-solve.h"
 #include "util.h"
 
 struct solve_term {

@@ -6,7 +6,7 @@
  */
 #pragma once
 
-#include "cover.h"
+#include "cover-model.h"
 #include "util.h"
 
 struct mx_cover_spec {

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The tuple table of covering arrays: dense numbering of every t-tuple of a
- * model (see cover-internal.h), which of them are valid, and the seeded PRNG
+ * model (see cover-tuples.h), which of them are valid, and the seeded PRNG
  * the generator draws from.
  */
-#include "cover-internal.h"
+#include "cover-tuples.h"
 #include "util.h"
 
 /* ---- PRNG ---- */

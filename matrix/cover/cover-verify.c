@@ -6,7 +6,8 @@
  * coverage is recounted from scratch, one t-subset of parameters at a time,
  * asking the solver about each tuple no row contains.
  */
-#include "cover-internal.h"
+#include "cover-verify.h"
+#include "cover-tuples.h"
 #include "util.h"
 
 /* Biggest single subset (product of its value counts) the verifier will mark. */

@@ -1,12 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * t-way covering arrays under constraints.
- *
- * A model is a list of parameters, each with n_values values (0..n_values-1),
- * plus forbidden patterns. A row assigns one value to every parameter. A row is
- * valid when it matches no forbidden pattern. A t-tuple (t parameters, one value
- * each) is valid when at least one valid row contains it. A covering array of
- * strength t is a list of valid rows in which every valid t-tuple appears.
+ * t-way covering arrays under constraints: generating one for a model
+ * (cover-model.h). A covering array of strength t is a list of valid rows in
+ * which every valid t-tuple appears; cover-verify.h proves that a list is one.
  *
  * The matrix engine compiles a matrix file's exclude entries and boolean rules
  * into forbidden patterns (matrix.c); this module knows nothing of matrix files.
@@ -16,15 +12,9 @@
  */
 #pragma once
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "cover-model.h"
 
-#define MX_COVER_MAX_PARAMS 1024
-#define MX_COVER_MAX_VALUES 64 /* values per parameter: one uint64_t bitset */
-#define MX_COVER_MAX_T 6
-#define MX_COVER_MAX_FORBIDDEN 65536 /* forbidden patterns per model */
-#define MX_COVER_MAX_REQUIRED 65536  /* required rows per call */
+#define MX_COVER_MAX_REQUIRED 65536 /* required rows per call */
 /*
  * Largest effort used when mx_cover_options.effort is 0 (smaller models get
  * less: about a thousand look-ups per valid tuple, at least 16 units). One unit
@@ -32,25 +22,8 @@
  * well under four seconds on one core.
  */
 #define MX_COVER_DEFAULT_EFFORT 1600
-
-/* One term of a forbidden pattern: parameter param takes a value in set (bit v = value v). */
-struct mx_cover_term {
-        unsigned param;
-        uint64_t set;
-};
-
-/* A forbidden pattern: a row that satisfies every term is invalid. */
-struct mx_cover_forbid {
-        size_t n_terms;
-        const struct mx_cover_term *terms;
-};
-
-struct mx_cover_model {
-        size_t n_params;
-        const unsigned *n_values; /* n_params entries, each 1..MX_COVER_MAX_VALUES */
-        size_t n_forbidden;
-        const struct mx_cover_forbid *forbidden;
-};
+/* One unit of mx_cover_options.effort, in tuple look-ups. */
+#define MX_COVER_EFFORT_UNIT (UINT64_C(1) << 20)
 
 struct mx_cover_options {
         unsigned t;    /* strength, 1..MX_COVER_MAX_T (clamped to n_params) */
@@ -80,13 +53,6 @@ struct mx_cover_options {
  */
 int mx_cover_generate(const struct mx_cover_model *m, const struct mx_cover_options *opt, int **ret_rows,
                       size_t *ret_n_rows, char **reterr);
-
-/*
- * Prove that rows form a covering array of strength t for m: every value in
- * range, no row forbidden, every valid t-tuple present. Returns 0, or -EDOM with
- * *reterr naming the first offending row or missing tuple.
- */
-int mx_cover_verify(const struct mx_cover_model *m, unsigned t, const int *rows, size_t n_rows, char **reterr);
 
 /* True when row (n_params values) matches no forbidden pattern. */
 bool mx_cover_row_valid(const struct mx_cover_model *m, const int *row);

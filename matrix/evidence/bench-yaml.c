@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Seed 002's "Results" YAML block from an L4 result (bench-yaml.h). */
 #include "bench-yaml.h"
 
 #include <math.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The L1.5 kernel-path gate: must-see and must-not-see patterns on log and profiler (kgate.h). */
 #include "kgate.h"
 
 #include "profreport.h"

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Profiler reports: the kernels a GPU ran, read from Nsight Systems and Compute CSV (profreport.h). */
 #include "profreport.h"
 
 #include "csv.h"

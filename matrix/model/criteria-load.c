@@ -184,12 +184,6 @@ bad:
         return -EINVAL;
 }
 
-void mx_criterion_done(struct mx_matrix_criterion *c)
-{
-        free(c->metric);
-        free(c->note);
-}
-
 _printf_(5, 6) static int err_index(const struct mx_matrix *m, json_t *array, size_t index, char **reterr,
                                     const char *fmt, ...)
 {
@@ -522,20 +516,13 @@ static bool seed_level(const char *s)
         return false;
 }
 
-static int load_gate(const struct mx_matrix *m, size_t self, json_t *node, struct mx_matrix_gate *g,
-                     char **reterr)
-{
-        static const char *const keys[] = {
-                "of",         "metric",      "op",   "value", "level", "kernels_verified",
-                "speedup_vs", "min_percent", "note", NULL};
-        const char *const *want;
-        json_t *v;
-        int r;
+static const char *const gate_keys[] = {
+        "of",         "metric",      "op",   "value", "level", "kernels_verified",
+        "speedup_vs", "min_percent", "note", NULL};
 
-        g->node = node;
-        r = check_keys(m, node, keys, "a gate", reterr);
-        if (r < 0)
-                return r;
+/* The kind of condition a gate states, told by the key only that kind has. */
+static int gate_kind(const struct mx_matrix *m, json_t *node, struct mx_matrix_gate *g, char **reterr)
+{
         if (json_object_get(node, "speedup_vs"))
                 g->kind = MX_GATE_SPEEDUP;
         else if (json_object_get(node, "kernels_verified"))
@@ -548,95 +535,138 @@ static int load_gate(const struct mx_matrix *m, size_t self, json_t *node, struc
                 return mx_matrix_error_at(m, node, NULL, reterr,
                                           "a gate needs one of: metric with op and value, level, "
                                           "kernels_verified, speedup_vs with metric and min_percent");
-        /* Keys of another kind of condition are mistakes, not extras to ignore. */
-        want = gate_kind_keys[g->kind];
-        for (size_t i = 0; keys[i]; i++) {
-                bool ok = streq(keys[i], "of") || streq(keys[i], "note");
+        return 0;
+}
+
+/* Keys of another kind of condition are mistakes, not extras to ignore. */
+static int gate_keys_of_kind(const struct mx_matrix *m, json_t *node, const struct mx_matrix_gate *g,
+                             char **reterr)
+{
+        const char *const *want = gate_kind_keys[g->kind];
+
+        for (size_t i = 0; gate_keys[i]; i++) {
+                bool ok = streq(gate_keys[i], "of") || streq(gate_keys[i], "note");
 
                 for (size_t j = 0; want[j]; j++)
-                        ok = ok || streq(want[j], keys[i]);
-                if (!ok && json_object_get(node, keys[i]))
+                        ok = ok || streq(want[j], gate_keys[i]);
+                if (!ok && json_object_get(node, gate_keys[i]))
                         return mx_matrix_error_at(
-                                m, node, keys[i], reterr,
+                                m, node, gate_keys[i], reterr,
                                 "'%s' does not belong in a %s gate (one condition per gate; "
                                 "split it in two)",
-                                keys[i], want[0]);
+                                gate_keys[i], want[0]);
         }
+        return 0;
+}
+
+static int load_gate_metric(const struct mx_matrix *m, json_t *node, struct mx_matrix_gate *g, char **reterr)
+{
+        _cleanup_free_ char *op = NULL;
+        int r;
+
+        r = metric_member(m, node, &g->metric, reterr);
+        if (r < 0)
+                return r;
+        if (!json_object_get(node, "op"))
+                return mx_matrix_error_at(m, node, NULL, reterr, "missing required key 'op'");
+        r = opt_string(m, node, "op", MX_MATRIX_MAX_NAME, &op, reterr);
+        if (r < 0)
+                return r;
+        g->op = mx_gate_op_from_string(op);
+        if (g->op < 0) {
+                _cleanup_free_ char *e = mx_escape(op, MX_MATRIX_MAX_NAME);
+
+                return mx_matrix_error_at(m, node, "op", reterr, "unknown op '%s' (<, <=, >, >=)", e);
+        }
+        return number_member(m, node, "value", &g->value, reterr);
+}
+
+static int load_gate_level(const struct mx_matrix *m, json_t *node, struct mx_matrix_gate *g, char **reterr)
+{
+        json_t *v = json_object_get(node, "level");
+
+        if (!json_is_string(v))
+                return mx_matrix_error_at(m, node, "level", reterr, "expected a level name, got %s",
+                                          mx_json_kind(v));
+        if (!seed_level(json_string_value(v))) {
+                _cleanup_free_ char *e = mx_escape(json_string_value(v), MX_MATRIX_MAX_NAME);
+
+                return mx_matrix_error_at(m, node, "level", reterr,
+                                          "unknown level '%s' (seed 001's levels: L1, L1.5, L2, L3, L4, "
+                                          "L5, L6)",
+                                          e);
+        }
+        g->level = xstrdup(json_string_value(v));
+        return 0;
+}
+
+static int load_gate_kernels(const struct mx_matrix *m, json_t *node, struct mx_matrix_gate *g,
+                             char **reterr)
+{
+        (void)g;
+        if (!json_is_true(json_object_get(node, "kernels_verified")))
+                return mx_matrix_error_at(m, node, NULL, reterr,
+                                          "kernels_verified takes true (leave the condition out instead)");
+        return 0;
+}
+
+static int load_gate_speedup(const struct mx_matrix *m, json_t *node, struct mx_matrix_gate *g,
+                             char **reterr)
+{
+        json_t *v = json_object_get(node, "speedup_vs");
+        int k, r;
+
+        if (!json_is_string(v))
+                return mx_matrix_error_at(m, node, "speedup_vs", reterr, "expected a feature name, got %s",
+                                          mx_json_kind(v));
+        k = feature_ref(m, json_string_value(v));
+        if (k < 0)
+                return feature_ref_error(m, node, "speedup_vs", SIZE_MAX, json_string_value(v), reterr);
+        for (size_t i = 0; i < g->n_of; i++)
+                if (g->of[i] == (size_t)k)
+                        return mx_matrix_error_at(m, node, "speedup_vs", reterr,
+                                                  "a feature's speedup is measured against another "
+                                                  "feature");
+        g->vs = (size_t)k;
+        r = metric_member(m, node, &g->metric, reterr);
+        if (r < 0)
+                return r;
+        return number_member(m, node, "min_percent", &g->value, reterr);
+}
+
+/* What each kind of condition reads from its gate object. */
+typedef int gate_loader_fn(const struct mx_matrix *m, json_t *node, struct mx_matrix_gate *g, char **reterr);
+static gate_loader_fn *const gate_loaders[_MX_GATE_KIND_MAX] = {
+        [MX_GATE_METRIC] = load_gate_metric,
+        [MX_GATE_LEVEL] = load_gate_level,
+        [MX_GATE_KERNELS_VERIFIED] = load_gate_kernels,
+        [MX_GATE_SPEEDUP] = load_gate_speedup,
+};
+
+static int load_gate(const struct mx_matrix *m, size_t self, json_t *node, struct mx_matrix_gate *g,
+                     char **reterr)
+{
+        int r;
+
+        g->node = node;
+        r = check_keys(m, node, gate_keys, "a gate", reterr);
+        if (r < 0)
+                return r;
+        r = gate_kind(m, node, g, reterr);
+        if (r < 0)
+                return r;
+        r = gate_keys_of_kind(m, node, g, reterr);
+        if (r < 0)
+                return r;
         r = load_gate_of(m, self, node, g, reterr);
         if (r < 0)
                 return r;
         r = opt_string(m, node, "note", MX_MATRIX_MAX_STRING, &g->note, reterr);
         if (r < 0)
                 return r;
-        switch (g->kind) {
-        case MX_GATE_METRIC: {
-                _cleanup_free_ char *op = NULL;
-
-                r = metric_member(m, node, &g->metric, reterr);
-                if (r < 0)
-                        return r;
-                if (!json_object_get(node, "op"))
-                        return mx_matrix_error_at(m, node, NULL, reterr, "missing required key 'op'");
-                r = opt_string(m, node, "op", MX_MATRIX_MAX_NAME, &op, reterr);
-                if (r < 0)
-                        return r;
-                g->op = mx_gate_op_from_string(op);
-                if (g->op < 0) {
-                        _cleanup_free_ char *e = mx_escape(op, MX_MATRIX_MAX_NAME);
-
-                        return mx_matrix_error_at(m, node, "op", reterr, "unknown op '%s' (<, <=, >, >=)",
-                                                  e);
-                }
-                return number_member(m, node, "value", &g->value, reterr);
-        }
-        case MX_GATE_LEVEL: {
-                v = json_object_get(node, "level");
-                if (!json_is_string(v))
-                        return mx_matrix_error_at(m, node, "level", reterr, "expected a level name, got %s",
-                                                  mx_json_kind(v));
-                if (!seed_level(json_string_value(v))) {
-                        _cleanup_free_ char *e = mx_escape(json_string_value(v), MX_MATRIX_MAX_NAME);
-
-                        return mx_matrix_error_at(
-                                m, node, "level", reterr,
-                                "unknown level '%s' (seed 001's levels: L1, L1.5, L2, L3, L4, "
-                                "L5, L6)",
-                                e);
-                }
-                g->level = xstrdup(json_string_value(v));
-                return 0;
-        }
-        case MX_GATE_KERNELS_VERIFIED:
-                if (!json_is_true(json_object_get(node, "kernels_verified")))
-                        return mx_matrix_error_at(
-                                m, node, NULL, reterr,
-                                "kernels_verified takes true (leave the condition out instead)");
-                return 0;
-        case MX_GATE_SPEEDUP: {
-                int k;
-
-                v = json_object_get(node, "speedup_vs");
-                if (!json_is_string(v))
-                        return mx_matrix_error_at(m, node, "speedup_vs", reterr,
-                                                  "expected a feature name, got %s", mx_json_kind(v));
-                k = feature_ref(m, json_string_value(v));
-                if (k < 0)
-                        return feature_ref_error(m, node, "speedup_vs", SIZE_MAX, json_string_value(v),
-                                                 reterr);
-                for (size_t i = 0; i < g->n_of; i++)
-                        if (g->of[i] == (size_t)k)
-                                return mx_matrix_error_at(m, node, "speedup_vs", reterr,
-                                                          "a feature's speedup is measured against another "
-                                                          "feature");
-                g->vs = (size_t)k;
-                r = metric_member(m, node, &g->metric, reterr);
-                if (r < 0)
-                        return r;
-                return number_member(m, node, "min_percent", &g->value, reterr);
-        }
-        default:
+        if (g->kind >= _MX_GATE_KIND_MAX || !gate_loaders[g->kind])
                 return -EINVAL;
-        }
+        return gate_loaders[g->kind](m, node, g, reterr);
 }
 
 /* A feature's "gate": a string for people, or an array of conditions. */

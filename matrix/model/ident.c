@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The identity of a configuration: its canonical key and FNV-1a hash (ident.h). */
 #include "ident.h"
 
 #include <inttypes.h>

@@ -45,27 +45,6 @@ _printf_(4, 5) static int err_index(struct loader *l, json_t *array, size_t inde
         return r;
 }
 
-const char *mx_json_kind(json_t *v)
-{
-        switch (json_typeof(v)) {
-        case JSON_OBJECT:
-                return "an object";
-        case JSON_ARRAY:
-                return "an array";
-        case JSON_STRING:
-                return "a string";
-        case JSON_INTEGER:
-                return "an integer";
-        case JSON_REAL:
-                return "a number";
-        case JSON_TRUE:
-        case JSON_FALSE:
-                return "a boolean";
-        default:
-                return "null";
-        }
-}
-
 /* ---- generic checks ---- */
 
 /* Reject members of obj that are not in allowed (NULL-terminated); what names the object for the message. */
@@ -155,21 +134,6 @@ static int member_string(struct loader *l, json_t *obj, const char *key, bool re
                            json_string_length(v), max);
         *ret = xstrdup(json_string_value(v));
         return 0;
-}
-
-bool mx_matrix_name_valid(const char *s)
-{
-        size_t n = strlen(s);
-
-        if (n == 0 || n > MX_MATRIX_MAX_NAME)
-                return false;
-        if (!((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
-                return false;
-        for (size_t i = 1; i < n; i++)
-                if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
-                      (s[i] >= '0' && s[i] <= '9') || strchr("._+-", s[i])))
-                        return false;
-        return true;
 }
 
 _Static_assert(MX_MATRIX_MAX_NAME == 64, "NAME_RULE states the limit");

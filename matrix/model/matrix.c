@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The matrix model: lookups, what a configuration sets, constraint checks,
- * error positions, and the covering-array model. Loading is in matrix-load.c.
+ * error positions, and the covering-array model; also what every loader
+ * shares (the name rule, JSON kinds for errors, freeing a criterion), so the
+ * loaders call down into this file, never into each other. Loading is in
+ * matrix-load.c.
  */
 #include "matrix.h"
 #include "jsonpos.h"
@@ -133,6 +136,12 @@ void mx_matrix_cond_done(struct mx_matrix_cond *c)
                 mx_matrix_cond_done(c->not_);
         free(c->not_);
         *c = (struct mx_matrix_cond){};
+}
+
+void mx_criterion_done(struct mx_matrix_criterion *c)
+{
+        free(c->metric);
+        free(c->note);
 }
 
 static void value_done(struct mx_matrix_value *v)
@@ -347,6 +356,41 @@ char *mx_matrix_location(const struct mx_matrix *m, json_t *node)
         locate(m, node, NULL, SIZE_MAX, &p, &line, &col);
         free(p.steps);
         return line > 0 ? xasprintf("%s:%u:%u", file, line, col) : TAKE_PTR(file);
+}
+
+/* ---- what the loaders share ---- */
+
+static const char *const json_kind_table[] = {
+        [JSON_OBJECT] = "an object",
+        [JSON_ARRAY] = "an array",
+        [JSON_STRING] = "a string",
+        [JSON_INTEGER] = "an integer",
+        [JSON_REAL] = "a number",
+        [JSON_TRUE] = "a boolean",
+        [JSON_FALSE] = "a boolean",
+        [JSON_NULL] = "null",
+};
+
+const char *mx_json_kind(json_t *v)
+{
+        size_t t = (size_t)json_typeof(v);
+
+        return t < ELEMENTSOF(json_kind_table) && json_kind_table[t] ? json_kind_table[t] : "null";
+}
+
+bool mx_matrix_name_valid(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > MX_MATRIX_MAX_NAME)
+                return false;
+        if (!((s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
+                return false;
+        for (size_t i = 1; i < n; i++)
+                if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+                      (s[i] >= '0' && s[i] <= '9') || strchr("._+-", s[i])))
+                        return false;
+        return true;
 }
 
 /* ---- lookups ---- */

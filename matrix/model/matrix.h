@@ -367,6 +367,8 @@ char *mx_config_describe(const struct mx_matrix *m, const int *config);
 
 /* "kernel!=cutlass, tile=auto, spec in {a, b}, any(x=1 | y=2), not(z=3)": a condition for people. */
 char *mx_matrix_cond_describe(const struct mx_matrix *m, const struct mx_matrix_cond *c);
+/* Free what a criterion owns (not c itself). */
+void mx_criterion_done(struct mx_matrix_criterion *c);
 /* "tg32_tps >= +10% vs baseline": a criterion for people. */
 char *mx_criterion_describe(const struct mx_matrix_criterion *c);
 /* The Target column of seed 000's table: ">= 52", ">= +10 %", "<= +3 %", "<= +2" (caller frees). */
@@ -390,7 +392,6 @@ char *mx_feature_id(const struct mx_matrix_feature *f);
  * hard_constraints and the features' gates. Errors as mx_matrix_load_file().
  */
 int mx_criterion_load(const struct mx_matrix *m, json_t *node, struct mx_matrix_criterion *c, char **reterr);
-void mx_criterion_done(struct mx_matrix_criterion *c);
 int mx_criteria_load(struct mx_matrix *m, char **reterr);
 /* "tg32_tps >= 40", "L2 passed", ...: a gate condition for people (without its subject). */
 char *mx_gate_describe(const struct mx_matrix *m, const struct mx_matrix_gate *g);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Target profiles: the built-in ones, the matrix's own, and their merge into a target (profile.h). */
 #include "profile.h"
 #include "placeholder.h"
 

@@ -54,139 +54,229 @@ static bool holds(const int *config, const int *axes, const int *values, unsigne
         return true;
 }
 
-/* The runs for one candidate set (already in the matrix's indices). */
-static void confirm_set(const struct mx_matrix *m, const int *tried, const bool *passed, size_t n_tried,
-                        const int *axes, const int *values, unsigned n, const char *text, struct pending *pd)
+/* The configurations tried so far (in the matrix's indices) and which of them passed. */
+struct tried {
+        const int *configs; /* n x n_axes */
+        const bool *passed;
+        size_t n;
+};
+
+/* A candidate set S: axes[i] takes values[i] for i < n; text names it for people. */
+struct cand {
+        const int *axes, *values;
+        unsigned n;
+        const char *text;
+};
+
+/* The work on one candidate set: what it reads, what it adds, and what it has seen so far. */
+struct confirm {
+        const struct mx_matrix *m;
+        const struct tried *tr;
+        const struct cand *s;
+        struct pending *pd;
+        const int *base; /* the first tried configuration that holds S */
+        uint64_t *seen;  /* per axis, the values tried with S (bit v = value v) */
+        int *row;        /* scratch configuration */
+        char *reason;    /* "confirm: S" */
+        unsigned rows;   /* runs added for S so far */
+};
+
+/* Note every value tried together with S and the first configuration holding S; false when none does. */
+static bool confirm_scan(struct confirm *c)
 {
-        _cleanup_free_ bool *used = xcalloc(MX_MAX(n_tried, (size_t)1), sizeof(bool));
-        unsigned rows = 0;
-        _cleanup_free_ uint64_t *seen = xcalloc(MX_MAX(m->n_axes, (size_t)1), sizeof(uint64_t));
-        _cleanup_free_ uint64_t *picked = xcalloc(MX_MAX(m->n_axes, (size_t)1), sizeof(uint64_t));
-        _cleanup_free_ int *row = mx_config_new(m);
-        _cleanup_free_ char *reason = xasprintf("confirm: %s", text);
-        const int *base = NULL;
+        const struct mx_matrix *m = c->m;
 
-        for (size_t i = 0; i < n_tried; i++) {
-                const int *c = tried + i * m->n_axes;
+        for (size_t i = 0; i < c->tr->n; i++) {
+                const int *cfg = c->tr->configs + i * m->n_axes;
 
-                if (!holds(c, axes, values, n))
+                if (!holds(cfg, c->s->axes, c->s->values, c->s->n))
                         continue;
-                if (!base)
-                        base = c;
+                if (!c->base)
+                        c->base = cfg;
                 for (size_t a = 0; a < m->n_axes; a++)
-                        if (c[a] >= 0)
-                                seen[a] |= UINT64_C(1) << c[a];
+                        if (cfg[a] >= 0)
+                                c->seen[a] |= UINT64_C(1) << cfg[a];
         }
-        if (!base)
-                return;
-        /*
-         * S added to configurations that passed: the one change is S. The bases are picked to
-         * differ from each other most (a value no base picked so far has counts), since S's
-         * failing runs may owe their failure to another cause they share.
-         */
-        while (rows < MX_CONFIRM_MAX_PASSING) {
-                size_t best = SIZE_MAX, best_gain = 0;
+        return c->base != NULL;
+}
 
-                for (size_t i = 0; i < n_tried; i++) {
-                        size_t gain = 0;
+/* c->row := tried configuration i with S added. */
+static void row_with_set(struct confirm *c, size_t i)
+{
+        memcpy(c->row, c->tr->configs + i * c->m->n_axes, c->m->n_axes * sizeof(int));
+        for (unsigned q = 0; q < c->s->n; q++)
+                c->row[c->s->axes[q]] = c->s->values[q];
+}
 
-                        if (!passed[i] || used[i])
-                                continue;
-                        memcpy(row, tried + i * m->n_axes, m->n_axes * sizeof(int));
-                        for (unsigned q = 0; q < n; q++)
-                                row[axes[q]] = values[q];
-                        if (!valid(m, row)) {
-                                used[i] = true;
-                                continue;
-                        }
-                        for (size_t a = 0; a < m->n_axes; a++)
-                                gain += row[a] >= 0 && !(picked[a] & (UINT64_C(1) << row[a]));
-                        if (best == SIZE_MAX || gain > best_gain) {
-                                best = i;
-                                best_gain = gain;
-                        }
+/* The unused passing configuration that stays valid with S added and brings most values not picked yet. */
+static size_t best_passing(struct confirm *c, bool *used, const uint64_t *picked)
+{
+        size_t best = SIZE_MAX, best_gain = 0;
+
+        for (size_t i = 0; i < c->tr->n; i++) {
+                size_t gain = 0;
+
+                if (!c->tr->passed[i] || used[i])
+                        continue;
+                row_with_set(c, i);
+                if (!valid(c->m, c->row)) {
+                        used[i] = true;
+                        continue;
                 }
+                for (size_t a = 0; a < c->m->n_axes; a++)
+                        gain += c->row[a] >= 0 && !(picked[a] & (UINT64_C(1) << c->row[a]));
+                if (best == SIZE_MAX || gain > best_gain) {
+                        best = i;
+                        best_gain = gain;
+                }
+        }
+        return best;
+}
+
+/*
+ * S added to configurations that passed: the one change is S. The bases are picked to
+ * differ from each other most (a value no base picked so far has counts), since S's
+ * failing runs may owe their failure to another cause they share.
+ */
+static void confirm_on_passing(struct confirm *c)
+{
+        size_t na = MX_MAX(c->m->n_axes, (size_t)1);
+        _cleanup_free_ bool *used = xcalloc(MX_MAX(c->tr->n, (size_t)1), sizeof(bool));
+        _cleanup_free_ uint64_t *picked = xcalloc(na, sizeof(uint64_t));
+
+        while (c->rows < MX_CONFIRM_MAX_PASSING) {
+                size_t best = best_passing(c, used, picked);
+
                 if (best == SIZE_MAX)
                         break;
                 used[best] = true;
-                memcpy(row, tried + best * m->n_axes, m->n_axes * sizeof(int));
-                for (unsigned q = 0; q < n; q++)
-                        row[axes[q]] = values[q];
-                pending_add(m, pd, row, reason);
-                rows++;
-                for (size_t a = 0; a < m->n_axes; a++)
-                        if (row[a] >= 0) {
-                                seen[a] |= UINT64_C(1) << row[a];
-                                picked[a] |= UINT64_C(1) << row[a];
+                row_with_set(c, best);
+                pending_add(c->m, c->pd, c->row, c->reason);
+                c->rows++;
+                for (size_t a = 0; a < c->m->n_axes; a++)
+                        if (c->row[a] >= 0) {
+                                c->seen[a] |= UINT64_C(1) << c->row[a];
+                                picked[a] |= UINT64_C(1) << c->row[a];
                         }
         }
-        /* Holding S, every other axis moved to a value not yet tried with S, as far as the rules allow. */
-        while (rows < MX_CONFIRM_MAX_ROWS) {
+}
+
+static bool set_has_axis(const struct cand *s, size_t a)
+{
+        bool in_set = false;
+
+        for (unsigned i = 0; i < s->n; i++)
+                in_set = in_set || s->axes[i] == (int)a;
+        return in_set;
+}
+
+/* Move axis a of c->row to the first product value not yet tried with S that keeps the row valid. */
+static bool move_axis(struct confirm *c, size_t a)
+{
+        const struct mx_matrix_axis *ax = &c->m->axes[a];
+
+        for (size_t v = 0; v < ax->n_values; v++) {
+                int old = c->row[a];
+
+                if (!(ax->product_set & (UINT64_C(1) << v)) || (c->seen[a] & (UINT64_C(1) << v)))
+                        continue;
+                c->row[a] = (int)v;
+                if (valid(c->m, c->row))
+                        return true;
+                c->row[a] = old;
+        }
+        return false;
+}
+
+/* Holding S, every other axis moved to a value not yet tried with S, as far as the rules allow. */
+static void confirm_vary_others(struct confirm *c)
+{
+        const struct mx_matrix *m = c->m;
+
+        while (c->rows < MX_CONFIRM_MAX_ROWS) {
                 bool moved = false;
 
-                memcpy(row, base, m->n_axes * sizeof(int));
+                memcpy(c->row, c->base, m->n_axes * sizeof(int));
                 for (size_t a = 0; a < m->n_axes; a++) {
-                        const struct mx_matrix_axis *ax = &m->axes[a];
-                        bool in_set = false;
-
-                        for (unsigned i = 0; i < n; i++)
-                                in_set = in_set || axes[i] == (int)a;
-                        if (in_set || !ax->product)
+                        if (set_has_axis(c->s, a) || !m->axes[a].product)
                                 continue;
-                        for (size_t v = 0; v < ax->n_values; v++) {
-                                int old = row[a];
-
-                                if (!(ax->product_set & (UINT64_C(1) << v)) ||
-                                    (seen[a] & (UINT64_C(1) << v)))
-                                        continue;
-                                row[a] = (int)v;
-                                if (valid(m, row)) {
-                                        moved = true;
-                                        break;
-                                }
-                                row[a] = old;
-                        }
+                        if (move_axis(c, a))
+                                moved = true;
                 }
                 if (!moved)
                         break;
-                pending_add(m, pd, row, reason);
-                rows++;
+                pending_add(m, c->pd, c->row, c->reason);
+                c->rows++;
                 for (size_t a = 0; a < m->n_axes; a++)
-                        if (row[a] >= 0)
-                                seen[a] |= UINT64_C(1) << row[a];
+                        if (c->row[a] >= 0)
+                                c->seen[a] |= UINT64_C(1) << c->row[a];
         }
-        /* S minus one element each: the baseline's value there, else the first other one the rules allow. */
-        for (unsigned i = 0; i < n; i++) {
-                const struct mx_matrix_axis *ax = &m->axes[axes[i]];
-                int pick = -1;
+}
 
-                memcpy(row, base, m->n_axes * sizeof(int));
-                for (int pass = 0; pass < 2 && pick < 0; pass++)
-                        for (size_t v = 0; v < ax->n_values && pick < 0; v++) {
-                                int cand = pass == 0 ? m->baseline[axes[i]] : (int)v;
+/* What S's element i yields to in c->row: the baseline's value, else the first the rules allow; -1: none. */
+static int drop_pick(struct confirm *c, unsigned i)
+{
+        const struct mx_matrix *m = c->m;
+        const struct mx_matrix_axis *ax = &m->axes[c->s->axes[i]];
+        int pick = -1;
 
-                                if (cand < 0 || cand == values[i])
-                                        continue;
-                                row[axes[i]] = cand;
-                                if (valid(m, row))
-                                        pick = cand;
-                                if (pass == 0)
-                                        break;
-                        }
+        for (int pass = 0; pass < 2 && pick < 0; pass++)
+                for (size_t v = 0; v < ax->n_values && pick < 0; v++) {
+                        int cand = pass == 0 ? m->baseline[c->s->axes[i]] : (int)v;
+
+                        if (cand < 0 || cand == c->s->values[i])
+                                continue;
+                        c->row[c->s->axes[i]] = cand;
+                        if (valid(m, c->row))
+                                pick = cand;
+                        if (pass == 0)
+                                break;
+                }
+        return pick;
+}
+
+/* S minus one element each: the baseline's value there, else the first other one the rules allow. */
+static void confirm_drop_each(struct confirm *c)
+{
+        const struct cand *s = c->s;
+
+        for (unsigned i = 0; i < s->n; i++) {
+                const struct mx_matrix_axis *ax = &c->m->axes[s->axes[i]];
+                const char *without = ax->values[s->values[i]].name;
+                _cleanup_free_ char *r = NULL;
+                int pick;
+
+                memcpy(c->row, c->base, c->m->n_axes * sizeof(int));
+                pick = drop_pick(c, i);
                 if (pick < 0) {
-                        strv_consume(&pd->notes, xasprintf("%s: no valid configuration without %s=%s", text,
-                                                           ax->name, ax->values[values[i]].name));
+                        strv_consume(&c->pd->notes, xasprintf("%s: no valid configuration without %s=%s",
+                                                              s->text, ax->name, without));
                         continue;
                 }
-                row[axes[i]] = pick;
-                {
-                        _cleanup_free_ char *r =
-                                xasprintf("confirm: %s (without %s=%s: %s=%s)", text, ax->name,
-                                          ax->values[values[i]].name, ax->name, ax->values[pick].name);
-
-                        pending_add(m, pd, row, r);
-                }
+                c->row[s->axes[i]] = pick;
+                r = xasprintf("confirm: %s (without %s=%s: %s=%s)", s->text, ax->name, without, ax->name,
+                              ax->values[pick].name);
+                pending_add(c->m, c->pd, c->row, r);
         }
+}
+
+/* The runs for one candidate set (already in the matrix's indices). */
+static void confirm_set(const struct mx_matrix *m, const struct tried *tr, const struct cand *s,
+                        struct pending *pd)
+{
+        size_t na = MX_MAX(m->n_axes, (size_t)1);
+        _cleanup_free_ uint64_t *seen = xcalloc(na, sizeof(uint64_t));
+        _cleanup_free_ int *row = mx_config_new(m);
+        _cleanup_free_ char *reason = xasprintf("confirm: %s", s->text);
+        struct confirm c = {
+                .m = m, .tr = tr, .s = s, .pd = pd, .seen = seen, .row = row, .reason = reason,
+        };
+
+        if (!confirm_scan(&c))
+                return;
+        confirm_on_passing(&c);
+        confirm_vary_others(&c);
+        confirm_drop_each(&c);
 }
 
 int mx_confirm_plan(const struct mx_matrix *m, const struct mx_attrib_result *res, json_t *tried_json,
@@ -205,6 +295,7 @@ int mx_confirm_plan(const struct mx_matrix *m, const struct mx_attrib_result *re
                         passed[n_tried] = json_is_true(json_object_get(c, "pass"));
                         n_tried++;
                 }
+        struct tried tr = { .configs = tried, .passed = passed, .n = n_tried };
         for (size_t k = 0; k < res->n_classes && n_sets < MX_CONFIRM_MAX_SETS; k++)
                 for (size_t s = 0; s < res->classes[k].n_sets && n_sets < MX_CONFIRM_MAX_SETS; s++) {
                         const struct mx_attrib_set *set = &res->classes[k].sets[s];
@@ -226,7 +317,7 @@ int mx_confirm_plan(const struct mx_matrix *m, const struct mx_attrib_result *re
                                              xasprintf("%s: not in the matrix %s", text, m->path));
                                 continue;
                         }
-                        confirm_set(m, tried, passed, n_tried, axes, values, set->n, text, &pd);
+                        confirm_set(m, &tr, &(struct cand){ axes, values, set->n, text }, &pd);
                         n_sets++;
                 }
         if (pd.n == 0) {

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* How long a submission will take, and what its level selection cannot measure (estimate.h). */
 #include "estimate.h"
 #include "levelcat.h"
 

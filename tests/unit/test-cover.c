@@ -6,6 +6,8 @@
  * and the row counts against PICT's (tests/fixtures/cover/pict-sizes.tsv).
  */
 #include "cover-spec.h"
+#include "cover-verify.h"
+#include "cover.h"
 #include "test.h"
 
 /* A model built in place: up to 8 parameters and 8 patterns of 3 terms. */

@@ -5,6 +5,7 @@
  * completed features; feature resolution (aliases, ambiguity, unknown names);
  * pins; covering-array and full strategies.
  */
+#include "cover-verify.h"
 #include "matrix-helpers.h"
 #include "plan.h"
 

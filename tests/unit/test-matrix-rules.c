@@ -6,6 +6,7 @@
  * (the rules compiled into forbidden patterns), pinned models and generated
  * covering arrays must all agree with it, cell by cell.
  */
+#include "cover-verify.h"
 #include "matrix-helpers.h"
 #include "plan.h"
 

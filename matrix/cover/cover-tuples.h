@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internals shared by the covering-array files (cover.c, cover-solve.c,
- * cover-tuples.c, cover-build.c, cover-optimise.c, cover-verify.c). Nothing
- * here is part of the library's interface.
+ * The tuple table of covering arrays (cover-tuples.c), the bit sets and the
+ * seeded PRNG that the generator and the verifier share.
  *
  * Tuples are numbered densely: the t-subsets of parameters are ranked in
  * colexicographic order (rank = sum of C(p_j, j + 1) over the sorted members),
@@ -11,21 +10,10 @@
  */
 #pragma once
 
-#include "cover.h"
-
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "cover-solve.h"
 
 /* Largest tuple table (bitsets, counters, subset offsets) a model may need. */
 #define MX_COVER_MAX_TABLE_BYTES ((uint64_t)256 << 20)
-/* One unit of mx_cover_options.effort, in tuple look-ups. */
-#define MX_COVER_EFFORT_UNIT (UINT64_C(1) << 20)
-
-/* Check the model's shape against the limits in cover.h: -EINVAL or -E2BIG with a reason. */
-int cover_check_model(const struct mx_cover_model *m, char **reterr);
-/* True when row (values in range) matches no pattern, checked directly against the model. */
-bool cover_row_allowed(const struct mx_cover_model *m, const int *row, size_t *ret_forbid);
 
 /* ---- PRNG: xoshiro256** seeded by splitmix64, so runs depend on the seed only ---- */
 
@@ -38,25 +26,7 @@ uint64_t cover_rng_next(struct cover_rng *r);
 /* Uniform in [0, n); n > 0. */
 uint64_t cover_rng_below(struct cover_rng *r, uint64_t n);
 
-/* ---- constraint solver (cover-solve.c) ---- */
-
-struct cover_solver;
-
-/*
- * Build the solver for a model whose shape was already validated. Returns NULL
- * when the model has no forbidden pattern that can ever match, which callers
- * treat as "everything is valid".
- */
-struct cover_solver *cover_solver_new(const struct mx_cover_model *m);
-struct cover_solver *cover_solver_free(struct cover_solver *s);
-/* True when the partial row (-1 = free) can be completed to a valid row. */
-bool cover_solver_extendable(struct cover_solver *s, const int *partial);
-/* True when some forbidden pattern mentions parameter p. */
-bool cover_solver_constrains(const struct cover_solver *s, size_t p);
-/* True when the complete row matches no pattern; only patterns mentioning p are checked when p < n. */
-bool cover_solver_row_ok(const struct cover_solver *s, const int *row, size_t p);
-
-/* ---- tuple table (cover-tuples.c) ---- */
+/* ---- the table ---- */
 
 struct cover_tuples {
         size_t n;             /* parameters */
@@ -112,6 +82,8 @@ void cover_tuple_decode(const struct cover_tuples *tt, uint64_t id, unsigned *c,
 /* Advance c[] to the next t-subset of 0..n-1 in colex order; false after the last one. */
 bool cover_subset_next(unsigned *c, unsigned t, size_t n);
 
+/* ---- bit sets: bit i of b (tuples, values) ---- */
+
 static inline bool bit_get(const uint64_t *b, uint64_t i)
 {
         return (b[i >> 6] >> (i & 63)) & 1;
@@ -124,34 +96,3 @@ static inline void bit_clear(uint64_t *b, uint64_t i)
 {
         b[i >> 6] &= ~(UINT64_C(1) << (i & 63));
 }
-
-/* ---- generation state (cover-build.c, cover-optimise.c) ---- */
-
-struct cover_gen {
-        const struct mx_cover_model *m;
-        size_t n;
-        unsigned t;
-        struct cover_solver *solver; /* NULL: no constraints */
-        struct cover_tuples tt;
-        struct cover_rng rng;
-
-        /* rows built so far: n_rows x n, plus which cells a required row fixed */
-        int *rows;
-        uint8_t *fixed;
-        size_t n_rows, cap_rows;
-        size_t n_required;
-
-        /* construction: uncovered valid tuples */
-        uint64_t *uncov;
-        uint64_t n_uncov;
-        uint32_t *unc_subset; /* per subset */
-        uint64_t *unc_pv;     /* per parameter x 64 values */
-
-        uint64_t work;       /* tuple look-ups done, the effort currency */
-        uint64_t work_limit; /* for the optimiser */
-};
-
-/* Start over: fill free cells of required rows, then add rows until every valid tuple is covered. */
-int cover_build(struct cover_gen *g, const int *required, size_t n_required, char **reterr);
-/* Try to shorten the array within g->work_limit; keeps it complete and valid. */
-void cover_optimise(struct cover_gen *g);
