@@ -7,6 +7,7 @@
  * committed before the reply.
  */
 #include "attribute.h"
+#include "changes.h"
 #include "control.h"
 #include "gates.h"
 #include "log.h"
@@ -397,7 +398,7 @@ static const struct {
         { "show", m_show },     { "cancel", m_cancel }, { "pause", m_pause },   { "resume", m_resume },
         { "retry", m_retry },   { "logs", m_logs },     { "follow", m_follow }, { "reload", m_reload },
         { "attribute", attribute_handle }, { "gates", m_gates }, { "report", m_report },
-        { "repro", m_repro },
+        { "repro", m_repro },   { "history", changes_method },
 };
 
 mx_method_fn methods_lookup(const char *name)

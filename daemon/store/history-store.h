@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The history method's reads (issue 19 item 2): which stored configuration a
+ * user means, and its L4 results per attempt with the source commit each ran
+ * at, for matrix/analysis/changepoint.h. Non-logging.
+ */
+#pragma once
+
+#include "db.h"
+
+/* At most this many attempts (the newest) make a history. */
+#define HISTORY_POINTS_MAX 2000
+
+/*
+ * The configuration key a user named: "rRUN" (that run's configuration), a
+ * configuration hash (16 hex digits), or axis=value pins (an object; values
+ * may be written "a=1,b=2" as show prints a key) that exactly one stored
+ * configuration holds. -ENOENT: none; -EEXIST: several (*reterr lists them).
+ */
+int history_store_config(struct mx_db *db, const char *word, json_t *pins, char **ret_key, char **reterr);
+
+/*
+ * The configuration's attempts with an L4 that measured (pass or fail) and a
+ * commit of source recorded, in commit order (a commit's place: its first
+ * measurement), oldest first: [{"commit", "run", "attempt", "started_at",
+ * "l4"}]. source NULL: the configuration's only source tree (-EEXIST when it
+ * has several: *reterr names them); *ret_source the one used.
+ */
+int history_store_points(struct mx_db *db, const char *config_key, const char *source, json_t **ret_points,
+                         char **ret_source, char **reterr);
