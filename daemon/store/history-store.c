@@ -140,23 +140,52 @@ static int pick_source(struct mx_db *db, const char *config_key, const char *sou
         return 0;
 }
 
-/* Order the points by their commit's first measurement, stable within a commit. */
+struct commit_key {
+        const char *sha;
+        int64_t time;  /* the commit's time (s); the first measurement's place where any is unknown */
+        size_t first;  /* its first measurement's place */
+};
+
+static int commit_key_cmp(const void *a, const void *b)
+{
+        const struct commit_key *x = a, *y = b;
+
+        if (x->time != y->time)
+                return x->time < y->time ? -1 : 1;
+        return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/*
+ * Order the points by their commit's time (git log's %ct, recorded with the
+ * metadata since issue 19; a commit's first measurement breaks ties), or by the
+ * commit's first measurement where some commit's time is unknown. Stable
+ * within a commit: its starts in the order they ran.
+ */
 static json_t *commit_order(json_t *points)
 {
-        json_t *out = json_array(), *p, *q;
-        size_t i, j;
-        _cleanup_json_ json_t *done = json_object();
+        _cleanup_free_ struct commit_key *k = xcalloc(json_array_size(points) + 1, sizeof(*k));
+        _cleanup_json_ json_t *seen = json_object();
+        json_t *out = json_array(), *p;
+        bool timed = true;
+        size_t n = 0, i, j;
 
         json_array_foreach (points, i, p) {
                 const char *c = json_string_value(json_object_get(p, "commit"));
+                json_t *t = json_object_get(p, "committed_at");
 
-                if (json_object_get(done, c))
+                if (json_object_get(seen, c))
                         continue;
-                json_object_set_new(done, c, json_true());
-                json_array_foreach (points, j, q)
-                        if (j >= i && streq_ptr(c, json_string_value(json_object_get(q, "commit"))))
-                                json_array_append(out, q);
+                json_object_set_new(seen, c, json_true());
+                timed &= json_is_integer(t);
+                k[n++] = (struct commit_key){.sha = c, .time = json_integer_value(t), .first = i};
         }
+        for (i = 0; i < n && !timed; i++)
+                k[i].time = 0;
+        qsort(k, n, sizeof(*k), commit_key_cmp);
+        for (i = 0; i < n; i++)
+                json_array_foreach (points, j, p)
+                        if (streq_ptr(k[i].sha, json_string_value(json_object_get(p, "commit"))))
+                                json_array_append(out, p);
         return out;
 }
 
@@ -165,13 +194,16 @@ int history_store_points(struct mx_db *db, const char *config_key, const char *s
 {
         /* The newest HISTORY_POINTS_MAX, read back oldest first. */
         static const char sql[] =
-                "SELECT * FROM (SELECT s.sha, r.id, a.n, a.started_at, l.metrics FROM runs r "
+                "SELECT * FROM (SELECT s.sha, r.id, a.n, a.started_at, l.metrics, "
+                "json_extract(m.record, '$.sources.\"' || ?2 || '\".committed_at') FROM runs r "
                 "JOIN attempts a ON a.run_id = r.id JOIN levels l ON l.attempt_id = a.id AND l.level = 'L4' "
                 "AND l.verdict IN ('pass', 'fail') AND l.metrics IS NOT NULL "
                 "JOIN attempt_sources s ON s.attempt_id = a.id AND s.name = ?2 AND s.sha IS NOT NULL "
+                "LEFT JOIN attempt_metadata m ON m.attempt_id = a.id "
                 "WHERE r.config_key = ?1 ORDER BY a.started_at DESC, a.id DESC LIMIT ?3) "
-                "ORDER BY started_at";
-        static const char *const keys[] = {"commit", "run", "attempt", "started_at", "json:l4", NULL};
+                "ORDER BY 4";
+        static const char *const keys[] = {"commit", "run", "attempt", "started_at", "json:l4", "committed_at",
+                                           NULL};
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_json_ json_t *points = json_array();
         _cleanup_free_ char *src = NULL;

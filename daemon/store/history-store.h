@@ -21,9 +21,9 @@ int history_store_config(struct mx_db *db, const char *word, json_t *pins, char 
 
 /*
  * The configuration's attempts with an L4 that measured (pass or fail) and a
- * commit of source recorded, in commit order (a commit's place: its first
- * measurement), oldest first: [{"commit", "run", "attempt", "started_at",
- * "l4"}]. source NULL: the configuration's only source tree (-EEXIST when it
+ * commit of source recorded, in commit order (the commits' times, or their
+ * first measurements where a time is not recorded), oldest first:
+ * [{"commit", "committed_at", "run", "attempt", "started_at", "l4"}]. source NULL: the configuration's only source tree (-EEXIST when it
  * has several: *reterr names them); *ret_source the one used.
  */
 int history_store_points(struct mx_db *db, const char *config_key, const char *source, json_t **ret_points,

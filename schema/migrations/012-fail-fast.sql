@@ -7,5 +7,5 @@
 -- takes a job's pass-1 runs before its pass-2 runs. A run whose cheap pass
 -- failed is done with that result, and its expensive levels never start.
 -- NULL: one pass (fifo, the order before this migration).
-ALTER TABLE runs ADD COLUMN pass INTEGER CHECK (pass IN (1, 2)); -- the pass its next attempt makes
-ALTER TABLE attempts ADD COLUMN pass INTEGER;                    -- 1: a cheap pass (its levels L1, L1.5)
+ALTER TABLE runs ADD COLUMN pass INTEGER;     -- the pass its next attempt makes: 1 or 2
+ALTER TABLE attempts ADD COLUMN pass INTEGER; -- 1: a cheap pass (its levels L1, L1.5)

@@ -8,7 +8,8 @@
 # clear of a loaded 2-core machine's timing noise; the 5 % case with L5's
 # noise model is the unit test's, tests/unit/test-changepoint.c): history
 # marks the change between the last fast and the first slow commit, and
-# prints the bisect command line between them.
+# prints the bisect command line between them. A commit measured last but
+# committed first is placed first (commit time orders, git log's %ct).
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 source "$(dirname "$0")/lib.sh"
@@ -28,10 +29,10 @@ exec "$MXSIM_BIN" "$@"
 SH
 chmod +x "$T/srv/serve.sh"
 g init -q || fail "git init"
-commit() { # commit MS N: the server decodes a token every MS ms from commit N on
+commit() { # commit MS N [DATE]: the server decodes a token every MS ms from commit N on (committed on DATE)
         echo "$1" >"$T/srv/token-ms"
         echo "$2" >"$T/srv/n"
-        g add -A && g commit -qm "commit $2" || fail "git commit"
+        g add -A && GIT_COMMITTER_DATE="${3:-2026-01-0$2T12:00:00Z}" g commit -qm "commit $2" || fail "git commit"
         git -C "$T/srv" rev-parse HEAD
 }
 ok "made"
@@ -98,6 +99,18 @@ has "$T/out" "between commits ${sha[3]:0:12} and ${sha[4]:0:12} (n=6 runs before
 has "$T/out" "bisect: mxmatrix bisect kernel=marlin --repo $T/srv --good ${sha[3]} --bad ${sha[4]} --metric tg32"
 grep -q "^${sha[4]:0:12} .*<- -" "$T/out" || fail "the first slow start is not marked: $(cat "$T/out")"
 ok "marked at commit 4"
+
+step="ordered by commit time, not by when it was measured"
+# a fast commit measured last but committed before all others comes first
+sha[0]=$(commit 4 0 2025-12-31T12:00:00Z)
+measure
+out=$(mxj history kernel=marlin) || fail "history --json"
+[ "$(jq -r '.series[0].commit' <<<"$out")" = "${sha[0]}" ] || fail "first: $(jq -c '[.series[].commit]' <<<"$out")"
+[ "$(jq '.series[0].committed_at' <<<"$out")" = "$(date -d 2025-12-31T12:00:00Z +%s)" ] || fail "time: $out"
+[ "$(jq '.change_points | length' <<<"$out")" -eq 1 ] || fail "change points: $out"
+[ "$(jq -r '.change_points[0].before' <<<"$out")" = "${sha[3]}" ] || fail "before: $out"
+[ "$(jq '.change_points[0].n_before' <<<"$out")" -eq 8 ] || fail "n_before: $out"
+ok "commit 0 first, the change still after commit 3"
 
 step="the same configuration by its run and its key"
 run=$(jq -r '.series[0].run' <<<"$out")

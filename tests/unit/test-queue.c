@@ -957,7 +957,8 @@ TEST(migration_008_renames_plan_reasons)
         static const char fill[] =
                 "DROP TABLE confirmations; ALTER TABLE attempts DROP COLUMN confirm_of; "
                 "ALTER TABLE runs DROP COLUMN confirming; "
-                "ALTER TABLE attempts DROP COLUMN command; PRAGMA user_version = 7;"
+                "ALTER TABLE attempts DROP COLUMN command; ALTER TABLE runs DROP COLUMN pass; "
+                "ALTER TABLE attempts DROP COLUMN pass; PRAGMA user_version = 7;"
                 "INSERT INTO jobs (id, uid, gid, submitted_at, matrix_path, matrix_digest, strategy, levels, "
                 "request) VALUES (1, 1000, 1000, 0, 'm', 'd', 'default', '[]', '{}');"
                 "INSERT INTO runs (id, job_id, seq, config_key, config_hash, config, reasons, queued_at, state) "
