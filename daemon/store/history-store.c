@@ -45,6 +45,28 @@ static json_t *flat_pins(const char *word, json_t *pins)
         return out;
 }
 
+static int str_cmp(const void *a, const void *b)
+{
+        return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The configuration key pins would make (ident.h: axis=value sorted by axis, joined by ","). */
+static char *pins_key(json_t *pins)
+{
+        _cleanup_free_ const char **k = xcalloc(json_object_size(pins) + 1, sizeof(char *));
+        struct mx_buf b = MX_BUF_INIT;
+        const char *name;
+        json_t *v;
+        size_t n = 0;
+
+        json_object_foreach (pins, name, v)
+                k[n++] = name;
+        qsort(k, n, sizeof(*k), str_cmp);
+        for (size_t i = 0; i < n; i++)
+                mx_buf_printf(&b, "%s%s=%s", i ? "," : "", k[i], json_string_value(json_object_get(pins, k[i])));
+        return mx_buf_steal(&b);
+}
+
 static bool config_holds(json_t *config, json_t *pins)
 {
         const char *k;
@@ -62,7 +84,7 @@ int history_store_config(struct mx_db *db, const char *word, json_t *pins, char 
                                   "config_key";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_json_ json_t *want = flat_pins(word, pins);
-        _cleanup_free_ char *found = NULL;
+        _cleanup_free_ char *found = NULL, *exact = pins_key(want);
         struct mx_buf names = MX_BUF_INIT;
         size_t n = 0;
         int r, rc;
@@ -79,6 +101,12 @@ int history_store_config(struct mx_db *db, const char *word, json_t *pins, char 
                                             streq_ptr(word, key)
                                   : config_holds(config, want);
 
+                if (!word && streq_ptr(key, exact)) {
+                        /* every axis named: that configuration, whatever else holds these values */
+                        mx_buf_free(&names);
+                        *ret_key = xstrdup(key);
+                        return 0;
+                }
                 if (!match)
                         continue;
                 if (n++ < 5)

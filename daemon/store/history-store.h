@@ -14,8 +14,8 @@
 /*
  * The configuration key a user named: "rRUN" (that run's configuration), a
  * configuration hash (16 hex digits), or axis=value pins (an object; values
- * may be written "a=1,b=2" as show prints a key) that exactly one stored
- * configuration holds. -ENOENT: none; -EEXIST: several (*reterr lists them).
+ * may be written "a=1,b=2" as show prints a key): the configuration whose key
+ * they are, else the one stored configuration that holds them. -ENOENT: none; -EEXIST: several (*reterr lists them).
  */
 int history_store_config(struct mx_db *db, const char *word, json_t *pins, char **ret_key, char **reterr);
 
