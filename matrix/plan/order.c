@@ -45,8 +45,9 @@ int mx_order_resolve(const struct mx_matrix *m, const char *requested, size_t n_
                 *ret_why = xstrdup("the matrix's settings.order");
         } else {
                 o = n_runs >= MX_ORDER_FAIL_FAST_MIN_RUNS ? MX_ORDER_FAIL_FAST : MX_ORDER_FIFO;
-                *ret_why = xasprintf("the default for %zu run%s (fail-fast from %d)", n_runs,
-                                     n_runs == 1 ? "" : "s", MX_ORDER_FAIL_FAST_MIN_RUNS);
+                *ret_why = xasprintf("the default for %s %d runs: this job has %zu",
+                                     o == MX_ORDER_FAIL_FAST ? "more than" : "jobs of up to",
+                                     MX_ORDER_FAIL_FAST_MIN_RUNS - 1, n_runs);
         }
         json_array_foreach (levels, i, v)
                 cheap += mx_order_level_is_cheap(json_string_value(v));

@@ -41,7 +41,7 @@ ok "checks"
 
 step="plan shows the order"
 expect_exit 0 mx plan "$MXD_MATRIX" plain --strategy full
-has "$T/out" "Order: fail-fast (the default for 5 runs"
+has "$T/out" "Order: fail-fast (the default for more than 3 runs: this job has 5)"
 has "$T/out" "pass 1: L1"
 has "$T/out" "pass 2: L1, L4"
 expect_exit 0 mx plan "$MXD_MATRIX" plain --strategy full --order fifo
