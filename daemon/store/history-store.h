@@ -8,8 +8,12 @@
 
 #include "db.h"
 
-/* At most this many attempts (the newest) make a history. */
-#define HISTORY_POINTS_MAX 2000
+/*
+ * At most this many attempts (the newest) make a history: the change-point
+ * search runs on the daemon's loop, O(n^2) per permutation (500: about 0.1 s
+ * per segment tested).
+ */
+#define HISTORY_POINTS_MAX 500
 
 /*
  * The configuration key a user named: "rRUN" (that run's configuration), a

@@ -79,7 +79,11 @@ static bool best_split(const double *x, const size_t *group, size_t m, size_t mi
         return true;
 }
 
-/* The permutation p of the segment's best split: its q against the best q of shuffled copies. */
+/*
+ * The permutation p of the segment's best split: its q against the best q of
+ * shuffled copies. Stops as soon as p can no longer fall below alpha (then
+ * the p returned is where it stopped, at least alpha).
+ */
 static double permutation_p(const double *x, const size_t *group, size_t m, const struct mx_cp_opts *o,
                             double q, uint64_t seed)
 {
@@ -101,6 +105,9 @@ static double permutation_p(const double *x, const size_t *group, size_t m, cons
                 }
                 if (best_split(y, group, m, o->min_size, &at, &qq) && qq >= q)
                         at_least++;
+                /* already not significant, whatever the rest give: only significant p are reported */
+                if ((1.0 + at_least) / (1.0 + o->permutations) >= o->alpha)
+                        break;
         }
         return (1.0 + at_least) / (1.0 + o->permutations);
 }
