@@ -589,8 +589,11 @@ static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts
  */
 static int shown_attempt(struct mx_db *db, int64_t run, int *ret_n, char **ret_result)
 {
+        /* a fail-fast run's cheap pass that passed is not a result: its second pass did not come to one */
         static const char sql[] = "SELECT n, result FROM attempts WHERE run_id = ? AND confirm_of IS NULL "
-                                  "AND result NOT IN ('cancelled', 'interrupted') ORDER BY n DESC LIMIT 1";
+                                  "AND result NOT IN ('cancelled', 'interrupted') "
+                                  "AND NOT (coalesce(pass, 0) = 1 AND result IN ('pass', 'xpass')) "
+                                  "ORDER BY n DESC LIMIT 1";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = db_stmt(db, sql, &s), rc;
 
@@ -1045,10 +1048,12 @@ static int cancel_body(struct mx_db *db, int64_t job, int64_t run, uid_t by, int
         static const char cq[] =
                 "UPDATE runs SET state = 'done', cancelled_at = ?, confirming = NULL, "
                 "result_attempt = (SELECT a.n FROM attempts a WHERE a.run_id = runs.id AND a.confirm_of IS NULL "
-                "AND a.result NOT IN ('cancelled', 'interrupted') ORDER BY a.n DESC LIMIT 1), "
+                "AND a.result NOT IN ('cancelled', 'interrupted') "
+                "AND NOT (coalesce(a.pass, 0) = 1 AND a.result IN ('pass', 'xpass')) ORDER BY a.n DESC LIMIT 1), "
                 "result = coalesce((SELECT a.result FROM attempts a WHERE a.run_id = runs.id "
-                "AND a.confirm_of IS NULL "
-                "AND a.result NOT IN ('cancelled', 'interrupted') ORDER BY a.n DESC LIMIT 1), 'cancelled') "
+                "AND a.confirm_of IS NULL AND a.result NOT IN ('cancelled', 'interrupted') "
+                "AND NOT (coalesce(a.pass, 0) = 1 AND a.result IN ('pass', 'xpass')) ORDER BY a.n DESC LIMIT 1), "
+                "'cancelled') "
                 "WHERE state = 'queued' AND (job_id = ? OR id = ?)";
         /* Stored with the run, so a recovery after kill -9 does not requeue what was cancelled. */
         static const char cr[] = "UPDATE runs SET cancelled_at = ? WHERE state = 'running' "
@@ -1451,7 +1456,7 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
 {
         static const char sql[] =
                 "SELECT id, n, started_at, finished_at, outcome, crash_class, message, pid, "
-                "pgid, exit_status, exit_signal, log_path, tag, result, confirm_of, command FROM attempts "
+                "pgid, exit_status, exit_signal, log_path, tag, result, confirm_of, command, pass FROM attempts "
                 "WHERE run_id = ? ORDER BY n";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_(json_decrefp) json_t *a = json_array();
@@ -1470,6 +1475,9 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
                 json_array_append_new(a, t);
                 /* The command as started (migration 008), for show rN and repro */
                 db_json_set_json(t, "command", s, 15);
+                /* A fail-fast run's cheap pass (migration 012): its levels were L1 and L1.5 only */
+                if (sqlite3_column_int(s, 16) == 1)
+                        json_object_set_new(t, "pass", json_integer(1));
                 r = attempt_levels(db, sqlite3_column_int64(s, 0), &levels);
                 if (r < 0)
                         return r;

@@ -1093,7 +1093,45 @@ TEST(fail_fast_passes)
         ASSERT_EQ(sql_int(db, "SELECT count(*) FROM runs WHERE id = 2 AND result = 'fail' AND pass = 1"), 1);
         /* the result of r1 is its second pass (attempt 2) */
         ASSERT_EQ(sql_int(db, "SELECT result_attempt FROM runs WHERE id = 1"), 2);
+        /* show rN marks the cheap pass */
+        {
+                _cleanup_json_ json_t *r1 = run_json(db, 1, true);
+                json_t *h = json_object_get(r1, "attempt_history");
+
+                ASSERT_EQ(json_integer_value(json_object_get(json_array_get(h, 0), "pass")), 1);
+                ASSERT_NULL(json_object_get(json_array_get(h, 1), "pass"));
+        }
         /* retry: r2 back to its cheap pass */
         ASSERT_OK(queue_retry(db, 0, 2, false, 1000, 0, &requeued));
         ASSERT_EQ(sql_int(db, "SELECT pass FROM runs WHERE id = 2"), 1);
+}
+
+/* A fail-fast run cancelled after its cheap pass passed has no result from it: cancelled, not pass. */
+TEST(fail_fast_cancel_after_cheap_pass)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("failfast-cancel.db");
+        _cleanup_json_ json_t *levels = json_pack("[s,s]", "L1", "L4");
+        _cleanup_json_ json_t *req = json_pack("{s:s}", "feature", "cutlass");
+        struct queue_job_new job = {
+                .uid = 1000, .gid = 1000, .user_name = "tester", .matrix_path = "/m.json",
+                .matrix_digest = "0123456789abcdef", .feature = "cutlass", .strategy = "default",
+                .levels = levels, .request = req,
+        };
+        struct queue_run_new run = {
+                .config_key = "kernel=a", .config_hash = "0000000000000000",
+                .config = json_pack("{s:s}", "kernel", "a"), .reasons = json_pack("[s]", "full"),
+                .spec = json_pack("{s:[s]}", "argv", "true"), .fail_fast = true,
+        };
+        int64_t id = 0, cancelled = 0, running = 0;
+
+        ASSERT_OK(queue_submit(db, &job, &run, 1, &id));
+        json_decref(run.config);
+        json_decref(run.reasons);
+        json_decref(run.spec);
+        run_with_level(db, "ffc-1", "pass", MX_OUTCOME_COMPLETED);
+        ASSERT_EQ(sql_int(db, "SELECT pass FROM runs WHERE id = 1"), 2);
+        ASSERT_OK(queue_cancel(db, id, 0, 1000, &cancelled, &running));
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM runs WHERE id = 1 AND state = 'done' AND result = 'cancelled' "
+                              "AND result_attempt IS NULL"),
+                  1);
 }
