@@ -56,6 +56,8 @@ step="submit --dry-run says the order"
 out=$(mxj submit plain --strategy full --dry-run) || fail "dry-run"
 [ "$(jq -r .order.order <<<"$out")" = fail-fast ] || fail "order: $out"
 [ "$(jq -c '.order.passes | map(.levels)' <<<"$out")" = '[["L1"],["L1","L4"]]' ] || fail "passes: $out"
+expect_exit 0 mx submit plain --strategy full --dry-run
+has "$T/out" "order: fail-fast (the default for more than 3 runs: this job has 5): every run's L1/L1.5 first"
 ok "$(jq -r .order.why <<<"$out")"
 
 # the line numbers in $T/follow of the first line matching each pattern
