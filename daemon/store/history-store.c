@@ -23,7 +23,7 @@ static int config_by_run(struct mx_db *db, int64_t run, char **ret_key)
 }
 
 /* "a=1,b=2" and separate words alike: every pin as one axis = value. */
-static json_t *flat_pins(const char *word, json_t *pins)
+static json_t *flat_pins(json_t *pins)
 {
         json_t *out = json_object(), *v;
         const char *k;
@@ -41,7 +41,6 @@ static json_t *flat_pins(const char *word, json_t *pins)
                         }
                 }
         }
-        (void)word;
         return out;
 }
 
@@ -83,7 +82,7 @@ int history_store_config(struct mx_db *db, const char *word, json_t *pins, char 
         static const char sql[] = "SELECT config_key, config, config_hash FROM runs GROUP BY config_hash, "
                                   "config_key";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        _cleanup_json_ json_t *want = flat_pins(word, pins);
+        _cleanup_json_ json_t *want = flat_pins(pins);
         _cleanup_free_ char *found = NULL, *exact = pins_key(want);
         struct mx_buf names = MX_BUF_INIT;
         size_t n = 0;
