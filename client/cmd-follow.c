@@ -75,8 +75,16 @@ static void describe(struct mx_buf *b, const char *kind, json_t *d)
                         mx_buf_puts(b, "L5 undecided: waits for confirmation starts (A/B)");
                         return;
                 }
+                if (json_is_true(json_object_get(d, "next_pass"))) {
+                        /* fail-fast: the cheap levels passed, every level follows on a start of its own */
+                        mx_buf_printf(b, "first pass (L1, L1.5) finished: %s; queued for every level",
+                                      strna(get_str(d, "result")));
+                        return;
+                }
                 mx_buf_printf(b, "%s: %s",
-                              get_int(d, "confirmation_of") > 0 ? "confirmation start finished" : "finished",
+                              get_int(d, "confirmation_of") > 0 ? "confirmation start finished"
+                              : get_int(d, "pass") == 1         ? "first pass (L1, L1.5) finished"
+                                                                : "finished",
                               strna(get_str(d, "result")));
                 if (outcome && !streq(outcome, "completed") && !streq_ptr(outcome, get_str(d, "result")))
                         mx_buf_printf(b, " (%s)", outcome);

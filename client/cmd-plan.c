@@ -9,6 +9,7 @@
 #include "levelcat.h"
 #include "matrix.h"
 #include "output.h"
+#include "order.h"
 #include "plan.h"
 
 #include <getopt.h>
@@ -18,7 +19,7 @@ static void plan_help(FILE *f)
 {
         fprintf(f,
                 "Usage: mxmatrix plan FILE [feature=]X [axis=value...] [levels=LIST] [LEVEL.setting=value...]\n"
-                "                     [--strategy S] [--seed S] [--max-runs N] [--verbose] [--json]\n\n"
+                "                     [--strategy S] [--seed S] [--max-runs N] [--order O] [--verbose] [--json]\n\n"
                 "Print the runs that submitting feature X would make, and why each exists.\n"
                 "X is a feature of FILE by name or id (P1), an axis value by name or alias\n"
                 "(cutlass, gemm), or axis=value. Further axis=value words pin that axis in every run.\n"
@@ -35,6 +36,9 @@ static void plan_help(FILE *f)
                 "                     covering array), full (add every valid configuration)\n"
                 "      --seed S       covering-array seed (default 0)\n"
                 "      --max-runs N   refuse plans with more runs (default %d)\n"
+                "      --order O      fail-fast (every run's L1 and L1.5 first, on a server start of its\n"
+                "                     own; the other levels then for the runs that passed them) or fifo\n"
+                "                     (default: the matrix's settings.order, else fail-fast from 4 runs)\n"
                 "  -v, --verbose      print each run's environment, flags and expectations, with the\n"
                 "                     source each is checked against (server log, profiler report)\n"
                 "      --json         print one JSON document\n"
@@ -114,6 +118,23 @@ static void print_estimate(const struct mx_plan *p, json_t *run, json_t *lset)
                json_string_value(json_object_get(e, "text")));
         json_array_foreach (json_object_get(e, "warnings"), i, w)
                 printf("Warning: %s\n", json_string_value(w));
+        printf("\n");
+}
+
+/* The order the runs take (matrix/plan/order.h): fifo, or fail-fast's two passes. */
+static void print_order(json_t *o)
+{
+        json_t *pass, *l;
+        size_t i, k;
+
+        printf("Order: %s (%s)\n", json_string_value(json_object_get(o, "order")),
+               json_string_value(json_object_get(o, "why")));
+        json_array_foreach (json_object_get(o, "passes"), i, pass) {
+                printf("  pass %zu: ", i + 1);
+                json_array_foreach (json_object_get(pass, "levels"), k, l)
+                        printf("%s%s", k ? ", " : "", json_string_value(l));
+                printf(" - %s\n", json_string_value(json_object_get(pass, "runs")));
+        }
         printf("\n");
 }
 
@@ -278,6 +299,7 @@ int cmd_plan(int argc, char **argv)
                 { "strategy", required_argument, NULL, 's' },
                 { "seed", required_argument, NULL, 'S' },
                 { "max-runs", required_argument, NULL, 'm' },
+                { "order", required_argument, NULL, 'o' },
                 { "verbose", no_argument, NULL, 'v' },
                 { "json", no_argument, NULL, 'j' },
                 { "help", no_argument, NULL, 'h' },
@@ -289,8 +311,10 @@ int cmd_plan(int argc, char **argv)
         _cleanup_strv_free_ char **pins = NULL;
         _cleanup_free_ char *why = NULL;
         const char *path = NULL;
-        _cleanup_json_ json_t *levels_sel = json_array(), *level_over = json_object(), *run = NULL, *lset = NULL;
+        _cleanup_json_ json_t *levels_sel = json_array(), *level_over = json_object(), *run = NULL, *lset = NULL,
+                               *order_json = NULL;
         bool verbose = false;
+        const char *order = NULL;
         int64_t v;
         int c, r;
 
@@ -321,6 +345,13 @@ int cmd_plan(int argc, char **argv)
                                 return MX_EXIT_USAGE;
                         }
                         req.max_runs = (size_t)v;
+                        break;
+                case 'o':
+                        if (mx_order_from_string(optarg) < 0) {
+                                fprintf(stderr, "mxmatrix: unknown order '%s' (fifo, fail-fast)\n", optarg);
+                                return MX_EXIT_USAGE;
+                        }
+                        order = optarg;
                         break;
                 case 'v':
                         verbose = true;
@@ -384,9 +415,21 @@ int cmd_plan(int argc, char **argv)
                 fprintf(stderr, "mxmatrix: levels: %s\n", why);
                 return MX_EXIT_USAGE;
         }
+        {
+                enum mx_order o;
+                bool two = false;
+                _cleanup_free_ char *owhy = NULL;
+
+                if (mx_order_resolve(m, order, p->n_runs, run, &o, &two, &owhy) < 0) {
+                        fprintf(stderr, "mxmatrix: %s: unknown settings.order\n", path);
+                        return MX_EXIT_INPUT;
+                }
+                order_json = mx_order_to_json(o, two, owhy, run);
+        }
         if (arg_json) {
                 _cleanup_(json_decrefp) json_t *j = mx_plan_to_json(p);
 
+                json_object_set(j, "order", order_json);
                 json_object_set(j, "levels", run);
                 json_object_set(j, "level_settings", lset);
                 json_object_set_new(j, "estimate", plan_estimate_json(p, run, lset));
@@ -395,6 +438,7 @@ int cmd_plan(int argc, char **argv)
         }
         print_header(p);
         print_levels(run, lset);
+        print_order(order_json);
         print_estimate(p, run, lset);
         print_runs(p);
         if (verbose)

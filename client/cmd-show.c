@@ -280,6 +280,8 @@ static void show_attempt(json_t *a)
         if (outcome && !streq_ptr(result, outcome) && !streq(outcome, "completed"))
                 printf(" (outcome %s)", outcome);
         printf(" at %s, %s", start, el);
+        if (json_integer_value(json_object_get(a, "pass")) == 1)
+                printf(", first pass (fail-fast: L1, L1.5 only)");
         if (json_is_string(json_object_get(a, "crash_class")))
                 printf(", crash class %s", json_string_value(json_object_get(a, "crash_class")));
         if (json_is_integer(json_object_get(a, "exit_status")))

@@ -28,6 +28,15 @@ static void print_about(json_t *res)
                         printf(" %s", json_string_value(w));
                 putchar('\n');
         }
+        if (json_is_string(json_object_get(json_object_get(res, "order"), "order"))) {
+                json_t *o = json_object_get(res, "order");
+
+                printf("order: %s (%s)%s\n", json_string_value(json_object_get(o, "order")),
+                       strna(json_string_value(json_object_get(o, "why"))),
+                       json_array_size(json_object_get(o, "passes")) > 1
+                               ? ": every run's L1/L1.5 first, the other levels then for those that passed"
+                               : "");
+        }
         if (json_is_string(json_object_get(json_object_get(res, "estimate"), "text")))
                 printf("estimate: %s\n", json_string_value(json_object_get(json_object_get(res, "estimate"), "text")));
         json_array_foreach (json_object_get(res, "warnings"), i, w)

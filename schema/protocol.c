@@ -530,7 +530,9 @@ static void cli_help_words(const struct mx_proto_method *m, FILE *f)
                                 ? "JOB is a job number (12 or j12); rRUN a run number (r34)."
                         : has_job ? "JOB is a job number (12 or j12); a run (r34) is refused."
                                   : "rRUN is a run number (r34); a job number (12 or j12) is refused.");
-        if (as)
+        if (as && json_is_string(json_object_get(as, "help")))
+                fprintf(f, "\n%s\n", json_string_value(json_object_get(as, "help")));
+        else if (as)
                 fprintf(f,
                         "\n%s=X (or a bare X) names what to test; other axis=value words pin that "
                         "axis.\n",

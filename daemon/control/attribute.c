@@ -57,12 +57,18 @@ int attribute_load(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t **
 
 static int load_one(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t *configs, char **reterr)
 {
-        /* Every attempt of every run, in plan order; the levels of each attempt as a JSON array. */
+        /*
+         * Every attempt of every run, in plan order; the levels of each attempt as a JSON array. A fail-fast
+         * run's cheap pass that passed (migration 012) is left out: its second pass decides, and the two
+         * together are not a flaky run.
+         */
         static const char sql[] =
                 "SELECT r.id, r.config, a.outcome, a.crash_class, "
                 "(SELECT json_group_array(json_object('level', l.level, 'verdict', l.verdict)) "
                 " FROM levels l WHERE l.attempt_id = a.id) "
-                "FROM runs r LEFT JOIN attempts a ON a.run_id = r.id WHERE r.job_id = ? ORDER BY r.seq, a.n";
+                "FROM runs r LEFT JOIN attempts a ON a.run_id = r.id "
+                "AND NOT (coalesce(a.pass, 0) = 1 AND a.result IN ('pass', 'xpass')) "
+                "WHERE r.job_id = ? ORDER BY r.seq, a.n";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_json_ json_t *config = NULL, *results = NULL;
         int64_t current = 0;

@@ -8,6 +8,7 @@
  */
 #include "methods.h"
 #include "attribute.h"
+#include "changes.h"
 #include "gates.h"
 #include "log.h"
 #include "meta.h"
@@ -394,5 +395,5 @@ const struct mx_method methods_table[] = {
         { "show", m_show },     { "cancel", m_cancel }, { "pause", m_pause },   { "resume", m_resume },
         { "retry", m_retry },   { "logs", m_logs },     { "follow", m_follow }, { "reload", m_reload },
         { "attribute", attribute_handle }, { "gates", m_gates }, { "report", m_report },
-        { "repro", m_repro },   { NULL, NULL },
+        { "repro", m_repro },   { "history", changes_method }, { NULL, NULL },
 };

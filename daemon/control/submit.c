@@ -7,6 +7,7 @@
 #include "history.h"
 #include "log.h"
 #include "matrix.h"
+#include "order.h"
 #include "plan.h"
 #include "scheduler.h"
 
@@ -374,6 +375,28 @@ static void submit_store(struct mx_request *req, const struct mx_matrix *m, cons
         }
 }
 
+/*
+ * The job's order (matrix/plan/order.h): fail-fast runs make two passes,
+ * their cheap levels first. *ret: the order for the reply. Errors are sent.
+ */
+static int submit_order(struct mx_request *req, const struct mx_matrix *m, struct built *b, json_t *levels,
+                        json_t **ret)
+{
+        const char *asked = json_string_value(json_object_get(req->params, "order"));
+        _cleanup_free_ char *why = NULL;
+        enum mx_order o;
+        bool two = false;
+
+        if (mx_order_resolve(m, asked, b->n, levels, &o, &two, &why) < 0) {
+                request_error(req, "bad-request", "unknown order '%s' (fifo, fail-fast)", strna(asked));
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < b->n; i++)
+                b->runs[i].fail_fast = two;
+        *ret = mx_order_to_json(o, two, why, levels);
+        return 0;
+}
+
 void submit_handle(struct mx_request *req)
 {
         json_t *params = req->params;
@@ -381,7 +404,7 @@ void submit_handle(struct mx_request *req)
         _cleanup_(mx_plan_freep) struct mx_plan *plan = NULL;
         _cleanup_strv_free_ char **pins = submit_pins(json_object_get(params, "pins"));
         _cleanup_json_ json_t *levels = NULL, *level_settings = NULL, *skipped = NULL, *notes = NULL;
-        _cleanup_json_ json_t *about = NULL;
+        _cleanup_json_ json_t *about = NULL, *order = NULL;
         _cleanup_free_ char *err = NULL;
         const struct mx_matrix *m = NULL;
         const char *strategy = json_string_value(json_object_get(params, "strategy"));
@@ -446,7 +469,12 @@ void submit_handle(struct mx_request *req)
                         return;
                 }
         }
+        if (submit_order(req, m, &b, levels, &order) < 0) {
+                built_done(&b);
+                return;
+        }
         about = submit_about(req, m, plan, &b, levels, level_settings);
+        json_object_set_new(about, "order", TAKE_PTR(order));
         if (json_is_true(json_object_get(params, "dry_run"))) {
                 json_t *reply = json_pack("{s:n,s:o,s:O,s:s,s:O,s:O}", "job", "runs", dry_runs(&b), "skipped",
                                           skipped, "resolved", plan->resolved, "notes", notes, "level_settings",

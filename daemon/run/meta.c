@@ -268,6 +268,7 @@ enum item_kind {
         ITEM_GIT_SHA,    /* git rev-parse HEAD of a source tree */
         ITEM_GIT_STATUS, /* git status --porcelain of a source tree */
         ITEM_GIT_BRANCH, /* git rev-parse --abbrev-ref HEAD of a source tree */
+        ITEM_GIT_TIME,   /* git log -1 --format=%ct HEAD: the commit's time, for history's order */
 };
 
 struct alt {
@@ -660,6 +661,17 @@ static void source_json(struct item *it, json_t *sources, json_t *blobs)
                                             *t && !streq(t, "HEAD") ? json_string(t) : json_null());
                 return;
         }
+        if (it->kind == ITEM_GIT_TIME) {
+                int64_t when = 0;
+
+                if (it->error)
+                        json_object_set_new(s, "committed_at_error", json_sprintf("git log: %s", it->error));
+                else if (mx_parse_int64(t, 0, INT64_MAX, &when) < 0)
+                        json_object_set_new(s, "committed_at_error", json_string("git log printed no time"));
+                else
+                        json_object_set_new(s, "committed_at", json_integer(when));
+                return;
+        }
         if (it->kind == ITEM_GIT_SHA) {
                 if (it->error)
                         json_object_set_new(s, "error", json_sprintf("git rev-parse: %s", it->error));
@@ -890,6 +902,9 @@ static void add_sources(struct meta_collect *c)
                 it = item_new(c, k, ITEM_GIT_BRANCH, NULL);
                 alt_add_command(it, strv_make("git", "-c", "safe.directory=*", "-C", path, "rev-parse",
                                               "--abbrev-ref", "HEAD", NULL));
+                it = item_new(c, k, ITEM_GIT_TIME, NULL);
+                alt_add_command(it, strv_make("git", "-c", "safe.directory=*", "-C", path, "log", "-1",
+                                              "--format=%ct", "HEAD", NULL));
         }
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "queue.h"
+#include "order.h"
 #include "sampler.h"
 #include "queue-slurm.h"
 
@@ -140,7 +141,7 @@ static int job_insert(struct mx_db *db, const struct queue_job_new *j, int64_t n
 static int run_insert(struct mx_db *db, int64_t job, int seq, const struct queue_run_new *n, int64_t now)
 {
         static const char sql[] = "INSERT INTO runs (job_id, seq, config_key, config_hash, config, reasons, "
-                                  "expect_fail, snapshot, queued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+                                  "expect_fail, snapshot, queued_at, pass) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int64_t snap = 0;
         int r = snapshot_store(db, n->spec, &snap);
@@ -159,6 +160,7 @@ static int run_insert(struct mx_db *db, int64_t job, int seq, const struct queue
         db_bind_text(s, 7, n->expect_fail);
         db_bind_int64(s, 8, snap);
         db_bind_int64(s, 9, now);
+        db_bind_int64_or_null(s, 10, 1, !n->fail_fast);
         return db_step_done(db, s);
 }
 
@@ -239,6 +241,18 @@ static json_t *confirm_levels(json_t *job_levels)
         return out;
 }
 
+/* A fail-fast job's first pass: the job's cheap levels (matrix/plan/order.h), in its order. */
+static json_t *cheap_levels(json_t *job_levels)
+{
+        json_t *out = json_array(), *v;
+        size_t i;
+
+        json_array_foreach (job_levels, i, v)
+                if (mx_order_level_is_cheap(json_string_value(v)))
+                        json_array_append(out, v);
+        return out;
+}
+
 /*
  * The run picked waits for L5 confirmation starts of attempt for: the next
  * planned one (possibly of its reference run), or, when the round is in, the
@@ -282,10 +296,10 @@ static int confirm_pick(struct mx_db *db, int64_t for_attempt, struct queue_next
 int queue_pick_next(struct mx_db *db, struct queue_next *ret)
 {
         static const char sql[] =
-                "SELECT r.job_id, r.id, r.config_key, s.spec, j.levels, b.spec, r.confirming FROM runs r "
+                "SELECT r.job_id, r.id, r.config_key, s.spec, j.levels, b.spec, r.confirming, r.pass FROM runs r "
                 "JOIN jobs j ON j.id = r.job_id JOIN snapshots s ON s.id = r.snapshot "
                 "LEFT JOIN snapshots b ON b.id = j.snapshot WHERE r.state = 'queued' "
-                "ORDER BY j.priority DESC, j.id, r.seq LIMIT 1";
+                "ORDER BY j.priority DESC, j.id, coalesce(r.pass, 1), r.seq LIMIT 1";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = db_stmt(db, sql, &s), rc;
 
@@ -302,7 +316,14 @@ int queue_pick_next(struct mx_db *db, struct queue_next *ret)
                 .config_key = db_column_strdup(s, 2),
                 .spec = spec_merge(s, 5, 3),
                 .levels = db_column_json(s, 4),
+                .cheap_pass = sqlite3_column_int(s, 7) == 1,
         };
+        if (ret->cheap_pass) {
+                json_t *all = ret->levels;
+
+                ret->levels = cheap_levels(all);
+                json_decref(all);
+        }
         if (sqlite3_column_type(s, 6) != SQLITE_NULL) {
                 r = confirm_pick(db, sqlite3_column_int64(s, 6), ret);
                 if (r < 0)
@@ -317,8 +338,9 @@ static int attempt_start_body(struct mx_db *db, int64_t run, const char *tag, co
 {
         static const char upd[] = "UPDATE runs SET state = 'running', attempts = attempts + 1, result = NULL "
                                   "WHERE id = ? AND state = 'queued' RETURNING attempts, job_id";
-        static const char ins[] = "INSERT INTO attempts (run_id, n, started_at, tag, boot_id) "
-                                  "VALUES (?, ?, ?, ?, ?)";
+        static const char ins[] = "INSERT INTO attempts (run_id, n, started_at, tag, boot_id, pass) "
+                                  "VALUES (?1, ?2, ?3, ?4, ?5, (SELECT CASE WHEN pass = 1 THEN 1 END "
+                                  "FROM runs WHERE id = ?1))";
         _cleanup_stmt_ sqlite3_stmt *u = NULL, *i = NULL;
         int64_t job;
         int r, n;
@@ -523,6 +545,7 @@ struct attempt_facts {
         bool cancelled; /* a cancel was acknowledged while the run ran */
         int64_t confirm_of;  /* a confirmation start of that attempt's L5; 0: none */
         int64_t confirm_ref; /* L5 asks for confirmation starts against this reference run; 0: none */
+        bool cheap_pass;     /* the first pass of a fail-fast run (migration 012) */
 };
 
 static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts *ret)
@@ -532,7 +555,8 @@ static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts
                 "EXISTS (SELECT 1 FROM levels l WHERE l.attempt_id = a.id "
                 "AND l.verdict IN ('fail','invalid')), r.cancelled_at IS NOT NULL, a.n, coalesce(a.confirm_of, 0), "
                 "coalesce((SELECT json_extract(l.metrics, '$.confirm.reference_run') FROM levels l "
-                "WHERE l.attempt_id = a.id AND l.level = 'L5'), 0) FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ? AND a.finished_at IS NULL";
+                "WHERE l.attempt_id = a.id AND l.level = 'L5'), 0), coalesce(a.pass, 0) = 1 "
+                "FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ? AND a.finished_at IS NULL";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = db_stmt(db, sql, &s), rc;
 
@@ -553,6 +577,7 @@ static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts
                 .n = sqlite3_column_int(s, 5),
                 .confirm_of = sqlite3_column_int64(s, 6),
                 .confirm_ref = sqlite3_column_int64(s, 7),
+                .cheap_pass = sqlite3_column_int(s, 8),
         };
         return 0;
 }
@@ -564,8 +589,11 @@ static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts
  */
 static int shown_attempt(struct mx_db *db, int64_t run, int *ret_n, char **ret_result)
 {
+        /* a fail-fast run's cheap pass that passed is not a result: its second pass did not come to one */
         static const char sql[] = "SELECT n, result FROM attempts WHERE run_id = ? AND confirm_of IS NULL "
-                                  "AND result NOT IN ('cancelled', 'interrupted') ORDER BY n DESC LIMIT 1";
+                                  "AND result NOT IN ('cancelled', 'interrupted') "
+                                  "AND NOT (coalesce(pass, 0) = 1 AND result IN ('pass', 'xpass')) "
+                                  "ORDER BY n DESC LIMIT 1";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = db_stmt(db, sql, &s), rc;
 
@@ -662,6 +690,19 @@ static int confirm_finish_body(struct mx_db *db, int64_t attempt, const struct a
         return event_insert(db, fa->job, fa->run, "run-finished", -1, d);
 }
 
+/* The run's next attempt makes its second pass, every level of its job. */
+static int run_next_pass(struct mx_db *db, int64_t run)
+{
+        static const char sql[] = "UPDATE runs SET pass = 2 WHERE id = ?";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s);
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, run);
+        return db_step_done(db, s);
+}
+
 static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct queue_finish *f,
                                char **ret_result)
 {
@@ -675,7 +716,7 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
         _cleanup_(json_decrefp) json_t *d = NULL;
         struct attempt_facts fa = {};
         int64_t now = mx_now_real_us();
-        bool requeue, confirm;
+        bool requeue, confirm, next_pass;
         int r;
 
         r = attempt_facts(db, attempt, &fa);
@@ -707,7 +748,13 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
         }
         /* L5 could not decide: the run waits for confirmation starts (the L5 level asked, naming B) */
         confirm = !requeue && !fa.cancelled && f->outcome == MX_OUTCOME_COMPLETED && fa.confirm_ref > 0;
-        if (!requeue && !confirm) {
+        /* A fail-fast run's cheap pass passed: it queues again for its full levels (migration 012). */
+        next_pass = !requeue && !fa.cancelled && fa.cheap_pass && f->outcome == MX_OUTCOME_COMPLETED &&
+                    !fa.failed_level;
+        confirm = confirm && !next_pass;
+        if (next_pass && (r = run_next_pass(db, fa.run)) < 0)
+                return r;
+        if (!requeue && !confirm && !next_pass) {
                 r = shown_attempt(db, fa.run, &shown_n, &shown);
                 if (r < 0)
                         return r;
@@ -719,9 +766,9 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
         r = db_stmt(db, upd_r, &u);
         if (r < 0)
                 return r;
-        db_bind_text(u, 1, requeue || confirm ? "queued" : "done");
-        db_bind_text(u, 2, requeue || confirm ? NULL : shown);
-        db_bind_int64_or_null(u, 3, shown_n, requeue || confirm);
+        db_bind_text(u, 1, requeue || confirm || next_pass ? "queued" : "done");
+        db_bind_text(u, 2, requeue || confirm || next_pass ? NULL : shown);
+        db_bind_int64_or_null(u, 3, shown_n, requeue || confirm || next_pass);
         db_bind_int64(u, 4, requeue);
         db_bind_int64(u, 5, now);
         db_bind_int64(u, 6, fa.run);
@@ -732,6 +779,10 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
                 return r;
         d = json_pack("{s:s,s:s,s:s?,s:b,s:b}", "outcome", mx_outcome_to_string(f->outcome), "result", result,
                       "crash_class", f->crash_class, "requeued", requeue, "confirming", confirm);
+        if (fa.cheap_pass) {
+                json_object_set_new(d, "pass", json_integer(1));
+                json_object_set_new(d, "next_pass", json_boolean(next_pass));
+        }
         r = event_insert(db, fa.job, fa.run, "run-finished", -1, d);
         if (r >= 0 && ret_result)
                 *ret_result = TAKE_PTR(result);
@@ -997,10 +1048,12 @@ static int cancel_body(struct mx_db *db, int64_t job, int64_t run, uid_t by, int
         static const char cq[] =
                 "UPDATE runs SET state = 'done', cancelled_at = ?, confirming = NULL, "
                 "result_attempt = (SELECT a.n FROM attempts a WHERE a.run_id = runs.id AND a.confirm_of IS NULL "
-                "AND a.result NOT IN ('cancelled', 'interrupted') ORDER BY a.n DESC LIMIT 1), "
+                "AND a.result NOT IN ('cancelled', 'interrupted') "
+                "AND NOT (coalesce(a.pass, 0) = 1 AND a.result IN ('pass', 'xpass')) ORDER BY a.n DESC LIMIT 1), "
                 "result = coalesce((SELECT a.result FROM attempts a WHERE a.run_id = runs.id "
-                "AND a.confirm_of IS NULL "
-                "AND a.result NOT IN ('cancelled', 'interrupted') ORDER BY a.n DESC LIMIT 1), 'cancelled') "
+                "AND a.confirm_of IS NULL AND a.result NOT IN ('cancelled', 'interrupted') "
+                "AND NOT (coalesce(a.pass, 0) = 1 AND a.result IN ('pass', 'xpass')) ORDER BY a.n DESC LIMIT 1), "
+                "'cancelled') "
                 "WHERE state = 'queued' AND (job_id = ? OR id = ?)";
         /* Stored with the run, so a recovery after kill -9 does not requeue what was cancelled. */
         static const char cr[] = "UPDATE runs SET cancelled_at = ? WHERE state = 'running' "
@@ -1088,10 +1141,12 @@ static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_
         /* Failed = anything but pass and expected failure; cancelled runs only with --all. */
         static const char rj[] =
                 "UPDATE runs SET state = 'queued', result = NULL, result_attempt = NULL, confirming = NULL, "
-                "cancelled_at = NULL, queued_at = ? WHERE job_id = ? AND state = 'done' AND "
+                "cancelled_at = NULL, queued_at = ?, pass = CASE WHEN pass IS NOT NULL THEN 1 END "
+                "WHERE job_id = ? AND state = 'done' AND "
                 "(? OR result NOT IN ('pass', 'xfail', 'cancelled'))";
         static const char rr[] = "UPDATE runs SET state = 'queued', result = NULL, result_attempt = NULL, "
-                                 "confirming = NULL, cancelled_at = NULL, queued_at = ? WHERE id = ? AND state = 'done'";
+                                 "confirming = NULL, cancelled_at = NULL, queued_at = ?, "
+                                 "pass = CASE WHEN pass IS NOT NULL THEN 1 END WHERE id = ? AND state = 'done'";
         static const char uj[] = "UPDATE jobs SET cancelled_at = NULL, cancelled_by = NULL WHERE id = ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL, *u = NULL;
         _cleanup_(json_decrefp) json_t *d = NULL;
@@ -1401,7 +1456,7 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
 {
         static const char sql[] =
                 "SELECT id, n, started_at, finished_at, outcome, crash_class, message, pid, "
-                "pgid, exit_status, exit_signal, log_path, tag, result, confirm_of, command FROM attempts "
+                "pgid, exit_status, exit_signal, log_path, tag, result, confirm_of, command, pass FROM attempts "
                 "WHERE run_id = ? ORDER BY n";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_(json_decrefp) json_t *a = json_array();
@@ -1420,6 +1475,9 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
                 json_array_append_new(a, t);
                 /* The command as started (migration 008), for show rN and repro */
                 db_json_set_json(t, "command", s, 15);
+                /* A fail-fast run's cheap pass (migration 012): its levels were L1 and L1.5 only */
+                if (sqlite3_column_int(s, 16) == 1)
+                        json_object_set_new(t, "pass", json_integer(1));
                 r = attempt_levels(db, sqlite3_column_int64(s, 0), &levels);
                 if (r < 0)
                         return r;

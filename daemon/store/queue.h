@@ -46,6 +46,7 @@ struct queue_run_new {
         json_t *reasons; /* array of strings */
         const char *expect_fail;
         json_t *spec;    /* snapshot for the runner (its own part, over the job's spec_base) */
+        bool fail_fast;  /* two passes: its cheap levels first, the rest once they passed (migration 012) */
 };
 
 /* Store a job and its runs; returns the job id. */
@@ -54,7 +55,10 @@ int queue_submit(struct mx_db *db, const struct queue_job_new *job, const struct
 /* Queued runs of a user (for the per-uid limit). */
 int queue_count_queued(struct mx_db *db, uid_t uid, int64_t *ret);
 
-/* The next run to start: highest job priority, then oldest job, then plan order. */
+/*
+ * The next run to start: highest job priority, then oldest job, then (fail-fast
+ * jobs) first passes before second passes, then plan order.
+ */
 struct queue_next {
         int64_t job;
         int64_t run;
@@ -68,6 +72,8 @@ struct queue_next {
          * is to be decided again (l5confirm.h) before anything starts.
          */
         int64_t confirm_row, confirm_of, decide;
+        /* A fail-fast job's first pass of the run (migration 012): levels holds only the cheap ones. */
+        bool cheap_pass;
 };
 void queue_next_done(struct queue_next *n);
 int queue_pick_next(struct mx_db *db, struct queue_next *ret); /* -ENOENT when nothing is queued */

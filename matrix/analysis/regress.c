@@ -500,6 +500,11 @@ static bool row_is_primary(json_t *row, const char *spec)
                (!json_object_get(row, "concurrency") || json_integer_value(json_object_get(row, "concurrency")) <= 1);
 }
 
+bool mx_regress_row_is(json_t *row, const char *spec)
+{
+        return row_is_primary(row, spec);
+}
+
 static struct check *check_new(struct report *r)
 {
         MX_GROW(r->v, r->cap, r->n + 1);

@@ -120,6 +120,8 @@ double mx_regress_percentile(const double *v, size_t n, double p);
  * different constant ones 0 (or 1 in the other direction).
  */
 double mx_welch_p_less(const double *a, size_t na, const double *b, size_t nb);
+/* Is an L4 row (an element of "tests") the one named "tg32", "pp2048" or "tg32@d4096" (L5's primary spec)? */
+bool mx_regress_row_is(json_t *row, const char *spec);
 /* Student's t CDF P(T <= t) with df degrees of freedom (df > 0). */
 double mx_student_t_cdf(double t, double df);
 /* The two-sided 95 % t quantile for df degrees of freedom (12.706 at df 1, 1.96 as df grows). */

@@ -768,13 +768,15 @@ static int member_duration(struct loader *l, json_t *obj, const char *key, int64
 static int parse_settings(struct loader *l, json_t *parent, struct mx_matrix_settings *ret)
 {
         static const char *const keys[] = {"run_timeout", "level_timeout", "ready_timeout", NULL};
+        static const char *const top_keys[] = {"run_timeout", "level_timeout", "ready_timeout", "order",
+                                               "cache_key_axes", NULL};
         json_t *o;
         int r;
 
         r = member(l, parent, "settings", KIND_OBJECT, false, &o);
         if (r < 0 || !o)
                 return r;
-        r = check_keys(l, o, keys, "settings");
+        r = check_keys(l, o, parent == l->m->root ? top_keys : keys, "settings");
         if (r >= 0)
                 r = member_duration(l, o, "run_timeout", &ret->run_timeout_ms);
         if (r >= 0)
@@ -782,6 +784,44 @@ static int parse_settings(struct loader *l, json_t *parent, struct mx_matrix_set
         if (r >= 0)
                 r = member_duration(l, o, "ready_timeout", &ret->ready_timeout_ms);
         return r;
+}
+
+/*
+ * The run order settings (issue 19 item 3): "order" (fifo or fail-fast; unset:
+ * fail-fast for more than 3 runs, matrix/plan/order.h) and
+ * "cache_key_axes" (the axes whose values make a compile-cache key: runs
+ * sharing one run back to back). After the axes, whose names they use.
+ */
+static int parse_order(struct loader *l, json_t *root)
+{
+        json_t *o = json_object_get(root, "settings"), *a, *v;
+        size_t i;
+        int r;
+
+        if (!json_is_object(o))
+                return 0;
+        r = member_string(l, o, "order", false, MX_MATRIX_MAX_STRING, &l->m->order);
+        if (r < 0)
+                return r;
+        if (l->m->order && !streq(l->m->order, "fifo") && !streq(l->m->order, "fail-fast"))
+                return err(l, o, "order", "unknown order '%s' (fifo, fail-fast)", l->m->order);
+        r = member(l, o, "cache_key_axes", KIND_ARRAY, false, &a);
+        if (r < 0 || !a)
+                return r;
+        l->m->cache_key_axes = xcalloc(json_array_size(a) + 1, sizeof(int));
+        json_array_foreach (a, i, v) {
+                int ax = json_is_string(v) ? mx_matrix_axis_index(l->m, json_string_value(v)) : -1;
+
+                if (ax < 0)
+                        return err(l, v, NULL, "cache_key_axes: %s is not an axis of the matrix",
+                                   json_is_string(v) ? json_string_value(v) : "a non-string");
+                for (size_t k = 0; k < l->m->n_cache_key_axes; k++)
+                        if (l->m->cache_key_axes[k] == ax)
+                                return err(l, v, NULL, "cache_key_axes: axis '%s' given twice",
+                                           json_string_value(v));
+                l->m->cache_key_axes[l->m->n_cache_key_axes++] = ax;
+        }
+        return 0;
 }
 
 /* ---- features ---- */
@@ -1753,6 +1793,9 @@ static int parse_root(struct loader *l)
         if (r < 0)
                 return r;
         r = parse_baseline(l, root);
+        if (r < 0)
+                return r;
+        r = parse_order(l, root);
         if (r < 0)
                 return r;
         r = parse_features(l, root);

@@ -192,6 +192,8 @@ struct mx_matrix *mx_matrix_free(struct mx_matrix *m)
         free(m->axes);
         strv_free(m->health_command);
         free(m->axes_by_name);
+        free(m->order);
+        free(m->cache_key_axes);
         free(m->baseline);
         for (size_t i = 0; i < m->n_features; i++)
                 feature_done(&m->features[i]);

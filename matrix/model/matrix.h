@@ -280,6 +280,9 @@ struct mx_matrix {
         json_t *metadata;         /* owned: the metadata section, normalised (metadata.h), or NULL */
         json_t *reference;        /* borrowed from root: competing engines and targets (reports), or NULL */
         struct mx_matrix_settings settings;
+        char *order;         /* settings.order: "fifo", "fail-fast", or NULL (by the number of runs) */
+        int *cache_key_axes; /* settings.cache_key_axes: axis indices; runs sharing their values run together */
+        size_t n_cache_key_axes;
 
         struct mx_matrix_axis *axes;
         size_t n_axes;

@@ -6,6 +6,7 @@
  * listed as skipped with the reason.
  */
 #include "plan.h"
+#include "order.h"
 #include "expand.h"
 #include "ident.h"
 
@@ -948,6 +949,7 @@ int mx_plan_build(const struct mx_matrix *m, const struct mx_plan_request *req, 
         free(b.slot_index);
         if (r < 0)
                 return r;
+        mx_order_group_runs(p);
         *ret = TAKE_PTR(p);
         return 0;
 }

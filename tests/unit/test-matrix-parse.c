@@ -1013,7 +1013,9 @@ TEST(settings)
                  "key 'settings.run_timeout': expected a duration");
         ERROR_AT(HEAD AXES BASE ",\n  \"settings\": {\"levels\": 1}" TAIL, "\"levels\"",
                  "key 'settings.levels': unknown key 'levels' in settings (known keys: run_timeout, "
-                 "level_timeout, ready_timeout)");
+                 "level_timeout, ready_timeout, order, cache_key_axes)");
+        ERROR_AT(HEAD AXES BASE ",\n  \"settings\": {\"order\": \"lifo\"}" TAIL, "\"order\"",
+                 "unknown order 'lifo' (fifo, fail-fast)");
         ERROR_AT(FEAT("{" F1 ", " C1 ", \"settings\": {\"level_timeout\": 0}}"), "\"level_timeout\"",
                  "key 'features[0].settings.level_timeout': expected a duration");
 }

@@ -957,7 +957,8 @@ TEST(migration_008_renames_plan_reasons)
         static const char fill[] =
                 "DROP TABLE confirmations; ALTER TABLE attempts DROP COLUMN confirm_of; "
                 "ALTER TABLE runs DROP COLUMN confirming; "
-                "ALTER TABLE attempts DROP COLUMN command; PRAGMA user_version = 7;"
+                "ALTER TABLE attempts DROP COLUMN command; ALTER TABLE runs DROP COLUMN pass; "
+                "ALTER TABLE attempts DROP COLUMN pass; PRAGMA user_version = 7;"
                 "INSERT INTO jobs (id, uid, gid, submitted_at, matrix_path, matrix_digest, strategy, levels, "
                 "request) VALUES (1, 1000, 1000, 0, 'm', 'd', 'default', '[]', '{}');"
                 "INSERT INTO runs (id, job_id, seq, config_key, config_hash, config, reasons, queued_at, state) "
@@ -1012,4 +1013,125 @@ TEST(evidence_of_a_requeued_run_has_no_levels)
         ASSERT_TRUE(json_is_null(json_object_get(json_array_get(ev, 0), "outcome")) ||
                     !json_object_get(json_array_get(ev, 0), "outcome"));
         queue_next_done(&n);
+}
+
+/*
+ * Fail-fast (migration 012): every run's cheap pass (the job's L1 and L1.5
+ * only) before any run's second pass; a run whose cheap pass failed is done
+ * with that result and never makes the second; an interrupted cheap pass
+ * stays a cheap pass; retry starts over with the cheap pass.
+ */
+TEST(fail_fast_passes)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("failfast.db");
+        _cleanup_json_ json_t *levels = json_pack("[s,s,s]", "L1", "L1.5", "L4");
+        _cleanup_json_ json_t *req = json_pack("{s:s}", "feature", "cutlass");
+        struct queue_job_new job = {
+                .uid = 1000, .gid = 1000, .user_name = "tester", .matrix_path = "/m.json",
+                .matrix_digest = "0123456789abcdef", .feature = "cutlass", .strategy = "default",
+                .levels = levels, .request = req,
+        };
+        struct queue_run_new runs[3];
+        int64_t id = 0, order[8], requeued = 0;
+        size_t n_order = 0;
+        const char *want_levels[8];
+
+        for (int i = 0; i < 3; i++)
+                runs[i] = (struct queue_run_new){
+                        .config_key = i == 0 ? "kernel=a" : i == 1 ? "kernel=b" : "kernel=c",
+                        .config_hash = "0000000000000000",
+                        .config = json_pack("{s:s}", "kernel", "x"),
+                        .reasons = json_pack("[s]", "full"),
+                        .spec = json_pack("{s:[s]}", "argv", "true"),
+                        .fail_fast = true,
+                };
+        ASSERT_OK(queue_submit(db, &job, runs, 3, &id));
+        for (int i = 0; i < 3; i++) {
+                json_decref(runs[i].config);
+                json_decref(runs[i].reasons);
+                json_decref(runs[i].spec);
+        }
+        /* r1 cheap: pass; r2 cheap: interrupted, then fail; r3 cheap: pass; then r1, r3 with every level */
+        for (;;) {
+                struct queue_next n = {};
+                struct queue_level l1 = {.level = "L1", .verdict = "pass", .started_at = 1, .finished_at = 2};
+                struct queue_finish f = {.outcome = MX_OUTCOME_COMPLETED, .exit_status = -1};
+                _cleanup_free_ char *tag = NULL, *lv = NULL;
+                int64_t att;
+                int num;
+
+                if (queue_pick_next(db, &n) == -ENOENT)
+                        break;
+                ASSERT_TRUE(n_order < 8);
+                lv = json_dumps(n.levels, JSON_COMPACT);
+                want_levels[n_order] = n.cheap_pass ? "[\"L1\",\"L1.5\"]" : "[\"L1\",\"L1.5\",\"L4\"]";
+                ASSERT_STREQ(lv, want_levels[n_order]);
+                order[n_order++] = n.run;
+                tag = xasprintf("ff-%zu", n_order);
+                ASSERT_OK(queue_attempt_start(db, n.run, tag, "boot", &att, &num));
+                if (n.run == 2 && n_order == 2) {
+                        f.outcome = MX_OUTCOME_INTERRUPTED;
+                        f.requeue = true;
+                } else if (n.run == 2)
+                        l1.verdict = "fail";
+                ASSERT_OK(queue_level_record(db, att, &l1));
+                ASSERT_OK(queue_attempt_finish(db, att, &f, NULL));
+                queue_next_done(&n);
+                check_counts_match_runs(db);
+        }
+        /* r1, r2 (interrupted), r2 again, r3: all cheap; then the second passes of r1 and r3 */
+        ASSERT_EQ(n_order, 6u);
+        ASSERT_EQ(order[0], 1);
+        ASSERT_EQ(order[1], 2);
+        ASSERT_EQ(order[2], 2);
+        ASSERT_EQ(order[3], 3);
+        ASSERT_EQ(order[4], 1);
+        ASSERT_EQ(order[5], 3);
+        ASSERT_STREQ(want_levels[2], "[\"L1\",\"L1.5\"]");
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM attempts WHERE pass = 1"), 4);
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM runs WHERE state = 'done' AND result = 'pass' AND pass = 2"), 2);
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM runs WHERE id = 2 AND result = 'fail' AND pass = 1"), 1);
+        /* the result of r1 is its second pass (attempt 2) */
+        ASSERT_EQ(sql_int(db, "SELECT result_attempt FROM runs WHERE id = 1"), 2);
+        /* show rN marks the cheap pass */
+        {
+                _cleanup_json_ json_t *r1 = run_json(db, 1, true);
+                json_t *h = json_object_get(r1, "attempt_history");
+
+                ASSERT_EQ(json_integer_value(json_object_get(json_array_get(h, 0), "pass")), 1);
+                ASSERT_NULL(json_object_get(json_array_get(h, 1), "pass"));
+        }
+        /* retry: r2 back to its cheap pass */
+        ASSERT_OK(queue_retry(db, 0, 2, false, 1000, 0, &requeued));
+        ASSERT_EQ(sql_int(db, "SELECT pass FROM runs WHERE id = 2"), 1);
+}
+
+/* A fail-fast run cancelled after its cheap pass passed has no result from it: cancelled, not pass. */
+TEST(fail_fast_cancel_after_cheap_pass)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("failfast-cancel.db");
+        _cleanup_json_ json_t *levels = json_pack("[s,s]", "L1", "L4");
+        _cleanup_json_ json_t *req = json_pack("{s:s}", "feature", "cutlass");
+        struct queue_job_new job = {
+                .uid = 1000, .gid = 1000, .user_name = "tester", .matrix_path = "/m.json",
+                .matrix_digest = "0123456789abcdef", .feature = "cutlass", .strategy = "default",
+                .levels = levels, .request = req,
+        };
+        struct queue_run_new run = {
+                .config_key = "kernel=a", .config_hash = "0000000000000000",
+                .config = json_pack("{s:s}", "kernel", "a"), .reasons = json_pack("[s]", "full"),
+                .spec = json_pack("{s:[s]}", "argv", "true"), .fail_fast = true,
+        };
+        int64_t id = 0, cancelled = 0, running = 0;
+
+        ASSERT_OK(queue_submit(db, &job, &run, 1, &id));
+        json_decref(run.config);
+        json_decref(run.reasons);
+        json_decref(run.spec);
+        run_with_level(db, "ffc-1", "pass", MX_OUTCOME_COMPLETED);
+        ASSERT_EQ(sql_int(db, "SELECT pass FROM runs WHERE id = 1"), 2);
+        ASSERT_OK(queue_cancel(db, id, 0, 1000, &cancelled, &running));
+        ASSERT_EQ(sql_int(db, "SELECT count(*) FROM runs WHERE id = 1 AND state = 'done' AND result = 'cancelled' "
+                              "AND result_attempt IS NULL"),
+                  1);
 }

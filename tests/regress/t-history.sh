@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# mxmatrix history (issue 19 item 2) through a private daemon and the real
+# client: a git tree holds a tiny "server" (a script that starts mxsim with
+# the decode speed written in the tree), the matrix records that tree's SHA
+# with every attempt. Three commits at one speed, two server starts each:
+# history shows the six starts and no change point. Three more commits
+# decode slower (MXSIM_TOKEN_MS 4 -> 5, tg32 20 % down: big enough to stay
+# clear of a loaded 2-core machine's timing noise; the 5 % case with L5's
+# noise model is the unit test's, tests/unit/test-changepoint.c): history
+# marks the change between the last fast and the first slow commit, and
+# prints the bisect command line between them. A commit measured last but
+# committed first is placed first (commit time orders, git log's %ct).
+# Exit 0 pass, 1 fail, 77 skip.
+set -u
+source "$(dirname "$0")/lib.sh"
+
+command -v git >/dev/null || skip "git is not installed"
+[ -x "$MX_BUILD_DIR/tests/sim/mxsim" ] || skip "mxsim is not built"
+
+step="git tree"
+g() { git -c user.name=t -c user.email=t@t -c init.defaultBranch=main -C "$T/srv" "$@"; }
+mkdir -p "$T/srv"
+cat >"$T/srv/serve.sh" <<'SH'
+#!/bin/sh
+# The tree's server: mxsim at the speed this commit decodes at.
+MXSIM_TOKEN_MS=$(cat "$(dirname "$0")/token-ms")
+export MXSIM_TOKEN_MS
+exec "$MXSIM_BIN" "$@"
+SH
+chmod +x "$T/srv/serve.sh"
+g init -q || fail "git init"
+commit() { # commit MS N [DATE]: the server decodes a token every MS ms from commit N on (committed on DATE)
+        echo "$1" >"$T/srv/token-ms"
+        echo "$2" >"$T/srv/n"
+        g add -A && GIT_COMMITTER_DATE="${3:-2026-01-0$2T12:00:00Z}" g commit -qm "commit $2" || fail "git commit"
+        git -C "$T/srv" rev-parse HEAD
+}
+ok "made"
+
+step="matrix"
+MXD_MATRIX=$T/matrix.json
+jq -n --arg sim "$MX_BUILD_DIR/tests/sim/mxsim" --arg srv "$T/srv" --arg lock "$T/gpu.lock" '{
+  matrix: 1, name: "history",
+  target: {profile: "vllm", model: "openai/gpt-oss-120b", served_model_name: "gpt-oss-120b",
+           command: [($srv + "/serve.sh"), "serve", "{model}", "--host", "{host}", "--port", "{port}",
+                     "--served-model-name", "{served_model_name}", "--disable-uvicorn-access-log"],
+           env: {MXSIM_BIN: $sim, MXSIM_LOAD_S: "0.1", MXSIM_WATCHDOG_S: "1", MXSIM_SHUTDOWN_WAIT_S: "1",
+                 MXSIM_GPU_LOCK: $lock, MXSIM_PREFILL_TPS: "10000"},
+           ready: {timeout: "30s", interval: "100ms"}},
+  axes: [{name: "kernel", values: [{name: "marlin", env: {VLLM_MXFP4_MOE_KERNEL: "marlin"}},
+                                   {name: "cutlass", env: {VLLM_MXFP4_MOE_KERNEL: "gemm"}}]}],
+  baseline: {kernel: "marlin"},
+  levels: {run: ["L1", "L4"], L4: {pp: [512], tg: [32], depth: [0], runs: 4, warmup: 1}},
+  metadata: {sources: {server: $srv}, timeout_ms: 5000}
+}' >"$MXD_MATRIX" || fail "jq"
+expect_exit 0 mx matrix check "$MXD_MATRIX"
+mxd_start
+ok "daemon pid $MXD_PID"
+
+# two server starts of the baseline at the tree's HEAD
+measure() {
+        local job
+        for _ in 1 2; do
+                job=$(submit marlin)
+                follow_job "$job" || fail "job $job: $(cat "$T/follow")"
+        done
+}
+
+step="three commits at one speed"
+declare -a sha
+for n in 1 2 3; do
+        sha[$n]=$(commit 4 "$n")
+        measure
+done
+expect_exit 0 mx history kernel=marlin
+has "$T/out" "kernel=marlin, tg32 t/s by commit of server"
+[ "$(grep -c "^${sha[1]:0:12} " "$T/out")" -eq 2 ] || fail "two rows of commit 1: $(cat "$T/out")"
+has "$T/out" "No change point"
+out=$(mxj history kernel=marlin) || fail "history --json"
+[ "$(jq '.series | length' <<<"$out")" -eq 6 ] || fail "series: $out"
+[ "$(jq '.change_points | length' <<<"$out")" -eq 0 ] || fail "change points on a flat series: $out"
+ok "6 starts, none"
+
+step="three slower commits"
+for n in 4 5 6; do
+        sha[$n]=$(commit 5 "$n")
+        measure
+done
+expect_exit 0 mx history kernel=marlin
+cat "$T/out"
+out=$(mxj history kernel=marlin) || fail "history --json"
+[ "$(jq '.series | length' <<<"$out")" -eq 12 ] || fail "series: $out"
+[ "$(jq '.change_points | length' <<<"$out")" -eq 1 ] || fail "change points: $out"
+[ "$(jq -r '.change_points[0].before' <<<"$out")" = "${sha[3]}" ] || fail "before: $out"
+[ "$(jq -r '.change_points[0].after' <<<"$out")" = "${sha[4]}" ] || fail "after: $out"
+[ "$(jq '.change_points[0].index' <<<"$out")" -eq 6 ] || fail "index: $out"
+has "$T/out" "tg32 fell"
+has "$T/out" "between commits ${sha[3]:0:12} and ${sha[4]:0:12} (n=6 runs before, 6 after, p="
+has "$T/out" "bisect: mxmatrix bisect kernel=marlin --repo $T/srv --good ${sha[3]} --bad ${sha[4]} --metric tg32"
+grep -q "^${sha[4]:0:12} .*<- -" "$T/out" || fail "the first slow start is not marked: $(cat "$T/out")"
+ok "marked at commit 4"
+
+step="ordered by commit time, not by when it was measured"
+# a fast commit measured last but committed before all others comes first
+sha[0]=$(commit 4 0 2025-12-31T12:00:00Z)
+measure
+out=$(mxj history kernel=marlin) || fail "history --json"
+[ "$(jq -r '.series[0].commit' <<<"$out")" = "${sha[0]}" ] || fail "first: $(jq -c '[.series[].commit]' <<<"$out")"
+[ "$(jq '.series[0].committed_at' <<<"$out")" = "$(date -d 2025-12-31T12:00:00Z +%s)" ] || fail "time: $out"
+[ "$(jq '.change_points | length' <<<"$out")" -eq 1 ] || fail "change points: $out"
+[ "$(jq -r '.change_points[0].before' <<<"$out")" = "${sha[3]}" ] || fail "before: $out"
+[ "$(jq '.change_points[0].n_before' <<<"$out")" -eq 8 ] || fail "n_before: $out"
+ok "commit 0 first, the change still after commit 3"
+
+step="the same configuration by its run and its key"
+run=$(jq -r '.series[0].run' <<<"$out")
+expect_exit 0 mx --json history "r$run"
+[ "$(jq -r .config_key "$T/out")" = kernel=marlin ] || fail "by run: $(cat "$T/out")"
+expect_exit 5 mx history kernel=cutlass
+has "$T/err" "no stored run has the configuration"
+expect_exit 0 mx history kernel=marlin --metric pp512
+has "$T/out" "No change point" # prefill did not change
+expect_exit 0 mx history kernel=marlin --metric tg128
+has "$T/out" "No stored L4 result with tg128"
+ok "rRUN, unknown configuration, another metric, a missing one"
+
+step="help"
+expect_exit 0 mx history --help
+has "$T/out" "CONFIG is rRUN"
+has "$T/out" "--metric M"
+ok "from the protocol"
