@@ -9,6 +9,7 @@
 #include "attribute.h"
 #include "control.h"
 #include "gates.h"
+#include "bisect-ctl.h"
 #include "log.h"
 #include "meta.h"
 #include "report.h"
@@ -397,7 +398,7 @@ static const struct {
         { "show", m_show },     { "cancel", m_cancel }, { "pause", m_pause },   { "resume", m_resume },
         { "retry", m_retry },   { "logs", m_logs },     { "follow", m_follow }, { "reload", m_reload },
         { "attribute", attribute_handle }, { "gates", m_gates }, { "report", m_report },
-        { "repro", m_repro },
+        { "repro", m_repro },   { "bisect", bisect_method },
 };
 
 mx_method_fn methods_lookup(const char *name)
