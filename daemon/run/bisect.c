@@ -441,30 +441,21 @@ static int submit_step(struct mx_bisect *b, json_t *bs, int64_t step, const char
         return 0;
 }
 
-struct built_ud {
-        int64_t idx;
-};
-
 static void built_cb(struct chain *c)
 {
         struct mx_bisect *b = c->b;
         _cleanup_json_ json_t *bs = NULL;
-        json_t *st, *ref;
+        json_t *st = NULL, *x;
         int64_t idx;
+        size_t i;
         int r;
 
         r = bstore_get(b->d->db, c->bisection, &bs);
         if (r < 0 || !streq_ptr(json_string_value(json_object_get(bs, "state")), "running"))
                 return;
-        st = NULL;
-        {
-                json_t *x;
-                size_t i;
-
-                json_array_foreach (json_object_get(bs, "steps"), i, x)
-                        if (json_integer_value(json_object_get(x, "id")) == c->step)
-                                st = x;
-        }
+        json_array_foreach (json_object_get(bs, "steps"), i, x)
+                if (json_integer_value(json_object_get(x, "id")) == c->step)
+                        st = x;
         if (!st)
                 return;
         idx = json_integer_value(json_object_get(st, "idx"));
@@ -478,8 +469,7 @@ static void built_cb(struct chain *c)
         } else {
                 bool metric = json_is_string(json_object_get(bs, "metric"));
 
-                ref = step_at(bs, 0);
-                (void)ref;
+                /* the good commit's run is a metric's reference: its starts are what the others compare with */
                 r = submit_step(b, bs, c->step, json_string_value(json_object_get(st, "worktree")),
                                 metric && idx == 0 ? "reference" : "current", NULL);
         }
