@@ -13,28 +13,70 @@
 #include <pwd.h>
 #include <sys/stat.h>
 
-/* The configuration: the baseline with the words' axis=value pins over it. */
+/* One axis=value pin into cfg. */
+static int pin(struct mx_request *req, const struct mx_matrix *m, const char *k, const char *v, int *cfg)
+{
+        int a = mx_matrix_axis_index(m, k), x;
+
+        if (a < 0) {
+                request_error(req, "bad-request", "no axis '%s' in the matrix", k);
+                return -EINVAL;
+        }
+        x = mx_matrix_value_index(&m->axes[a], v);
+        if (x < 0) {
+                request_error(req, "bad-request", "axis '%s' has no value '%s'", k, v);
+                return -EINVAL;
+        }
+        cfg[a] = x;
+        return 0;
+}
+
+/*
+ * The configuration: the baseline, the feature a bare word names over it, then the axis=value words,
+ * each of which may be a whole configuration key as show and history print it ("kernel=marlin,quant=x").
+ */
 static int bisect_config(struct mx_request *req, const struct mx_matrix *m, int **ret)
 {
         _cleanup_free_ int *cfg = xcalloc(MX_MAX(m->n_axes, (size_t)1), sizeof(int));
-        json_t *pins = json_object_get(req->params, "pins"), *v;
-        const char *k;
+        const char *feature = json_string_value(json_object_get(req->params, "config")), *k;
+        json_t *v;
 
         for (size_t a = 0; a < m->n_axes; a++)
                 cfg[a] = m->baseline ? m->baseline[a] : 0;
-        json_object_foreach (pins, k, v) {
-                int a = mx_matrix_axis_index(m, k), x;
+        if (feature) {
+                int f = mx_matrix_feature_index(m, feature);
 
-                if (a < 0) {
-                        request_error(req, "bad-request", "no axis '%s' in the matrix", k);
+                if (f < 0) {
+                        request_error(req, "bad-request", "no feature '%s' in the matrix (name a feature or give "
+                                      "axis=value words)", feature);
                         return -EINVAL;
                 }
-                x = mx_matrix_value_index(&m->axes[a], json_string_value(v));
-                if (x < 0) {
-                        request_error(req, "bad-request", "axis '%s' has no value '%s'", k, json_string_value(v));
+                for (size_t a = 0; a < m->n_axes; a++)
+                        if (m->features[f].set[a] >= 0)
+                                cfg[a] = m->features[f].set[a];
+        }
+        json_object_foreach (json_object_get(req->params, "pins"), k, v) {
+                _cleanup_free_ char *rest = xstrdup(json_string_value(v)), *key = xstrdup(k);
+                char *comma = strchr(rest, ','), *eq;
+
+                if (comma)
+                        *comma = '\0';
+                if (pin(req, m, key, rest, cfg) < 0)
                         return -EINVAL;
+                /* "a=x,b=y,c=z": the pairs after the first */
+                for (char *p = comma ? comma + 1 : NULL; p && *p; p = comma ? comma + 1 : NULL) {
+                        comma = strchr(p, ',');
+                        if (comma)
+                                *comma = '\0';
+                        eq = strchr(p, '=');
+                        if (!eq) {
+                                request_error(req, "bad-request", "'%s' is not axis=value", p);
+                                return -EINVAL;
+                        }
+                        *eq = '\0';
+                        if (pin(req, m, p, eq + 1, cfg) < 0)
+                                return -EINVAL;
                 }
-                cfg[a] = x;
         }
         *ret = TAKE_PTR(cfg);
         return 0;

@@ -30,7 +30,8 @@ set -e
 sleep 0.3
 mkdir -p out
 tok=$(cat token_ms)
-printf '#!/bin/sh\nexport MXSIM_TOKEN_MS=%s\nexec "$MXSIM_BIN" serve "$@"\n' "$tok" >out/serve
+faults=$(cat faults 2>/dev/null || :)
+printf '#!/bin/sh\nexport MXSIM_TOKEN_MS=%s MXSIM_FAULTS=%s\nexec "$MXSIM_BIN" serve "$@"\n' "$tok" "$faults" >out/serve
 chmod +x out/serve
 echo "built with MXSIM_TOKEN_MS=$tok"
 EOF
@@ -87,6 +88,10 @@ expect_exit 2 mx bisect --repo "$R" --good a --bad b --metric tg32 --threshold 2
 has "$T/err" "not a percentage"
 expect_exit 2 mx bisect kernel=nosuch --repo "$R" --good a --bad b --level L1
 has "$T/err" "axis 'kernel' has no value 'nosuch'"
+expect_exit 2 mx bisect nosuch --repo "$R" --good a --bad b --level L1
+has "$T/err" "no feature 'nosuch' in the matrix"
+expect_exit 2 mx bisect --repo "$R" --good a --bad b --level L3
+has "$T/err" "the matrix's levels do not include L3"
 out=$(mxj bisect --repo "$R" --good nosuchcommit --bad HEAD --level L1)
 bad_id=$(jqv "$out" .bisection)
 wait_until "bisection $bad_id to fail" sh -c "'$MX_BIN' --json bisect --status $bad_id | jq -e '.bisection.state == \"failed\"' >/dev/null"
@@ -105,6 +110,12 @@ MX_WAIT_S=180 wait_until "the third step of bisection $id" third_started
 before=$(status_of)
 mxd_stop KILL
 ok "killed during step 3 ($(jq -r '.bisection.steps[2] | "\(.idx) \(.state)"' <<<"$before"))"
+mxd_start
+# and again while the fourth step's run is queued or running (its build done)
+fourth_runs() { [ "$(status_of | jq -r '.bisection.steps[3].state // empty')" = running ]; }
+MX_WAIT_S=180 wait_until "the fourth step of bisection $id to run" fourth_runs
+mxd_stop KILL
+ok "killed again during step 4's run"
 mxd_start
 MX_WAIT_S=300 wait_until "bisection $id to end" sh -c "'$MX_BIN' --json bisect --status $id | jq -e '.bisection.state != \"running\"' >/dev/null"
 final=$(status_of)
@@ -146,6 +157,30 @@ step="the user's checkout"
 [ "$(git -C "$R" status --porcelain --ignored)" = "$status_before" ] || fail "the checkout changed: $(git -C "$R" status --porcelain --ignored)"
 wait_until "the work trees to be removed" sh -c "[ \$(git -C '$R' worktree list | wc -l) -eq 1 ]"
 ok "HEAD and files untouched; the bisection's work trees removed"
+
+step="a level decides"
+# another tree: L4 fails (mxsim streams null content, L4 finds no text) from commit 3 of 6 on
+R2=$T/srv2
+mkdir -p "$R2"
+cp "$R/build.sh" "$R/.gitignore" "$R2/" && echo 4 >"$R2/token_ms"
+g -C "$R2" init -q && g -C "$R2" add -A && g -C "$R2" commit -qm good || fail "git init"
+shas2=("$(git -C "$R2" rev-parse HEAD)")
+for i in 1 2 3 4 5 6; do
+        echo "$i" >"$R2/note"
+        [ "$i" -eq 3 ] && echo null-content >"$R2/faults"
+        g -C "$R2" add -A && g -C "$R2" commit -qm "commit $i" || fail "git commit $i"
+        shas2+=("$(git -C "$R2" rev-parse HEAD)")
+done
+out=$(mxj bisect cutlass --repo "$R2" --good "${shas2[0]}" --bad "${shas2[6]}" --level L4)
+id3=$(jqv "$out" .bisection)
+jqv "$out" '.config_key == "kernel=cutlass"' >/dev/null
+timeout 300 "$MX_BIN" bisect --status "$id3" --wait >"$T/out" 2>"$T/err" || fail "bisect --wait exited $?"
+has "$T/out" "first bad commit ${shas2[3]}: L4 fail"
+final=$(mxj bisect --status "$id3")
+jqv "$final" ".bisection.result.first_bad == \"${shas2[3]}\" and .bisection.result.bad.decision.verdict == \"fail\"" >/dev/null
+[ "$(jq '.bisection.steps | length' <<<"$final")" -le 3 ] || fail "more than ceil(log2 6) = 3 builds"
+jqv "$final" '[.bisection.steps[] | select(.state == "good") | .decision.verdict] | all(. == "pass")' >/dev/null
+ok "$(tail -1 "$T/out" | cut -c1-150)"
 
 step="cancel"
 out=$(mxj bisect --repo "$R" --good "${shas[0]}" --bad HEAD --level L1)
