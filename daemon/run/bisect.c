@@ -19,6 +19,7 @@ extern char **environ;
 
 #define BISECT_BUILD_TIMEOUT_MS (3600 * 1000) /* bisect.build_timeout_ms's default */
 #define BISECT_CONFIRM_STARTS 3               /* starts of a commit before a metric's step is undecided */
+#define BISECT_BUILD_TRIES 3                  /* builds killed by a signal not ours (a run's stop) are retried */
 
 /* One command of a chain: argv run in cwd; a failure of an optional one does not stop the chain. */
 struct chain_cmd {
@@ -32,6 +33,7 @@ struct chain {
         struct mx_bisect *b;
         struct chain *next;
         int64_t bisection, step; /* step 0: resolving the commits */
+        char *tag;               /* MXMATRIX_RUN_TAG of its commands: mxbisect-<bisection>-<step> */
         struct chain_cmd *cmds;
         size_t n, i;
         int fd;       /* the output file */
@@ -39,7 +41,9 @@ struct chain {
         struct event *timer;
         int64_t timeout_ms;
         bool timed_out;
-        char *failure; /* why the chain stopped; NULL: every command succeeded */
+        bool signalled; /* the failed command was killed by a signal, not by our time limit */
+        int tries;      /* builds of this step so far, this one included */
+        char *failure;  /* why the chain stopped; NULL: every command succeeded */
         void (*done)(struct chain *c);
 };
 
@@ -63,6 +67,7 @@ static void chain_free(struct chain *c)
         if (c->timer)
                 event_free(c->timer);
         free(c->failure);
+        free(c->tag);
         free(c);
 }
 
@@ -126,6 +131,7 @@ static void chain_exit_cb(pid_t pid, int status, void *ud)
 
                 dprintf(c->fd, "mxmatrixd: '%s' %s\n", cmd->argv[0], how);
                 if (!cmd->optional || c->timed_out) {
+                        c->signalled = !c->timed_out && WIFSIGNALED(status);
                         c->failure = xasprintf("'%s' %s", cmd->argv[0], how);
                         return chain_finish(c);
                 }
@@ -136,7 +142,7 @@ static void chain_exit_cb(pid_t pid, int status, void *ud)
 
 static void chain_next(struct chain *c)
 {
-        _cleanup_free_ char *tag = NULL, *err = NULL;
+        _cleanup_free_ char *err = NULL;
         struct proc_info info = {};
         const struct chain_cmd *cmd;
         int r;
@@ -144,12 +150,11 @@ static void chain_next(struct chain *c)
         if (c->i >= c->n)
                 return chain_finish(c);
         cmd = &c->cmds[c->i];
-        tag = xasprintf("mxbisect-%" PRId64 "-%" PRId64, c->bisection, c->step);
         dprintf(c->fd, "mxmatrixd: $");
         for (char **w = cmd->argv; *w; w++)
                 dprintf(c->fd, " %s", *w);
         dprintf(c->fd, "%s%s\n", cmd->cwd ? "   (in " : "", cmd->cwd ? cmd->cwd : "");
-        r = proc_spawn(&(struct proc_spec){ .argv = cmd->argv, .env = environ, .cwd = cmd->cwd, .tag = tag,
+        r = proc_spawn(&(struct proc_spec){ .argv = cmd->argv, .env = environ, .cwd = cmd->cwd, .tag = c->tag,
                                             .stdout_fd = c->fd, .stderr_fd = c->fd },
                        &info, &err);
         if (r >= 0)
@@ -179,6 +184,7 @@ static struct chain *chain_new(struct mx_bisect *b, int64_t bisection, int64_t s
         c->step = step;
         c->timeout_ms = timeout_ms;
         c->done = done;
+        c->tag = xasprintf("mxbisect-%" PRId64 "-%" PRId64, bisection, step);
         c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
         c->timer = evtimer_new(b->d->base, chain_timeout_cb, c);
         return c;
@@ -441,6 +447,8 @@ static int submit_step(struct mx_bisect *b, json_t *bs, int64_t step, const char
         return 0;
 }
 
+static void build_step(struct mx_bisect *b, json_t *bs, json_t *st, int tries);
+
 static void built_cb(struct chain *c)
 {
         struct mx_bisect *b = c->b;
@@ -459,6 +467,13 @@ static void built_cb(struct chain *c)
         if (!st)
                 return;
         idx = json_integer_value(json_object_get(st, "idx"));
+        if (c->failure && c->signalled && c->tries < BISECT_BUILD_TRIES) {
+                /* not the commit's fault: a run's stop sweeps the daemon's children, an OOM kill, ... */
+                log_warning("bisection %" PRId64 ": the build of %.12s %s; building it again", c->bisection,
+                            json_string_value(json_object_get(st, "sha")), c->failure);
+                build_step(b, bs, st, c->tries + 1);
+                return;
+        }
         if (c->failure) {
                 _cleanup_free_ char *m = xasprintf("build failed: %s (log %s)", c->failure,
                                                    json_string_value(json_object_get(st, "build_log")));
@@ -478,8 +493,20 @@ static void built_cb(struct chain *c)
         bisect_poke(b);
 }
 
+/* Kill what is left of a step's earlier build (a daemon killed in the middle leaves it running). */
+static void kill_leftovers(const char *tag)
+{
+        _cleanup_free_ struct proc_entry *left = NULL;
+        size_t n = 0;
+
+        if (proc_scan(&(struct proc_match){ .tag = tag }, &left, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++)
+                (void)kill(left[i].pid, SIGKILL);
+}
+
 /* Check the commit out into its own work tree and build it there; built_cb() queues its run. */
-static void build_step(struct mx_bisect *b, json_t *bs, json_t *st)
+static void build_step(struct mx_bisect *b, json_t *bs, json_t *st, int tries)
 {
         int64_t id = json_integer_value(json_object_get(bs, "id"));
         const char *repo = json_string_value(json_object_get(bs, "repo"));
@@ -496,6 +523,8 @@ static void build_step(struct mx_bisect *b, json_t *bs, json_t *st)
                       json_string_value(json_object_get(st, "build_log")),
                       json_integer_value(json_object_get(tpl, "build_timeout_ms")) ?: BISECT_BUILD_TIMEOUT_MS,
                       built_cb);
+        c->tries = tries;
+        kill_leftovers(c->tag);
         /* a build cut off by a restart starts again from a fresh checkout */
         chain_add(c, args("git", "-C", repo, "worktree", "remove", "--force", wt, NULL), NULL, true);
         chain_add(c, args("git", "-C", repo, "worktree", "prune", NULL), NULL, true);
@@ -524,7 +553,7 @@ static int start_step(struct mx_bisect *b, json_t *bs, int64_t idx)
         r = bstore_get(b->d->db, id, &again);
         if (r < 0)
                 return r;
-        build_step(b, again, step_at(again, idx));
+        build_step(b, again, step_at(again, idx), 1);
         return 0;
 }
 
@@ -724,7 +753,7 @@ static int advance(struct mx_bisect *b, json_t *bs)
                 const char *s = json_string_value(json_object_get(st, "state"));
 
                 if (streq_ptr(s, "building")) {
-                        build_step(b, bs, st);
+                        build_step(b, bs, st, 1);
                         return 0;
                 }
                 if (streq_ptr(s, "running"))
