@@ -153,7 +153,7 @@ static void chain_next(struct chain *c)
         dprintf(c->fd, "mxmatrixd: $");
         for (char **w = cmd->argv; *w; w++)
                 dprintf(c->fd, " %s", *w);
-        dprintf(c->fd, "%s%s\n", cmd->cwd ? "   (in " : "", cmd->cwd ? cmd->cwd : "");
+        dprintf(c->fd, "%s%s%s\n", cmd->cwd ? "   (in " : "", cmd->cwd ? cmd->cwd : "", cmd->cwd ? ")" : "");
         r = proc_spawn(&(struct proc_spec){ .argv = cmd->argv, .env = environ, .cwd = cmd->cwd, .tag = c->tag,
                                             .stdout_fd = c->fd, .stderr_fd = c->fd },
                        &info, &err);
@@ -709,8 +709,8 @@ static void conclude(struct mx_bisect *b, json_t *bs, int64_t lo, int64_t hi)
                            "bad", side_json(bs, hi), "good", side_json(bs, lo), "skipped_between", between,
                            "commits", (json_int_t)(json_array_size(commits) - 1), "builds", (json_int_t)builds);
         if (json_array_size(between) > 0)
-                m = xasprintf("the first bad commit is one of %zu (builds failed between %.12s and %.12s): %.12s "
-                              "or an earlier skipped one",
+                m = xasprintf("the first bad commit is one of %zu (commits skipped between %.12s and %.12s: "
+                              "their build failed or their runs did not decide): %.12s or an earlier skipped one",
                               json_array_size(between) + 1, json_string_value(json_array_get(commits, (size_t)lo)),
                               json_string_value(json_array_get(commits, (size_t)hi)),
                               json_string_value(json_array_get(commits, (size_t)hi)));
