@@ -124,6 +124,7 @@ static int bisect_levels(struct mx_request *req, const struct mx_matrix *m, json
         request_error(req, "bad-request", "the matrix's levels do not include %s", level);
         json_decref(*ret_levels);
         json_decref(*ret_settings);
+        *ret_levels = *ret_settings = NULL; /* the caller's cleanup frees them too */
         return -EINVAL;
 }
 

@@ -189,3 +189,8 @@ expect_exit 1 mx bisect --cancel "$id2"
 has "$T/out" "cancelled"
 expect_exit 5 mx bisect --status 999
 ok "bisection $id2 cancelled; an unknown one is not found"
+
+step="stop"
+mxd_stop
+[ "$MXD_STATUS" -eq 0 ] || fail "mxmatrixd exited $MXD_STATUS on SIGTERM"
+ok "the daemon stops cleanly (a sanitizer build reports leaks here)"
