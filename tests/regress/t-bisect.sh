@@ -132,6 +132,17 @@ mx bisect --status "$id" >"$T/out"
 has "$T/out" "first bad commit ${shas[$PLANTED]}"
 ok "first bad ${shas[$PLANTED]:0:12}: $(jq -r .bisection.result.bad.message <<<"$final")"
 
+step="show and follow a step's job"
+sjob=$(jq -r ".bisection.steps[] | select(.idx == $PLANTED) | .runs[0].job" <<<"$final")
+srun=$(jq -r ".bisection.steps[] | select(.idx == $PLANTED) | .runs[0].run" <<<"$final")
+expect_exit 0 mx show "$sjob"
+has "$T/out" "bisect $id"
+follow_job "$sjob" || fail "follow $sjob exited $?"
+[ "$(run_field "$srun" '.run.config_key')" = kernel=marlin ] || fail "r$srun is not kernel=marlin"
+l4=$(level_of "$srun" L4)
+jqv "$l4" '.verdict == "pass" and (.metrics.tests[] | select(.test == "tg32") | .tps.mean > 0)' >/dev/null
+ok "job $sjob (feature 'bisect $id') shows and follows like any job; r$srun's L4 is one of the starts that decided"
+
 step="the skipped build"
 jqv "$final" ".bisection.steps[] | select(.idx == $BROKEN) | .state == \"skip\" and (.message | test(\"build failed\"))" >/dev/null
 has "$MXD_STATE/bisect/$id/build-$BROKEN-${shas[$BROKEN]:0:12}.log" "this commit does not build"
