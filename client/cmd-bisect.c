@@ -108,8 +108,9 @@ static int bisect_render(json_t *params, json_t *result)
                 return MX_EXIT_OK;
         } else
                 print_bisection(bs);
-        (void)params;
-        if (json_is_object(bs) && !active(bs) && !streq_ptr(json_string_value(json_object_get(bs, "state")), "done"))
+        /* --status and --wait: 1 when it ended without an answer; a cancel that was done is a success */
+        if (json_is_object(bs) && !json_object_get(params, "cancel") && !active(bs) &&
+            !streq_ptr(json_string_value(json_object_get(bs, "state")), "done"))
                 return MX_EXIT_FAILURE;
         return MX_EXIT_OK;
 }

@@ -10,7 +10,9 @@
 #include "submit.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <pwd.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 /* One axis=value pin into cfg. */
@@ -150,6 +152,32 @@ static bool param_bad(struct mx_request *req)
         return false;
 }
 
+/*
+ * The daemon runs the build and the server from the checked-out tree with its own privileges, so only
+ * the tree the matrix declares (bisect.source's metadata source, chosen by whoever may edit the matrix)
+ * is open to every user; another tree needs root or the admin group.
+ */
+static bool repo_allowed(struct mx_request *req, const struct mx_matrix *m, const char *repo)
+{
+        const char *src = json_string_value(json_object_get(m->bisect, "source"));
+        json_t *declared = src ? json_object_get(json_object_get(m->metadata, "sources"), src) : NULL;
+        _cleanup_free_ char *a = NULL, *b = NULL;
+
+        if (req->admin)
+                return true;
+        if (json_is_string(declared)) {
+                a = realpath(repo, NULL);
+                b = realpath(json_string_value(declared), NULL);
+                if (a && b && streq(a, b))
+                        return true;
+        }
+        request_error(req, "permission-denied",
+                      "--repo %s: only root or the admin group may bisect a tree other than the matrix's "
+                      "bisect.source (%s)",
+                      repo, json_is_string(declared) ? json_string_value(declared) : "none declared");
+        return false;
+}
+
 static char *user_name(uid_t uid)
 {
         struct passwd pw, *res = NULL;
@@ -191,7 +219,8 @@ static void bisect_start(struct mx_request *req)
                         return;
                 }
         }
-        if (param_bad(req) || bisect_config(req, m, &cfg) < 0 || bisect_levels(req, m, &levels, &settings) < 0)
+        if (param_bad(req) || !repo_allowed(req, m, json_string_value(json_object_get(p, "repo"))) ||
+            bisect_config(req, m, &cfg) < 0 || bisect_levels(req, m, &levels, &settings) < 0)
                 return;
         r = mx_plan_build_explicit(m, "bisect", cfg, reasons, 1, 1, &plan, &err);
         if (r < 0 || plan->n_runs != 1) {
