@@ -10,6 +10,8 @@
 #include "submit.h"
 
 #include <inttypes.h>
+
+#define BISECT_ACTIVE_PER_UID_MAX 4 /* bisections a user may have resolving or running */
 #include <limits.h>
 #include <pwd.h>
 #include <stdlib.h>
@@ -141,6 +143,14 @@ static bool param_bad(struct mx_request *req)
                 request_error(req, "bad-request", "bisect needs --repo PATH, --good SHA and --bad SHA");
                 return true;
         }
+        /* they go to git as arguments: a leading '-' would be an option */
+        if (json_string_value(json_object_get(p, "good"))[0] == '-' ||
+            json_string_value(json_object_get(p, "bad"))[0] == '-' || !*json_string_value(json_object_get(p, "good")) ||
+            !*json_string_value(json_object_get(p, "bad"))) {
+                request_error(req, "bad-request", "--good and --bad name commits: they may not be empty or start "
+                              "with '-'");
+                return true;
+        }
         if (!!json_object_get(p, "metric") == !!json_object_get(p, "level")) {
                 request_error(req, "bad-request", "bisect decides with --metric M or with --level L (one of them)");
                 return true;
@@ -200,7 +210,7 @@ static void bisect_start(struct mx_request *req)
         const char *thr = json_string_value(json_object_get(p, "threshold"));
         double threshold = 5.0;
         char *end = NULL;
-        int64_t id = 0;
+        int64_t id = 0, active = 0;
         int r;
 
         if (!m) {
@@ -226,6 +236,16 @@ static void bisect_start(struct mx_request *req)
         if (r < 0 || plan->n_runs != 1) {
                 request_error(req, "matrix-error", "the configuration cannot run: %s",
                               err ? err : "the matrix's rules leave it out");
+                return;
+        }
+        r = bstore_count_active(req->d->db, req->uid, &active);
+        if (r < 0) {
+                request_error_errno(req, r, "bisect");
+                return;
+        }
+        if (active >= BISECT_ACTIVE_PER_UID_MAX) {
+                request_error(req, "limit-exceeded", "%" PRId64 " bisections of yours are running (at most %d): "
+                              "wait for one or cancel one (bisect --cancel ID)", active, BISECT_ACTIVE_PER_UID_MAX);
                 return;
         }
         tpl = bisect_template(req, m, plan, levels, settings);

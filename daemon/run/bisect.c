@@ -88,6 +88,17 @@ static struct chain *chain_find(struct mx_bisect *b, int64_t bisection)
         return NULL;
 }
 
+static void built_cb(struct chain *c);
+
+/* A build of any bisection in flight: builds take one at a time, as runs do (they load the same machine). */
+static bool build_in_flight(struct mx_bisect *b)
+{
+        for (struct chain *c = b->chains; c; c = c->next)
+                if (c->done == built_cb)
+                        return true;
+        return false;
+}
+
 static void chain_add(struct chain *c, char **argv, const char *cwd, bool optional)
 {
         c->cmds = xreallocarray(c->cmds, c->n + 1, sizeof(*c->cmds));
@@ -753,12 +764,15 @@ static int advance(struct mx_bisect *b, json_t *bs)
                 const char *s = json_string_value(json_object_get(st, "state"));
 
                 if (streq_ptr(s, "building")) {
-                        build_step(b, bs, st, 1);
+                        if (!build_in_flight(b))
+                                build_step(b, bs, st, 1);
                         return 0;
                 }
                 if (streq_ptr(s, "running"))
                         return decide_step(b, bs, st);
         }
+        if (build_in_flight(b))
+                return 0; /* its end pokes us */
         if (json_is_string(json_object_get(bs, "metric")) && !step_at(bs, 0))
                 return start_step(b, bs, 0);
         hi = (int64_t)json_array_size(json_object_get(bs, "commits")) - 1;

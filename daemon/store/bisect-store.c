@@ -284,3 +284,19 @@ int bstore_of_run(struct mx_db *db, int64_t run, int64_t *ret)
         *ret = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
         return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_errno(db, rc);
 }
+
+int bstore_count_active(struct mx_db *db, uid_t uid, int64_t *ret)
+{
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, "SELECT count(*) FROM bisections WHERE uid = ? AND state IN ('resolving', 'running')",
+                        &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_int64(s, 1, uid);
+        rc = sqlite3_step(s);
+        if (rc != SQLITE_ROW)
+                return db_errno(db, rc);
+        *ret = sqlite3_column_int64(s, 0);
+        return 0;
+}

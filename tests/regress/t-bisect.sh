@@ -88,6 +88,8 @@ expect_exit 2 mx bisect --repo "$R" --good a --bad b --metric tg32 --threshold 2
 has "$T/err" "not a percentage"
 expect_exit 2 mx bisect kernel=nosuch --repo "$R" --good a --bad b --level L1
 has "$T/err" "axis 'kernel' has no value 'nosuch'"
+expect_exit 2 mx bisect --repo "$R" --good=--output=x --bad HEAD --level L1
+has "$T/err" "may not be empty or start with '-'"
 expect_exit 2 mx bisect nosuch --repo "$R" --good a --bad b --level L1
 has "$T/err" "no feature 'nosuch' in the matrix"
 expect_exit 2 mx bisect --repo "$R" --good a --bad b --level L3
@@ -222,8 +224,15 @@ expect_exit 0 mx bisect --cancel "$id2"
 has "$T/out" "cancelled"
 expect_exit 1 mx bisect --status "$id2"
 has "$T/out" "cancelled by a user"
+ids=()
+for i in 1 2 3 4; do
+        ids+=("$(jqv "$(mxj bisect --repo "$R" --good "${shas[0]}" --bad HEAD --level L4)" .bisection)")
+done
+"$MX_BIN" bisect --repo "$R" --good "${shas[0]}" --bad HEAD --level L4 >"$T/out" 2>"$T/err" && fail "a fifth bisection was taken"
+has "$T/err" "4 bisections of yours are running (at most 4)"
+for i in "${ids[@]}"; do expect_exit 0 mx bisect --cancel "$i"; done
 expect_exit 5 mx bisect --status 999
-ok "bisection $id2 cancelled; an unknown one is not found"
+ok "bisection $id2 cancelled; a fifth running bisection refused; an unknown one is not found"
 
 step="stop"
 mxd_stop
