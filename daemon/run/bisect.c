@@ -11,9 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <inttypes.h>
-#include <math.h>
 #include <signal.h>
-#include <sys/stat.h>
 
 extern char **environ;
 

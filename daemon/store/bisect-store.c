@@ -271,20 +271,6 @@ int bstore_reference_l4(struct mx_db *db, int64_t bisection, json_t **ret)
         return 0;
 }
 
-int bstore_of_run(struct mx_db *db, int64_t run, int64_t *ret)
-{
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, "SELECT st.bisection_id FROM bisect_runs br JOIN bisect_steps st ON st.id = br.step_id "
-                            "WHERE br.run_id = ?", &s), rc;
-
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, run);
-        rc = sqlite3_step(s);
-        *ret = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-        return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_errno(db, rc);
-}
-
 int bstore_count_active(struct mx_db *db, uid_t uid, int64_t *ret)
 {
         _cleanup_stmt_ sqlite3_stmt *s = NULL;

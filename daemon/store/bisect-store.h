@@ -47,5 +47,3 @@ int bstore_step_link(struct mx_db *db, int64_t step, int64_t job, const char *co
 int bstore_reference_l4(struct mx_db *db, int64_t bisection, json_t **ret);
 /* How many bisections of uid are resolving or running. */
 int bstore_count_active(struct mx_db *db, uid_t uid, int64_t *ret);
-/* The bisection a run belongs to, 0 if none. */
-int bstore_of_run(struct mx_db *db, int64_t run, int64_t *ret);
