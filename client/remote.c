@@ -5,7 +5,7 @@
 static const struct remote_verb *const verbs[] = {
         &remote_submit, &remote_status, &remote_list,  &remote_show,  &remote_logs,   &remote_follow,
         &remote_cancel, &remote_pause,  &remote_resume, &remote_retry, &remote_reload, &remote_gates,
-        &remote_attribute, &remote_repro, &remote_history,
+        &remote_attribute, &remote_repro, &remote_history, &remote_bisect,
 };
 
 static const struct remote_verb *find_verb(const char *name)

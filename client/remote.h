@@ -26,7 +26,7 @@ struct remote_verb {
 /* Renderers, one file each (cmd-<verb>.c). */
 extern const struct remote_verb remote_submit, remote_status, remote_list, remote_show, remote_logs,
         remote_follow, remote_cancel, remote_pause, remote_resume, remote_retry, remote_reload, remote_gates,
-        remote_attribute, remote_repro, remote_history;
+        remote_attribute, remote_repro, remote_history, remote_bisect;
 /* attribute's renderer, for other verbs that show an attribution (params: as_matrix). */
 int attribute_render(json_t *params, json_t *result);
 /* show JOB's success-criteria table (cmd-gates.c); nothing for NULL. */

@@ -5,6 +5,7 @@
  * forks, logs to the journal (or stderr), and tells systemd when it is ready
  * (only once the database is open and the socket is served) and when it stops.
  */
+#include "bisect.h"
 #include "cgroup.h"
 #include "health.h"
 #include "config.h"
@@ -292,6 +293,7 @@ static int setup(struct mx_daemon *d, struct listen_socket *ls)
         d->sched = sched_new(d, &watch);
         (void)mx_health_new(d, &d->health);
         sched_set_health_check(d->sched, mx_health_check, d->health);
+        d->bisect = bisect_new(d); /* resumes interrupted bisections from the loop */
         if (d->cfg.executor == MX_EXECUTOR_SLURM && executor_slurm_new(d, &watch, &d->slurm) < 0)
                 return EXIT_FAILURE;
         return 0;
@@ -301,6 +303,7 @@ static void teardown(struct mx_daemon *d, struct listen_socket *ls)
 {
         d->control = control_free(d->control);
         stream_free_all(d);
+        d->bisect = bisect_free(d->bisect);
         d->sched = sched_free(d->sched);
         d->health = mx_health_free(d->health);
         d->slurm = executor_slurm_free(d->slurm);

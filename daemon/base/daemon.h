@@ -20,6 +20,7 @@ struct mx_matrix;
 struct mx_streams;
 struct mx_cgroup;
 struct mx_executor_slurm;
+struct mx_bisect;
 
 struct mx_limits {
         size_t frame_bytes;          /* one request line */
@@ -95,6 +96,7 @@ struct mx_daemon {
         struct mx_cgroup *cgroup; /* where runs' cgroups go (cgroup.h); NULL: runs have none */
         struct mx_health *health; /* the GPU part of the health gate (health.h) */
         struct mx_executor_slurm *slurm; /* executor "slurm": runs in flight as Slurm jobs; NULL: local */
+        struct mx_bisect *bisect;        /* bisections in progress (run/bisect.h) */
         int lock_fd;              /* the state directory's lock, held for the daemon's life */
         bool stopping;
         char *boot_id;

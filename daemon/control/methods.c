@@ -10,6 +10,7 @@
 #include "attribute.h"
 #include "changes.h"
 #include "gates.h"
+#include "bisect-ctl.h"
 #include "log.h"
 #include "meta.h"
 #include "report.h"
@@ -395,5 +396,6 @@ const struct mx_method methods_table[] = {
         { "show", m_show },     { "cancel", m_cancel }, { "pause", m_pause },   { "resume", m_resume },
         { "retry", m_retry },   { "logs", m_logs },     { "follow", m_follow }, { "reload", m_reload },
         { "attribute", attribute_handle }, { "gates", m_gates }, { "report", m_report },
-        { "repro", m_repro },   { "history", changes_method }, { NULL, NULL },
+        { "repro", m_repro },   { "history", changes_method }, { "bisect", bisect_method },
+        { NULL, NULL },
 };

@@ -10,6 +10,7 @@
 #include "gates.h"
 #include "control.h"
 #include "log.h"
+#include "bisect.h"
 #include "pager.h"
 #include "queue.h"
 
@@ -189,6 +190,7 @@ void stream_job_changed(struct mx_daemon *d, int64_t job)
 {
         struct follow *f = streams(d)->follows, *next;
 
+        bisect_poke(d->bisect); /* a bisection's step may be in: it goes on from the loop */
         for (; f; f = next) {
                 next = f->next;
                 if (f->job == job && follow_pump(f))

@@ -100,9 +100,11 @@ static void no_confirm_on_slurm(const struct mx_request *req, json_t *level_sett
                                                  "scheduled by the local executor only)"));
 }
 
-static json_t *job_spec(const struct mx_matrix *m, json_t *levels, json_t *level_settings)
+json_t *submit_job_spec(const struct mx_matrix *m, json_t *levels, json_t *level_settings)
 {
         json_t *spec = json_object();
+        const char *src = json_string_value(json_object_get(m->bisect, "source"));
+        json_t *dir = src ? json_object_get(json_object_get(m->metadata, "sources"), src) : NULL;
 
         json_object_set_new(spec, "profile", json_incref(m->profile_resolved));
         json_object_set_new(spec, "model", m->model ? json_string(m->model) : json_null());
@@ -115,6 +117,8 @@ static json_t *job_spec(const struct mx_matrix *m, json_t *levels, json_t *level
                 json_object_set_new(spec, "metadata", json_incref(m->metadata));
         json_object_set_new(spec, "level_settings", json_incref(level_settings));
         json_object_set_new(spec, "matrix", json_pack("{s:s?,s:s}", "name", m->name, "file", m->path));
+        if (json_is_string(dir)) /* {source_dir}: bisect.source's own tree; a bisect step's runs name theirs */
+                json_object_set(spec, "source_dir", dir);
         return spec;
 }
 
@@ -322,7 +326,7 @@ static void submit_store(struct mx_request *req, const struct mx_matrix *m, cons
         json_t *params = req->params;
         _cleanup_free_ char *user = user_name(req->uid);
         char digest[MX_IDENT_HASH_LEN + 1];
-        _cleanup_json_ json_t *runs = NULL, *base = job_spec(m, levels, level_settings);
+        _cleanup_json_ json_t *runs = NULL, *base = submit_job_spec(m, levels, level_settings);
         bool more = false;
         struct queue_job_new job = {
                 .uid = req->uid,

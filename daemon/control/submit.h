@@ -8,4 +8,10 @@
 
 #include "control.h"
 
+#include <jansson.h>
+
+struct mx_matrix;
+
 void submit_handle(struct mx_request *req);
+/* The snapshot part every run of a submission shares: profile, target, model, levels and their settings. */
+json_t *submit_job_spec(const struct mx_matrix *m, json_t *levels, json_t *level_settings);

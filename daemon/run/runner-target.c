@@ -497,6 +497,9 @@ static int placeholder_values(struct mx_runner *r, char **reterr)
         r->values[MX_PLACEHOLDER_HOST] = xstrdup(host);
         r->values[MX_PLACEHOLDER_PORT] = xstrdup(r->port_text);
         r->values[MX_PLACEHOLDER_RUN_DIR] = xstrdup(r->ctx.run_dir);
+        if (json_is_string(json_object_get(r->ctx.spec, "source_dir")))
+                r->values[MX_PLACEHOLDER_SOURCE_DIR] =
+                        xstrdup(json_string_value(json_object_get(r->ctx.spec, "source_dir")));
         if (json_is_string(json_object_get(r->ctx.spec, "model")))
                 r->values[MX_PLACEHOLDER_MODEL] = xstrdup(json_string_value(json_object_get(r->ctx.spec, "model")));
         if (json_is_string(json_object_get(r->ctx.spec, "served_model_name")))

@@ -72,6 +72,7 @@ static void default_values(const struct mx_run_ctx *ctx, const char *values[_MX_
         values[MX_PLACEHOLDER_MODEL] = model;
         values[MX_PLACEHOLDER_SERVED_MODEL_NAME] = served ? served : model; /* mxmatrix.json(5) */
         values[MX_PLACEHOLDER_RUN_DIR] = ctx->run_dir;
+        values[MX_PLACEHOLDER_SOURCE_DIR] = json_string_value(json_object_get(ctx->spec, "source_dir"));
 }
 
 int runner_build_command(const struct mx_run_ctx *ctx, const char *const *values, char ***ret_argv,

@@ -12,6 +12,9 @@ static const struct {
         [MX_PLACEHOLDER_HOST] = { "host", "the address the server must listen on" },
         [MX_PLACEHOLDER_PORT] = { "port", "the TCP port the runner picked for this run" },
         [MX_PLACEHOLDER_RUN_DIR] = { "run_dir", "the run's private directory (logs, profiler reports)" },
+        [MX_PLACEHOLDER_SOURCE_DIR] = { "source_dir",
+                                        "the source tree: a bisect step's checkout, else bisect.source's "
+                                        "tree (metadata.sources)" },
 };
 
 const char *mx_placeholder_to_string(enum mx_placeholder p)

@@ -18,6 +18,7 @@ enum mx_placeholder {
         MX_PLACEHOLDER_HOST,              /* the address the server listens on */
         MX_PLACEHOLDER_PORT,              /* the port the runner picked */
         MX_PLACEHOLDER_RUN_DIR,           /* the run's private directory */
+        MX_PLACEHOLDER_SOURCE_DIR,        /* bisect's checkout, else the bisect.source's own tree */
         _MX_PLACEHOLDER_MAX,
         _MX_PLACEHOLDER_INVALID = -EINVAL,
 };

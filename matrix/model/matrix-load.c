@@ -1605,6 +1605,49 @@ static int parse_health(struct loader *l, json_t *root)
         return 0;
 }
 
+/*
+ * "bisect": how `mxmatrix bisect` builds a commit of a source tree
+ * (mxmatrix.json(5) BISECT): the build command run in each checkout, the
+ * metadata source it checks out, the build's time limit and a metric's
+ * confirmation starts.
+ */
+static int parse_bisect(struct loader *l, json_t *root)
+{
+        static const char *const keys[] = { "build", "source", "build_timeout_ms", "confirm_starts", NULL };
+        _cleanup_strv_free_ char **build = NULL;
+        json_t *bi, *v;
+        int r;
+
+        r = member(l, root, "bisect", KIND_OBJECT, false, &bi);
+        if (r < 0 || !bi)
+                return r;
+        r = check_keys(l, bi, keys, "the bisect section");
+        if (r < 0)
+                return r;
+        r = member_strings(l, bi, "build", MX_MATRIX_MAX_COMMAND, false, &build);
+        if (r < 0)
+                return r;
+        if (!build || !build[0])
+                return err(l, bi, "build", "the build command must have at least one word");
+        r = member(l, bi, "source", KIND_STRING, false, &v);
+        if (r < 0)
+                return r;
+        r = member(l, bi, "build_timeout_ms", KIND_INTEGER, false, &v);
+        if (r < 0)
+                return r;
+        if (v && (json_integer_value(v) < 1000 || json_integer_value(v) > 7 * 24 * 3600 * 1000LL))
+                return err(l, bi, "build_timeout_ms", "%" JSON_INTEGER_FORMAT " ms is outside 1000..604800000",
+                           json_integer_value(v));
+        r = member(l, bi, "confirm_starts", KIND_INTEGER, false, &v);
+        if (r < 0)
+                return r;
+        if (v && (json_integer_value(v) < 1 || json_integer_value(v) > 10))
+                return err(l, bi, "confirm_starts", "%" JSON_INTEGER_FORMAT " is outside 1..10",
+                           json_integer_value(v));
+        l->m->bisect = bi;
+        return 0;
+}
+
 /* ---- reference: what the reports compare with (seed 002 "Reference: Competing Engines") ---- */
 
 /* An optional metric of the vocabulary (mx_metrics), so reports can set a figure beside ours. */
@@ -1756,7 +1799,7 @@ static int parse_root(struct loader *l)
         static const char *const keys[] = { "matrix",      "name",     "description", "target",   "profiles",
                                             "axes",        "baseline", "features",    "health",   "metadata",
                                             "constraints", "settings", "levels",      "hard_constraints",
-                                            "reference", NULL };
+                                            "reference", "bisect", NULL };
         struct mx_matrix *m = l->m;
         json_t *root = m->root, *version;
         int r;
@@ -1811,6 +1854,9 @@ static int parse_root(struct loader *l)
         if (r < 0)
                 return r;
         r = parse_reference(l, root);
+        if (r < 0)
+                return r;
+        r = parse_bisect(l, root);
         if (r < 0)
                 return r;
         r = check_baseline_and_features(l);

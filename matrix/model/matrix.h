@@ -279,6 +279,7 @@ struct mx_matrix {
         json_t *profile_resolved; /* owned: the target's profile, normalised (profile.h) */
         json_t *metadata;         /* owned: the metadata section, normalised (metadata.h), or NULL */
         json_t *reference;        /* borrowed from root: competing engines and targets (reports), or NULL */
+        json_t *bisect;           /* borrowed from root: the bisect section, checked, or NULL */
         struct mx_matrix_settings settings;
         char *order;         /* settings.order: "fifo", "fail-fast", or NULL (by the number of runs) */
         int *cache_key_axes; /* settings.cache_key_axes: axis indices; runs sharing their values run together */
