@@ -59,7 +59,7 @@ static int load_one(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t *
 {
         /*
          * Every attempt of every run, in plan order; the levels of each attempt as a JSON array. A fail-fast
-         * run's cheap pass that passed (migration 012) is left out: its second pass decides, and the two
+         * run's cheap pass that passed (migration 011) is left out: its second pass decides, and the two
          * together are not a flaky run.
          */
         static const char sql[] =

@@ -545,7 +545,7 @@ struct attempt_facts {
         bool cancelled; /* a cancel was acknowledged while the run ran */
         int64_t confirm_of;  /* a confirmation start of that attempt's L5; 0: none */
         int64_t confirm_ref; /* L5 asks for confirmation starts against this reference run; 0: none */
-        bool cheap_pass;     /* the first pass of a fail-fast run (migration 012) */
+        bool cheap_pass;     /* the first pass of a fail-fast run (migration 011) */
 };
 
 static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts *ret)
@@ -748,7 +748,7 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
         }
         /* L5 could not decide: the run waits for confirmation starts (the L5 level asked, naming B) */
         confirm = !requeue && !fa.cancelled && f->outcome == MX_OUTCOME_COMPLETED && fa.confirm_ref > 0;
-        /* A fail-fast run's cheap pass passed: it queues again for its full levels (migration 012). */
+        /* A fail-fast run's cheap pass passed: it queues again for its full levels (migration 011). */
         next_pass = !requeue && !fa.cancelled && fa.cheap_pass && f->outcome == MX_OUTCOME_COMPLETED &&
                     !fa.failed_level;
         confirm = confirm && !next_pass;
@@ -1475,7 +1475,7 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
                 json_array_append_new(a, t);
                 /* The command as started (migration 008), for show rN and repro */
                 db_json_set_json(t, "command", s, 15);
-                /* A fail-fast run's cheap pass (migration 012): its levels were L1 and L1.5 only */
+                /* A fail-fast run's cheap pass (migration 011): its levels were L1 and L1.5 only */
                 if (sqlite3_column_int(s, 16) == 1)
                         json_object_set_new(t, "pass", json_integer(1));
                 r = attempt_levels(db, sqlite3_column_int64(s, 0), &levels);

@@ -46,7 +46,7 @@ struct queue_run_new {
         json_t *reasons; /* array of strings */
         const char *expect_fail;
         json_t *spec;    /* snapshot for the runner (its own part, over the job's spec_base) */
-        bool fail_fast;  /* two passes: its cheap levels first, the rest once they passed (migration 012) */
+        bool fail_fast;  /* two passes: its cheap levels first, the rest once they passed (migration 011) */
 };
 
 /* Store a job and its runs; returns the job id. */
@@ -72,7 +72,7 @@ struct queue_next {
          * is to be decided again (l5confirm.h) before anything starts.
          */
         int64_t confirm_row, confirm_of, decide;
-        /* A fail-fast job's first pass of the run (migration 012): levels holds only the cheap ones. */
+        /* A fail-fast job's first pass of the run (migration 011): levels holds only the cheap ones. */
         bool cheap_pass;
 };
 void queue_next_done(struct queue_next *n);

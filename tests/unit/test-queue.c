@@ -967,7 +967,7 @@ TEST(migration_008_renames_plan_reasons)
                 "(2, 1, 2, 'k2', 'h', '{}', '[\"L1-on:stack(P1)\",\"L5:cutlass\",\"L6:sinks=on\",\"cover\"]', "
                 "0, 'queued');";
 
-        /* A version-7 database with runs planned under the old names: today's, less migrations 008 to 010. */
+        /* A version-7 database with runs planned under the old names: today's, less migrations 008 to 011. */
         ASSERT_OK(db_open(path, &db, &err));
         db_close(db);
         ASSERT_EQ(sqlite3_open(path, &raw), SQLITE_OK);
@@ -1017,7 +1017,7 @@ TEST(evidence_of_a_requeued_run_has_no_levels)
 }
 
 /*
- * Fail-fast (migration 012): every run's cheap pass (the job's L1 and L1.5
+ * Fail-fast (migration 011): every run's cheap pass (the job's L1 and L1.5
  * only) before any run's second pass; a run whose cheap pass failed is done
  * with that result and never makes the second; an interrupted cheap pass
  * stays a cheap pass; retry starts over with the cheap pass.
