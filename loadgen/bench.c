@@ -108,6 +108,9 @@ struct mx_bench {
         char *auth_header;
         struct mx_http *http;
         struct event *kick;
+        struct event *resume; /* goes on after a window callback */
+        mx_bench_window_cb window;
+        bool window_begun, window_ended; /* the current test's window callbacks were made */
         mx_bench_done_cb done;
         mx_bench_progress_cb progress;
         void *userdata;
@@ -1064,6 +1067,24 @@ static void test_name(const struct test *t, const char *kind, char *buf, size_t 
                 snprintf(buf, n, "%s%" PRId64, kind, streq(kind, "pp") ? t->pp : t->tg);
 }
 
+/* The caller's window callback for the current test, once per side: true when the engine must wait for it. */
+static bool window_call(struct mx_bench *b, bool begin)
+{
+        const struct test *t = &b->tests[b->cur_test];
+        char name[64], full[96];
+
+        if (!b->window || (begin ? b->window_begun : b->window_ended))
+                return false;
+        if (begin)
+                b->window_begun = true;
+        else
+                b->window_ended = true;
+        test_name(t, "pp", name, sizeof(name));
+        snprintf(full, sizeof(full), "%s tg%" PRId64, name, t->tg);
+        b->window(b, b->cur_test, full, begin, b->userdata);
+        return true;
+}
+
 /* Start the next batch: warm-ups, then runs, test after test; the end of the last finishes the benchmark. */
 static void next_batch(struct mx_bench *b)
 {
@@ -1108,8 +1129,11 @@ static void next_batch(struct mx_bench *b)
                 b->n_batch = 0;
         }
         if (b->cur_test < b->n_tests && b->cur_run >= b->cfg.runs) {
+                if (window_call(b, false))
+                        return;
                 b->cur_test++;
                 b->cur_warm = b->cur_run = 0;
+                b->window_begun = b->window_ended = false;
         }
         if (b->cur_test >= b->n_tests) {
                 progress(b, "done: %u requests measured, %u failed (%u of them to a known issue of the server)",
@@ -1117,6 +1141,8 @@ static void next_batch(struct mx_bench *b)
                 finish(b, 0, NULL);
                 return;
         }
+        if (b->cur_warm >= b->cfg.warmup && b->cur_run == 0 && window_call(b, true))
+                return;
         t = &b->tests[b->cur_test];
         ctx_phase = b->cfg.llama_bench_style && t->depth > 0;
         {
@@ -1169,6 +1195,44 @@ static void kick_cb(evutil_socket_t fd, short what, void *userdata)
         plain_call(b, "GET", "/v1/models", NULL, models_done_cb, b);
 }
 
+static void resume_cb(evutil_socket_t fd, short what, void *userdata)
+{
+        (void)fd, (void)what;
+        next_batch(userdata);
+}
+
+void mx_bench_set_window_hook(struct mx_bench *b, mx_bench_window_cb cb)
+{
+        b->window = cb;
+}
+
+void mx_bench_resume(struct mx_bench *b)
+{
+        /* from the loop, never from inside the callback's caller */
+        event_active(b->resume, EV_TIMEOUT, 0);
+}
+
+/* The tokens the server generated for r: its usage, else the tokens counted from its stream. */
+static int64_t breq_generated(const struct breq *r)
+{
+        return r->completion_tokens >= 0 ? r->completion_tokens : MX_MAX(r->n_decode, 0);
+}
+
+int64_t mx_bench_test_tokens(const struct mx_bench *b, size_t test)
+{
+        const struct test *t;
+        int64_t n = 0;
+
+        if (test >= b->n_tests)
+                return 0;
+        t = &b->tests[test];
+        for (size_t i = 0; i < t->n_reqs; i++)
+                n += breq_generated(t->reqs[i]);
+        for (size_t i = 0; i < t->n_ctx; i++)
+                n += breq_generated(t->ctx[i]);
+        return n;
+}
+
 int mx_bench_new(struct event_base *base, const struct mx_bench_config *cfg, struct mx_bench **ret,
                  char **reterr)
 {
@@ -1208,7 +1272,8 @@ int mx_bench_new(struct event_base *base, const struct mx_bench_config *cfg, str
                 .timeout_ms = b->cfg.timeout_ms ?: MX_BENCH_TIMEOUT_DEFAULT_MS,
         };
         b->kick = event_new(base, -1, 0, kick_cb, b);
-        if (!b->kick)
+        b->resume = event_new(base, -1, 0, resume_cb, b);
+        if (!b->kick || !b->resume)
                 mx_die("event_new failed");
         b->n_tests = cfg->n_depth * cfg->n_pp * cfg->n_tg;
         b->tests = xcalloc(b->n_tests, sizeof(*b->tests));
@@ -1246,6 +1311,8 @@ struct mx_bench *mx_bench_free(struct mx_bench *b)
         mx_http_free(b->http);
         if (b->kick)
                 event_free(b->kick);
+        if (b->resume)
+                event_free(b->resume);
         for (size_t i = 0; i < b->n_tests; i++) {
                 free(b->tests[i].reqs);
                 free(b->tests[i].ctx);

@@ -103,6 +103,11 @@ struct mx_level_ctx {
          * reasons, clocks and foreign processes. NULL hook: none.
          */
         const struct mx_sample_summary *(*gpu_window)(void *ud, bool begin);
+        /*
+         * The GPU's total energy counter in mJ now (sampler.h: mx_sampler_energy_mj), with mem_ud: 0, or a
+         * negative errno with a reason (-EOPNOTSUPP: the GPU does not report energy). NULL: no sampler.
+         */
+        int (*gpu_energy)(void *ud, int64_t *ret_mj, char **reterr);
         const struct mx_history *history; /* stored results of earlier runs (runner.h), or NULL */
 };
 
