@@ -447,7 +447,9 @@ void mx_l5_decide(const struct mx_l5_input *in, struct mx_l5_output *out)
                 out->message = xasprintf("not compared: this run's L4 was measured %s a profiler traced the server "
                                          "and the %u stored result%s to compare with %s (%s)",
                                          lo.cur_traced ? "while" : "without", lo.traced, lo.traced == 1 ? "" : "s",
-                                         lo.cur_traced ? "were not" : "were", gpu_text);
+                                         lo.traced == 1 ? (lo.cur_traced ? "was not" : "was")
+                                                        : (lo.cur_traced ? "were not" : "were"),
+                                         gpu_text);
         } else if (d.compared == 0) {
                 bool is_baseline = streq_ptr(baseline_key(in, self),
                                              json_string_value(json_object_get(self, "config_key")));
