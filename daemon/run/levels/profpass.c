@@ -12,7 +12,12 @@
 
 #define PROFPASS_HTTP_TIMEOUT_MS 60000
 
-enum step { STEP_BEFORE, STEP_START, STEP_WORK, STEP_STOP, STEP_AFTER, STEP_DONE };
+/*
+ * The engine's own requests (/v1/models, /tokenize, the chat template's probe) come first, outside the
+ * capture: the window hook of the measured requests reads /metrics and starts the capture (STEP_BEFORE,
+ * STEP_START), and after the last one stops it and reads /metrics again (STEP_STOP, STEP_AFTER).
+ */
+enum step { STEP_BEFORE, STEP_START, STEP_WORK, STEP_STOP, STEP_AFTER, STEP_END, STEP_DONE };
 
 struct mx_profpass {
         const struct mx_level_ctx *ctx;
@@ -26,6 +31,7 @@ struct mx_profpass {
         char *text[2]; /* /metrics before, after */
         char *error;   /* the first failure, or NULL */
         bool started, stopped;
+        bool bench_ended; /* the engine finished before the window's end */
         int64_t usage_tokens; /* the workload's generated tokens by its requests' usage */
         unsigned failed;
         json_t *written; /* what profile-workload.json holds, or NULL */
@@ -57,6 +63,11 @@ _printf_(2, 3) static void pass_error(struct mx_profpass *p, const char *fmt, ..
 
 static void advance(struct mx_profpass *p)
 {
+        /* the hook's work is done: the engine goes on (measured requests, or its end) */
+        if ((p->step == STEP_WORK || p->step == STEP_END) && p->bench && !p->bench_ended) {
+                mx_bench_resume(p->bench);
+                return;
+        }
         event_active(p->next, EV_TIMEOUT, 0);
 }
 
@@ -115,6 +126,16 @@ static void get_metrics(struct mx_profpass *p)
         }
 }
 
+/* The engine's window around the workload's measured requests: the capture and the counters' reads. */
+static void window_cb(struct mx_bench *b, size_t test, const char *name, bool begin, void *ud)
+{
+        struct mx_profpass *p = ud;
+
+        (void)b, (void)test, (void)name;
+        p->step = begin ? STEP_BEFORE : STEP_STOP;
+        event_active(p->next, EV_TIMEOUT, 0);
+}
+
 static void bench_done_cb(struct mx_bench *b, int error, const char *reason, void *ud)
 {
         struct mx_profpass *p = ud;
@@ -126,8 +147,13 @@ static void bench_done_cb(struct mx_bench *b, int error, const char *reason, voi
                 pass_error(p, "the workload could not finish: %s", reason ? reason : strerror(-error));
         else if (p->failed > 0)
                 pass_error(p, "%u of %u workload requests failed", p->failed, measured);
-        p->step++;
-        advance(p);
+        if (p->started && !p->stopped) {
+                /* the engine ended inside the window: stop the capture all the same */
+                p->step = STEP_STOP;
+                p->bench_ended = true;
+        } else
+                p->step = STEP_DONE;
+        event_active(p->next, EV_TIMEOUT, 0);
 }
 
 static void bench_progress_cb(void *ud, const char *line)
@@ -143,11 +169,6 @@ static void work(struct mx_profpass *p)
         struct mx_bench_config c;
         _cleanup_free_ char *err = NULL;
 
-        if (p->start_path && !p->started) {
-                p->step++; /* nothing would be captured: no workload */
-                advance(p);
-                return;
-        }
         mx_bench_config_defaults(&c);
         c.url = p->ctx->url;
         c.api_key = p->ctx->api_key;
@@ -160,11 +181,12 @@ static void work(struct mx_profpass *p)
         c.concurrency = 1;
         c.latency_mode = MX_BENCH_LATENCY_NONE;
         c.timeout_ms = MX_MIN(p->timeout_ms, MX_HTTP_TIMEOUT_MAX_MS);
-        if (mx_bench_new(p->ctx->base, &c, &p->bench, &err) < 0 ||
-            mx_bench_start(p->bench, bench_done_cb, bench_progress_cb, p) < 0) {
+        if (mx_bench_new(p->ctx->base, &c, &p->bench, &err) >= 0)
+                mx_bench_set_window_hook(p->bench, window_cb);
+        if (!p->bench || mx_bench_start(p->bench, bench_done_cb, bench_progress_cb, p) < 0) {
                 pass_error(p, "the workload cannot start: %s", err ? err : "the engine refused it");
-                p->step++;
-                advance(p);
+                p->step = STEP_DONE;
+                event_active(p->next, EV_TIMEOUT, 0);
         }
 }
 
@@ -234,7 +256,14 @@ static void next_cb(evutil_socket_t fd, short what, void *ud)
                 }
                 return;
         case STEP_WORK:
-                work(p);
+        case STEP_END:
+                if (p->bench_ended) {
+                        p->step = STEP_DONE;
+                        event_active(p->next, EV_TIMEOUT, 0);
+                } else if (p->bench)
+                        mx_bench_resume(p->bench);
+                else
+                        work(p);
                 return;
         case STEP_STOP:
                 if (p->start_path && p->started)
@@ -277,7 +306,8 @@ int mx_profpass_start(const struct mx_level_ctx *ctx, json_t *profiler, int64_t 
         p->next = event_new(ctx->base, -1, 0, next_cb, p);
         if (!p->next)
                 mx_die("event_new failed");
-        advance(p);
+        p->step = STEP_WORK; /* the engine first: the window hook brings the rest */
+        event_active(p->next, EV_TIMEOUT, 0);
         *ret = p;
         return 0;
 }

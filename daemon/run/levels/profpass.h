@@ -4,6 +4,7 @@
  * capture, so that "per token" is exact and says which tokens. L1.5 runs it
  * before L2-L4 when the profile's profiler declares a workload or a control:
  *
+ *   the engine's set-up     /v1/models, /tokenize, the chat template's probe: before the capture
  *   GET /metrics            the server's counters before
  *   POST control.start      (vLLM /start_profile: cudaProfilerStart, nsys --capture-range=cudaProfilerApi)
  *   the workload            requests x (prompt_tokens, output_tokens), one at a time, through the benchmark
