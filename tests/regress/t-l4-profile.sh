@@ -142,6 +142,13 @@ awk -v j="$(jq -r .joules <<<"$en")" -v jpt="$(jq -r .joules_per_token <<<"$en")
         'BEGIN { exit !(j > 0 && (jpt * t - j) ^ 2 < 1e-9 && j / 119.177 <= dur + 0.05 && j / 119.177 > dur / 20) }' ||
         fail "energy $en against an L4 of $dur s"
 ok "$(jq -r '"\(.joules_per_token) J/token over \(.tokens) tokens"' <<<"$en")"
+step="the benchmark report's table"
+mx report benchmark-results "$job" >"$T/bench.md" || fail "report benchmark-results"
+has "$T/bench.md" "### Speculative Decoding and Energy"
+rate3=$(jq -r '.acceptance_rate * 1000 | round / 1000' <<<"$sd")
+grep -E "^\| .*\(r$on\) \| pp128 tg$TG \| $(printf '%.3f' "$rate3") \| " "$T/bench.md" >/dev/null ||
+        fail "no row of r$on with its rate $rate3: $(grep -F "(r$on)" "$T/bench.md")"
+ok "$(grep -F "(r$on) | pp128" "$T/bench.md")"
 mxd_stop
 
 step="a GPU without the energy counter"
