@@ -145,6 +145,20 @@ static void l15_after_stop(struct mx_level *l, const struct mx_level_stop *st)
                                                   : "nothing to check");
 }
 
+static void final_done_cb(void *ud)
+{
+        mx_level_before_stop_done(ud);
+}
+
+/* A whole-life capture: the server's counters once more before it stops (profpass.h). */
+static void l15_before_stop(struct mx_level *l)
+{
+        struct l15 *s = (struct l15 *)l;
+
+        if (!mx_profpass_final(s->pass, final_done_cb, l))
+                mx_level_before_stop_done(l);
+}
+
 static void l15_cancel(struct mx_level *l)
 {
         struct l15 *s = (struct l15 *)l;
@@ -167,6 +181,7 @@ const struct mx_level_ops mx_level_l15_ops = {
         .log_line = l15_log_line,
         .run = l15_run,
         .cancel = l15_cancel,
+        .before_stop = l15_before_stop,
         .after_stop = l15_after_stop,
         .free = l15_free,
 };

@@ -4,6 +4,7 @@
 #include "counters.h"
 #include "logcap.h"
 #include "profile.h"
+#include "promtext.h"
 
 #include <event2/event.h>
 #include <inttypes.h>
@@ -17,7 +18,7 @@
  * capture: the window hook of the measured requests reads /metrics and starts the capture (STEP_BEFORE,
  * STEP_START), and after the last one stops it and reads /metrics again (STEP_STOP, STEP_AFTER).
  */
-enum step { STEP_BEFORE, STEP_START, STEP_WORK, STEP_STOP, STEP_AFTER, STEP_END, STEP_DONE };
+enum step { STEP_BEFORE, STEP_START, STEP_WORK, STEP_STOP, STEP_AFTER, STEP_END, STEP_DONE, STEP_FINAL };
 
 struct mx_profpass {
         const struct mx_level_ctx *ctx;
@@ -71,6 +72,36 @@ static void advance(struct mx_profpass *p)
         event_active(p->next, EV_TIMEOUT, 0);
 }
 
+static int write_file(struct mx_profpass *p, json_t *o);
+
+/* profile-workload.json of a whole-life capture: the server's generation counter now, from 0 at its start. */
+static void write_whole_life(struct mx_profpass *p, struct mx_http_response *resp)
+{
+        _cleanup_free_ char *why = NULL, *text = mx_counters_text(resp, &why);
+        static const char *const names[] = {"vllm:generation_tokens_total", "llamacpp:tokens_predicted_total"};
+        double v = 0;
+        json_t *o;
+
+        for (size_t i = 0; text && i < ELEMENTSOF(names); i++) {
+                if (mx_prom_sum(text, strlen(text), names[i], &v, NULL, NULL) < 0)
+                        continue;
+                o = json_pack("{s:I,s:I,s:I,s:I,s:s}", "tokens", (json_int_t)(v + 0.5), "requests",
+                              (json_int_t)p->requests, "prompt_tokens", (json_int_t)p->prompt, "output_tokens",
+                              (json_int_t)p->output, "source", "server counters");
+                json_object_set_new(o, "which",
+                                    json_sprintf("every token the server generated in its life (%s after the last "
+                                                 "level, from 0 at its start): the capture has no range, so every "
+                                                 "level's requests are in it, the declared workload's (%" PRId64
+                                                 " requests x %" PRId64 " output tokens) among them",
+                                                 names[i], p->requests, p->output));
+                if (write_file(p, o) < 0)
+                        json_decref(o);
+                return;
+        }
+        pass_error(p, "the whole-life capture is not normalised: %s",
+                   why ? why : "/metrics has no generation counter (llama-server: start it with --metrics)");
+}
+
 static void http_done_cb(struct mx_http_call *call, struct mx_http_response *resp, void *ud)
 {
         struct mx_profpass *p = ud;
@@ -78,6 +109,11 @@ static void http_done_cb(struct mx_http_call *call, struct mx_http_response *res
 
         (void)call;
         p->call = NULL;
+        if (p->step == STEP_FINAL) {
+                write_whole_life(p, resp);
+                p->done(p->ud);
+                return;
+        }
         if (p->step == STEP_BEFORE || p->step == STEP_AFTER) {
                 p->text[p->step == STEP_AFTER] = mx_counters_text(resp, &why);
                 if (why && p->ctx->log)
@@ -193,9 +229,7 @@ static void work(struct mx_profpass *p)
 /* profile-workload.json: the tokens inside the capture and which they are. */
 static void write_workload(struct mx_profpass *p)
 {
-        _cleanup_free_ char *path = xasprintf("%s/profile-workload.json", p->ctx->run_dir), *text = NULL;
         _cleanup_free_ char *err = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
         int64_t tokens = 0;
         const char *counter = NULL;
         bool reset = false;
@@ -204,7 +238,7 @@ static void write_workload(struct mx_profpass *p)
         if (p->start_path && !p->stopped)
                 return; /* the capture holds more than the workload, or nothing */
         if (!p->start_path)
-                return; /* the whole life is captured: its tokens are not the workload's */
+                return; /* the whole life is captured: mx_profpass_final() writes it */
         if (p->failed > 0 || p->usage_tokens <= 0)
                 return;
         o = json_pack("{s:I,s:I,s:I}", "requests", (json_int_t)p->requests, "prompt_tokens", (json_int_t)p->prompt,
@@ -228,14 +262,24 @@ static void write_workload(struct mx_profpass *p)
                                                  "generation counter on /metrics",
                                                  p->requests, p->output));
         }
+        if (write_file(p, o) < 0)
+                json_decref(o);
+}
+
+/* profile-workload.json in the run directory; takes o on success. */
+static int write_file(struct mx_profpass *p, json_t *o)
+{
+        _cleanup_free_ char *path = xasprintf("%s/profile-workload.json", p->ctx->run_dir), *text = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+
         text = json_dumps(o, JSON_INDENT(1) | JSON_SORT_KEYS);
         f = fopen(path, "we");
-        if (!f || fputs(text, f) < 0 || fflush(f) != 0) {
+        if (!text || !f || fputs(text, f) < 0 || fflush(f) != 0) {
                 pass_error(p, "cannot write %s: %m", path);
-                json_decref(o);
-                return;
+                return -EIO;
         }
         p->written = o;
+        return 0;
 }
 
 static void next_cb(evutil_socket_t fd, short what, void *ud)
@@ -280,6 +324,8 @@ static void next_cb(evutil_socket_t fd, short what, void *ud)
                 write_workload(p);
                 p->done(p->ud);
                 return;
+        case STEP_FINAL:
+                return;
         }
 }
 
@@ -310,6 +356,23 @@ int mx_profpass_start(const struct mx_level_ctx *ctx, json_t *profiler, int64_t 
         event_active(p->next, EV_TIMEOUT, 0);
         *ret = p;
         return 0;
+}
+
+bool mx_profpass_final(struct mx_profpass *p, mx_profpass_done_cb done, void *ud)
+{
+        _cleanup_free_ char *err = NULL;
+
+        if (!p || p->start_path || p->step != STEP_DONE)
+                return false;
+        p->step = STEP_FINAL;
+        p->done = done;
+        p->ud = ud;
+        if (mx_counters_get(p->ctx, PROFPASS_HTTP_TIMEOUT_MS, http_done_cb, p, &p->call, &err) < 0) {
+                pass_error(p, "the whole-life capture is not normalised: GET /metrics could not start: %s",
+                           strna(err));
+                return false;
+        }
+        return true;
 }
 
 struct mx_profpass *mx_profpass_free(struct mx_profpass *p)

@@ -17,8 +17,12 @@
  * "which", "source"}, tokens from the server's own generation counter
  * ("server counters") or, where the server exports none, from the usage of
  * the workload's requests ("declared"). Without a control the capture covers
- * the server's whole life: no workload file is written for it (the tokens of
- * the whole life are not known here) and L4 records that it was traced.
+ * the server's whole life: L4 records that it was traced, and once every
+ * level had its turn (levels.h: before_stop) mx_profpass_final() reads the
+ * server's generation counter, which began at 0 when the server started, and
+ * profile-workload.json says the tokens are the whole life's (every level's
+ * requests, the workload's among them); a server without such a counter
+ * (llama-server without --metrics) gets no file, and the pass says why.
  */
 #pragma once
 
@@ -31,6 +35,11 @@ typedef void (*mx_profpass_done_cb)(void *ud);
 /* Start the pass for the profile's profiler section; done runs from the loop once it is over, failed or not. */
 int mx_profpass_start(const struct mx_level_ctx *ctx, json_t *profiler, int64_t timeout_ms, mx_profpass_done_cb done,
                       void *ud, struct mx_profpass **ret, char **reterr);
+/*
+ * The server is about to stop: for a whole-life capture (no control), read its counters and write
+ * profile-workload.json. false when there is nothing to do (done is not called), else done runs later.
+ */
+bool mx_profpass_final(struct mx_profpass *p, mx_profpass_done_cb done, void *ud);
 /* Cancels what is in flight; no callback runs. */
 struct mx_profpass *mx_profpass_free(struct mx_profpass *p);
 /* What the pass did, for L1.5's metrics: {"workload", "control", "tokens", "source", "file", "error"}. */
