@@ -80,6 +80,7 @@ struct breq {
         size_t n_tok, cap_tok;
         int64_t prompt_tokens, completion_tokens, cached_tokens; /* -1: not reported */
         int64_t cache_n, prompt_n;                                /* llama-server's timings; -1: none */
+        int64_t draft_n, draft_accepted; /* llama-server's timings with speculative decoding; -1: none */
         int64_t cum_before_tok1;                                  /* running counts; -1: none */
         int64_t n_decode;          /* tg's N: tokens from the first text-bearing event on; -1: unknown */
         const char *decode_source; /* where n_decode came from */
@@ -360,6 +361,7 @@ static struct breq *breq_new(struct mx_bench *b, enum req_kind kind)
         r->kind = kind;
         r->prompt_tokens = r->completion_tokens = r->cached_tokens = -1;
         r->cache_n = r->prompt_n = -1;
+        r->draft_n = r->draft_accepted = -1;
         r->cached_max = r->reused_min = -1;
         r->cum_before_tok1 = r->n_decode = -1;
         snprintf(r->salt, sizeof(r->salt), "mxbench-%016" PRIx64 "-%" PRIu64, rng_next(b), ++b->n_requests);
@@ -419,9 +421,16 @@ static const char *text_field(json_t *choice)
         return NULL;
 }
 
-/* llama-server's timings object: prompt tokens it evaluated (prompt_n) and took from its cache (cache_n). */
+/*
+ * llama-server's timings object: prompt tokens it evaluated (prompt_n) and took from its cache (cache_n); with
+ * speculative decoding the tokens drafted (draft_n) and accepted (draft_n_accepted).
+ */
 static void read_timings(struct breq *r, json_t *timings)
 {
+        if (json_is_integer(json_object_get(timings, "draft_n")))
+                r->draft_n = json_integer_value(json_object_get(timings, "draft_n"));
+        if (json_is_integer(json_object_get(timings, "draft_n_accepted")))
+                r->draft_accepted = json_integer_value(json_object_get(timings, "draft_n_accepted"));
         if (json_is_integer(json_object_get(timings, "cache_n")))
                 r->cache_n = json_integer_value(json_object_get(timings, "cache_n"));
         if (json_is_integer(json_object_get(timings, "prompt_n")))
@@ -1888,6 +1897,27 @@ static json_t *results_json(const struct mx_bench *b, json_t *rows, struct vals 
                          "defined above)");
 }
 
+/* The draft figures llama-server's timings gave for a test's measured requests, summed: "draft_timings". */
+static void draft_timings_json(const struct test *t, json_t *sv)
+{
+        int64_t drafted = 0, accepted = 0;
+        unsigned n = 0;
+
+        for (size_t i = 0; i < t->n_reqs; i++) {
+                const struct breq *r = t->reqs[i];
+
+                if (r->draft_n < 0)
+                        continue;
+                drafted += r->draft_n;
+                accepted += MX_MAX(r->draft_accepted, 0);
+                n++;
+        }
+        if (n > 0)
+                json_object_set_new(sv, "draft_timings",
+                                    json_pack("{s:I,s:I,s:i}", "draft_n", (json_int_t)drafted, "draft_n_accepted",
+                                              (json_int_t)accepted, "requests", n));
+}
+
 json_t *mx_bench_result_json(const struct mx_bench *b)
 {
         json_t *rows = json_array(), *serving = json_array(), *failures = json_array(), *requests = json_array();
@@ -1930,6 +1960,7 @@ json_t *mx_bench_result_json(const struct mx_bench *b)
                 json_object_set_new(sv, "depth", json_integer(t->depth));
                 json_object_set_new(sv, "pp", json_integer(t->pp));
                 json_object_set_new(sv, "tg", json_integer(t->tg));
+                draft_timings_json(t, sv);
                 json_array_append_new(serving, sv);
                 if (b->cfg.keep_requests)
                         for (size_t k = 0; k < t->n_reqs; k++) {

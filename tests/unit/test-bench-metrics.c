@@ -148,6 +148,22 @@ TEST(llama_server_counters)
         ASSERT_STREQ(name, "llamacpp:tokens_predicted_total");
 }
 
+/* llama-server without --metrics: its per-request timings (draft_n, draft_n_accepted) give the rate only. */
+TEST(spec_from_timings)
+{
+        _cleanup_json_ json_t *dt = json_pack("{s:i,s:i,s:i}", "draft_n", 40, "draft_n_accepted", 10, "requests", 4);
+        _cleanup_json_ json_t *o = mx_counters_spec_from_timings(dt);
+        _cleanup_json_ json_t *zero = json_pack("{s:i,s:i,s:i}", "draft_n", 0, "draft_n_accepted", 0, "requests", 2);
+        _cleanup_json_ json_t *z = mx_counters_spec_from_timings(zero);
+
+        ASSERT_STREQ(json_string_value(json_object_get(o, "source")), "llama-server timings");
+        ASSERT_TRUE(fabs(json_real_value(json_object_get(o, "acceptance_rate")) - 0.25) < 1e-12);
+        ASSERT_TRUE(json_is_null(json_object_get(o, "mean_acceptance_length")));
+        ASSERT_CONTAINS(json_string_value(json_object_get(o, "not_reported")), "do not count the drafts");
+        ASSERT_TRUE(json_is_null(json_object_get(z, "acceptance_rate")));
+        ASSERT_NULL(mx_counters_spec_from_timings(NULL));
+}
+
 TEST(energy_figures)
 {
         _cleanup_json_ json_t *o = mx_counters_energy_json(1000000, 1250000, 500, NULL);

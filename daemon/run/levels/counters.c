@@ -106,6 +106,22 @@ json_t *mx_counters_spec_json(const char *before, const char *after, const char 
                                   "or the server does not report it on /metrics)");
 }
 
+json_t *mx_counters_spec_from_timings(json_t *draft_timings)
+{
+        json_int_t d = json_integer_value(json_object_get(draft_timings, "draft_n")),
+                   a = json_integer_value(json_object_get(draft_timings, "draft_n_accepted"));
+
+        if (!json_is_object(draft_timings))
+                return NULL;
+        return json_pack("{s:s,s:I,s:I,s:o,s:n,s:s}", "source", "llama-server timings", "draft_tokens", d,
+                         "accepted_tokens", a, "acceptance_rate",
+                         d > 0 ? json_real((double)a / (double)d) : json_null(), "mean_acceptance_length",
+                         "not_reported",
+                         d > 0 ? "mean acceptance length: the timings do not count the drafts (/metrics does: "
+                                 "start llama-server with --metrics)"
+                               : "no draft was made in the window");
+}
+
 int mx_counters_generated(const char *before, const char *after, int64_t *ret_tokens, const char **ret_name,
                           bool *ret_reset, char **reterr)
 {

@@ -37,6 +37,14 @@ char *mx_counters_text(struct mx_http_response *resp, char **ret_why);
 json_t *mx_counters_spec_json(const char *before, const char *after, const char *why_not);
 
 /*
+ * The figures from llama-server's per-request timings (the engine's "draft_timings": draft_n,
+ * draft_n_accepted summed over a test's requests), for a server whose /metrics has no draft counters:
+ * {"source": "llama-server timings", "draft_tokens", "accepted_tokens", "acceptance_rate",
+ * "mean_acceptance_length": null, "not_reported": why the length is not}; NULL without timings.
+ */
+json_t *mx_counters_spec_from_timings(json_t *draft_timings);
+
+/*
  * Tokens the server says it generated in the window (its generation counter's increase): 0 and the count and
  * the counter's name, or -ENOENT (no such counter in either text), -EBADMSG with a reason.
  */

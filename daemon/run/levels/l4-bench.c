@@ -166,6 +166,15 @@ static void windows_into(const struct l4 *s, json_t *m)
 
                 json_array_foreach (serving, k, e)
                         if (streq_ptr(json_string_value(json_object_get(e, "test")), s->win[i].name)) {
+                                json_t *sd = json_object_get(w, "spec_decode"), *tm;
+
+                                /* no draft counters on /metrics: llama-server's own timings, where it gave them */
+                                if (!json_object_get(sd, "source") &&
+                                    (tm = mx_counters_spec_from_timings(json_object_get(e, "draft_timings")))) {
+                                        json_object_set(tm, "metrics_not_reported",
+                                                        json_object_get(sd, "not_reported"));
+                                        json_object_set_new(w, "spec_decode", tm);
+                                }
                                 json_object_set(e, "spec_decode", json_object_get(w, "spec_decode"));
                                 json_object_set(e, "energy", json_object_get(w, "energy"));
                         }
