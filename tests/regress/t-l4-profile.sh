@@ -10,6 +10,8 @@
 #    /metrics before and after each test, keeps both texts, and its acceptance rate and mean acceptance
 #    length are exactly the counters' increases (vLLM's definitions) and within the binomial-style
 #    tolerance of the configured rate;
+#  - without a control the capture is the whole life: L4 is traced, and profile-workload.json holds the
+#    server's generation counter read after the last level;
 #  - energy: NVML through the fake library (tests/unit/fake-nvml.c) integrating the H200 dump's recorded
 #    power: joules per generated token from the counter around each test; a GPU without the counter
 #    (FAKE_NVML_ENERGY=0) gives "not measured: the GPU does not report energy".
@@ -151,11 +153,24 @@ grep -E "^\| .*\(r$on\) \| pp128 tg$TG \| $(printf '%.3f' "$rate3") \| " "$T/ben
 ok "$(grep -F "(r$on) | pp128" "$T/bench.md")"
 mxd_stop
 
-step="a GPU without the energy counter"
+step="no control: a whole-life capture, normalised before the stop; a GPU without the energy counter"
+# the same matrix without profiler.control: nsys (were it there) would trace the server's whole life
+jq 'del(.target.profiler.control)' "$T/matrix.json" >"$T/whole.json" || fail "jq"
+MXD_MATRIX=$T/whole.json
 mxd_start FAKE_NVML_DUMP="$dump" FAKE_NVML_ENERGY=0 -- --config "$T/mxmatrixd.json"
 job=$(submit feature=off)
 follow_job "$job"
 r=$(job_runs "$job" | head -1)
-en=$(level_of "$r" L4 | jq -c '.metrics.serving[0].energy')
+l4=$(level_of "$r" L4)
+en=$(jq -c '.metrics.serving[0].energy' <<<"$l4")
 [ "$(jq -r .not_measured <<<"$en")" = "the GPU does not report energy" ] || fail "energy: $en"
-ok "not measured: the GPU does not report energy"
+[ "$(jq -r .metrics.traced <<<"$l4")" = true ] || fail "L4 not traced without a capture control"
+jq -e '.metrics.traced_because | test("whole life")' <<<"$l4" >/dev/null || fail "traced_because"
+w=$MXD_STATE/runs/$r/1/profile-workload.json
+[ -s "$w" ] || fail "no whole-life profile-workload.json: $(level_of "$r" L1.5 | jq -c .metrics)"
+# L4 is the last level and its last /metrics read follows its last request: the server's final count
+want=$(ctr "$MXD_STATE/runs/$r/1/l4-metrics-0-after.txt" vllm:generation_tokens_total)
+[ "$(jq -r .tokens "$w")" = "$want" ] && [ "$(jq -r .source "$w")" = "server counters" ] ||
+        fail "whole-life tokens $(jq -c . "$w"), the server's counter after L4 $want"
+jq -e '.which | test("every token the server generated in its life")' "$w" >/dev/null || fail "which"
+ok "not measured: the GPU does not report energy; whole life $want tokens, L4 traced"
