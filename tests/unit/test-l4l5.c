@@ -402,6 +402,22 @@ TEST(l5_does_not_compare_traced_with_untraced)
         ASSERT_FALSE(json_is_true(json_object_get(m, "regression")));
         rig_done(&g);
         fake_done(&f);
+
+        /* an untraced baseline beside the traced one: compared with it, the traced one still named */
+        fake_init(&f, "NVIDIA GB10");
+        fake_add(&f, "test=0", 1, DECODE_TPS * 1.2, "NVIDIA GB10", "abc123");
+        json_object_set_new(json_object_get(json_array_get(json_object_get(f.by_key, "test=0"), 0), "metrics"),
+                            "traced", json_true());
+        fake_add(&f, "test=0", 3, DECODE_TPS, "NVIDIA GB10", "abc123");
+        rig_init(&g, "l5-traced2", sim_spec("", "null", L4_SMALL), L45);
+        g.history = &f.ops;
+        rig_start(&g, 60000);
+        rig_finish(&g);
+        if (!strstr(message(&g, "L5"), "against the baseline r3") ||
+            !strstr(message(&g, "L5"), "; not compared: 1 stored result measured while a profiler traced"))
+                test_fail(__FILE__, __LINE__, "L5: %s", message(&g, "L5"));
+        rig_done(&g);
+        fake_done(&f);
 }
 
 TEST(l5_of_invalid_numbers_is_invalid)

@@ -494,6 +494,16 @@ void mx_l5_decide(const struct mx_l5_input *in, struct mx_l5_output *out)
                 out->message = xasprintf("%s%sno regression against %s (%s)", strempty(after),
                                          d.no_baseline ? "no baseline measured; " : "", msg, gpu_text);
         }
+        if (d.compared > 0 && lo.traced > 0 && out->message) {
+                /* compared with the others: the left-out ones still get their line */
+                char *m2 = xasprintf("%s; not compared: %u stored result%s measured %s a profiler traced the "
+                                     "server",
+                                     out->message, lo.traced, lo.traced == 1 ? "" : "s",
+                                     lo.cur_traced ? "without" : "while");
+
+                free(out->message);
+                out->message = m2;
+        }
 out:
         json_decref(d.groups);
         json_decref(d.ref_starts);
