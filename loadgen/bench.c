@@ -82,6 +82,7 @@ struct breq {
         int64_t cache_n, prompt_n;                                /* llama-server's timings; -1: none */
         int64_t predicted_n;                                      /* the same; -1: none */
         double prompt_ms, predicted_ms;                           /* the same, ms; -1: none */
+        int64_t draft_n, draft_accepted; /* llama-server's timings with speculative decoding; -1: none */
         int64_t cum_before_tok1;                                  /* running counts; -1: none */
         int64_t n_decode;          /* tg's N: tokens from the first text-bearing event on; -1: unknown */
         const char *decode_source; /* where n_decode came from */
@@ -110,6 +111,9 @@ struct mx_bench {
         char *auth_header;
         struct mx_http *http;
         struct event *kick;
+        struct event *resume; /* goes on after a window callback */
+        mx_bench_window_cb window;
+        bool window_begun, window_ended; /* the current test's window callbacks were made */
         mx_bench_done_cb done;
         mx_bench_progress_cb progress;
         void *userdata;
@@ -360,6 +364,7 @@ static struct breq *breq_new(struct mx_bench *b, enum req_kind kind)
         r->prompt_tokens = r->completion_tokens = r->cached_tokens = -1;
         r->cache_n = r->prompt_n = r->predicted_n = -1;
         r->prompt_ms = r->predicted_ms = -1;
+        r->draft_n = r->draft_accepted = -1;
         r->cached_max = r->reused_min = -1;
         r->cum_before_tok1 = r->n_decode = -1;
         snprintf(r->salt, sizeof(r->salt), "mxbench-%016" PRIx64 "-%" PRIu64, rng_next(b), ++b->n_requests);
@@ -434,6 +439,10 @@ static void read_timings(struct breq *r, json_t *timings)
                 r->predicted_ms = json_number_value(v);
         if (json_is_integer(v = json_object_get(timings, "predicted_n")))
                 r->predicted_n = json_integer_value(v);
+        if (json_is_integer(v = json_object_get(timings, "draft_n")))
+                r->draft_n = json_integer_value(v);
+        if (json_is_integer(v = json_object_get(timings, "draft_n_accepted")))
+                r->draft_accepted = json_integer_value(v);
         if (json_is_integer(json_object_get(timings, "cache_n")))
                 r->cache_n = json_integer_value(json_object_get(timings, "cache_n"));
         if (json_is_integer(json_object_get(timings, "prompt_n")))
@@ -1079,6 +1088,24 @@ static void test_name(const struct test *t, const char *kind, char *buf, size_t 
                 snprintf(buf, n, "%s%" PRId64, kind, streq(kind, "pp") ? t->pp : t->tg);
 }
 
+/* The caller's window callback for the current test, once per side: true when the engine must wait for it. */
+static bool window_call(struct mx_bench *b, bool begin)
+{
+        const struct test *t = &b->tests[b->cur_test];
+        char name[64], full[96];
+
+        if (!b->window || (begin ? b->window_begun : b->window_ended))
+                return false;
+        if (begin)
+                b->window_begun = true;
+        else
+                b->window_ended = true;
+        test_name(t, "pp", name, sizeof(name));
+        snprintf(full, sizeof(full), "%s tg%" PRId64, name, t->tg);
+        b->window(b, b->cur_test, full, begin, b->userdata);
+        return true;
+}
+
 /* Start the next batch: warm-ups, then runs, test after test; the end of the last finishes the benchmark. */
 static void next_batch(struct mx_bench *b)
 {
@@ -1123,8 +1150,11 @@ static void next_batch(struct mx_bench *b)
                 b->n_batch = 0;
         }
         if (b->cur_test < b->n_tests && b->cur_run >= b->cfg.runs) {
+                if (window_call(b, false))
+                        return;
                 b->cur_test++;
                 b->cur_warm = b->cur_run = 0;
+                b->window_begun = b->window_ended = false;
         }
         if (b->cur_test >= b->n_tests) {
                 progress(b, "done: %u requests measured, %u failed (%u of them to a known issue of the server)",
@@ -1132,6 +1162,8 @@ static void next_batch(struct mx_bench *b)
                 finish(b, 0, NULL);
                 return;
         }
+        if (b->cur_warm >= b->cfg.warmup && b->cur_run == 0 && window_call(b, true))
+                return;
         t = &b->tests[b->cur_test];
         ctx_phase = b->cfg.llama_bench_style && t->depth > 0;
         {
@@ -1184,6 +1216,44 @@ static void kick_cb(evutil_socket_t fd, short what, void *userdata)
         plain_call(b, "GET", "/v1/models", NULL, models_done_cb, b);
 }
 
+static void resume_cb(evutil_socket_t fd, short what, void *userdata)
+{
+        (void)fd, (void)what;
+        next_batch(userdata);
+}
+
+void mx_bench_set_window_hook(struct mx_bench *b, mx_bench_window_cb cb)
+{
+        b->window = cb;
+}
+
+void mx_bench_resume(struct mx_bench *b)
+{
+        /* from the loop, never from inside the callback's caller */
+        event_active(b->resume, EV_TIMEOUT, 0);
+}
+
+/* The tokens the server generated for r: its usage, else the tokens counted from its stream. */
+static int64_t breq_generated(const struct breq *r)
+{
+        return r->completion_tokens >= 0 ? r->completion_tokens : MX_MAX(r->n_decode, 0);
+}
+
+int64_t mx_bench_test_tokens(const struct mx_bench *b, size_t test)
+{
+        const struct test *t;
+        int64_t n = 0;
+
+        if (test >= b->n_tests)
+                return 0;
+        t = &b->tests[test];
+        for (size_t i = 0; i < t->n_reqs; i++)
+                n += breq_generated(t->reqs[i]);
+        for (size_t i = 0; i < t->n_ctx; i++)
+                n += breq_generated(t->ctx[i]);
+        return n;
+}
+
 int mx_bench_new(struct event_base *base, const struct mx_bench_config *cfg, struct mx_bench **ret,
                  char **reterr)
 {
@@ -1223,7 +1293,8 @@ int mx_bench_new(struct event_base *base, const struct mx_bench_config *cfg, str
                 .timeout_ms = b->cfg.timeout_ms ?: MX_BENCH_TIMEOUT_DEFAULT_MS,
         };
         b->kick = event_new(base, -1, 0, kick_cb, b);
-        if (!b->kick)
+        b->resume = event_new(base, -1, 0, resume_cb, b);
+        if (!b->kick || !b->resume)
                 mx_die("event_new failed");
         b->n_tests = cfg->n_depth * cfg->n_pp * cfg->n_tg;
         b->tests = xcalloc(b->n_tests, sizeof(*b->tests));
@@ -1261,6 +1332,8 @@ struct mx_bench *mx_bench_free(struct mx_bench *b)
         mx_http_free(b->http);
         if (b->kick)
                 event_free(b->kick);
+        if (b->resume)
+                event_free(b->resume);
         for (size_t i = 0; i < b->n_tests; i++) {
                 free(b->tests[i].reqs);
                 free(b->tests[i].ctx);
@@ -1917,6 +1990,27 @@ static json_t *results_json(const struct mx_bench *b, json_t *rows, struct vals 
                          "defined above)");
 }
 
+/* The draft figures llama-server's timings gave for a test's measured requests, summed: "draft_timings". */
+static void draft_timings_json(const struct test *t, json_t *sv)
+{
+        int64_t drafted = 0, accepted = 0;
+        unsigned n = 0;
+
+        for (size_t i = 0; i < t->n_reqs; i++) {
+                const struct breq *r = t->reqs[i];
+
+                if (r->draft_n < 0)
+                        continue;
+                drafted += r->draft_n;
+                accepted += MX_MAX(r->draft_accepted, 0);
+                n++;
+        }
+        if (n > 0)
+                json_object_set_new(sv, "draft_timings",
+                                    json_pack("{s:I,s:I,s:i}", "draft_n", (json_int_t)drafted, "draft_n_accepted",
+                                              (json_int_t)accepted, "requests", n));
+}
+
 json_t *mx_bench_result_json(const struct mx_bench *b)
 {
         json_t *rows = json_array(), *serving = json_array(), *failures = json_array(), *requests = json_array();
@@ -1959,6 +2053,7 @@ json_t *mx_bench_result_json(const struct mx_bench *b)
                 json_object_set_new(sv, "depth", json_integer(t->depth));
                 json_object_set_new(sv, "pp", json_integer(t->pp));
                 json_object_set_new(sv, "tg", json_integer(t->tg));
+                draft_timings_json(t, sv);
                 json_array_append_new(serving, sv);
                 if (b->cfg.keep_requests)
                         for (size_t k = 0; k < t->n_reqs; k++) {

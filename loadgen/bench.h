@@ -115,6 +115,20 @@ int mx_bench_start(struct mx_bench *b, mx_bench_done_cb done, mx_bench_progress_
 struct mx_bench *mx_bench_free(struct mx_bench *b);
 DEFINE_POINTER_CLEANUP(struct mx_bench, mx_bench_free)
 
+/*
+ * The window of each test's measured requests: called with begin true before its first measured batch (after
+ * its warm-ups) and with begin false after its last, name as in the result ("pp2048 tg32"). The engine sends
+ * nothing until the caller calls mx_bench_resume() (at once or later on the loop): L4 reads the server's
+ * /metrics and the GPU's energy counter there, so no request is in flight while it reads. Set before
+ * mx_bench_start(); the callback gets mx_bench_start()'s userdata.
+ */
+typedef void (*mx_bench_window_cb)(struct mx_bench *b, size_t test, const char *name, bool begin, void *userdata);
+void mx_bench_set_window_hook(struct mx_bench *b, mx_bench_window_cb cb);
+/* Go on after a window callback. */
+void mx_bench_resume(struct mx_bench *b);
+/* Tokens the server generated for test's measured requests (context loads included; usage or the count). */
+int64_t mx_bench_test_tokens(const struct mx_bench *b, size_t test);
+
 /* Requests measured (warm-ups excluded) and how many of them failed. */
 void mx_bench_counts(const struct mx_bench *b, unsigned *ret_measured, unsigned *ret_failed);
 

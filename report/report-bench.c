@@ -489,6 +489,63 @@ static void comparison(FILE *f, json_t *doc, struct rep_defs *defs)
         rep_defs_refs(defs, f);
 }
 
+/* One cell of a window figure: the number with prec decimals, else "not reported"/"not measured" and why. */
+static char *window_cell(json_t *o, const char *key, int prec, const char *absent)
+{
+        json_t *v = json_object_get(o, key);
+        const char *why = json_string_value(json_object_get(o, absent));
+
+        if (json_is_number(v))
+                return xasprintf("%.*f", prec, json_number_value(v));
+        return rep_md(why ? why : "not recorded");
+}
+
+/*
+ * L4's per-test figures of issue 18: the draft acceptance from the server's counters and the joules per
+ * generated token from NVML, one row per configuration and test; nothing for documents without them.
+ */
+static void spec_energy(FILE *f, json_t *doc)
+{
+        json_t *run, *sv;
+        size_t i, k;
+        bool head = false;
+
+        json_array_foreach (rep_runs(doc), i, run) {
+                json_t *l4 = json_object_get(rep_level(rep_attempt(run), "L4"), "metrics");
+                _cleanup_free_ char *nm = NULL;
+
+                json_array_foreach (json_object_get(l4, "serving"), k, sv) {
+                        json_t *sd = json_object_get(sv, "spec_decode"), *en = json_object_get(sv, "energy");
+                        _cleanup_free_ char *cfg = NULL, *test = NULL, *rate = NULL, *len = NULL, *jpt = NULL;
+
+                        if (!json_is_object(sd) && !json_is_object(en))
+                                continue;
+                        if (!head) {
+                                fputs("### Speculative Decoding and Energy\n\n| Config | Test | Acceptance rate | "
+                                      "Mean acceptance length | J/token |\n"
+                                      "|--------|------|-----------------|------------------------|---------|\n",
+                                      f);
+                                head = true;
+                        }
+                        if (!nm)
+                                nm = rep_config_name(doc, run);
+                        cfg = rep_md(nm);
+                        test = rep_md(strna(json_string_value(json_object_get(sv, "test"))));
+                        rate = window_cell(sd, "acceptance_rate", 3, "not_reported");
+                        len = window_cell(sd, "mean_acceptance_length", 2, "not_reported");
+                        jpt = window_cell(en, "joules_per_token", 4, "not_measured");
+                        fprintf(f, "| %s (r%" JSON_INTEGER_FORMAT ") | %s | %s | %s | %s |\n", cfg,
+                                json_integer_value(json_object_get(run, "id")), test, rate, len, jpt);
+                }
+        }
+        if (head)
+                fputs("\nAcceptance rate = accepted / draft tokens, mean acceptance length = 1 + accepted / "
+                      "drafts, from the server's /metrics counters read before and after each test (vLLM's "
+                      "definitions); J/token = NVML's total energy over the test's measured requests / the "
+                      "tokens they generated (prefill included).\n\n",
+                      f);
+}
+
 static void reference(FILE *f, json_t *doc)
 {
         json_t *ref = json_object_get(rep_matrix(doc), "reference"), *e, *row;
@@ -610,6 +667,7 @@ int report_benchmark_results(json_t *doc, FILE *f, char **reterr)
         baseline_section(f, doc, base, &defs);
         fputs("---\n\n", f);
         comparison(f, doc, &defs);
+        spec_energy(f, doc);
         fputs("\n---\n\n", f);
         reference(f, doc);
         fputs("---\n\n", f);

@@ -698,6 +698,7 @@ struct nvml {
         nvml_ret (*temperature)(nvml_device, int, unsigned *);
         nvml_ret (*utilization)(nvml_device, struct nvml_utilization *);
         nvml_ret (*throttle)(nvml_device, unsigned long long *);
+        nvml_ret (*energy)(nvml_device, unsigned long long *); /* mJ since the driver loaded */
 };
 
 static const char *nvml_strerror(const struct nvml *n, nvml_ret r)
@@ -750,6 +751,7 @@ static int nvml_open(struct nvml *n, const char *path, unsigned gpu, char **rete
         n->utilization = nvml_sym(n->dl, "nvmlDeviceGetUtilizationRates", NULL);
         n->throttle = nvml_sym(n->dl, "nvmlDeviceGetCurrentClocksEventReasons",
                                "nvmlDeviceGetCurrentClocksThrottleReasons");
+        n->energy = nvml_sym(n->dl, "nvmlDeviceGetTotalEnergyConsumption", NULL);
         if (!n->init || !n->shutdown || !n->handle_by_index || !n->memory_info) {
                 if (reterr)
                         *reterr = xasprintf("NVML: %s lacks nvmlInit_v2, nvmlShutdown, "
@@ -1567,4 +1569,33 @@ void mx_sampler_window_begin(struct mx_sampler *s)
 const struct mx_sample_summary *mx_sampler_window(const struct mx_sampler *s)
 {
         return s->window_on ? &s->window : NULL;
+}
+
+int mx_sampler_energy_mj(struct mx_sampler *s, int64_t *ret_mj, char **reterr)
+{
+        unsigned long long mj = 0;
+        nvml_ret r;
+
+        if (s->source == MX_SAMPLE_SOURCE_AUTO && !s->nvml_tried) {
+                s->nvml_tried = true;
+                if (nvml_open(&s->nvml, s->nvml_path, s->gpu, NULL) >= 0)
+                        s->source = MX_SAMPLE_SOURCE_NVML;
+                else
+                        s->source = MX_SAMPLE_SOURCE_SMI;
+        }
+        if (s->source != MX_SAMPLE_SOURCE_NVML || !s->nvml.dl)
+                return mx_reterr(reterr, -ENODEV, "the sampler does not read NVML (source %s): no energy counter",
+                                 mx_sample_source_to_string(s->source));
+        if (!s->nvml.energy)
+                return mx_reterr(reterr, -EOPNOTSUPP,
+                                 "the GPU does not report energy (NVML lacks nvmlDeviceGetTotalEnergyConsumption)");
+        r = s->nvml.energy(s->nvml.dev, &mj);
+        if (r == NVML_ERROR_NOT_SUPPORTED)
+                return mx_reterr(reterr, -EOPNOTSUPP, "the GPU does not report energy (NVML: %s)",
+                                 nvml_strerror(&s->nvml, r));
+        if (r != NVML_SUCCESS)
+                return mx_reterr(reterr, -EIO, "NVML: nvmlDeviceGetTotalEnergyConsumption: %s",
+                                 nvml_strerror(&s->nvml, r));
+        *ret_mj = (int64_t)mj;
+        return 0;
 }

@@ -240,6 +240,15 @@ void mx_sampler_window_begin(struct mx_sampler *s);
 const struct mx_sample_summary *mx_sampler_window(const struct mx_sampler *s);
 /* The last sample delivered, or NULL. */
 const struct mx_sample *mx_sampler_last(const struct mx_sampler *s);
+/*
+ * The GPU's total energy since the driver loaded, in millijoules (NVML's
+ * nvmlDeviceGetTotalEnergyConsumption, Volta and newer), read now: L4 reads it
+ * around each test for joules per token. -EOPNOTSUPP with a reason when the
+ * GPU does not report energy (NVML_ERROR_NOT_SUPPORTED, or a library without
+ * the function), -ENODEV when the sampler does not read NVML (nvidia-smi or
+ * /proc only: no energy counter there).
+ */
+int mx_sampler_energy_mj(struct mx_sampler *s, int64_t *ret_mj, char **reterr);
 /* Ticks skipped because a sample was still in flight. */
 uint64_t mx_sampler_skipped(const struct mx_sampler *s);
 

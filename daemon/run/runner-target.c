@@ -749,6 +749,16 @@ static const struct mx_sample_summary *gpu_window(void *ud, bool begin)
         return mx_sampler_window(r->ctx.sampler);
 }
 
+/* The GPU's energy counter for a level (levels.h). */
+static int gpu_energy(void *ud, int64_t *ret_mj, char **reterr)
+{
+        struct mx_runner *r = ud;
+
+        if (!r->ctx.sampler)
+                return mx_reterr(reterr, -ENODEV, "the daemon has no GPU sampler");
+        return mx_sampler_energy_mj(r->ctx.sampler, ret_mj, reterr);
+}
+
 static int setup_levels(struct mx_runner *r, char **reterr)
 {
         const char *model = json_string_value(json_object_get(r->ctx.spec, "served_model_name"));
@@ -758,7 +768,7 @@ static int setup_levels(struct mx_runner *r, char **reterr)
                 .model = model ? model : json_string_value(json_object_get(r->ctx.spec, "model")),
                 .run_dir = r->ctx.run_dir, .tag = r->ctx.tag, .spec = r->ctx.spec, .profile = r->profile,
                 .crash = r->crash, .values = r->values, .mem_sample = mem_sample, .mem_ud = r,
-                .gpu_window = gpu_window,
+                .gpu_window = gpu_window, .gpu_energy = gpu_energy,
                 .history = r->ctx.history,
         };
 

@@ -3,6 +3,7 @@
 #include "profile.h"
 #include "placeholder.h"
 
+#include <inttypes.h>
 #include <regex.h>
 #include <signal.h>
 
@@ -167,6 +168,70 @@ static int check_status(struct resolver *rs, json_t *obj, const char *key, json_
         return 0;
 }
 
+/*
+ * profiler.workload: the decode work the profiling pass captures, {"prompt_tokens", "output_tokens",
+ * "requests"}, each defaulting to seed 001's Phase 0 profile (2048, 64, 3).
+ */
+static int check_workload(struct resolver *rs, json_t *obj, const char *key, json_t *v, json_t *out)
+{
+        static const struct {
+                const char *name;
+                int64_t def, max;
+        } f[] = {
+                {"prompt_tokens", MX_PROFILE_WORKLOAD_PROMPT_DEFAULT, MX_PROFILE_WORKLOAD_TOKENS_MAX},
+                {"output_tokens", MX_PROFILE_WORKLOAD_OUTPUT_DEFAULT, MX_PROFILE_WORKLOAD_TOKENS_MAX},
+                {"requests", MX_PROFILE_WORKLOAD_REQUESTS_DEFAULT, MX_PROFILE_WORKLOAD_REQUESTS_MAX},
+        };
+        json_t *w, *x;
+        const char *k;
+
+        if (!json_is_object(v))
+                return fail(rs, obj, key, "expected an object {\"prompt_tokens\", \"output_tokens\", \"requests\"}");
+        json_object_foreach (v, k, x) {
+                size_t i = 0;
+
+                while (i < ELEMENTSOF(f) && !streq(f[i].name, k))
+                        i++;
+                if (i == ELEMENTSOF(f))
+                        return fail(rs, v, k, "unknown key in 'workload' (known: prompt_tokens, output_tokens, "
+                                              "requests)");
+                if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > f[i].max)
+                        return fail(rs, v, k, "expected an integer between 1 and %" PRId64, f[i].max);
+        }
+        w = json_object();
+        for (size_t i = 0; i < ELEMENTSOF(f); i++) {
+                x = json_object_get(v, f[i].name);
+                json_object_set_new(w, f[i].name, json_integer(x ? json_integer_value(x) : f[i].def));
+        }
+        json_object_set_new(out, key, w);
+        return 0;
+}
+
+/*
+ * profiler.control: the server's own profiling switch, POSTed around the workload so that the capture holds
+ * only it (vLLM: /start_profile and /stop_profile with --profiler-config, under nsys
+ * --capture-range=cudaProfilerApi). {"start", "stop"}: HTTP paths, vLLM's by default.
+ */
+static int check_control(struct resolver *rs, json_t *obj, const char *key, json_t *v, json_t *out)
+{
+        json_t *c, *x;
+        const char *k;
+        int r;
+
+        if (!json_is_object(v))
+                return fail(rs, obj, key, "expected an object {\"start\": PATH, \"stop\": PATH}");
+        json_object_foreach (v, k, x) {
+                if (!streq(k, "start") && !streq(k, "stop"))
+                        return fail(rs, v, k, "unknown key in 'control' (known: start, stop)");
+                if ((r = check_path(rs, v, k, x)) < 0)
+                        return r;
+        }
+        c = json_pack("{s:s,s:s}", "start", "/start_profile", "stop", "/stop_profile");
+        json_object_update(c, v);
+        json_object_set_new(out, key, c);
+        return 0;
+}
+
 /* The user's value for key of a sub-object, normalised into out (which holds the defaults). */
 static int sub_key(struct resolver *rs, const char *section, json_t *obj, const char *key, json_t *v, json_t *out)
 {
@@ -182,6 +247,10 @@ static int sub_key(struct resolver *rs, const char *section, json_t *obj, const 
                 json_object_set_new(out, k, json_integer(ms));
                 return 0;
         }
+        if (streq(section, "profiler") && streq(key, "workload"))
+                return check_workload(rs, obj, key, v, out);
+        if (streq(section, "profiler") && streq(key, "control"))
+                return check_control(rs, obj, key, v, out);
         if (streq(key, "path"))
                 r = check_path(rs, obj, key, v);
         else if (streq(key, "status"))
@@ -274,7 +343,7 @@ static const struct {
         { "completion", "path, prompt, max_tokens" },
         { "stop", "signals, command, timeout" },
         { "logs", "command" },
-        { "profiler", "format, report, after_stop, timeout" },
+        { "profiler", "format, report, after_stop, timeout, workload, control" },
 };
 
 /* Is key one of the section's keys? Fails naming the known ones if not. */

@@ -29,6 +29,12 @@
 
 #define MX_PROFILE_MAX_SIGNATURES 128
 #define MX_PROFILE_MAX_STOP_STEPS 8
+/* The profiling pass's declared workload (profiler.workload): seed 001's Phase 0 profile by default. */
+#define MX_PROFILE_WORKLOAD_PROMPT_DEFAULT 2048
+#define MX_PROFILE_WORKLOAD_OUTPUT_DEFAULT 64
+#define MX_PROFILE_WORKLOAD_REQUESTS_DEFAULT 3
+#define MX_PROFILE_WORKLOAD_TOKENS_MAX 1048576
+#define MX_PROFILE_WORKLOAD_REQUESTS_MAX 100
 
 /* The built-in profile names, NULL-terminated. */
 extern const char *const mx_profile_builtins[];

@@ -456,6 +456,43 @@ static int parse_model_knobs(struct sim_config *c, char **reterr)
         return 0;
 }
 
+/*
+ * The per-position probability p whose prefix acceptance gives the rate r: E[accepted] / k = (p + ... + p^k) / k,
+ * increasing in p, solved by bisection.
+ */
+static double spec_position_p(double r, int k)
+{
+        double lo = 0, hi = 1;
+
+        for (int it = 0; it < 60; it++) {
+                double p = (lo + hi) / 2, pi = 1, sum = 0;
+
+                for (int i = 0; i < k; i++)
+                        sum += (pi *= p);
+                if (sum / k < r)
+                        lo = p;
+                else
+                        hi = p;
+        }
+        return (lo + hi) / 2;
+}
+
+/* --mxsim-spec-acceptance R (README): only with speculative decoding configured. */
+static int parse_spec_acceptance(struct sim_config *c, char **reterr)
+{
+        int r = parse_number_flag(c, "mxsim-spec-acceptance", -1, 0, 1, &c->spec.acceptance, reterr);
+
+        if (r < 0)
+                return r;
+        if (c->spec.acceptance >= 0 && !c->spec.method) {
+                *reterr = xstrdup("--mxsim-spec-acceptance needs --speculative-config");
+                return -EINVAL;
+        }
+        if (c->spec.acceptance >= 0)
+                c->spec.accept_p = spec_position_p(c->spec.acceptance, c->spec.num_tokens);
+        return 0;
+}
+
 /* Timing knobs, paths and the numeric flags the simulation uses. */
 static int parse_knobs(struct sim_config *c, char **reterr)
 {
@@ -523,7 +560,8 @@ int sim_config_parse(struct sim_config *c, int argc, char **argv, char **reterr)
                 return -EINVAL;
         }
         if ((r = parse_flavor(c, reterr)) < 0 || (r = parse_knobs(c, reterr)) < 0 ||
-            (r = parse_spec(c, reterr)) < 0 || (r = parse_faults(c, reterr)) < 0 ||
+            (r = parse_spec(c, reterr)) < 0 || (r = parse_spec_acceptance(c, reterr)) < 0 ||
+            (r = parse_faults(c, reterr)) < 0 ||
             (r = parse_schedule(c, reterr)) < 0 || (r = parse_model_knobs(c, reterr)) < 0)
                 return r;
         /* short-context=N: the server runs with a context of N tokens, as /v1/models and the log say. */

@@ -291,10 +291,15 @@ static void h_openapi(struct sim_server *s, struct evhttp_request *req)
                                  "version", "0.1.0", "paths"));
 }
 
+/* Only with --profiler-config: without it vLLM registers no such route, and FastAPI answers 404. */
 static void h_profile(struct sim_server *s, struct evhttp_request *req)
 {
         const char *uri = evhttp_request_get_uri(req);
 
+        if (!s->cfg->profiler) {
+                sim_reply_detail(s, req, 404, "Not Found");
+                return;
+        }
         sim_log(SIM_INFO, "api_server.py:1010", "%s profiler...",
                 strstr(uri, "start") ? "Starting" : "Stopping");
         sim_reply_text(s, req, 200, "application/json", "");

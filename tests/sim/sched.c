@@ -136,13 +136,15 @@ static void admit(struct sim_sched *s, int64_t now)
 static int spec_accepted(struct sim_sched *s, struct seq *q)
 {
         int k = s->cfg->spec.num_tokens, a = 0;
-        double p = 0.72;
+        bool fixed = s->cfg->spec.acceptance >= 0;
+        double p = fixed ? s->cfg->spec.accept_p : 0.72;
 
         for (; a < k; a++) {
                 uint64_t x = sim_mix(q->p.key ^ 0x5bd1e995, q->steps * 64 + (uint64_t)a);
                 if ((double)(x >> 11) / 9007199254740992.0 >= p)
                         break;
-                p *= 0.86;
+                if (!fixed)
+                        p *= 0.86;
         }
         s->st.spec_drafts++;
         s->st.spec_draft_tokens += (uint64_t)k;

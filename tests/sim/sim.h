@@ -124,6 +124,13 @@ struct sim_spec {
         char *method;
         char *model;
         int num_tokens;
+        /*
+         * --mxsim-spec-acceptance R: the draft acceptance rate (accepted / draft tokens) the counters converge
+         * to; drafts are accepted as a prefix, each position with the same probability accept_p, solved from
+         * R. < 0: the built-in schedule (0.72 for the first position, x0.86 for each next).
+         */
+        double acceptance;
+        double accept_p;
 };
 
 #define SIM_ARGS_MAX 256

@@ -9,12 +9,17 @@
  * query: a test changes what the GPU holds while the daemon watches);
  * FAKE_NVML_INIT=ERR makes nvmlInit fail with that NVML error number;
  * FAKE_NVML_PROC_NA=1 reports the processes' memory as NVML_VALUE_NOT_AVAILABLE;
- * FAKE_NVML_THROTTLE=MASK sets the clocks event reasons.
+ * FAKE_NVML_THROTTLE=MASK sets the clocks event reasons;
+ * energy: the dump's "energy mJ N" line (pynvml's nvmlDeviceGetTotalEnergyConsumption) is the counter at
+ * nvmlInit, and it grows by the dump's power times the time since (the H200 dump records no energy: the
+ * counter is then the recorded power integrated from 0); FAKE_NVML_ENERGY=0 answers NOT_SUPPORTED, as a GPU
+ * without the counter does (and so does a dump with neither line nor FAKE_NVML_ENERGY=1).
  * Signatures as in nvml.h (the device check, tests/device/sampler.sh, runs the real one).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int nvmlReturn_t;
 typedef struct nvml_device *nvmlDevice_t;
@@ -47,6 +52,7 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t dev, unsigned *mw);
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t dev, int sensor, unsigned *c);
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *u);
 nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t dev, unsigned long long *reasons);
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t dev, unsigned long long *mj);
 
 static struct {
         int refs;
@@ -54,6 +60,9 @@ static struct {
         unsigned pid;
         unsigned long long proc_used;
         unsigned sm, mem, power, temp;
+        int has_energy;
+        unsigned long long energy_mj;
+        double init_s; /* CLOCK_MONOTONIC at nvmlInit */
 } dump;
 static int the_device;
 
@@ -61,6 +70,14 @@ static unsigned long long env_ull(const char *name)
 {
         const char *v = getenv(name);
         return v ? strtoull(v, NULL, 0) : 0;
+}
+
+static double mono_s(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static unsigned long long used_file_mib(void)
@@ -93,7 +110,12 @@ nvmlReturn_t nvmlInit_v2(void)
                 sscanf(line, "proc %u %llu", &dump.pid, &dump.proc_used);
                 sscanf(line, "clocks sm/mem %u %u", &dump.sm, &dump.mem);
                 sscanf(line, "power mW %u temp %u", &dump.power, &dump.temp);
+                if (sscanf(line, "energy mJ %llu", &dump.energy_mj) == 1)
+                        dump.has_energy = 1;
         }
+        if (getenv("FAKE_NVML_ENERGY"))
+                dump.has_energy = env_ull("FAKE_NVML_ENERGY") != 0;
+        dump.init_s = mono_s();
         fclose(f);
         dump.refs++;
         return 0;
@@ -209,5 +231,14 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *
 nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t dev, unsigned long long *reasons)
 {
         *reasons = env_ull("FAKE_NVML_THROTTLE");
+        return 0;
+}
+
+/* The counter at nvmlInit plus the recorded power over the time since (mW x s = mJ). */
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t dev, unsigned long long *mj)
+{
+        if (!dump.has_energy)
+                return 3; /* NVML_ERROR_NOT_SUPPORTED */
+        *mj = dump.energy_mj + (unsigned long long)((double)dump.power * (mono_s() - dump.init_s));
         return 0;
 }

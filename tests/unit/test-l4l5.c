@@ -376,6 +376,50 @@ TEST(l5_passes_against_a_baseline_as_fast_and_fails_against_a_faster_one)
         fake_done(&f);
 }
 
+/* Issue 18: a baseline measured while a profiler traced its server is not compared with an untraced L4. */
+TEST(l5_does_not_compare_traced_with_untraced)
+{
+        struct rig g;
+        struct fake_history f;
+        json_t *m;
+
+        fake_init(&f, "NVIDIA GB10");
+        fake_add(&f, "test=0", 1, DECODE_TPS * 1.2, "NVIDIA GB10", "abc123");
+        json_object_set_new(json_object_get(json_array_get(json_object_get(f.by_key, "test=0"), 0), "metrics"),
+                            "traced", json_true());
+        rig_init(&g, "l5-traced", sim_spec("", "null", L4_SMALL), L45);
+        g.history = &f.ops;
+        rig_start(&g, 60000);
+        rig_finish(&g);
+        ASSERT_STREQ(rig_verdict(&g, "L4"), "pass");
+        ASSERT_TRUE(json_is_false(json_object_get(metrics(&g, "L4"), "traced")));
+        ASSERT_STREQ(rig_verdict(&g, "L5"), "skipped");
+        if (!startswith(message(&g, "L5"), "not compared: this run's L4 was measured without a profiler") ||
+            !strstr(message(&g, "L5"), "the 1 stored result to compare with was (GPU"))
+                test_fail(__FILE__, __LINE__, "L5: %s", message(&g, "L5"));
+        m = metrics(&g, "L5");
+        ASSERT_EQ(json_integer_value(json_object_get(json_object_get(m, "left_out"), "traced")), 1);
+        ASSERT_FALSE(json_is_true(json_object_get(m, "regression")));
+        rig_done(&g);
+        fake_done(&f);
+
+        /* an untraced baseline beside the traced one: compared with it, the traced one still named */
+        fake_init(&f, "NVIDIA GB10");
+        fake_add(&f, "test=0", 1, DECODE_TPS * 1.2, "NVIDIA GB10", "abc123");
+        json_object_set_new(json_object_get(json_array_get(json_object_get(f.by_key, "test=0"), 0), "metrics"),
+                            "traced", json_true());
+        fake_add(&f, "test=0", 3, DECODE_TPS, "NVIDIA GB10", "abc123");
+        rig_init(&g, "l5-traced2", sim_spec("", "null", L4_SMALL), L45);
+        g.history = &f.ops;
+        rig_start(&g, 60000);
+        rig_finish(&g);
+        if (!strstr(message(&g, "L5"), "against the baseline r3") ||
+            !strstr(message(&g, "L5"), "; not compared: 1 stored result measured while a profiler traced"))
+                test_fail(__FILE__, __LINE__, "L5: %s", message(&g, "L5"));
+        rig_done(&g);
+        fake_done(&f);
+}
+
 TEST(l5_of_invalid_numbers_is_invalid)
 {
         struct rig g;

@@ -367,6 +367,7 @@ static void fake_env(void)
         unsetenv("FAKE_NVML_INIT");
         unsetenv("FAKE_NVML_PROC_PID");
         unsetenv("FAKE_NVML_THROTTLE");
+        unsetenv("FAKE_NVML_ENERGY");
         unsetenv("FAKE_SMI_OLD");
         unsetenv("FAKE_SMI_FAIL");
         unsetenv("FAKE_SMI_HANG");
@@ -424,6 +425,40 @@ TEST(nvml_h200_dump)
         s = one(&g);
         ASSERT_EQ(s->gpu_mem_used, 1832779776LL);
         unsetenv("FAKE_NVML_NO_V2");
+        rig_done(&g);
+}
+
+/* NVML's total energy counter (L4's joules per token): read when the GPU reports it, said so when it does not. */
+TEST(nvml_energy_counter)
+{
+        struct rig g;
+        struct mx_sampler_opts o = {.source = MX_SAMPLE_SOURCE_NVML, .nvml_path = FAKE_NVML_PATH};
+        int64_t a = -1, b = -1;
+        _cleanup_free_ char *err = NULL, *err2 = NULL;
+        struct timespec ts = {.tv_nsec = 200 * 1000 * 1000};
+
+        fake_env();
+        /* the H200 dump has no energy line: the fake integrates its recorded 119177 mW */
+        setenv("FAKE_NVML_ENERGY", "1", 1);
+        rig_init(&g);
+        rig_sampler(&g, &o);
+        ASSERT_EQ(mx_sampler_energy_mj(g.s, &a, &err), 0);
+        nanosleep(&ts, NULL);
+        ASSERT_EQ(mx_sampler_energy_mj(g.s, &b, &err), 0);
+        /* 0.2 s at 119.177 W: about 23.8 J (the sleep may run long, never short) */
+        ASSERT_LE(23835, b - a);
+        ASSERT_LE(b - a, 23835 * 3);
+        rig_done(&g);
+
+        /* a GPU without the counter: NOT_SUPPORTED is "does not report energy", never a zero */
+        setenv("FAKE_NVML_ENERGY", "0", 1);
+        rig_init(&g);
+        rig_sampler(&g, &o);
+        a = -7;
+        ASSERT_EQ(mx_sampler_energy_mj(g.s, &a, &err2), -EOPNOTSUPP);
+        ASSERT_EQ(a, -7);
+        ASSERT_CONTAINS(err2, "does not report energy");
+        unsetenv("FAKE_NVML_ENERGY");
         rig_done(&g);
 }
 

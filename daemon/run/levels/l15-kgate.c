@@ -8,16 +8,24 @@
  * after_stop command, which the runner starts while this level is pending).
  * FAIL or INVALID makes the benchmark numbers of the run invalid (levels.c
  * holds gated levels' verdicts until this one is known).
+ *
+ * When the profile's profiler declares a workload or a capture control, the
+ * gate first runs the profiling pass (profpass.h): known decode work inside
+ * the capture, profile-workload.json beside the report. Its account is the
+ * metrics' "profiling".
  */
 #include "kgate.h"
 #include "levels.h"
+#include "logcap.h"
 #include "placeholder.h"
 #include "plan.h"
+#include "profpass.h"
 #include "profreport.h"
 
 struct l15 {
         struct mx_level base;
         struct mx_kgate *gate; /* NULL: no expectations */
+        struct mx_profpass *pass; /* the profiling pass, or NULL */
 };
 
 static int l15_new(const struct mx_level_ctx *ctx, struct mx_level **ret, char **reterr)
@@ -50,14 +58,40 @@ static void l15_log_line(struct mx_level *l, const char *line, size_t len)
                 mx_kgate_feed_log_line(s->gate, line, len);
 }
 
-static void l15_run(struct mx_level *l)
+/* The pass's account, for the metrics; NULL without a pass. */
+static json_t *pass_json(struct l15 *s)
+{
+        return s->pass ? json_pack("{s:o}", "profiling", mx_profpass_json(s->pass)) : NULL;
+}
+
+static void l15_turn(struct mx_level *l)
 {
         struct l15 *s = (struct l15 *)l;
 
         if (!s->gate)
-                mx_level_finish(l, MX_VERDICT_SKIPPED, NULL, NULL, "no kernel expectations for this configuration");
+                mx_level_finish(l, MX_VERDICT_SKIPPED, pass_json(s), NULL,
+                                "no kernel expectations for this configuration");
         else
                 mx_level_pending(l);
+}
+
+static void pass_done_cb(void *ud)
+{
+        l15_turn(ud);
+}
+
+static void l15_run(struct mx_level *l)
+{
+        struct l15 *s = (struct l15 *)l;
+        json_t *prof = json_object_get(l->ctx->profile, "profiler");
+        _cleanup_free_ char *err = NULL;
+
+        if (mx_profpass_wanted(prof) &&
+            mx_profpass_start(l->ctx, prof, mx_level_timeout_ms(l), pass_done_cb, l, &s->pass, &err) >= 0)
+                return;
+        if (err && l->ctx->log)
+                logcap_note(l->ctx->log, "L1.5: no profiling pass: %s", err);
+        l15_turn(l);
 }
 
 /* The profile's report, read once the server is gone (the report is written at exit). */
@@ -98,6 +132,11 @@ static void l15_after_stop(struct mx_level *l, const struct mx_level_stop *st)
         if (json_is_object(prof))
                 feed_report(s, prof);
         v = mx_kgate_verdict(s->gate, &detail);
+        if (s->pass) {
+                if (!detail)
+                        detail = json_object();
+                json_object_set_new(detail, "profiling", mx_profpass_json(s->pass));
+        }
         mx_level_finish(l, v, detail, NULL, "%s",
                         v == MX_VERDICT_PASS      ? "the expected kernel path ran"
                         : v == MX_VERDICT_FAIL    ? "the wrong kernel path ran: benchmark results of this run are invalid"
@@ -106,11 +145,33 @@ static void l15_after_stop(struct mx_level *l, const struct mx_level_stop *st)
                                                   : "nothing to check");
 }
 
+static void final_done_cb(void *ud)
+{
+        mx_level_before_stop_done(ud);
+}
+
+/* A whole-life capture: the server's counters once more before it stops (profpass.h). */
+static void l15_before_stop(struct mx_level *l)
+{
+        struct l15 *s = (struct l15 *)l;
+
+        if (!mx_profpass_final(s->pass, final_done_cb, l))
+                mx_level_before_stop_done(l);
+}
+
+static void l15_cancel(struct mx_level *l)
+{
+        struct l15 *s = (struct l15 *)l;
+
+        s->pass = mx_profpass_free(s->pass);
+}
+
 static void l15_free(struct mx_level *l)
 {
         struct l15 *s = (struct l15 *)l;
 
         mx_kgate_free(s->gate);
+        mx_profpass_free(s->pass);
         free(s);
 }
 
@@ -119,6 +180,8 @@ const struct mx_level_ops mx_level_l15_ops = {
         .new = l15_new,
         .log_line = l15_log_line,
         .run = l15_run,
+        .cancel = l15_cancel,
+        .before_stop = l15_before_stop,
         .after_stop = l15_after_stop,
         .free = l15_free,
 };

@@ -80,9 +80,14 @@ static bool wants(const struct mx_l5_input *in, const char *group)
 /* Counts of stored results left out, and why: the metrics say so. */
 struct left_out {
         unsigned other_gpu, not_pass, invalid;
+        unsigned traced; /* measured while a profiler traced the server, and this run not (or the reverse) */
+        bool cur_traced;
 };
 
-/* A stored L4 result fit to compare with: passed, valid numbers, the same GPU model. */
+/*
+ * A stored L4 result fit to compare with: passed, valid numbers, the same GPU model, and traced by a profiler
+ * exactly when this run's L4 was (issue 18: a tracer's launch overhead is not a feature's effect).
+ */
 static bool usable(json_t *res, json_t *gpu, struct left_out *lo)
 {
         json_t *m = json_object_get(res, "metrics");
@@ -97,6 +102,10 @@ static bool usable(json_t *res, json_t *gpu, struct left_out *lo)
         }
         if (!json_equal(json_object_get(res, "gpu_name") ?: json_null(), gpu ?: json_null())) {
                 lo->other_gpu++;
+                return false;
+        }
+        if (json_is_true(json_object_get(m, "traced")) != lo->cur_traced) {
+                lo->traced++;
                 return false;
         }
         return true;
@@ -336,7 +345,7 @@ static int current_starts(const struct mx_l5_input *in, json_t *self, json_t **r
 {
         const struct mx_history *h = in->history;
         _cleanup_json_ json_t *all = NULL, *curs = json_pack("[O]", in->cur), *ids = json_array();
-        struct left_out lo = {};
+        struct left_out lo = {.cur_traced = json_is_true(json_object_get(in->cur, "traced"))};
         json_t *res;
         size_t i;
         int q;
@@ -384,7 +393,7 @@ void mx_l5_decide(const struct mx_l5_input *in, struct mx_l5_output *out)
 {
         const struct mx_history *h = in->history;
         struct mx_regress_opts o;
-        struct left_out lo = {};
+        struct left_out lo = {.cur_traced = json_is_true(json_object_get(in->cur, "traced"))};
         struct decision d = {.groups = json_array(), .msg = MX_BUF_INIT, .regs = MX_BUF_INIT,
                              .unknown = MX_BUF_INIT, .ref_starts = json_array()};
         _cleanup_json_ json_t *self = NULL, *curs = NULL, *cur_ids = NULL;
@@ -421,6 +430,8 @@ void mx_l5_decide(const struct mx_l5_input *in, struct mx_l5_output *out)
                                         : d.unknown.len && d.unknown_primary ? "unknown"
                                                                              : "no regression"));
         json_object_set_new(m, "unit", json_string("server start: one summary per start and check"));
+        json_object_set_new(json_object_get(m, "left_out"), "traced", json_integer(lo.traced));
+        json_object_set_new(m, "traced", json_boolean(lo.cur_traced));
         out->metrics = m;
         if (in->rounds > 0) {
                 json_object_set_new(m, "confirmation",
@@ -432,7 +443,14 @@ void mx_l5_decide(const struct mx_l5_input *in, struct mx_l5_output *out)
         msg = mx_buf_steal(&d.msg);
         regs = mx_buf_steal(&d.regs);
         unk = mx_buf_steal(&d.unknown);
-        if (d.compared == 0) {
+        if (d.compared == 0 && lo.traced > 0) {
+                out->message = xasprintf("not compared: this run's L4 was measured %s a profiler traced the server "
+                                         "and the %u stored result%s to compare with %s (%s)",
+                                         lo.cur_traced ? "while" : "without", lo.traced, lo.traced == 1 ? "" : "s",
+                                         lo.traced == 1 ? (lo.cur_traced ? "was not" : "was")
+                                                        : (lo.cur_traced ? "were not" : "were"),
+                                         gpu_text);
+        } else if (d.compared == 0) {
                 bool is_baseline = streq_ptr(baseline_key(in, self),
                                              json_string_value(json_object_get(self, "config_key")));
                 _cleanup_free_ char *gpus =
@@ -475,6 +493,16 @@ void mx_l5_decide(const struct mx_l5_input *in, struct mx_l5_output *out)
                 out->verdict = MX_VERDICT_PASS;
                 out->message = xasprintf("%s%sno regression against %s (%s)", strempty(after),
                                          d.no_baseline ? "no baseline measured; " : "", msg, gpu_text);
+        }
+        if (d.compared > 0 && lo.traced > 0 && out->message) {
+                /* compared with the others: the left-out ones still get their line */
+                char *m2 = xasprintf("%s; not compared: %u stored result%s measured %s a profiler traced the "
+                                     "server",
+                                     out->message, lo.traced, lo.traced == 1 ? "" : "s",
+                                     lo.cur_traced ? "without" : "while");
+
+                free(out->message);
+                out->message = m2;
         }
 out:
         json_decref(d.groups);

@@ -72,6 +72,8 @@ struct mx_levels {
         int64_t default_timeout_ms;
         struct event *advance, *timer;
         bool started, aborted, ended, done;
+        size_t before_stop_next; /* the next slot whose before_stop() is due */
+        bool before_stop_busy;   /* a before_stop() has not said it is done */
         char *stopped_by; /* why the rest is not run ("L2 failed") */
         char *failure;    /* the first failed level, "L2: ..." */
 };
@@ -275,10 +277,31 @@ static void advance_cb(evutil_socket_t fd, short what, void *ud)
                 return;
         }
         lv->cur = lv->n;
-        if (!lv->done) {
-                lv->done = true;
-                lv->hooks->done(lv->ud);
+        if (lv->done || lv->before_stop_busy)
+                return;
+        /* the server still runs: the levels that read it once more before the stop, one at a time */
+        while (lv->before_stop_next < lv->n) {
+                struct slot *s = &lv->slots[lv->before_stop_next++];
+
+                if (s->ops && s->ops->before_stop && s->l &&
+                    (s->state == SLOT_PENDING || s->state == SLOT_RECORDED)) {
+                        lv->before_stop_busy = true;
+                        s->ops->before_stop(s->l);
+                        return;
+                }
         }
+        lv->done = true;
+        lv->hooks->done(lv->ud);
+}
+
+void mx_level_before_stop_done(struct mx_level *l)
+{
+        struct mx_levels *lv = l->owner;
+
+        if (!lv->before_stop_busy)
+                return;
+        lv->before_stop_busy = false;
+        schedule_advance(lv);
 }
 
 static void timeout_cb(evutil_socket_t fd, short what, void *ud)
@@ -414,6 +437,13 @@ void mx_levels_abort(struct mx_levels *lv)
                 return;
         lv->aborted = true;
         event_del(lv->timer);
+        if (lv->before_stop_busy) {
+                struct slot *b = &lv->slots[lv->before_stop_next - 1];
+
+                if (b->ops->cancel)
+                        b->ops->cancel(b->l);
+                lv->before_stop_busy = false;
+        }
         if (s && s->state == SLOT_RUNNING) {
                 if (s->ops->cancel)
                         s->ops->cancel(s->l);

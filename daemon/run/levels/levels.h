@@ -24,6 +24,10 @@
  *   cancel     stop in-flight work at once; no finish follows (the driver
  *              records the verdict: fail with the reason of the stop, or
  *              skipped for a cancelled run)
+ *   before_stop optional: every level had its turn and the server still runs
+ *              (L1.5 reads the server's counters for a whole-life capture);
+ *              must end with mx_level_before_stop_done(), the server is
+ *              stopped after the last one
  *   after_stop for a pending level, once the server and everything it
  *              started is gone: must call mx_level_finish()
  *   metrics    what the level has measured so far (optional), for the
@@ -103,6 +107,11 @@ struct mx_level_ctx {
          * reasons, clocks and foreign processes. NULL hook: none.
          */
         const struct mx_sample_summary *(*gpu_window)(void *ud, bool begin);
+        /*
+         * The GPU's total energy counter in mJ now (sampler.h: mx_sampler_energy_mj), with mem_ud: 0, or a
+         * negative errno with a reason (-EOPNOTSUPP: the GPU does not report energy). NULL: no sampler.
+         */
+        int (*gpu_energy)(void *ud, int64_t *ret_mj, char **reterr);
         const struct mx_history *history; /* stored results of earlier runs (runner.h), or NULL */
 };
 
@@ -121,6 +130,7 @@ struct mx_level_ops {
         void (*log_line)(struct mx_level *l, const char *line, size_t len);
         void (*run)(struct mx_level *l);
         void (*cancel)(struct mx_level *l);
+        void (*before_stop)(struct mx_level *l);
         void (*after_stop)(struct mx_level *l, const struct mx_level_stop *st);
         json_t *(*metrics)(struct mx_level *l); /* a new reference, or NULL */
         void (*free)(struct mx_level *l);
@@ -143,6 +153,8 @@ void mx_level_finish(struct mx_level *l, enum mx_verdict v, json_t *metrics, jso
                      ...) _printf_(5, 6);
 /* The level's work with the server is done; its verdict comes from after_stop(). */
 void mx_level_pending(struct mx_level *l);
+/* The level's before_stop() is over: the next one runs, or the server is stopped. */
+void mx_level_before_stop_done(struct mx_level *l);
 
 /*
  * The verdict and metrics (borrowed, may be NULL) another level of the same
