@@ -3,6 +3,7 @@
 #include "bench-stats.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,6 +149,22 @@ double mx_bench_server_tps(int64_t n, double ms)
         if (n <= 0 || !isfinite(ms) || ms <= 0)
                 return NAN;
         return (double)n / ms * 1000.0;
+}
+
+char *mx_bench_decode_problem(double ours_tps, int64_t predicted_n, double predicted_ms)
+{
+        double server;
+
+        if (!(ours_tps > 0) || !isfinite(ours_tps) || predicted_n < 8 || !(predicted_ms > 0))
+                return NULL;
+        server = (double)(predicted_n - 1) / predicted_ms * 1000.0;
+        if (ours_tps <= server * MX_BENCH_DECODE_FACTOR_MAX && ours_tps >= server / MX_BENCH_DECODE_FACTOR_MAX)
+                return NULL;
+        return xasprintf("the decode rate from the tokens' arrival, %.1f t/s, disagrees with the server's own timer, "
+                         "%.1f t/s (timings: %" PRId64 " tokens, %.2f ms), by more than %gx: %s",
+                         ours_tps, server, predicted_n, predicted_ms, MX_BENCH_DECODE_FACTOR_MAX,
+                         ours_tps > server ? "the tokens reached the client in bursts, not as the server made them"
+                                           : "the tokens reached the client slower than the server made them");
 }
 
 double mx_bench_preparation_ms(double ttfr_ms, double latency_ms, double server_prompt_ms)

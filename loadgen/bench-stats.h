@@ -96,6 +96,19 @@ double mx_bench_server_tps(int64_t n, double ms);
  * negative (latency over-subtracted). NAN without prompt_ms.
  */
 double mx_bench_preparation_ms(double ttfr_ms, double latency_ms, double server_prompt_ms);
+
+/* A request's decode rate as the client saw it against the server's own timer may differ by at most this
+ * factor either way (mx_bench_decode_problem). */
+#define MX_BENCH_DECODE_FACTOR_MAX 2.0
+/*
+ * NULL when the client's decode rate of one request, ours_tps ((N - 1) over the first to the last token's
+ * arrival), agrees with the server's own timer of the same request (llama-server's timings: predicted_n
+ * tokens over predicted_ms, M - 1 intervals) within MX_BENCH_DECODE_FACTOR_MAX; else why not, with both
+ * numbers (caller frees). Tokens that reach the client in bursts (a descheduled client reads several at
+ * once) read many times faster than the server made them: that figure is the client's, not the server's.
+ * NULL too when either figure is missing or the request has fewer than 8 tokens (too few to time).
+ */
+char *mx_bench_decode_problem(double ours_tps, int64_t predicted_n, double predicted_ms);
 /* llama-benchy's pp t/s: prompt tokens ÷ est_ppt; NAN when est_ppt is 0. */
 double mx_bench_pp_tps(int64_t prompt_tokens, double est_ppt_ms);
 /*

@@ -711,6 +711,19 @@ static void breq_check_prompt(struct breq *r)
                 breq_error(r, "%s", problem);
 }
 
+/* The client's decode rate against the server's own timer of the same request (llama-server's timings). */
+static void breq_check_decode(struct breq *r)
+{
+        _cleanup_free_ char *problem = NULL;
+
+        if (r->predicted_n < 0 || r->max_tokens < 8)
+                return;
+        problem = mx_bench_decode_problem(mx_bench_tg_tps(r->max_tokens, r->t_tok1, r->t_last_tok), r->predicted_n,
+                                          r->predicted_ms);
+        if (problem)
+                breq_error(r, "%s", problem);
+}
+
 /* Check a finished request against what was asked (bench-methods.md §4.12): failures are named. */
 static void breq_validate(struct breq *r, const struct mx_http_response *resp)
 {
@@ -738,6 +751,8 @@ static void breq_validate(struct breq *r, const struct mx_http_response *resp)
         breq_decode_span(r);
         if (r->kind == REQ_MEASURED || r->kind == REQ_CTX)
                 breq_check_prompt(r);
+        if (r->kind == REQ_MEASURED)
+                breq_check_decode(r);
 }
 
 /* ---- stages ---- */

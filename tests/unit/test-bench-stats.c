@@ -330,3 +330,21 @@ TEST(server_rates_and_preparation)
         ASSERT_TRUE(isnan(mx_bench_preparation_ms(50, 2, -1)));
         ASSERT_TRUE(isnan(mx_bench_preparation_ms(NAN, 2, 36)));
 }
+
+/* A request's decode rate from the arrival times against llama-server's own timer of it */
+TEST(decode_rate_against_the_server_timer)
+{
+        /* 32 tokens in 24.0 ms of predicted_ms: the server made 1291.7 t/s ((32 - 1) / 24 ms) */
+        ASSERT_NULL(mx_bench_decode_problem(1280.0, 32, 24.0));
+        ASSERT_NULL(mx_bench_decode_problem(1291.7 * 1.9, 32, 24.0));
+        /* what a descheduled client read: 16 tokens at once, 55 000 t/s against a server at 1000 */
+        _cleanup_free_ char *burst = mx_bench_decode_problem(55000.0, 32, 31.0);
+        ASSERT_CONTAINS(burst, "55000.0 t/s, disagrees with the server's own timer, 1000.0 t/s (timings: 32 tokens, 31.00 ms)");
+        ASSERT_CONTAINS(burst, "in bursts");
+        _cleanup_free_ char *slow = mx_bench_decode_problem(400.0, 32, 24.0);
+        ASSERT_CONTAINS(slow, "slower than the server made them");
+        /* nothing to compare: no timings, too few tokens, no figure of ours */
+        ASSERT_NULL(mx_bench_decode_problem(55000.0, -1, -1));
+        ASSERT_NULL(mx_bench_decode_problem(55000.0, 4, 3.0));
+        ASSERT_NULL(mx_bench_decode_problem(NAN, 32, 24.0));
+}
