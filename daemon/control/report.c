@@ -14,6 +14,7 @@
 #include "gates.h"
 #include "log.h"
 #include "daemon.h"
+#include "evidence.h"
 #include "matrix-report.h"
 #include "meta.h"
 #include "queue.h"
@@ -32,36 +33,6 @@ struct reportsub {
         bool done;    /* no run follows the last batch */
 };
 
-/* Up to n run ids of job after after_seq in plan order; *ret_more: runs follow them. */
-static int page_ids(struct mx_db *db, int64_t job, int64_t after_seq, int n, int64_t *ids, int64_t *seqs,
-                    int *ret_n, bool *ret_more)
-{
-        static const char sql[] =
-                "SELECT id, seq FROM runs WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc, k = 0;
-
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, job);
-        db_bind_int64(s, 2, after_seq);
-        db_bind_int64(s, 3, n + 1);
-        *ret_more = false;
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                if (k == n) {
-                        *ret_more = true;
-                        break;
-                }
-                ids[k] = sqlite3_column_int64(s, 0);
-                seqs[k] = sqlite3_column_int64(s, 1);
-                k++;
-        }
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                return db_errno(db, rc);
-        *ret_n = k;
-        return 0;
-}
-
 /* One run as the document holds it: show rRUN's run with metadata records, without the blobs' text. */
 static int run_json(struct mx_db *db, int64_t id, json_t **ret)
 {
@@ -75,23 +46,6 @@ static int run_json(struct mx_db *db, int64_t id, json_t **ret)
         /* pip freeze and the like: records name them by hash; a report has no use for megabytes of text. */
         json_object_del(run, "metadata_blobs");
         *ret = TAKE_PTR(run);
-        return 0;
-}
-
-static int job_digest(struct mx_db *db, int64_t job, char **ret)
-{
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, "SELECT matrix_digest FROM jobs WHERE id = ?", &s), rc;
-
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, job);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
-        *ret = xstrdup((const char *)sqlite3_column_text(s, 0));
         return 0;
 }
 
@@ -182,8 +136,8 @@ static bool report_pump(struct reportsub *rs)
                 }
                 if (rs->left == 0 || rs->done)
                         break;
-                r = page_ids(d->db, rs->job, rs->after_seq, (int)MX_MIN(rs->left, REPORT_BATCH), ids, seqs,
-                             &n, &more);
+                r = evidence_run_page(d->db, rs->job, rs->after_seq, (int)MX_MIN(rs->left, REPORT_BATCH),
+                                      ids, seqs, &n, &more);
                 for (int i = 0; r >= 0 && i < n; i++) {
                         json_t *run = NULL;
 
@@ -206,7 +160,7 @@ static bool report_pump(struct reportsub *rs)
         }
         r = queue_job_json(d->db, rs->job, &job);
         if (r >= 0)
-                r = job_digest(d->db, rs->job, &digest);
+                r = evidence_job_digest(d->db, rs->job, &digest);
         if (r < 0) {
                 request_error_errno(rs->req, r, "report");
                 return true;
