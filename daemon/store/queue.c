@@ -390,18 +390,20 @@ struct attempt_facts {
         bool cancelled; /* a cancel was acknowledged while the run ran */
         int64_t confirm_of;  /* a confirmation start of that attempt's L5; 0: none */
         int64_t confirm_ref; /* L5 asks for confirmation starts against this reference run; 0: none */
+        enum mx_outcome outcome; /* how it ended (_MX_OUTCOME_INVALID: it has not) */
 };
 
-static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts *ret)
+/* The facts of an open attempt (-ENOENT once it has ended), or with ended of any attempt, as at its end. */
+static int attempt_facts(struct mx_db *db, int64_t attempt, bool ended, struct attempt_facts *ret)
 {
         static const char sql[] =
-                "SELECT a.run_id, r.job_id, r.expect_fail IS NOT NULL, "
-                "EXISTS (SELECT 1 FROM levels l WHERE l.attempt_id = a.id "
-                "AND l.verdict IN ('fail','invalid')), r.cancelled_at IS NOT NULL, a.n, coalesce(a.confirm_of, 0), "
-                "coalesce((SELECT json_extract(l.metrics, '$.confirm.reference_run') FROM levels l "
-                "WHERE l.attempt_id = a.id AND l.level = 'L5'), 0) FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ? AND a.finished_at IS NULL";
+                "SELECT a.run_id, r.job_id, r.expect_fail IS NOT NULL, EXISTS (SELECT 1 FROM levels l "
+                "WHERE l.attempt_id = a.id AND l.verdict IN ('fail','invalid')), r.cancelled_at IS NOT NULL, a.n, "
+                "coalesce(a.confirm_of, 0), coalesce((SELECT json_extract(l.metrics, '$.confirm.reference_run') "
+                "FROM levels l WHERE l.attempt_id = a.id AND l.level = 'L5'), 0), a.outcome "
+                "FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ?1 AND (?2 OR a.finished_at IS NULL)";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_one_row(db, sql, &s, DB_INT(attempt));
+        int r = db_one_row(db, sql, &s, DB_INT(attempt), DB_INT(ended));
 
         if (r <= 0)
                 return r < 0 ? r : -ENOENT;
@@ -414,6 +416,7 @@ static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts
                 .n = sqlite3_column_int(s, 5),
                 .confirm_of = sqlite3_column_int64(s, 6),
                 .confirm_ref = sqlite3_column_int64(s, 7),
+                .outcome = mx_outcome_from_string((const char *)sqlite3_column_text(s, 8)),
         };
         return 0;
 }
@@ -512,7 +515,7 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
         bool requeue, confirm;
         int r;
 
-        r = attempt_facts(db, attempt, &fa);
+        r = attempt_facts(db, attempt, false, &fa);
         if (r < 0)
                 return r;
         /* An interrupted run goes back to the queue, unless its cancel was acknowledged before. */
@@ -637,28 +640,14 @@ static int confirm_decided_body(struct mx_db *db, int64_t for_attempt, const str
         _cleanup_free_ char *result = NULL;
         _cleanup_(json_decrefp) json_t *d = NULL;
         struct attempt_facts fa = {};
-        enum mx_outcome o;
         int r = confirm_level_update(db, for_attempt, l);
 
         if (r < 0)
                 return r;
-        /* the attempt's facts, as at its end: attempt_facts() reads open attempts only */
-        {
-                static const char sql[] =
-                        "SELECT a.run_id, r.job_id, r.expect_fail IS NOT NULL, EXISTS (SELECT 1 FROM levels l "
-                        "WHERE l.attempt_id = a.id AND l.verdict IN ('fail','invalid')), a.n, a.outcome "
-                        "FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ?";
-                _cleanup_stmt_ sqlite3_stmt *s = NULL;
-
-                r = db_one_row(db, sql, &s, DB_INT(for_attempt));
-                if (r <= 0)
-                        return r < 0 ? r : -ENOENT;
-                fa = (struct attempt_facts){.run = sqlite3_column_int64(s, 0), .job = sqlite3_column_int64(s, 1),
-                                            .expect_fail = sqlite3_column_int(s, 2),
-                                            .failed_level = sqlite3_column_int(s, 3), .n = sqlite3_column_int(s, 4)};
-                o = mx_outcome_from_string((const char *)sqlite3_column_text(s, 5));
-        }
-        result = result_of(o < 0 ? MX_OUTCOME_COMPLETED : o, fa.failed_level, fa.expect_fail);
+        r = attempt_facts(db, for_attempt, true, &fa);
+        if (r < 0)
+                return r;
+        result = result_of(fa.outcome < 0 ? MX_OUTCOME_COMPLETED : fa.outcome, fa.failed_level, fa.expect_fail);
         r = db_update(db, upd_a, DB_TEXT(result), DB_INT(for_attempt));
         if (r < 0)
                 return r;
@@ -1059,20 +1048,14 @@ static const char *job_state(json_t *counts, bool cancelled)
 
 static int job_row_json(struct mx_db *db, sqlite3_stmt *s, json_t **ret)
 {
-        _cleanup_(json_decrefp) json_t *j = json_object();
+        /* JOB_COLUMNS' keys (the columns' types tell integers from text) */
+        static const char *const keys[] = { "id",           "uid",          "user",        "feature",
+                                            "strategy",     "priority",     "submitted_at", "cancelled_at",
+                                            "json:levels", "matrix",       NULL };
+        _cleanup_(json_decrefp) json_t *j = db_row_json(s, keys);
         json_t *counts = NULL;
         int r;
 
-        db_json_set_int(j, "id", s, 0);
-        db_json_set_int(j, "uid", s, 1);
-        db_json_set_text(j, "user", s, 2);
-        db_json_set_text(j, "feature", s, 3);
-        db_json_set_text(j, "strategy", s, 4);
-        db_json_set_int(j, "priority", s, 5);
-        db_json_set_int(j, "submitted_at", s, 6);
-        db_json_set_int(j, "cancelled_at", s, 7);
-        db_json_set_json(j, "levels", s, 8);
-        db_json_set_text(j, "matrix", s, 9);
         r = job_counts(db, sqlite3_column_int64(s, 0), &counts);
         if (r < 0)
                 return r;
@@ -1195,26 +1178,16 @@ static int run_spec_json(struct mx_db *db, int64_t run, json_t **ret)
 
 static int run_row_json(struct mx_db *db, sqlite3_stmt *s, bool details, json_t **ret)
 {
-        _cleanup_(json_decrefp) json_t *j = json_object();
+        /* RUN_COLUMNS' keys up to a.id (the columns' types tell integers from text) */
+        static const char *const keys[] = { "id",          "job",        "seq",       "config_key",
+                                            "config_hash", "json:config", "json:reasons", "expect_fail",
+                                            "state",       "attempts",   "result",    "queued_at",
+                                            "outcome",     "crash_class", "started_at", "finished_at",
+                                            NULL };
+        _cleanup_(json_decrefp) json_t *j = db_row_json(s, keys);
         json_t *levels = NULL;
         int r;
 
-        db_json_set_int(j, "id", s, 0);
-        db_json_set_int(j, "job", s, 1);
-        db_json_set_int(j, "seq", s, 2);
-        db_json_set_text(j, "config_key", s, 3);
-        db_json_set_text(j, "config_hash", s, 4);
-        db_json_set_json(j, "config", s, 5);
-        db_json_set_json(j, "reasons", s, 6);
-        db_json_set_text(j, "expect_fail", s, 7);
-        db_json_set_text(j, "state", s, 8);
-        db_json_set_int(j, "attempts", s, 9);
-        db_json_set_text(j, "result", s, 10);
-        db_json_set_int(j, "queued_at", s, 11);
-        db_json_set_text(j, "outcome", s, 12);
-        db_json_set_text(j, "crash_class", s, 13);
-        db_json_set_int(j, "started_at", s, 14);
-        db_json_set_int(j, "finished_at", s, 15);
         db_json_set_int(j, "result_attempt", s, 17);
         db_json_set_int(j, "cancelled_at", s, 18);
         if (sqlite3_column_type(s, 16) != SQLITE_NULL) {
