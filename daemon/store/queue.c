@@ -634,9 +634,8 @@ static int confirm_decided_body(struct mx_db *db, int64_t for_attempt, const str
                                 char **ret_result)
 {
         static const char upd_a[] = "UPDATE attempts SET result = ? WHERE id = ?";
-        static const char upd_r[] =
-                "UPDATE runs SET state = 'done', confirming = NULL, result = ?, "
-                "result_attempt = ? WHERE id = ? AND confirming = ? AND state = 'queued'";
+        static const char upd_r[] = "UPDATE runs SET state = 'done', confirming = NULL, result = ?, "
+                                    "result_attempt = ? WHERE id = ? AND confirming = ? AND state = 'queued'";
         _cleanup_free_ char *result = NULL;
         _cleanup_(json_decrefp) json_t *d = NULL;
         struct attempt_facts fa = {};
