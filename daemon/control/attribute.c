@@ -2,6 +2,7 @@
 #include "attribute.h"
 #include "confirm.h"
 #include "daemon.h"
+#include "evidence.h"
 #include "queue.h"
 #include "log.h"
 
@@ -9,27 +10,6 @@
 
 /* How many confirmation jobs up the chain attribute reads (each --confirm of the last). */
 #define ATTRIBUTE_MAX_CHAIN 16
-
-/* The job a confirmation job confirms (its submit request's "confirm"), or 0. */
-static int confirmed_job(struct mx_db *db, int64_t job, int64_t *ret)
-{
-        static const char sql[] = "SELECT request FROM jobs WHERE id = ?";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        _cleanup_json_ json_t *request = NULL;
-        int r = db_stmt(db, sql, &s), rc;
-
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, job);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
-        request = db_column_json(s, 0);
-        *ret = json_integer_value(json_object_get(request, "confirm"));
-        return 0;
-}
 
 static int load_one(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t *configs, char **reterr);
 
@@ -44,7 +24,7 @@ int attribute_load(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t **
 
                 r = load_one(db, job, a, configs, reterr);
                 if (r >= 0)
-                        r = confirmed_job(db, job, &up);
+                        r = evidence_confirmed_job(db, job, &up);
                 if (r == -ENOENT && depth > 0)
                         break; /* the confirmed job was deleted: what is left still counts */
                 if (r < 0)
@@ -55,99 +35,86 @@ int attribute_load(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t **
         return 0;
 }
 
-static int load_one(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t *configs, char **reterr)
+/* The runs read so far: the one whose attempts come now (config, results) goes to a when the next begins. */
+struct load_state {
+        struct mx_attrib *a;
+        json_t *configs;
+        char **reterr;
+        int64_t current;
+        json_t *config, *results;
+};
+
+static int load_flush(struct load_state *st)
 {
-        /*
-         * Every attempt of every run, in plan order; the levels of each attempt as a JSON array. A fail-fast
-         * run's cheap pass that passed (migration 011) is left out: its second pass decides, and the two
-         * together are not a flaky run.
-         */
-        static const char sql[] =
-                "SELECT r.id, r.config, a.outcome, a.crash_class, "
-                "(SELECT json_group_array(json_object('level', l.level, 'verdict', l.verdict)) "
-                " FROM levels l WHERE l.attempt_id = a.id) "
-                "FROM runs r LEFT JOIN attempts a ON a.run_id = r.id "
-                "AND NOT (coalesce(a.pass, 0) = 1 AND a.result IN ('pass', 'xpass')) "
-                "WHERE r.job_id = ? ORDER BY r.seq, a.n";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        _cleanup_json_ json_t *config = NULL, *results = NULL;
-        int64_t current = 0;
-        uid_t owner;
-        int r, rc;
+        bool passed = json_array_size(st->results) > 0;
+        size_t k;
+        json_t *x;
+        int r = mx_attrib_add_run(st->a, st->current, st->config, st->results, st->reterr);
 
-        r = queue_job_owner(db, job, &owner);
         if (r < 0)
                 return r;
-        r = db_stmt(db, sql, &s);
-        if (r < 0)
+        json_array_foreach (st->results, k, x)
+                passed = passed && json_is_string(x);
+        json_array_append_new(st->configs, json_pack("{s:O,s:b}", "config", st->config, "pass", passed));
+        json_decref(TAKE_PTR(st->config));
+        json_decref(TAKE_PTR(st->results));
+        return 0;
+}
+
+static int load_attempt(const struct evidence_attempt *e, void *ud)
+{
+        struct load_state *st = ud;
+        int r;
+
+        if (e->run != st->current && st->config && (r = load_flush(st)) < 0)
                 return r;
-        db_bind_int64(s, 1, job);
-        for (;;) {
-                int64_t id;
-
-                rc = sqlite3_step(s);
-                if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                        return db_errno(db, rc);
-                id = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-                if (id != current && config) {
-                        bool passed = json_array_size(results) > 0;
-                        size_t k;
-                        json_t *x;
-
-                        r = mx_attrib_add_run(a, current, config, results, reterr);
-                        if (r < 0)
-                                return r;
-                        json_array_foreach (results, k, x)
-                                passed = passed && json_is_string(x);
-                        json_array_append_new(configs,
-                                              json_pack("{s:O,s:b}", "config", config, "pass", passed));
-                        json_decref(TAKE_PTR(config));
-                        json_decref(TAKE_PTR(results));
+        if (e->run != st->current) {
+                st->current = e->run;
+                st->config = json_incref(e->config);
+                st->results = json_array();
+                if (!json_is_object(st->config)) {
+                        *st->reterr = xasprintf("run %" PRId64 ": its stored configuration is not an object",
+                                                e->run);
+                        return -EINVAL;
                 }
-                if (rc == SQLITE_DONE)
-                        break;
-                if (id != current) {
-                        current = id;
-                        config = db_column_json(s, 1);
-                        results = json_array();
-                        if (!json_is_object(config)) {
-                                *reterr = xasprintf(
-                                        "run %" PRId64 ": its stored configuration is not an object", id);
-                                return -EINVAL;
-                        }
-                }
-                if (sqlite3_column_type(s, 2) != SQLITE_NULL) {
-                        _cleanup_free_ char *outcome = db_column_strdup(s, 2), *cls = db_column_strdup(s, 3);
-                        _cleanup_json_ json_t *levels = db_column_json(s, 4);
-                        json_t *res = mx_attrib_attempt_result(outcome, cls, levels);
+        }
+        if (e->outcome) {
+                json_t *res = mx_attrib_attempt_result(e->outcome, e->crash_class, e->levels);
 
-                        if (res)
-                                json_array_append_new(results, res);
-                }
+                if (res)
+                        json_array_append_new(st->results, res);
         }
         return 0;
 }
 
+static int load_one(struct mx_db *db, int64_t job, struct mx_attrib *a, json_t *configs, char **reterr)
+{
+        struct load_state st = {.a = a, .configs = configs, .reterr = reterr};
+        uid_t owner;
+        int r;
+
+        r = queue_job_owner(db, job, &owner);
+        if (r >= 0)
+                r = evidence_attempts(db, job, load_attempt, &st);
+        if (r >= 0 && st.config)
+                r = load_flush(&st);
+        json_decref(st.config);
+        json_decref(st.results);
+        return r;
+}
+
 int attribute_strength(struct mx_db *db, int64_t job, int64_t max_size, unsigned *ret)
 {
-        static const char sql[] = "SELECT strategy FROM jobs WHERE id = ?";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_free_ char *strategy = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r;
 
-        if (r < 0)
-                return r;
         if (max_size > 0) {
                 *ret = (unsigned)max_size;
                 return 0;
         }
-        db_bind_int64(s, 1, job);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
-        strategy = db_column_strdup(s, 0);
+        r = evidence_job_strategy(db, job, &strategy);
+        if (r < 0)
+                return r;
         /* A pairwise sweep holds every pair: searching triples in it finds mostly coincidences. */
         *ret = streq_ptr(strategy, "pairwise") ? 2 : MX_ATTRIB_DEFAULT_T;
         return 0;

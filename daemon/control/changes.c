@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "changes.h"
 #include "changepoint.h"
-#include "history-store.h"
+#include "series-store.h"
 #include "matrix.h"
 #include "util.h"
 
@@ -66,7 +66,7 @@ void changes_method(struct mx_request *req)
                 request_error(req, "bad-request", "history needs a configuration: rRUN, its hash or axis=value");
                 return;
         }
-        r = history_store_config(req->d->db, word, pins, &key, &err);
+        r = series_store_config(req->d->db, word, pins, &key, &err);
         if (r == -ENOENT) {
                 request_error(req, "not-found", "no stored run has the configuration %s",
                               word ? word : "with those axis values");
@@ -80,7 +80,7 @@ void changes_method(struct mx_request *req)
                 request_error_errno(req, r, "reading the configurations");
                 return;
         }
-        r = history_store_points(req->d->db, key, source, &points, &src, &err);
+        r = series_store_points(req->d->db, key, source, &points, &src, &err);
         if (r == -EEXIST) {
                 request_error(req, "bad-request", "%s", err);
                 return;

@@ -14,6 +14,7 @@
 #include "gates.h"
 #include "log.h"
 #include "daemon.h"
+#include "evidence.h"
 #include "matrix-report.h"
 #include "meta.h"
 #include "pager.h"
@@ -23,36 +24,6 @@
 
 #define REPORT_BATCH 20  /* runs read and sent at a time: a run with its history is 20-60 KB of JSON */
 #define REPORT_PAGE 1000 /* runs of a page unless the client asks for another size */
-
-/* Up to n run ids of job after after_seq in plan order; *ret_more: runs follow them. */
-static int page_ids(struct mx_db *db, int64_t job, int64_t after_seq, int n, int64_t *ids, int64_t *seqs,
-                    int *ret_n, bool *ret_more)
-{
-        static const char sql[] =
-                "SELECT id, seq FROM runs WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc, k = 0;
-
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, job);
-        db_bind_int64(s, 2, after_seq);
-        db_bind_int64(s, 3, n + 1);
-        *ret_more = false;
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                if (k == n) {
-                        *ret_more = true;
-                        break;
-                }
-                ids[k] = sqlite3_column_int64(s, 0);
-                seqs[k] = sqlite3_column_int64(s, 1);
-                k++;
-        }
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                return db_errno(db, rc);
-        *ret_n = k;
-        return 0;
-}
 
 /* One run as the document holds it: show rRUN's run with metadata records, without the blobs' text. */
 static int run_json(struct mx_db *db, int64_t id, json_t **ret)
@@ -67,23 +38,6 @@ static int run_json(struct mx_db *db, int64_t id, json_t **ret)
         /* pip freeze and the like: records name them by hash; a report has no use for megabytes of text. */
         json_object_del(run, "metadata_blobs");
         *ret = TAKE_PTR(run);
-        return 0;
-}
-
-static int job_digest(struct mx_db *db, int64_t job, char **ret)
-{
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, "SELECT matrix_digest FROM jobs WHERE id = ?", &s), rc;
-
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, job);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
-        *ret = xstrdup((const char *)sqlite3_column_text(s, 0));
         return 0;
 }
 
@@ -153,7 +107,7 @@ static int report_runs(struct mx_db *db, int64_t job, int64_t after_seq, int n, 
         _cleanup_json_ json_t *runs = json_array();
         int64_t ids[REPORT_BATCH], seqs[REPORT_BATCH];
         int k = 0;
-        int r = page_ids(db, job, after_seq, (int)MX_MIN(n, REPORT_BATCH), ids, seqs, &k, ret_more);
+        int r = evidence_run_page(db, job, after_seq, (int)MX_MIN(n, REPORT_BATCH), ids, seqs, &k, ret_more);
 
         for (int i = 0; r >= 0 && i < k; i++) {
                 json_t *run = NULL;
@@ -180,7 +134,7 @@ static void report_reply(struct mx_request *req, json_t *job, int64_t after_run,
         int64_t id = json_integer_value(json_object_get(job, "id"));
         _cleanup_json_ json_t *matrix = NULL;
         _cleanup_free_ char *digest = NULL;
-        int r = job_digest(d->db, id, &digest);
+        int r = evidence_job_digest(d->db, id, &digest);
 
         if (r < 0) {
                 request_error_errno(req, r, "report");

@@ -3,7 +3,6 @@
 #include "sampler.h"
 
 #include "csv.h"
-#include "db.h"
 #include "lines.h"
 #include "proc-reaper.h"
 
@@ -1512,52 +1511,6 @@ const struct mx_sample *mx_sampler_last(const struct mx_sampler *s)
 uint64_t mx_sampler_skipped(const struct mx_sampler *s)
 {
         return s->skipped;
-}
-
-/* ---- storage ---- */
-
-int mx_sampler_store(struct mx_db *db, int64_t attempt_id, const char *scope,
-                     const struct mx_sample_summary *sum)
-{
-        static const char sql[] = "INSERT OR REPLACE INTO samples (attempt_id, scope, source, summary) "
-                                  "VALUES (?, ?, ?, ?)";
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        _cleanup_json_ json_t *j = NULL;
-        int r;
-
-        if (!scope || !*scope || strlen(scope) > MX_SAMPLER_SCOPE_MAX)
-                return -EINVAL;
-        r = db_stmt(db, sql, &st);
-        if (r < 0)
-                return r;
-        j = mx_sample_summary_to_json(sum);
-        db_bind_int64(st, 1, attempt_id);
-        db_bind_text(st, 2, scope);
-        db_bind_text(st, 3, strna(mx_sample_source_to_string(sum->source)));
-        db_bind_json(st, 4, j);
-        return db_step_done(db, st);
-}
-
-int mx_sampler_attempt_json(struct mx_db *db, int64_t attempt_id, json_t **ret)
-{
-        static const char sql[] = "SELECT scope, summary FROM samples WHERE attempt_id = ? ORDER BY scope";
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        _cleanup_json_ json_t *o = NULL;
-        int r = db_stmt(db, sql, &st), rc;
-
-        if (r < 0)
-                return r;
-        db_bind_int64(st, 1, attempt_id);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                json_t *v = db_column_json(st, 1);
-                if (!o)
-                        o = json_object();
-                json_object_set_new(o, (const char *)sqlite3_column_text(st, 0), v ?: json_null());
-        }
-        if (rc != SQLITE_DONE)
-                return db_errno(db, rc);
-        *ret = TAKE_PTR(o);
-        return 0;
 }
 
 void mx_sampler_window_begin(struct mx_sampler *s)

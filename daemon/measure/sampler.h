@@ -35,7 +35,6 @@
 
 struct event_base;
 struct proc_reaper;
-struct mx_db;
 struct mx_sampler;
 
 #define MX_SAMPLER_INTERVAL_DEFAULT_MS 1000
@@ -251,14 +250,3 @@ const struct mx_sample *mx_sampler_last(const struct mx_sampler *s);
 int mx_sampler_energy_mj(struct mx_sampler *s, int64_t *ret_mj, char **reterr);
 /* Ticks skipped because a sample was still in flight. */
 uint64_t mx_sampler_skipped(const struct mx_sampler *s);
-
-/*
- * Storage (schema/migrations/004-samples.sql): one summary per attempt and
- * scope ("run" for the whole attempt, or a level name such as "L3"); storing
- * again replaces it. mx_sampler_attempt_json() gives {scope: summary, ...} or
- * NULL when none, for show.
- */
-#define MX_SAMPLER_SCOPE_MAX 32
-int mx_sampler_store(struct mx_db *db, int64_t attempt_id, const char *scope,
-                     const struct mx_sample_summary *sum);
-int mx_sampler_attempt_json(struct mx_db *db, int64_t attempt_id, json_t **ret);

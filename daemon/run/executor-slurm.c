@@ -27,6 +27,7 @@
 #include "matrix.h"
 #include "meta.h"
 #include "proc-reaper.h"
+#include "queue-slurm.h"
 #include "recover.h"
 #include "scheduler.h"
 
@@ -95,37 +96,6 @@ struct mx_executor_slurm {
 };
 
 static const char *CMD_SBATCH = "sbatch", *CMD_SQUEUE = "squeue", *CMD_SACCT = "sacct", *CMD_SCANCEL = "scancel";
-
-/* ---- the database side (migration 009) ---- */
-
-static int db_exec_text(struct mx_db *db, const char *sql, int64_t attempt, const char *text, int64_t num)
-{
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
-
-        if (r < 0)
-                return r;
-        if (text)
-                db_bind_text(s, 1, text);
-        else
-                db_bind_int64(s, 1, num);
-        db_bind_int64(s, 2, attempt);
-        rc = sqlite3_step(s);
-        return rc == SQLITE_DONE ? 0 : db_errno(db, rc);
-}
-
-/* How often a run was lost to a node failure or preemption (bounded like interruptions). */
-static int lost_count(struct mx_db *db, int64_t run)
-{
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, "SELECT count(*) FROM attempts WHERE run_id = ? AND slurm_state IN "
-                            "('NODE_FAIL','PREEMPTED','BOOT_FAIL')", &s);
-
-        if (r < 0)
-                return 0;
-        db_bind_int64(s, 1, run);
-        return sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
-}
 
 /* ---- child commands ---- */
 
@@ -483,7 +453,7 @@ static void sjob_ended(struct sjob *j, const char *state)
         bool lost = state_is(state, "NODE_FAIL") || state_is(state, "PREEMPTED") || state_is(state, "BOOT_FAIL");
         struct queue_finish f = { .exit_status = -1 };
 
-        (void)db_exec_text(x->d->db, "UPDATE attempts SET slurm_state = ? WHERE id = ?", j->attempt_id, state, 0);
+        (void)slurm_attempt_set_state(x->d->db, j->attempt_id, state);
         ingest_events(j);
         res = lost ? NULL : json_load_file(rpath, 0, NULL);
         if (res && !(state_is(state, "CANCELLED") && !j->cancel_req)) {
@@ -501,7 +471,7 @@ static void sjob_ended(struct sjob *j, const char *state)
                                     strna(j->node));
         } else if (lost) {
                 f.outcome = MX_OUTCOME_INFRA_ERROR;
-                f.requeue = lost_count(x->d->db, j->run) <= x->d->cfg.max_requeues;
+                f.requeue = slurm_run_lost_count(x->d->db, j->run) <= x->d->cfg.max_requeues;
                 f.message = msg = xasprintf("Slurm job %" PRId64 " was lost (%s on node %s)%s", j->jobid, state,
                                             strna(j->node), f.requeue ? "; requeued" : "; not requeued again "
                                             "(max_requeues)");
@@ -528,7 +498,7 @@ static void sjob_set_id(struct sjob *j, int64_t id)
         int r;
 
         j->jobid = id;
-        r = db_exec_text(j->x->d->db, "UPDATE attempts SET slurm_job_id = ? WHERE id = ?", j->attempt_id, NULL, id);
+        r = slurm_attempt_set_job_id(j->x->d->db, j->attempt_id, id);
         if (r < 0)
                 log_error_errno(r, "cannot record Slurm job %" PRId64 " of run %" PRId64, id, j->run);
 }
@@ -549,15 +519,13 @@ static void sjob_update(struct sjob *j, int64_t id, const char *state, const cha
         if (node && *node && !streq_ptr(node, j->node) && !streq(node, "(null)") && !streq(node, "None")) {
                 free(j->node);
                 j->node = xstrdup(node);
-                (void)db_exec_text(j->x->d->db, "UPDATE attempts SET slurm_node = ? WHERE id = ?", j->attempt_id,
-                                   node, 0);
+                (void)slurm_attempt_set_node(j->x->d->db, j->attempt_id, node);
         }
         if (!streq_ptr(state, j->state)) {
                 free(j->state);
                 j->state = xstrdup(state);
                 if (!state_terminal(state))
-                        (void)db_exec_text(j->x->d->db, "UPDATE attempts SET slurm_state = ? WHERE id = ?",
-                                           j->attempt_id, state, 0);
+                        (void)slurm_attempt_set_state(j->x->d->db, j->attempt_id, state);
         }
         if (state_is(state, "RUNNING") && !j->started_logged) {
                 j->started_logged = true;
@@ -890,8 +858,7 @@ static void submit_next(struct mx_executor_slurm *x)
                            b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
         r = queue_attempt_start(x->d->db, j->run, j->tag, x->d->boot_id, &j->attempt_id, &j->attempt);
         if (r >= 0)
-                r = db_exec_text(x->d->db, "UPDATE attempts SET slurm_job_name = ? WHERE id = ?", j->attempt_id,
-                                 j->tag, 0);
+                r = slurm_attempt_set_job_name(x->d->db, j->attempt_id, j->tag);
         if (r < 0) {
                 log_error_errno(r, "cannot start an attempt of run %" PRId64 "; the queue is paused", j->run);
                 x->d->paused = true;
@@ -1058,29 +1025,26 @@ static const struct mx_executor_ops slurm_ops = {
 /* Open attempts with a Slurm job name: the runs a previous daemon left in flight. */
 static int reattach(struct mx_executor_slurm *x)
 {
-        static const char sql[] =
-                "SELECT a.id, a.n, a.run_id, r.job_id, r.config_key, a.slurm_job_name, a.slurm_job_id, "
-                "a.slurm_node, r.state = 'cancelled' OR r.result = 'cancelled' FROM attempts a JOIN runs r ON "
-                "r.id = a.run_id WHERE a.finished_at IS NULL AND a.slurm_job_name IS NOT NULL";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(x->d->db, sql, &s), rc, n = 0;
+        struct slurm_open_attempt *open = NULL;
+        size_t n = 0;
+        int r = slurm_open_attempts(x->d->db, &open, &n);
 
         if (r < 0)
                 return r;
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        for (size_t i = 0; i < n; i++) {
                 struct sjob *j = xcalloc(1, sizeof(*j));
                 struct mx_log_ctx ctx;
 
                 j->x = x;
-                j->attempt_id = sqlite3_column_int64(s, 0);
-                j->attempt = sqlite3_column_int(s, 1);
-                j->run = sqlite3_column_int64(s, 2);
-                j->job = sqlite3_column_int64(s, 3);
-                j->config_key = db_column_strdup(s, 4);
-                j->tag = db_column_strdup(s, 5);
-                j->jobid = sqlite3_column_int64(s, 6);
-                j->node = db_column_strdup(s, 7);
-                j->cancel_req = sqlite3_column_int(s, 8);
+                j->attempt_id = open[i].attempt_id;
+                j->attempt = open[i].attempt;
+                j->run = open[i].run;
+                j->job = open[i].job;
+                j->config_key = TAKE_PTR(open[i].config_key);
+                j->tag = TAKE_PTR(open[i].job_name);
+                j->jobid = open[i].job_id;
+                j->node = TAKE_PTR(open[i].node);
+                j->cancel_req = open[i].cancel_req;
                 j->run_dir = xasprintf("%s/runs/%" PRId64 "/%d", x->d->cfg.slurm.shared_dir, j->run, j->attempt);
                 j->since_mono = mx_now_mono_us();
                 j->next = x->jobs;
@@ -1091,9 +1055,9 @@ static int reattach(struct mx_executor_slurm *x)
                 if (j->jobid > 0)
                         log_ctx(LOG_NOTICE, NULL, &ctx, "run %" PRId64 ": Slurm job %" PRId64, j->run, j->jobid);
                 /* Levels already stored are replaced by the same rows: reading events.jsonl again is harmless. */
-                n++;
         }
-        return rc == SQLITE_DONE ? n : db_errno(x->d->db, rc);
+        slurm_open_attempts_free(open, n);
+        return (int)n;
 }
 
 int executor_slurm_new(struct mx_daemon *d, const struct mx_sched_watch *watch, struct mx_executor_slurm **ret)

@@ -31,6 +31,7 @@
 
 #include "db.h"
 #include "meta-probe.h"
+#include "meta-store.h" /* storing and reading records: for the users of both halves */
 #include "runner.h"
 
 #include <event2/event.h>
@@ -84,18 +85,6 @@ DEFINE_POINTER_CLEANUP(struct meta_collect, meta_collect_free)
 
 /* "1f2e3d4c5b6a7980": the FNV-1a 64 of a blob, its name in records. */
 char *meta_blob_hash(const char *text, size_t len);
-
-/* ---- storing (meta-store.c) ---- */
-
-/* Store attempt's record; blobs go to the blob table once per distinct content. */
-int meta_store(struct mx_db *db, int64_t attempt_id, json_t *record, json_t *blobs);
-/* The record of an attempt, or -ENOENT. */
-int meta_attempt_json(struct mx_db *db, int64_t attempt_id, json_t **ret);
-/*
- * For show: add "metadata" to each entry of run's "attempt_history" (by its
- * "id") and the blobs they name to run's "metadata_blobs" ({"<hash>": text}).
- */
-int meta_attach_run(struct mx_db *db, json_t *run);
 
 /* The runner that collects metadata, then runs runner_for_spec(spec). */
 extern const struct mx_runner_ops runner_meta_ops;

@@ -9,6 +9,7 @@
 #include "meta.h"
 #include "recover.h"
 #include "sampler.h"
+#include "sample-store.h"
 #include "proc-reaper.h"
 #include "proc.h"
 
@@ -266,7 +267,7 @@ static int write_apply(struct mx_sched *s, struct pending_write *w, char **ret_r
         case W_FINISH:
                 return queue_attempt_finish(db, w->attempt_id, &w->finish, ret_result);
         case W_SAMPLES:
-                return mx_sampler_store(db, w->attempt_id, "run", w->summary);
+                return sample_store_summary(db, w->attempt_id, "run", w->summary);
         case W_COMMAND:
                 return queue_attempt_command(db, w->attempt_id, w->detail);
         }
@@ -1410,7 +1411,8 @@ struct mx_sched *sched_free(struct mx_sched *s)
                 const struct mx_sample_summary *sum = mx_sampler_summary(rs->sampler);
 
                 /* Stopping before its last sample came: keep what was sampled (the database is still open). */
-                if (sum->n > 0 && !s->fault && mx_sampler_store(s->d->db, rs->attempt_id, "run", sum) < 0)
+                if (sum->n > 0 && !s->fault &&
+                    sample_store_summary(s->d->db, rs->attempt_id, "run", sum) < 0)
                         log_warning("cannot record the GPU and memory summary of run %" PRId64, rs->run);
                 s->closing = rs->next;
                 run_sampling_free(rs);

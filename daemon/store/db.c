@@ -109,6 +109,65 @@ int db_step_done(struct mx_db *db, sqlite3_stmt *s)
         return db_errno(db, rc);
 }
 
+static void db_bind_args(sqlite3_stmt *s, const struct db_arg *args, size_t n)
+{
+        for (size_t k = 0; k < n; k++)
+                switch (args[k].kind) {
+                case DB_ARG_INT:
+                        db_bind_int64(s, (int)k + 1, args[k].i);
+                        break;
+                case DB_ARG_TEXT:
+                        db_bind_text(s, (int)k + 1, args[k].t);
+                        break;
+                case DB_ARG_JSON:
+                        db_bind_json(s, (int)k + 1, args[k].j);
+                        break;
+                case DB_ARG_NULL:
+                        sqlite3_bind_null(s, (int)k + 1);
+                        break;
+                }
+}
+
+int db_one_row_args(struct mx_db *db, const char *sql, sqlite3_stmt **ret, const struct db_arg *args,
+                    size_t n)
+{
+        int r = db_stmt(db, sql, ret), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_args(*ret, args, n);
+        rc = sqlite3_step(*ret);
+        if (rc == SQLITE_ROW)
+                return 1;
+        return rc == SQLITE_DONE ? 0 : db_errno(db, rc);
+}
+
+int db_update_args(struct mx_db *db, const char *sql, const struct db_arg *args, size_t n)
+{
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s);
+
+        if (r < 0)
+                return r;
+        db_bind_args(s, args, n);
+        return db_step_done(db, s);
+}
+
+int db_insert_args(struct mx_db *db, const char *sql, int64_t *ret_id, const struct db_arg *args, size_t n)
+{
+        int r = db_update_args(db, sql, args, n);
+
+        if (r < 0)
+                return r;
+        *ret_id = sqlite3_last_insert_rowid(db->sql);
+        return 0;
+}
+
+int64_t db_changes(struct mx_db *db)
+{
+        return sqlite3_changes(db->sql);
+}
+
 void db_bind_text(sqlite3_stmt *s, int i, const char *v)
 {
         if (v)

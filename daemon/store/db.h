@@ -68,6 +68,45 @@ void db_rollback(struct mx_db *db);
 /* Step a statement expecting no row (SQLITE_DONE). */
 int db_step_done(struct mx_db *db, sqlite3_stmt *s);
 
+/*
+ * A parameter of db_one_row(), db_update() and db_insert(), bound in order:
+ * DB_INT(v), DB_TEXT(s) and DB_JSON(j) (NULL binds SQL NULL, JSON as compact
+ * text), DB_INT_OR_NULL(v, null) (SQL NULL when null is true).
+ */
+struct db_arg {
+        enum { DB_ARG_INT, DB_ARG_TEXT, DB_ARG_JSON, DB_ARG_NULL } kind;
+        union {
+                int64_t i;
+                const char *t;
+                json_t *j;
+        };
+};
+#define DB_INT(v) ((struct db_arg){.kind = DB_ARG_INT, .i = (v)})
+#define DB_TEXT(v) ((struct db_arg){.kind = DB_ARG_TEXT, .t = (v)})
+#define DB_JSON(v) ((struct db_arg){.kind = DB_ARG_JSON, .j = (v)})
+#define DB_INT_OR_NULL(v, null) ((struct db_arg){.kind = (null) ? DB_ARG_NULL : DB_ARG_INT, .i = (v)})
+#define DB_ARGS(...)                                                                                        \
+        (const struct db_arg[]){__VA_ARGS__},                                                               \
+                sizeof((const struct db_arg[]){__VA_ARGS__}) / sizeof(struct db_arg)
+
+/*
+ * The single-row statement: the cached statement for sql with the parameters
+ * bound, stepped once. 1 with *ret on the row (read its columns; declare
+ * *ret _cleanup_stmt_), 0 when there is no row, or the SQLite error as -errno.
+ * db_one_row(db, sql, &s, DB_INT(id)).
+ */
+int db_one_row_args(struct mx_db *db, const char *sql, sqlite3_stmt **ret, const struct db_arg *args,
+                    size_t n);
+#define db_one_row(db, sql, ret, ...) db_one_row_args(db, sql, ret, DB_ARGS(__VA_ARGS__))
+/* A statement run for its effect (no row wanted): 0, or the SQLite error as -errno. */
+int db_update_args(struct mx_db *db, const char *sql, const struct db_arg *args, size_t n);
+#define db_update(db, sql, ...) db_update_args(db, sql, DB_ARGS(__VA_ARGS__))
+/* An INSERT: 0 with the new row's id in *ret_id, or -errno. */
+int db_insert_args(struct mx_db *db, const char *sql, int64_t *ret_id, const struct db_arg *args, size_t n);
+#define db_insert(db, sql, ret_id, ...) db_insert_args(db, sql, ret_id, DB_ARGS(__VA_ARGS__))
+/* Rows the last INSERT, UPDATE or DELETE changed. */
+int64_t db_changes(struct mx_db *db);
+
 /* Bind helpers: NULL pointers bind SQL NULL; JSON is stored as compact text. */
 void db_bind_text(sqlite3_stmt *s, int i, const char *v);
 void db_bind_json(sqlite3_stmt *s, int i, json_t *v);

@@ -1,34 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The history method's reads (issue 19 item 2): which stored configuration a
- * user means, and its L4 results per attempt with the source commit each ran
- * at, for matrix/analysis/changepoint.h. Non-logging.
+ * The stored results levels compare against (run/history.h answers the
+ * runner's questions with them): an attempt's job, baseline run, source SHAs
+ * and GPU, the verdicts a level recorded for a configuration, the GPU of the
+ * newest metadata record. Read-only; errors as "history: ..." in *reterr.
  */
 #pragma once
 
 #include "db.h"
 
-/*
- * At most this many attempts (the newest) make a history: the change-point
- * search runs on the daemon's loop, O(n^2) per permutation (500: about 0.1 s
- * per segment tested).
- */
-#define HISTORY_POINTS_MAX 500
+#include <jansson.h>
 
+/* attempt's {job, run, attempt, config_key, baseline_key, baseline_run, sources, gpu_name}, or -ENOENT. */
+int history_store_self(struct mx_db *db, int64_t attempt, json_t **ret, char **reterr);
 /*
- * The configuration key a user named: "rRUN" (that run's configuration), a
- * configuration hash (16 hex digits), or axis=value pins (an object; values
- * may be written "a=1,b=2" as show prints a key): the configuration whose key
- * they are, else the one stored configuration that holds them. -ENOENT: none; -EEXIST: several (*reterr lists them).
+ * The newest results (at most limit) of level for config_key, other than
+ * attempt's own: [{job, run, attempt, finished_at, verdict, metrics, sources,
+ * gpu_name, confirm_of}], newest first.
  */
-int history_store_config(struct mx_db *db, const char *word, json_t *pins, char **ret_key, char **reterr);
-
-/*
- * The configuration's attempts with an L4 that measured (pass or fail) and a
- * commit of source recorded, in commit order (the commits' times, or their
- * first measurements where a time is not recorded), oldest first:
- * [{"commit", "committed_at", "run", "attempt", "started_at", "l4"}]. source NULL: the configuration's only source tree (-EEXIST when it
- * has several: *reterr names them); *ret_source the one used.
- */
-int history_store_points(struct mx_db *db, const char *config_key, const char *source, json_t **ret_points,
-                         char **ret_source, char **reterr);
+int history_store_results(struct mx_db *db, int64_t attempt, const char *level, const char *config_key,
+                          size_t limit, json_t **ret, char **reterr);
+/* The GPU the newest stored metadata record names, or NULL. */
+json_t *history_store_last_gpu(struct mx_db *db);

@@ -4,39 +4,23 @@
  * per attempt, blobs once per distinct content, the source trees' SHAs in a
  * table of their own for queries across runs. Non-logging.
  */
-#include "meta.h"
+#include "meta-store.h"
 
 /* The id of the blob holding exactly text, stored now if no such blob exists. */
 static int blob_id(struct mx_db *db, const char *hash, const char *text, int64_t *ret)
 {
         static const char find[] = "SELECT id FROM meta_blobs WHERE hash = ? AND content = ?";
         static const char add[] = "INSERT INTO meta_blobs (hash, bytes, content) VALUES (?, ?, ?)";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL, *i = NULL;
-        int r, rc;
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_one_row(db, find, &s, DB_TEXT(hash), DB_TEXT(text));
 
-        r = db_stmt(db, find, &s);
         if (r < 0)
                 return r;
-        db_bind_text(s, 1, hash);
-        db_bind_text(s, 2, text);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) {
+        if (r > 0) {
                 *ret = sqlite3_column_int64(s, 0);
                 return 0;
         }
-        if (rc != SQLITE_DONE)
-                return db_errno(db, rc);
-        r = db_stmt(db, add, &i);
-        if (r < 0)
-                return r;
-        db_bind_text(i, 1, hash);
-        db_bind_int64(i, 2, (int64_t)strlen(text));
-        db_bind_text(i, 3, text);
-        r = db_step_done(db, i);
-        if (r < 0)
-                return r;
-        *ret = sqlite3_last_insert_rowid(db->sql);
-        return 0;
+        return db_insert(db, add, ret, DB_TEXT(hash), DB_INT((int64_t)strlen(text)), DB_TEXT(text));
 }
 
 static int store_sources(struct mx_db *db, int64_t attempt_id, json_t *sources)
@@ -47,17 +31,11 @@ static int store_sources(struct mx_db *db, int64_t attempt_id, json_t *sources)
         json_t *v;
 
         json_object_foreach (sources, k, v) {
-                _cleanup_stmt_ sqlite3_stmt *s = NULL;
                 json_t *dirty = json_object_get(v, "dirty");
-                int r = db_stmt(db, sql, &s);
+                int r = db_update(db, sql, DB_INT(attempt_id), DB_TEXT(k),
+                                  DB_TEXT(json_string_value(json_object_get(v, "sha"))),
+                                  DB_INT_OR_NULL(json_is_true(dirty), !json_is_boolean(dirty)));
 
-                if (r < 0)
-                        return r;
-                db_bind_int64(s, 1, attempt_id);
-                db_bind_text(s, 2, k);
-                db_bind_text(s, 3, json_string_value(json_object_get(v, "sha")));
-                db_bind_int64_or_null(s, 4, json_is_true(dirty), !json_is_boolean(dirty));
-                r = db_step_done(db, s);
                 if (r < 0)
                         return r;
         }
@@ -70,22 +48,15 @@ static int store_all(struct mx_db *db, int64_t attempt_id, json_t *record, json_
                 "INSERT OR REPLACE INTO attempt_metadata (attempt_id, collected_at, record) "
                 "VALUES (?, ?, ?)";
         static const char link[] = "INSERT OR IGNORE INTO attempt_blobs (attempt_id, blob_id) VALUES (?, ?)";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
         const char *hash;
         json_t *text;
         int r;
 
-        r = db_stmt(db, rec, &s);
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, attempt_id);
-        db_bind_int64(s, 2, json_integer_value(json_object_get(record, "collected_at")));
-        db_bind_json(s, 3, record);
-        r = db_step_done(db, s);
+        r = db_update(db, rec, DB_INT(attempt_id),
+                      DB_INT(json_integer_value(json_object_get(record, "collected_at"))), DB_JSON(record));
         if (r < 0)
                 return r;
         json_object_foreach (blobs, hash, text) {
-                _cleanup_stmt_ sqlite3_stmt *l = NULL;
                 int64_t id = 0;
 
                 if (!json_is_string(text))
@@ -93,12 +64,7 @@ static int store_all(struct mx_db *db, int64_t attempt_id, json_t *record, json_
                 r = blob_id(db, hash, json_string_value(text), &id);
                 if (r < 0)
                         return r;
-                r = db_stmt(db, link, &l);
-                if (r < 0)
-                        return r;
-                db_bind_int64(l, 1, attempt_id);
-                db_bind_int64(l, 2, id);
-                r = db_step_done(db, l);
+                r = db_update(db, link, DB_INT(attempt_id), DB_INT(id));
                 if (r < 0)
                         return r;
         }
@@ -123,16 +89,10 @@ int meta_attempt_json(struct mx_db *db, int64_t attempt_id, json_t **ret)
 {
         static const char sql[] = "SELECT record FROM attempt_metadata WHERE attempt_id = ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(attempt_id));
 
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, attempt_id);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
+        if (r <= 0)
+                return r < 0 ? r : -ENOENT;
         *ret = db_column_json(s, 0);
         return *ret ? 0 : -EBADMSG;
 }

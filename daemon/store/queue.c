@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "queue.h"
 #include "order.h"
-#include "sampler.h"
+#include "sample-store.h"
 #include "queue-slurm.h"
 
 #include <inttypes.h>
@@ -44,18 +44,10 @@ static int event_insert(struct mx_db *db, int64_t job, int64_t run, const char *
 {
         static const char sql[] = "INSERT INTO events (at, job_id, run_id, kind, uid, detail) "
                                   "VALUES (?, ?, ?, ?, ?, ?)";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s);
 
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, mx_now_real_us());
-        db_bind_int64_or_null(s, 2, job, job <= 0);
-        db_bind_int64_or_null(s, 3, run, run <= 0);
-        db_bind_text(s, 4, kind);
-        db_bind_int64_or_null(s, 5, uid, uid < 0);
-        db_bind_json(s, 6, detail);
-        return db_step_done(db, s);
+        return db_update(db, sql, DB_INT(mx_now_real_us()), DB_INT_OR_NULL(job, job <= 0),
+                         DB_INT_OR_NULL(run, run <= 0), DB_TEXT(kind), DB_INT_OR_NULL(uid, uid < 0),
+                         DB_JSON(detail));
 }
 
 int queue_event(struct mx_db *db, int64_t job, int64_t run, const char *kind, int64_t uid, json_t *detail)
@@ -73,36 +65,22 @@ static int snapshot_store(struct mx_db *db, json_t *spec, int64_t *ret)
 {
         static const char find[] = "SELECT id FROM snapshots WHERE hash = ? AND spec = ?";
         static const char ins[] = "INSERT INTO snapshots (hash, spec) VALUES (?, ?)";
-        _cleanup_stmt_ sqlite3_stmt *f = NULL, *i = NULL;
+        _cleanup_stmt_ sqlite3_stmt *f = NULL;
         _cleanup_free_ char *text = json_dumps(spec, JSON_COMPACT);
         char hash[DB_HASH_LEN + 1];
-        int r, rc;
+        int r;
 
         if (!text)
                 mx_die("out of memory encoding JSON");
         db_hash(text, strlen(text), hash);
-        r = db_stmt(db, find, &f);
+        r = db_one_row(db, find, &f, DB_TEXT(hash), DB_TEXT(text));
         if (r < 0)
                 return r;
-        db_bind_text(f, 1, hash);
-        db_bind_text(f, 2, text);
-        rc = sqlite3_step(f);
-        if (rc == SQLITE_ROW) {
+        if (r > 0) {
                 *ret = sqlite3_column_int64(f, 0);
                 return 0;
         }
-        if (rc != SQLITE_DONE)
-                return db_errno(db, rc);
-        r = db_stmt(db, ins, &i);
-        if (r < 0)
-                return r;
-        db_bind_text(i, 1, hash);
-        db_bind_text(i, 2, text);
-        r = db_step_done(db, i);
-        if (r < 0)
-                return r;
-        *ret = sqlite3_last_insert_rowid(db->sql);
-        return 0;
+        return db_insert(db, ins, ret, DB_TEXT(hash), DB_TEXT(text));
 }
 
 static int job_insert(struct mx_db *db, const struct queue_job_new *j, int64_t now, int64_t *ret)
@@ -110,58 +88,29 @@ static int job_insert(struct mx_db *db, const struct queue_job_new *j, int64_t n
         static const char sql[] =
                 "INSERT INTO jobs (uid, gid, user_name, submitted_at, matrix_path, matrix_digest, feature, "
                 "strategy, levels, priority, request, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int64_t snap = 0;
         int r = j->spec_base ? snapshot_store(db, j->spec_base, &snap) : 0;
 
         if (r < 0)
                 return r;
-        r = db_stmt(db, sql, &s);
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, j->uid);
-        db_bind_int64(s, 2, j->gid);
-        db_bind_text(s, 3, j->user_name);
-        db_bind_int64(s, 4, now);
-        db_bind_text(s, 5, j->matrix_path);
-        db_bind_text(s, 6, j->matrix_digest);
-        db_bind_text(s, 7, j->feature);
-        db_bind_text(s, 8, j->strategy);
-        db_bind_json(s, 9, j->levels);
-        db_bind_int64(s, 10, j->priority);
-        db_bind_json(s, 11, j->request);
-        db_bind_int64_or_null(s, 12, snap, snap <= 0);
-        r = db_step_done(db, s);
-        if (r < 0)
-                return r;
-        *ret = sqlite3_last_insert_rowid(db->sql);
-        return 0;
+        return db_insert(db, sql, ret, DB_INT(j->uid), DB_INT(j->gid), DB_TEXT(j->user_name), DB_INT(now),
+                         DB_TEXT(j->matrix_path), DB_TEXT(j->matrix_digest), DB_TEXT(j->feature),
+                         DB_TEXT(j->strategy), DB_JSON(j->levels), DB_INT(j->priority), DB_JSON(j->request),
+                         DB_INT_OR_NULL(snap, snap <= 0));
 }
 
 static int run_insert(struct mx_db *db, int64_t job, int seq, const struct queue_run_new *n, int64_t now)
 {
         static const char sql[] = "INSERT INTO runs (job_id, seq, config_key, config_hash, config, reasons, "
                                   "expect_fail, snapshot, queued_at, pass) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int64_t snap = 0;
         int r = snapshot_store(db, n->spec, &snap);
 
         if (r < 0)
                 return r;
-        r = db_stmt(db, sql, &s);
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, job);
-        db_bind_int64(s, 2, seq);
-        db_bind_text(s, 3, n->config_key);
-        db_bind_text(s, 4, n->config_hash);
-        db_bind_json(s, 5, n->config);
-        db_bind_json(s, 6, n->reasons);
-        db_bind_text(s, 7, n->expect_fail);
-        db_bind_int64(s, 8, snap);
-        db_bind_int64(s, 9, now);
-        db_bind_int64_or_null(s, 10, 1, !n->fail_fast);
-        return db_step_done(db, s);
+        return db_update(db, sql, DB_INT(job), DB_INT(seq), DB_TEXT(n->config_key), DB_TEXT(n->config_hash),
+                         DB_JSON(n->config), DB_JSON(n->reasons), DB_TEXT(n->expect_fail), DB_INT(snap),
+                         DB_INT(now), DB_INT_OR_NULL(1, !n->fail_fast));
 }
 
 static int submit_body(struct mx_db *db, const struct queue_job_new *job, const struct queue_run_new *runs,
@@ -194,13 +143,10 @@ int queue_count_queued(struct mx_db *db, uid_t uid, int64_t *ret)
         static const char sql[] = "SELECT coalesce(sum(n), 0) FROM user_counts "
                                   "WHERE uid = ? AND state = 'queued'";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s);
+        int r = db_one_row(db, sql, &s, DB_INT(uid));
 
-        if (r < 0)
+        if (r <= 0)
                 return r;
-        db_bind_int64(s, 1, uid);
-        if (sqlite3_step(s) != SQLITE_ROW)
-                return db_errno(db, sqlite3_errcode(db->sql));
         *ret = sqlite3_column_int64(s, 0);
         return 0;
 }
@@ -267,18 +213,14 @@ static int confirm_pick(struct mx_db *db, int64_t for_attempt, struct queue_next
                 "WHERE c.for_attempt = ? AND c.attempt_id IS NULL ORDER BY c.id LIMIT 1";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_json_ json_t *levels = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(for_attempt));
 
         if (r < 0)
                 return r;
-        db_bind_int64(s, 1, for_attempt);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE) {
+        if (r == 0) {
                 ret->decide = for_attempt;
                 return 0;
         }
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
         levels = db_column_json(s, 5);
         queue_next_done(ret);
         *ret = (struct queue_next){
@@ -301,15 +243,10 @@ int queue_pick_next(struct mx_db *db, struct queue_next *ret)
                 "LEFT JOIN snapshots b ON b.id = j.snapshot WHERE r.state = 'queued' "
                 "ORDER BY j.priority DESC, j.id, coalesce(r.pass, 1), r.seq LIMIT 1";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s);
 
-        if (r < 0)
-                return r;
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
+        if (r <= 0)
+                return r < 0 ? r : -ENOENT;
         *ret = (struct queue_next){
                 .job = sqlite3_column_int64(s, 0),
                 .run = sqlite3_column_int64(s, 1),
@@ -341,34 +278,22 @@ static int attempt_start_body(struct mx_db *db, int64_t run, const char *tag, co
         static const char ins[] = "INSERT INTO attempts (run_id, n, started_at, tag, boot_id, pass) "
                                   "VALUES (?1, ?2, ?3, ?4, ?5, (SELECT CASE WHEN pass = 1 THEN 1 END "
                                   "FROM runs WHERE id = ?1))";
-        _cleanup_stmt_ sqlite3_stmt *u = NULL, *i = NULL;
+        _cleanup_stmt_ sqlite3_stmt *u = NULL;
         int64_t job;
         int r, n;
 
-        r = db_stmt(db, upd, &u);
-        if (r < 0)
-                return r;
-        db_bind_int64(u, 1, run);
-        r = sqlite3_step(u);
-        if (r != SQLITE_ROW)
-                return r == SQLITE_DONE ? -ESTALE : db_errno(db, r);
+        r = db_one_row(db, upd, &u, DB_INT(run));
+        if (r <= 0)
+                return r < 0 ? r : -ESTALE;
         n = sqlite3_column_int(u, 0);
         job = sqlite3_column_int64(u, 1);
         r = db_step_done(db, u); /* finish RETURNING before the next statement */
         if (r < 0)
                 return r;
-        r = db_stmt(db, ins, &i);
+        r = db_insert(db, ins, ret_attempt, DB_INT(run), DB_INT(n), DB_INT(mx_now_real_us()), DB_TEXT(tag),
+                      DB_TEXT(boot_id));
         if (r < 0)
                 return r;
-        db_bind_int64(i, 1, run);
-        db_bind_int64(i, 2, n);
-        db_bind_int64(i, 3, mx_now_real_us());
-        db_bind_text(i, 4, tag);
-        db_bind_text(i, 5, boot_id);
-        r = db_step_done(db, i);
-        if (r < 0)
-                return r;
-        *ret_attempt = sqlite3_last_insert_rowid(db->sql);
         *ret_n = n;
         {
                 _cleanup_(json_decrefp) json_t *d = json_pack("{s:i}", "attempt", n);
@@ -398,18 +323,14 @@ static int confirm_start_body(struct mx_db *db, int64_t row, const char *tag, co
         static const char ins[] = "INSERT INTO attempts (run_id, n, started_at, tag, boot_id, confirm_of) "
                                   "VALUES (?, ?, ?, ?, ?, ?)";
         static const char mark[] = "UPDATE confirmations SET attempt_id = ? WHERE id = ?";
-        _cleanup_stmt_ sqlite3_stmt *u = NULL, *i = NULL, *m = NULL;
+        _cleanup_stmt_ sqlite3_stmt *u = NULL;
         _cleanup_(json_decrefp) json_t *d = NULL;
         int64_t job, run, for_attempt;
         int r, n;
 
-        r = db_stmt(db, upd, &u);
-        if (r < 0)
-                return r;
-        db_bind_int64(u, 1, row);
-        r = sqlite3_step(u);
-        if (r != SQLITE_ROW)
-                return r == SQLITE_DONE ? -ESTALE : db_errno(db, r);
+        r = db_one_row(db, upd, &u, DB_INT(row));
+        if (r <= 0)
+                return r < 0 ? r : -ESTALE;
         n = sqlite3_column_int(u, 0);
         job = sqlite3_column_int64(u, 1);
         run = sqlite3_column_int64(u, 2);
@@ -417,26 +338,12 @@ static int confirm_start_body(struct mx_db *db, int64_t row, const char *tag, co
         r = db_step_done(db, u);
         if (r < 0)
                 return r;
-        r = db_stmt(db, ins, &i);
+        r = db_insert(db, ins, ret_attempt, DB_INT(run), DB_INT(n), DB_INT(mx_now_real_us()), DB_TEXT(tag),
+                      DB_TEXT(boot_id), DB_INT(for_attempt));
         if (r < 0)
                 return r;
-        db_bind_int64(i, 1, run);
-        db_bind_int64(i, 2, n);
-        db_bind_int64(i, 3, mx_now_real_us());
-        db_bind_text(i, 4, tag);
-        db_bind_text(i, 5, boot_id);
-        db_bind_int64(i, 6, for_attempt);
-        r = db_step_done(db, i);
-        if (r < 0)
-                return r;
-        *ret_attempt = sqlite3_last_insert_rowid(db->sql);
         *ret_n = n;
-        r = db_stmt(db, mark, &m);
-        if (r < 0)
-                return r;
-        db_bind_int64(m, 1, *ret_attempt);
-        db_bind_int64(m, 2, row);
-        r = db_step_done(db, m);
+        r = db_update(db, mark, DB_INT(*ret_attempt), DB_INT(row));
         if (r < 0)
                 return r;
         d = json_pack("{s:i,s:I}", "attempt", n, "confirmation_of", (json_int_t)for_attempt);
@@ -452,75 +359,34 @@ int queue_confirm_attempt_start(struct mx_db *db, int64_t row, const char *tag, 
 int queue_attempt_process(struct mx_db *db, int64_t attempt, pid_t pid, pid_t pgid, uint64_t proc_start)
 {
         static const char sql[] = "UPDATE attempts SET pid = ?, pgid = ?, proc_start = ? WHERE id = ?";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s);
-
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, pid);
-        db_bind_int64(s, 2, pgid);
-        db_bind_int64(s, 3, (int64_t)proc_start);
-        db_bind_int64(s, 4, attempt);
-        return db_step_done(db, s);
+        return db_update(db, sql, DB_INT(pid), DB_INT(pgid), DB_INT((int64_t)proc_start), DB_INT(attempt));
 }
 
 int queue_attempt_cgroup(struct mx_db *db, int64_t attempt, const char *path)
 {
         static const char sql[] = "UPDATE attempts SET cgroup = ? WHERE id = ?";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s);
-
-        if (r < 0)
-                return r;
-        db_bind_text(s, 1, path);
-        db_bind_int64(s, 2, attempt);
-        return db_step_done(db, s);
+        return db_update(db, sql, DB_TEXT(path), DB_INT(attempt));
 }
 
 int queue_attempt_log(struct mx_db *db, int64_t attempt, const char *path)
 {
         static const char sql[] = "UPDATE attempts SET log_path = ? WHERE id = ?";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s);
-
-        if (r < 0)
-                return r;
-        db_bind_text(s, 1, path);
-        db_bind_int64(s, 2, attempt);
-        return db_step_done(db, s);
+        return db_update(db, sql, DB_TEXT(path), DB_INT(attempt));
 }
 
 int queue_attempt_command(struct mx_db *db, int64_t attempt, json_t *command)
 {
         static const char sql[] = "UPDATE attempts SET command = ? WHERE id = ?";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s);
-
-        if (r < 0)
-                return r;
-        db_bind_json(s, 1, command);
-        db_bind_int64(s, 2, attempt);
-        return db_step_done(db, s);
+        return db_update(db, sql, DB_JSON(command), DB_INT(attempt));
 }
 
 int queue_level_record(struct mx_db *db, int64_t attempt, const struct queue_level *l)
 {
         static const char sql[] = "INSERT OR REPLACE INTO levels (attempt_id, level, verdict, started_at, "
                                   "finished_at, metrics, artifacts, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s);
-
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, attempt);
-        db_bind_text(s, 2, l->level);
-        db_bind_text(s, 3, l->verdict);
-        db_bind_int64(s, 4, l->started_at);
-        db_bind_int64(s, 5, l->finished_at);
-        db_bind_json(s, 6, l->metrics);
-        db_bind_json(s, 7, l->artifacts);
-        db_bind_text(s, 8, l->message);
-        return db_step_done(db, s);
+        return db_update(db, sql, DB_INT(attempt), DB_TEXT(l->level), DB_TEXT(l->verdict),
+                         DB_INT(l->started_at), DB_INT(l->finished_at), DB_JSON(l->metrics),
+                         DB_JSON(l->artifacts), DB_TEXT(l->message));
 }
 
 /* The run's result summary from the attempt's outcome and worst verdict. */
@@ -546,28 +412,23 @@ struct attempt_facts {
         int64_t confirm_of;  /* a confirmation start of that attempt's L5; 0: none */
         int64_t confirm_ref; /* L5 asks for confirmation starts against this reference run; 0: none */
         bool cheap_pass;     /* the first pass of a fail-fast run (migration 011) */
+        enum mx_outcome outcome; /* how it ended (_MX_OUTCOME_INVALID: it has not) */
 };
 
-static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts *ret)
+/* The facts of an open attempt (-ENOENT once it has ended), or with ended of any attempt, as at its end. */
+static int attempt_facts(struct mx_db *db, int64_t attempt, bool ended, struct attempt_facts *ret)
 {
         static const char sql[] =
-                "SELECT a.run_id, r.job_id, r.expect_fail IS NOT NULL, "
-                "EXISTS (SELECT 1 FROM levels l WHERE l.attempt_id = a.id "
-                "AND l.verdict IN ('fail','invalid')), r.cancelled_at IS NOT NULL, a.n, coalesce(a.confirm_of, 0), "
-                "coalesce((SELECT json_extract(l.metrics, '$.confirm.reference_run') FROM levels l "
-                "WHERE l.attempt_id = a.id AND l.level = 'L5'), 0), coalesce(a.pass, 0) = 1 "
-                "FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ? AND a.finished_at IS NULL";
+                "SELECT a.run_id, r.job_id, r.expect_fail IS NOT NULL, EXISTS (SELECT 1 FROM levels l "
+                "WHERE l.attempt_id = a.id AND l.verdict IN ('fail','invalid')), r.cancelled_at IS NOT NULL, a.n, "
+                "coalesce(a.confirm_of, 0), coalesce((SELECT json_extract(l.metrics, '$.confirm.reference_run') "
+                "FROM levels l WHERE l.attempt_id = a.id AND l.level = 'L5'), 0), a.outcome, coalesce(a.pass, 0) = 1 "
+                "FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ?1 AND (?2 OR a.finished_at IS NULL)";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(attempt), DB_INT(ended));
 
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, attempt);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
+        if (r <= 0)
+                return r < 0 ? r : -ENOENT;
         *ret = (struct attempt_facts){
                 .run = sqlite3_column_int64(s, 0),
                 .job = sqlite3_column_int64(s, 1),
@@ -577,7 +438,8 @@ static int attempt_facts(struct mx_db *db, int64_t attempt, struct attempt_facts
                 .n = sqlite3_column_int(s, 5),
                 .confirm_of = sqlite3_column_int64(s, 6),
                 .confirm_ref = sqlite3_column_int64(s, 7),
-                .cheap_pass = sqlite3_column_int(s, 8),
+                .outcome = mx_outcome_from_string((const char *)sqlite3_column_text(s, 8)),
+                .cheap_pass = sqlite3_column_int(s, 9),
         };
         return 0;
 }
@@ -595,18 +457,15 @@ static int shown_attempt(struct mx_db *db, int64_t run, int *ret_n, char **ret_r
                                   "AND NOT (coalesce(pass, 0) = 1 AND result IN ('pass', 'xpass')) "
                                   "ORDER BY n DESC LIMIT 1";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(run));
 
         if (r < 0)
                 return r;
-        db_bind_int64(s, 1, run);
-        rc = sqlite3_step(s);
         *ret_n = 0;
-        if (rc == SQLITE_ROW) {
+        if (r > 0) {
                 *ret_n = sqlite3_column_int(s, 0);
                 *ret_result = db_column_strdup(s, 1);
-        } else if (rc != SQLITE_DONE)
-                return db_errno(db, rc);
+        }
         return 0;
 }
 
@@ -622,22 +481,10 @@ static int confirm_plan(struct mx_db *db, int64_t for_attempt, int64_t ref_run, 
                 "SELECT ?1, ?2, 'reference', ?3";
         static const char upd[] = "UPDATE runs SET confirming = ?1 WHERE id = (SELECT run_id FROM attempts "
                                   "WHERE id = ?1)";
-        _cleanup_stmt_ sqlite3_stmt *i = NULL, *u = NULL;
-        int r = db_stmt(db, ins, &i);
-
+        int r = db_update(db, ins, DB_INT(for_attempt), DB_INT(ref_run), DB_INT(round));
         if (r < 0)
                 return r;
-        db_bind_int64(i, 1, for_attempt);
-        db_bind_int64(i, 2, ref_run);
-        db_bind_int64(i, 3, round);
-        r = db_step_done(db, i);
-        if (r < 0)
-                return r;
-        r = db_stmt(db, upd, &u);
-        if (r < 0)
-                return r;
-        db_bind_int64(u, 1, for_attempt);
-        return db_step_done(db, u);
+        return db_update(db, upd, DB_INT(for_attempt));
 }
 
 /*
@@ -655,17 +502,12 @@ static int confirm_finish_body(struct mx_db *db, int64_t attempt, const struct a
                 "confirming = CASE WHEN ?2 THEN NULL ELSE confirming END, "
                 "result = CASE WHEN ?2 THEN ?3 END, result_attempt = CASE WHEN ?2 THEN ?4 END "
                 "WHERE id = ?1 AND state = 'running'";
-        _cleanup_stmt_ sqlite3_stmt *p = NULL, *u = NULL;
         _cleanup_free_ char *shown = NULL;
         _cleanup_(json_decrefp) json_t *d = NULL;
         int shown_n = 0, r;
 
         if (f->requeue && !fa->cancelled) {
-                r = db_stmt(db, replan, &p);
-                if (r < 0)
-                        return r;
-                db_bind_int64(p, 1, attempt);
-                r = db_step_done(db, p);
+                r = db_update(db, replan, DB_INT(attempt));
                 if (r < 0)
                         return r;
         }
@@ -674,14 +516,8 @@ static int confirm_finish_body(struct mx_db *db, int64_t attempt, const struct a
                 if (r < 0)
                         return r;
         }
-        r = db_stmt(db, upd_r, &u);
-        if (r < 0)
-                return r;
-        db_bind_int64(u, 1, fa->run);
-        db_bind_int64(u, 2, fa->cancelled);
-        db_bind_text(u, 3, shown ? shown : "cancelled");
-        db_bind_int64_or_null(u, 4, shown_n, shown_n == 0);
-        r = db_step_done(db, u);
+        r = db_update(db, upd_r, DB_INT(fa->run), DB_INT(fa->cancelled),
+                      DB_TEXT(shown ? shown : "cancelled"), DB_INT_OR_NULL(shown_n, shown_n == 0));
         if (r < 0)
                 return r;
         d = json_pack("{s:s,s:s,s:s?,s:b,s:I}", "outcome", mx_outcome_to_string(f->outcome), "result", result,
@@ -710,7 +546,6 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
                                     "message = ?, exit_status = ?, exit_signal = ?, result = ? WHERE id = ?";
         static const char upd_r[] = "UPDATE runs SET state = ?, result = ?, result_attempt = ?, queued_at = "
                                     "CASE WHEN ? THEN ? ELSE queued_at END WHERE id = ?";
-        _cleanup_stmt_ sqlite3_stmt *a = NULL, *u = NULL;
         _cleanup_free_ char *result = NULL, *shown = NULL;
         int shown_n = 0;
         _cleanup_(json_decrefp) json_t *d = NULL;
@@ -719,25 +554,17 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
         bool requeue, confirm, next_pass;
         int r;
 
-        r = attempt_facts(db, attempt, &fa);
+        r = attempt_facts(db, attempt, false, &fa);
         if (r < 0)
                 return r;
         /* An interrupted run goes back to the queue, unless its cancel was acknowledged before. */
         requeue = f->requeue && !fa.cancelled;
         result = f->requeue && fa.cancelled ? xstrdup("cancelled")
                                             : result_of(f->outcome, fa.failed_level, fa.expect_fail);
-        r = db_stmt(db, upd_a, &a);
-        if (r < 0)
-                return r;
-        db_bind_int64(a, 1, now);
-        db_bind_text(a, 2, mx_outcome_to_string(f->outcome));
-        db_bind_text(a, 3, f->crash_class);
-        db_bind_text(a, 4, f->message);
-        db_bind_int64_or_null(a, 5, f->exit_status, f->exit_status < 0);
-        db_bind_int64_or_null(a, 6, f->exit_signal, f->exit_signal <= 0);
-        db_bind_text(a, 7, result);
-        db_bind_int64(a, 8, attempt);
-        r = db_step_done(db, a);
+        r = db_update(db, upd_a, DB_INT(now), DB_TEXT(mx_outcome_to_string(f->outcome)),
+                      DB_TEXT(f->crash_class), DB_TEXT(f->message),
+                      DB_INT_OR_NULL(f->exit_status, f->exit_status < 0),
+                      DB_INT_OR_NULL(f->exit_signal, f->exit_signal <= 0), DB_TEXT(result), DB_INT(attempt));
         if (r < 0)
                 return r;
         if (fa.confirm_of) {
@@ -763,16 +590,10 @@ static int attempt_finish_body(struct mx_db *db, int64_t attempt, const struct q
                         shown = xstrdup(result);
                 }
         }
-        r = db_stmt(db, upd_r, &u);
-        if (r < 0)
-                return r;
-        db_bind_text(u, 1, requeue || confirm || next_pass ? "queued" : "done");
-        db_bind_text(u, 2, requeue || confirm || next_pass ? NULL : shown);
-        db_bind_int64_or_null(u, 3, shown_n, requeue || confirm || next_pass);
-        db_bind_int64(u, 4, requeue);
-        db_bind_int64(u, 5, now);
-        db_bind_int64(u, 6, fa.run);
-        r = db_step_done(db, u);
+        r = db_update(db, upd_r, DB_TEXT(requeue || confirm || next_pass ? "queued" : "done"),
+                      DB_TEXT(requeue || confirm || next_pass ? NULL : shown),
+                      DB_INT_OR_NULL(shown_n, requeue || confirm || next_pass), DB_INT(requeue), DB_INT(now),
+                      DB_INT(fa.run));
         if (r < 0)
                 return r;
         if (confirm && (r = confirm_plan(db, attempt, fa.confirm_ref, 1)) < 0)
@@ -806,16 +627,10 @@ int queue_confirm_facts(struct mx_db *db, int64_t for_attempt, struct queue_conf
                 "(SELECT metrics FROM levels l WHERE l.attempt_id = ?1 AND l.level = 'L5') "
                 "FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ?1";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(for_attempt));
 
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, for_attempt);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
+        if (r <= 0)
+                return r < 0 ? r : -ENOENT;
         *ret = (struct queue_confirm_facts){
                 .run = sqlite3_column_int64(s, 0),
                 .job = sqlite3_column_int64(s, 1),
@@ -833,16 +648,10 @@ int queue_confirm_of(struct mx_db *db, int64_t attempt, int64_t *ret_for)
 {
         static const char sql[] = "SELECT coalesce(confirm_of, 0) FROM attempts WHERE id = ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(attempt));
 
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, attempt);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
+        if (r <= 0)
+                return r < 0 ? r : -ENOENT;
         *ret_for = sqlite3_column_int64(s, 0);
         return 0;
 }
@@ -852,18 +661,8 @@ static int confirm_level_update(struct mx_db *db, int64_t attempt, const struct 
 {
         static const char sql[] = "UPDATE levels SET verdict = ?, finished_at = ?, metrics = ?, message = ? "
                                   "WHERE attempt_id = ? AND level = ?";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s);
-
-        if (r < 0)
-                return r;
-        db_bind_text(s, 1, l->verdict);
-        db_bind_int64(s, 2, l->finished_at);
-        db_bind_json(s, 3, l->metrics);
-        db_bind_text(s, 4, l->message);
-        db_bind_int64(s, 5, attempt);
-        db_bind_text(s, 6, l->level);
-        return db_step_done(db, s);
+        return db_update(db, sql, DB_TEXT(l->verdict), DB_INT(l->finished_at), DB_JSON(l->metrics),
+                         DB_TEXT(l->message), DB_INT(attempt), DB_TEXT(l->level));
 }
 
 static int confirm_round_body(struct mx_db *db, int64_t for_attempt, int64_t ref_run, int round,
@@ -886,52 +685,21 @@ static int confirm_decided_body(struct mx_db *db, int64_t for_attempt, const str
         static const char upd_a[] = "UPDATE attempts SET result = ? WHERE id = ?";
         static const char upd_r[] = "UPDATE runs SET state = 'done', confirming = NULL, result = ?, "
                                     "result_attempt = ? WHERE id = ? AND confirming = ? AND state = 'queued'";
-        _cleanup_stmt_ sqlite3_stmt *a = NULL, *u = NULL;
         _cleanup_free_ char *result = NULL;
         _cleanup_(json_decrefp) json_t *d = NULL;
         struct attempt_facts fa = {};
-        enum mx_outcome o;
         int r = confirm_level_update(db, for_attempt, l);
 
         if (r < 0)
                 return r;
-        /* the attempt's facts, as at its end: attempt_facts() reads open attempts only */
-        {
-                static const char sql[] =
-                        "SELECT a.run_id, r.job_id, r.expect_fail IS NOT NULL, EXISTS (SELECT 1 FROM levels l "
-                        "WHERE l.attempt_id = a.id AND l.verdict IN ('fail','invalid')), a.n, a.outcome "
-                        "FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ?";
-                _cleanup_stmt_ sqlite3_stmt *s = NULL;
-
-                r = db_stmt(db, sql, &s);
-                if (r < 0)
-                        return r;
-                db_bind_int64(s, 1, for_attempt);
-                r = sqlite3_step(s);
-                if (r != SQLITE_ROW)
-                        return r == SQLITE_DONE ? -ENOENT : db_errno(db, r);
-                fa = (struct attempt_facts){.run = sqlite3_column_int64(s, 0), .job = sqlite3_column_int64(s, 1),
-                                            .expect_fail = sqlite3_column_int(s, 2),
-                                            .failed_level = sqlite3_column_int(s, 3), .n = sqlite3_column_int(s, 4)};
-                o = mx_outcome_from_string((const char *)sqlite3_column_text(s, 5));
-        }
-        result = result_of(o < 0 ? MX_OUTCOME_COMPLETED : o, fa.failed_level, fa.expect_fail);
-        r = db_stmt(db, upd_a, &a);
+        r = attempt_facts(db, for_attempt, true, &fa);
         if (r < 0)
                 return r;
-        db_bind_text(a, 1, result);
-        db_bind_int64(a, 2, for_attempt);
-        r = db_step_done(db, a);
+        result = result_of(fa.outcome < 0 ? MX_OUTCOME_COMPLETED : fa.outcome, fa.failed_level, fa.expect_fail);
+        r = db_update(db, upd_a, DB_TEXT(result), DB_INT(for_attempt));
         if (r < 0)
                 return r;
-        r = db_stmt(db, upd_r, &u);
-        if (r < 0)
-                return r;
-        db_bind_text(u, 1, result);
-        db_bind_int64(u, 2, fa.n);
-        db_bind_int64(u, 3, fa.run);
-        db_bind_int64(u, 4, for_attempt);
-        r = db_step_done(db, u);
+        r = db_update(db, upd_r, DB_TEXT(result), DB_INT(fa.n), DB_INT(fa.run), DB_INT(for_attempt));
         if (r < 0)
                 return r;
         d = json_pack("{s:s,s:s,s:s?}", "level", l->level, "verdict", l->verdict, "message", l->message);
@@ -1007,16 +775,10 @@ int queue_job_owner(struct mx_db *db, int64_t job, uid_t *ret_uid)
 {
         static const char sql[] = "SELECT uid FROM jobs WHERE id = ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(job));
 
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, job);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
+        if (r <= 0)
+                return r < 0 ? r : -ENOENT;
         *ret_uid = (uid_t)sqlite3_column_int64(s, 0);
         return 0;
 }
@@ -1025,16 +787,10 @@ int queue_run_owner(struct mx_db *db, int64_t run, uid_t *ret_uid, int64_t *ret_
 {
         static const char sql[] = "SELECT j.uid, j.id FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.id = ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(run));
 
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, run);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
+        if (r <= 0)
+                return r < 0 ? r : -ENOENT;
         *ret_uid = (uid_t)sqlite3_column_int64(s, 0);
         if (ret_job)
                 *ret_job = sqlite3_column_int64(s, 1);
@@ -1059,18 +815,12 @@ static int cancel_body(struct mx_db *db, int64_t job, int64_t run, uid_t by, int
         static const char cr[] = "UPDATE runs SET cancelled_at = ? WHERE state = 'running' "
                                  "AND (job_id = ? OR id = ?) RETURNING id";
         static const char cj[] = "UPDATE jobs SET cancelled_at = ?, cancelled_by = ? WHERE id = ?";
-        _cleanup_stmt_ sqlite3_stmt *q = NULL, *s = NULL, *j = NULL;
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int64_t now = mx_now_real_us(), running = 0, cancelled, owner_job = job;
         _cleanup_(json_decrefp) json_t *d = NULL;
         int r;
 
-        r = db_stmt(db, cq, &q);
-        if (r < 0)
-                return r;
-        db_bind_int64(q, 1, now);
-        db_bind_int64(q, 2, job);
-        db_bind_int64(q, 3, run);
-        r = db_step_done(db, q);
+        r = db_update(db, cq, DB_INT(now), DB_INT(job), DB_INT(run));
         if (r < 0)
                 return r;
         cancelled = sqlite3_changes(db->sql);
@@ -1091,13 +841,7 @@ static int cancel_body(struct mx_db *db, int64_t job, int64_t run, uid_t by, int
         if (cancelled == 0 && running == 0)
                 return -ESTALE;
         if (job > 0) {
-                r = db_stmt(db, cj, &j);
-                if (r < 0)
-                        return r;
-                db_bind_int64(j, 1, now);
-                db_bind_int64(j, 2, by);
-                db_bind_int64(j, 3, job);
-                r = db_step_done(db, j);
+                r = db_update(db, cj, DB_INT(now), DB_INT(by), DB_INT(job));
                 if (r < 0)
                         return r;
         } else if ((r = queue_run_owner(db, run, &(uid_t){ 0 }, &owner_job)) < 0)
@@ -1123,14 +867,10 @@ static int owner_queued(struct mx_db *db, int64_t job, int64_t *ret)
         static const char sql[] = "SELECT coalesce(sum(n), 0) FROM user_counts "
                                   "WHERE uid = (SELECT uid FROM jobs WHERE id = ?) AND state = 'queued'";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(job));
 
-        if (r < 0)
+        if (r <= 0)
                 return r;
-        db_bind_int64(s, 1, job);
-        rc = sqlite3_step(s);
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
         *ret = sqlite3_column_int64(s, 0);
         return 0;
 }
@@ -1148,21 +888,17 @@ static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_
                                  "confirming = NULL, cancelled_at = NULL, queued_at = ?, "
                                  "pass = CASE WHEN pass IS NOT NULL THEN 1 END WHERE id = ? AND state = 'done'";
         static const char uj[] = "UPDATE jobs SET cancelled_at = NULL, cancelled_by = NULL WHERE id = ?";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL, *u = NULL;
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_(json_decrefp) json_t *d = NULL;
         int64_t owner_job = job;
         int r;
 
         if (job <= 0 && (r = queue_run_owner(db, run, &(uid_t){ 0 }, &owner_job)) < 0)
                 return r;
-        r = db_stmt(db, job > 0 ? rj : rr, &s);
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, mx_now_real_us());
-        db_bind_int64(s, 2, job > 0 ? job : run);
         if (job > 0)
-                db_bind_int64(s, 3, all);
-        r = db_step_done(db, s);
+                r = db_update(db, rj, DB_INT(mx_now_real_us()), DB_INT(job), DB_INT(all));
+        else
+                r = db_update(db, rr, DB_INT(mx_now_real_us()), DB_INT(run));
         if (r < 0)
                 return r;
         *ret = sqlite3_changes(db->sql);
@@ -1179,11 +915,7 @@ static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_
                 if (queued > max_queued)
                         return -EDQUOT; /* the caller rolls back */
         }
-        r = db_stmt(db, uj, &u);
-        if (r < 0)
-                return r;
-        db_bind_int64(u, 1, owner_job);
-        r = db_step_done(db, u);
+        r = db_update(db, uj, DB_INT(owner_job));
         if (r < 0)
                 return r;
         d = json_pack("{s:I,s:b}", "requeued", (json_int_t)*ret, "all", all);
@@ -1205,14 +937,11 @@ int queue_get_paused(struct mx_db *db, bool *ret)
 {
         static const char sql[] = "SELECT value FROM settings WHERE key = 'paused'";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s);
 
         if (r < 0)
                 return r;
-        rc = sqlite3_step(s);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                return db_errno(db, rc);
-        *ret = rc == SQLITE_ROW && streq((const char *)sqlite3_column_text(s, 0), "1");
+        *ret = r > 0 && streq((const char *)sqlite3_column_text(s, 0), "1");
         return 0;
 }
 
@@ -1220,14 +949,11 @@ int queue_get_pause_reason(struct mx_db *db, char **ret)
 {
         static const char sql[] = "SELECT value FROM settings WHERE key = 'paused_reason'";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s);
 
         if (r < 0)
                 return r;
-        rc = sqlite3_step(s);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                return db_errno(db, rc);
-        *ret = rc == SQLITE_ROW ? db_column_strdup(s, 0) : NULL;
+        *ret = r > 0 ? db_column_strdup(s, 0) : NULL;
         return 0;
 }
 
@@ -1237,22 +963,15 @@ static int set_paused_body(struct mx_db *db, bool paused, uid_t by, const char *
         /* The reason goes with the pause and away with the resume, so status never shows a stale one. */
         static const char set_reason[] = "INSERT OR REPLACE INTO settings (key, value) VALUES ('paused_reason', ?)";
         static const char del_reason[] = "DELETE FROM settings WHERE key = 'paused_reason'";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL, *why = NULL;
         _cleanup_(json_decrefp) json_t *d = NULL;
-        int r = db_stmt(db, sql, &s);
+        int r = db_update(db, sql, DB_TEXT(paused ? "1" : "0"));
 
         if (r < 0)
                 return r;
-        db_bind_text(s, 1, paused ? "1" : "0");
-        r = db_step_done(db, s);
-        if (r < 0)
-                return r;
-        r = db_stmt(db, paused && reason ? set_reason : del_reason, &why);
-        if (r < 0)
-                return r;
         if (paused && reason)
-                db_bind_text(why, 1, reason);
-        r = db_step_done(db, why);
+                r = db_update(db, set_reason, DB_TEXT(reason));
+        else
+                r = db_update(db, del_reason);
         if (r < 0)
                 return r;
         if (paused && reason)
@@ -1274,14 +993,10 @@ int queue_run_interruptions(struct mx_db *db, int64_t run, int *ret)
 {
         static const char sql[] = "SELECT count(*) FROM attempts WHERE run_id = ? AND outcome = 'interrupted'";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(run));
 
-        if (r < 0)
+        if (r <= 0)
                 return r;
-        db_bind_int64(s, 1, run);
-        rc = sqlite3_step(s);
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
         *ret = sqlite3_column_int(s, 0);
         return 0;
 }
@@ -1291,14 +1006,10 @@ int queue_run_machine_failures(struct mx_db *db, int64_t run, int *ret)
         static const char sql[] = "SELECT count(*) FROM attempts WHERE run_id = ? AND outcome IN "
                                   "('interrupted', 'infra-error')";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(run));
 
-        if (r < 0)
+        if (r <= 0)
                 return r;
-        db_bind_int64(s, 1, run);
-        rc = sqlite3_step(s);
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
         *ret = sqlite3_column_int(s, 0);
         return 0;
 }
@@ -1389,20 +1100,14 @@ static const char *job_state(json_t *counts, bool cancelled)
 
 static int job_row_json(struct mx_db *db, sqlite3_stmt *s, json_t **ret)
 {
-        _cleanup_(json_decrefp) json_t *j = json_object();
+        /* JOB_COLUMNS' keys (the columns' types tell integers from text) */
+        static const char *const keys[] = { "id",           "uid",          "user",        "feature",
+                                            "strategy",     "priority",     "submitted_at", "cancelled_at",
+                                            "json:levels", "matrix",       NULL };
+        _cleanup_(json_decrefp) json_t *j = db_row_json(s, keys);
         json_t *counts = NULL;
         int r;
 
-        db_json_set_int(j, "id", s, 0);
-        db_json_set_int(j, "uid", s, 1);
-        db_json_set_text(j, "user", s, 2);
-        db_json_set_text(j, "feature", s, 3);
-        db_json_set_text(j, "strategy", s, 4);
-        db_json_set_int(j, "priority", s, 5);
-        db_json_set_int(j, "submitted_at", s, 6);
-        db_json_set_int(j, "cancelled_at", s, 7);
-        db_json_set_json(j, "levels", s, 8);
-        db_json_set_text(j, "matrix", s, 9);
         r = job_counts(db, sqlite3_column_int64(s, 0), &counts);
         if (r < 0)
                 return r;
@@ -1416,16 +1121,10 @@ int queue_job_json(struct mx_db *db, int64_t job, json_t **ret)
 {
         static const char sql[] = "SELECT " JOB_COLUMNS " FROM jobs WHERE id = ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(job));
 
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, job);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
+        if (r <= 0)
+                return r < 0 ? r : -ENOENT;
         return job_row_json(db, s, ret);
 }
 
@@ -1487,7 +1186,7 @@ static int run_attempts(struct mx_db *db, int64_t run, json_t **ret)
                 if (r < 0)
                         return r;
                 /* GPU and memory summaries (sampler.h), by scope */
-                r = mx_sampler_attempt_json(db, sqlite3_column_int64(s, 0), &samples);
+                r = sample_store_attempt_json(db, sqlite3_column_int64(s, 0), &samples);
                 if (r < 0)
                         return r;
                 if (samples)
@@ -1520,44 +1219,30 @@ static int run_spec_json(struct mx_db *db, int64_t run, json_t **ret)
                 "JOIN snapshots s ON s.id = r.snapshot LEFT JOIN snapshots b ON b.id = j.snapshot "
                 "WHERE r.id = ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(run));
 
         if (r < 0)
                 return r;
-        db_bind_int64(s, 1, run);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE) {
+        if (r == 0) {
                 *ret = json_null();
                 return 0;
         }
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
         *ret = spec_merge(s, 1, 0);
         return 0;
 }
 
 static int run_row_json(struct mx_db *db, sqlite3_stmt *s, bool details, json_t **ret)
 {
-        _cleanup_(json_decrefp) json_t *j = json_object();
+        /* RUN_COLUMNS' keys up to a.id (the columns' types tell integers from text) */
+        static const char *const keys[] = { "id",          "job",        "seq",       "config_key",
+                                            "config_hash", "json:config", "json:reasons", "expect_fail",
+                                            "state",       "attempts",   "result",    "queued_at",
+                                            "outcome",     "crash_class", "started_at", "finished_at",
+                                            NULL };
+        _cleanup_(json_decrefp) json_t *j = db_row_json(s, keys);
         json_t *levels = NULL;
         int r;
 
-        db_json_set_int(j, "id", s, 0);
-        db_json_set_int(j, "job", s, 1);
-        db_json_set_int(j, "seq", s, 2);
-        db_json_set_text(j, "config_key", s, 3);
-        db_json_set_text(j, "config_hash", s, 4);
-        db_json_set_json(j, "config", s, 5);
-        db_json_set_json(j, "reasons", s, 6);
-        db_json_set_text(j, "expect_fail", s, 7);
-        db_json_set_text(j, "state", s, 8);
-        db_json_set_int(j, "attempts", s, 9);
-        db_json_set_text(j, "result", s, 10);
-        db_json_set_int(j, "queued_at", s, 11);
-        db_json_set_text(j, "outcome", s, 12);
-        db_json_set_text(j, "crash_class", s, 13);
-        db_json_set_int(j, "started_at", s, 14);
-        db_json_set_int(j, "finished_at", s, 15);
         db_json_set_int(j, "result_attempt", s, 17);
         db_json_set_int(j, "cancelled_at", s, 18);
         if (sqlite3_column_type(s, 16) != SQLITE_NULL) {
@@ -1586,16 +1271,10 @@ int queue_run_json(struct mx_db *db, int64_t run, bool with_details, json_t **re
 {
         static const char sql[] = "SELECT " RUN_COLUMNS RUN_FROM "WHERE r.id = ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(run));
 
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, run);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
+        if (r <= 0)
+                return r < 0 ? r : -ENOENT;
         return run_row_json(db, s, with_details, ret);
 }
 
@@ -1603,17 +1282,10 @@ int queue_job_run_seq(struct mx_db *db, int64_t job, int64_t run, int64_t *ret_s
 {
         static const char sql[] = "SELECT seq FROM runs WHERE id = ? AND job_id = ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(run), DB_INT(job));
 
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, run);
-        db_bind_int64(s, 2, job);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
+        if (r <= 0)
+                return r < 0 ? r : -ENOENT;
         *ret_seq = sqlite3_column_int64(s, 0);
         return 0;
 }
@@ -1763,18 +1435,10 @@ int queue_attempt_log_path(struct mx_db *db, int64_t run, int n, char **ret_path
         static const char sql[] = "SELECT a.log_path, a.n, a.outcome FROM attempts a JOIN runs r ON r.id = a.run_id "
                                   "WHERE a.run_id = ? AND a.n = CASE WHEN ? > 0 THEN ? ELSE r.attempts END";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(run), DB_INT(n), DB_INT(n));
 
-        if (r < 0)
-                return r;
-        db_bind_int64(s, 1, run);
-        db_bind_int64(s, 2, n);
-        db_bind_int64(s, 3, n);
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
+        if (r <= 0)
+                return r < 0 ? r : -ENOENT;
         *ret_path = db_column_strdup(s, 0);
         *ret_n = sqlite3_column_int(s, 1);
         if (ret_outcome)
@@ -1799,14 +1463,10 @@ int queue_job_progress(struct mx_db *db, int64_t job, json_t **ret)
                 "FROM runs r JOIN attempts a ON a.run_id = r.id WHERE r.job_id = ?";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         _cleanup_(json_decrefp) json_t *p = json_object();
-        int r = db_stmt(db, sql, &s), rc;
+        int r = db_one_row(db, sql, &s, DB_INT(job));
 
-        if (r < 0)
+        if (r <= 0)
                 return r;
-        db_bind_int64(s, 1, job);
-        rc = sqlite3_step(s);
-        if (rc != SQLITE_ROW)
-                return db_errno(db, rc);
         db_json_set_int(p, "started_at", s, 0);
         json_object_set_new(p, "timed_runs", json_integer(sqlite3_column_int64(s, 1)));
         json_object_set_new(p, "timed_us", json_integer(sqlite3_column_int64(s, 2)));

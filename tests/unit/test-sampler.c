@@ -10,6 +10,7 @@
 #include "proc-reaper.h"
 #include "protocol.h"
 #include "queue.h"
+#include "sample-store.h"
 #include "sampler.h"
 #include "test.h"
 
@@ -789,9 +790,9 @@ TEST(store_and_show)
                 s.mem_used = (100 + 20 * i) * MiB;
                 mx_sample_summary_add(&sum, &s);
         }
-        ASSERT_OK(mx_sampler_store(db, att, "L3", &sum));
-        ASSERT_OK(mx_sampler_store(db, att, "L3", &sum)); /* replaces */
-        ASSERT_ERR(mx_sampler_store(db, att, "", &sum), EINVAL);
+        ASSERT_OK(sample_store_summary(db, att, "L3", &sum));
+        ASSERT_OK(sample_store_summary(db, att, "L3", &sum)); /* replaces */
+        ASSERT_ERR(sample_store_summary(db, att, "", &sum), EINVAL);
 
         ASSERT_OK(queue_run_json(db, next.run, true, &run));
         samples = json_object_get(json_array_get(json_object_get(run, "attempt_history"), 0), "samples");
