@@ -173,7 +173,8 @@ TEST(benchmark_results_server_timings)
                 json_object_set_new(t, "server_timings", json_string("not reported by the server (vllm): none"));
         }
         md = render(report_benchmark_results, doc);
-        ASSERT_CONTAINS(md, "| Memory | server tg32 t/s | server tg128 t/s | server pp2048 t/s |\n");
+        ASSERT_CONTAINS(md, "| Config | tg32 | tg128 | pp2048 | TTFT p50 | TTFT p99 | Memory |\n");
+        ASSERT_CONTAINS(md, "\n| Config | server tg32 t/s | server tg128 t/s | server pp2048 t/s |\n");
         ASSERT_CONTAINS(md, " | 31.50 (n=10) | 33.50 (n=10) | 1500.25 (n=10) |\n");
         ASSERT_CONTAINS(md, "(r2, pass) |");
         ASSERT_CONTAINS(md, " |  |  |  |\n");
