@@ -1752,7 +1752,7 @@ static int parse_root(struct loader *l)
         static const char *const keys[] = { "matrix",      "name",     "description", "target",   "profiles",
                                             "axes",        "baseline", "features",    "health",   "metadata",
                                             "constraints", "settings", "levels",      "hard_constraints",
-                                            "reference", NULL };
+                                            "reference",   "kernel_categories", "decision_rules", NULL };
         struct mx_matrix *m = l->m;
         json_t *root = m->root, *version;
         int r;
@@ -1804,6 +1804,9 @@ static int parse_root(struct loader *l)
         if (r < 0)
                 return r;
         r = parse_reference(l, root);
+        if (r < 0)
+                return r;
+        r = mx_kcat_load(m, l->reterr);
         if (r < 0)
                 return r;
         r = check_baseline_and_features(l);
