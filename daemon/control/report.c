@@ -10,6 +10,7 @@
  * A page of 10 000 runs never exists as one JSON document in the daemon.
  */
 #include "report.h"
+#include "analysis.h"
 #include "attribute.h"
 #include "gates.h"
 #include "log.h"
@@ -102,7 +103,8 @@ static int job_digest(struct mx_db *db, int64_t job, char **ret)
  * was planned from; when it is not (edited since), the section is what the
  * file says now, and the renderers say so.
  */
-static json_t *matrix_section(struct mx_daemon *d, const char *path, const char *digest)
+static json_t *matrix_section(struct mx_daemon *d, const char *path, const char *digest, struct mx_matrix **owned,
+                              const struct mx_matrix **ret_m)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *loaded = NULL;
         const struct mx_matrix *m = NULL;
@@ -119,6 +121,7 @@ static json_t *matrix_section(struct mx_daemon *d, const char *path, const char 
                 m = loaded;
         if (!m && d->matrix && streq_ptr(d->cfg.matrix_path, path))
                 m = d->matrix;
+        *ret_m = m;
         if (!m)
                 return json_pack("{s:s?,s:s?,s:b,s:s}", "path", path, "job_digest", digest, "current", false,
                                  "error", err ? err : "the job's matrix file is not loaded");
@@ -127,6 +130,7 @@ static json_t *matrix_section(struct mx_daemon *d, const char *path, const char 
         json_object_set_new(
                 o, "current",
                 json_boolean(streq_ptr(json_string_value(json_object_get(o, "digest")), digest)));
+        *owned = TAKE_PTR(loaded);
         return o;
 }
 
@@ -167,6 +171,8 @@ static bool report_pump(struct reportsub *rs)
 {
         struct mx_daemon *d = rs->req->d;
         _cleanup_json_ json_t *job = NULL, *matrix = NULL;
+        _cleanup_(mx_matrix_freep) struct mx_matrix *owned = NULL;
+        const struct mx_matrix *m = NULL;
         _cleanup_free_ char *digest = NULL;
         int r;
 
@@ -212,17 +218,19 @@ static bool report_pump(struct reportsub *rs)
                 return true;
         }
         json_object_set_new(job, "matrix_digest", json_string(digest));
-        matrix = matrix_section(d, json_string_value(json_object_get(job, "matrix")), digest);
+        matrix = matrix_section(d, json_string_value(json_object_get(job, "matrix")), digest, &owned, &m);
         /*
          * Once, with the last page: the daemon's evaluation of the feature's success criteria and hard
-         * constraints (gates.h), and the failures' attribution (attribute.h).
+         * constraints (gates.h), the failures' attribution (attribute.h) and where decode time went
+         * (analysis.h).
          */
         request_reply(rs->req,
-                      json_pack("{s:i,s:O,s:O,s:b,s:o,s:o,s:o}", "report", MX_REPORT_VERSION, "job", job,
+                      json_pack("{s:i,s:O,s:O,s:b,s:o,s:o,s:o,s:o}", "report", MX_REPORT_VERSION, "job", job,
                                 "matrix", matrix, "more", !rs->done, "after",
                                 rs->after_run > 0 ? json_integer(rs->after_run) : json_null(), "criteria",
                                 rs->done ? gates_job_criteria(d, job) : json_null(), "attribution",
-                                rs->done ? attribution_section(d, rs->job) : json_null()));
+                                rs->done ? attribution_section(d, rs->job) : json_null(), "analysis",
+                                rs->done ? analysis_job(d, rs->job, m) : json_null()));
         return true;
 }
 
