@@ -97,6 +97,8 @@ static int fetch(int64_t job, int64_t page, json_t **ret)
                         json_object_set(doc, "criteria", json_object_get(res, "criteria"));
                 if (json_is_object(json_object_get(res, "attribution")))
                         json_object_set(doc, "attribution", json_object_get(res, "attribution"));
+                if (json_is_object(json_object_get(res, "analysis")))
+                        json_object_set(doc, "analysis", json_object_get(res, "analysis"));
 
                 *ret = report_doc_normalise(doc);
         }
