@@ -84,6 +84,15 @@ grep -q ",decode-profile,,category.MoE GEMM.us_per_token," "$T/r.csv" || fail "n
 grep -q ",decode-profile,,diff.MoE GEMM.d_us_per_token," "$T/r.csv" || fail "no diff rows in the CSV"
 ok "$(grep -c ',decode-profile,' "$T/r.csv") decode-profile rows"
 
+step="HTML"
+mx report html "$job" >"$T/r.html" || fail "report html"
+grep -q 'data-chart="stacked"' "$T/r.html" || fail "no stacked bar of the decode profile"
+segs=$(grep -o 'class="mark seg s[0-9]*"' "$T/r.html" | wc -l)
+[ "$segs" -ge "$(wc -w <<<"$runs")" ] || fail "only $segs segments for $(wc -w <<<"$runs") runs"
+# r$bare declared no workload: the bars are in % of the captured time, and say so
+grep -q '% of captured kernel time' "$T/r.html" || fail "the stacked bar's unit"
+ok "stacked bar: $segs segments"
+
 step="gates"
 expect_exit 0 mx gates
 has "$T/out" "decision rules (seed 001 Step 0.4) on the decode profile of r$base (job $job):"
