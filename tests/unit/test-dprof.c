@@ -128,6 +128,10 @@ TEST(llama_cuda_ncu_raw)
         ASSERT_EQ((uint64_t)json_integer_value(json_object_get(a, "calls")), instances_matching(r, routing));
         ASSERT_TRUE(json_number_value(json_object_get(a, "us_per_token")) > 0);
         ASSERT_STREQ(json_string_value(json_object_get(t, "which")), "decode steps of L1's completion");
+        /* the model's graph: attention and expert selection run once per layer (4) in every pass */
+        ASSERT_EQ(json_integer_value(json_object_get(category(t, "Attention"), "calls")) % 4, 0);
+        ASSERT_EQ(json_integer_value(json_object_get(category(t, "MoE routing"), "calls")) % 4, 0);
+        ASSERT_TRUE(fabs(json_number_value(json_object_get(category(t, "MoE routing"), "calls_per_token")) - 8.0) < 1e-9);
 }
 
 /* A real ncu details page and per-kernel summary (H200, PyTorch): sums hold; the softmax is "Sampling". */
