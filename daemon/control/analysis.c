@@ -140,36 +140,74 @@ static int cmp_desc(const void *a, const void *b)
         return x < y ? 1 : x > y ? -1 : 0;
 }
 
+static bool has_reason(json_t *run, const char *reason)
+{
+        json_t *v;
+        size_t i;
+
+        json_array_foreach (json_object_get(run, "reasons"), i, v)
+                if (streq_ptr(json_string_value(v), reason))
+                        return true;
+        return false;
+}
+
+/* The table of job's baseline run (reason baseline, else feature-off; as mx_dprof_job() picks it), or NULL. */
+static json_t *baseline_table(struct mx_daemon *d, const struct mx_kcat *cat, int64_t job, int64_t *ret_run)
+{
+        static const char *const reasons[] = { "baseline", "feature-off" };
+        _cleanup_json_ json_t *runs = NULL;
+        json_t *run;
+        size_t i;
+
+        if (queue_job_runs_json(d->db, job, 0, ANALYSIS_RUNS_MAX, &runs, NULL, NULL) < 0)
+                return NULL;
+        for (size_t k = 0; k < ELEMENTSOF(reasons); k++)
+                json_array_foreach (runs, i, run) {
+                        _cleanup_json_ json_t *full = NULL, *e = NULL;
+
+                        if (!has_reason(run, reasons[k]))
+                                continue;
+                        *ret_run = json_integer_value(json_object_get(run, "id"));
+                        if (queue_run_json(d->db, *ret_run, true, &full) < 0)
+                                return NULL;
+                        e = run_entry(d, cat, full);
+                        return json_incref(json_object_get(e, "table"));
+                }
+        return NULL;
+}
+
 json_t *analysis_gates_rules(struct mx_daemon *d, const struct mx_matrix *m)
 {
+        _cleanup_(mx_kcat_freep) struct mx_kcat *cat = NULL;
         _cleanup_json_ json_t *by_word = NULL;
         _cleanup_free_ int64_t *ids = NULL;
+        const struct mx_kcat_def *defs;
         const char *word;
         json_t *list, *v, *rules = json_array();
-        size_t n = 0, k;
+        size_t n = 0, k, n_defs;
 
         for (size_t i = 0; i < m->n_drules; i++)
                 json_array_append_new(rules, json_pack("{s:s,s:s,s:s?,s:s}", "when", m->drules[i].when, "then",
                                                        m->drules[i].then, "note", m->drules[i].note, "verdict",
                                                        "not-measured"));
-        if (m->n_drules == 0 || queue_feature_jobs_json(d->db, m->path, 4, &by_word) < 0)
+        defs = mx_matrix_kcats(m, &n_defs);
+        if (m->n_drules == 0 || mx_kcat_new(defs, n_defs, &cat, NULL) < 0 ||
+            queue_feature_jobs_json(d->db, m->path, ANALYSIS_GATES_JOBS, &by_word) < 0)
                 return json_pack("{s:o,s:s}", "rules", rules, "why", "no job of this matrix was found");
-        ids = xcalloc(4 * json_object_size(by_word) + 1, sizeof(int64_t));
+        ids = xcalloc(ANALYSIS_GATES_JOBS * json_object_size(by_word) + 1, sizeof(int64_t));
         json_object_foreach (by_word, word, list)
                 json_array_foreach (list, k, v)
                         ids[n++] = json_integer_value(v);
         qsort(ids, n, sizeof(int64_t), cmp_desc);
-        for (size_t j = 0; j < n && j < 4; j++) {
-                _cleanup_json_ json_t *a = analysis_job(d, ids[j], m);
-                json_t *base = json_object_get(a, "baseline_run"), *e;
-                size_t i;
+        for (size_t j = 0; j < n && j < ANALYSIS_GATES_JOBS; j++) {
+                int64_t run = 0;
+                _cleanup_json_ json_t *t = baseline_table(d, cat, ids[j], &run);
 
-                json_array_foreach (json_object_get(a, "runs"), i, e)
-                        if (json_equal(json_object_get(e, "run"), base) && json_object_get(e, "rules")) {
-                                json_decref(rules);
-                                return json_pack("{s:O,s:I,s:O}", "rules", json_object_get(e, "rules"), "job",
-                                                 (json_int_t)ids[j], "run", base);
-                        }
+                if (!t)
+                        continue;
+                json_decref(rules);
+                return json_pack("{s:o,s:I,s:I}", "rules", mx_dprof_rules(m, t), "job", (json_int_t)ids[j], "run",
+                                 (json_int_t)run);
         }
         return json_pack("{s:o,s:s}", "rules", rules, "why",
                          "no recent job of this matrix has a baseline run with a profiler report");
