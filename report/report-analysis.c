@@ -2,7 +2,7 @@
 /*
  * Seed 001 Phase 0's docs/analysis/VLLM_BASELINE_ANALYSIS.md from the report
  * document's "analysis" section (matrix/analysis/dprof.h made it): per run
- * the table Kernel Category | Time % | Avg (µs) | Calls/Token with µs/token,
+ * the table Kernel Category | Time % | Avg (μs) | Calls/Token with μs/token,
  * the top uncategorised kernels, the change against the baseline run, and
  * the matrix's decision rules (seed 001 Step 0.4) judged.
  */
@@ -46,7 +46,7 @@ static void table(FILE *f, json_t *t)
         size_t i;
 
         fprintf(f, "Profiler report: %s, %" JSON_INTEGER_FORMAT " kernels, %" JSON_INTEGER_FORMAT
-                   " launches, %.1f µs of kernel time captured.\n",
+                   " launches, %.1f μs of kernel time captured.\n",
                 json_string_value(json_object_get(t, "format")), json_integer_value(json_object_get(t, "kernels")),
                 json_integer_value(json_object_get(t, "launches")), json_number_value(json_object_get(t, "total_us")));
         if (json_is_number(json_object_get(t, "tokens")))
@@ -54,8 +54,8 @@ static void table(FILE *f, json_t *t)
                         json_string_value(json_object_get(t, "which")));
         else
                 fprintf(f, "Per token: not measured (%s).\n\n", json_string_value(json_object_get(t, "per_token_why")));
-        fputs("| Kernel Category | Time % | Avg (µs) | Calls/Token | µs/token | Calls | Total (µs) |\n"
-              "|---|---:|---:|---:|---:|---:|---:|\n",
+        fputs("| Kernel Category | Time % | Avg (μs) | Calls/Token | μs/token | Calls | Total (μs) | Notes |\n"
+              "|---|---:|---:|---:|---:|---:|---:|---|\n",
               f);
         json_array_foreach (json_object_get(t, "categories"), i, c) {
                 _cleanup_free_ char *name = rep_md(json_string_value(json_object_get(c, "name")));
@@ -67,16 +67,18 @@ static void table(FILE *f, json_t *t)
                 cell(f, json_object_get(c, "us_per_token"), 1);
                 fprintf(f, " %" JSON_INTEGER_FORMAT " |", json_integer_value(json_object_get(c, "calls")));
                 cell(f, json_object_get(c, "total_us"), 1);
-                fputc('\n', f);
+                fprintf(f, " %" JSON_INTEGER_FORMAT " kernel%s |\n", json_integer_value(json_object_get(c, "kernels")),
+                        json_integer_value(json_object_get(c, "kernels")) == 1 ? "" : "s");
         }
-        fprintf(f, "| **Total** | 100.0 | | | | %" JSON_INTEGER_FORMAT " | %.1f |\n\n",
-                json_integer_value(json_object_get(t, "launches")), json_number_value(json_object_get(t, "total_us")));
+        fprintf(f, "| **Total** | 100.0 | | | | %" JSON_INTEGER_FORMAT " | %.1f | %" JSON_INTEGER_FORMAT " kernels |\n\n",
+                json_integer_value(json_object_get(t, "launches")), json_number_value(json_object_get(t, "total_us")),
+                json_integer_value(json_object_get(t, "kernels")));
         if (json_array_size(json_object_get(t, "top_other")) == 0) {
                 fputs("Uncategorised kernels: none (every kernel matched a category).\n\n", f);
                 return;
         }
         fputs("Top uncategorised kernels (name them in the matrix's `kernel_categories`):\n\n"
-              "| Kernel | Time % | Calls | Total (µs) |\n|---|---:|---:|---:|\n",
+              "| Kernel | Time % | Calls | Total (μs) |\n|---|---:|---:|---:|\n",
               f);
         json_array_foreach (json_object_get(t, "top_other"), i, k) {
                 _cleanup_free_ char *name = rep_md(json_string_value(json_object_get(k, "name")));
@@ -98,7 +100,7 @@ static void diff(FILE *f, json_t *d, json_t *base)
                 json_string_value(json_object_get(d, "text")));
         if (!per_tok)
                 fprintf(f, "%s\n\n", json_string_value(json_object_get(d, "why")));
-        fputs(per_tok ? "| Kernel Category | Δ µs/token | Δ Calls/Token | Δ Time % |\n|---|---:|---:|---:|\n"
+        fputs(per_tok ? "| Kernel Category | Δ μs/token | Δ Calls/Token | Δ Time % |\n|---|---:|---:|---:|\n"
                       : "| Kernel Category | Δ Time % |\n|---|---:|\n",
               f);
         json_array_foreach (json_object_get(d, "categories"), i, c) {
@@ -112,7 +114,7 @@ static void diff(FILE *f, json_t *d, json_t *base)
                 signed_cell(f, json_object_get(c, "d_time_pct"), 1);
                 fputc('\n', f);
         }
-        fputs(per_tok ? "\n| Kernel | Δ µs/token | Δ Calls/Token |\n|---|---:|---:|\n" : "\n| Kernel | Δ Time % |\n|---|---:|\n",
+        fputs(per_tok ? "\n| Kernel | Δ μs/token | Δ Calls/Token |\n|---|---:|---:|\n" : "\n| Kernel | Δ Time % |\n|---|---:|\n",
               f);
         json_array_foreach (json_object_get(d, "kernels"), i, c) {
                 _cleanup_free_ char *name = rep_md(json_string_value(json_object_get(c, "name")));

@@ -441,7 +441,7 @@ static void grid_section(FILE *f, const struct hrun *runs, size_t n)
 }
 
 /*
- * Where decode time goes (the document's "analysis"): a stacked bar of µs/token by kernel category per
+ * Where decode time goes (the document's "analysis"): a stacked bar of μs/token by kernel category per
  * configuration; in points of decode time (Time %) when some run has no per-token figures. Left out
  * when no run has a profiler report.
  */
@@ -483,7 +483,7 @@ static void decode_section(FILE *f, json_t *doc, const struct hrun *runs, size_t
         }
         {
                 struct svg_stacked c = { "decode", "Where decode time goes, by kernel category",
-                                         per_tok ? "µs per token" : "% of captured kernel time", parts, np, rows, n };
+                                         per_tok ? "μs per token" : "% of captured kernel time", parts, np, rows, n };
 
                 svg_stacked_chart(&b, &c);
         }

@@ -229,7 +229,7 @@ static char *diff_text(json_t *cats, bool per_tok)
                         continue;
                 snprintf(v, sizeof(v), per_tok ? "%.0f" : "%.1f", fabs(d));
                 mx_buf_printf(&b, "%s%s %s%s%s", n ? ", " : "", json_string_value(json_object_get(row, "name")),
-                              d < 0 ? "\u2212" : "+", v, n ? "" : per_tok ? " \u00b5s/token" : " points of decode time");
+                              d < 0 ? "\u2212" : "+", v, n ? "" : per_tok ? " \u03bcs/token" : " points of decode time");
                 n++;
         }
         return n ? mx_buf_steal(&b) : xstrdup("no category changed");

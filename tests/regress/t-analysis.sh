@@ -42,7 +42,7 @@ expect_exit 0 mx report analysis "$job" -o "$T/a"
 f=$T/a/analysis/VLLM_BASELINE_ANALYSIS.md
 has "$T/out" "wrote $f"
 has "$f" "# VLLM Baseline Analysis: job $job"
-has "$f" "| Kernel Category | Time % | Avg (µs) | Calls/Token | µs/token | Calls | Total (µs) |"
+has "$f" "| Kernel Category | Time % | Avg (μs) | Calls/Token | μs/token | Calls | Total (μs) | Notes |"
 has "$f" "| MoE GEMM |"
 has "$f" "| Attention |"
 has "$f" "Per token: 64 tokens (decode tokens of 1 request of prompt 2048, output 65)."

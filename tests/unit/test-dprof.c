@@ -225,7 +225,7 @@ TEST(diff_text)
         ASSERT_TRUE(fabs(json_number_value(json_object_get(row, "d_us_per_token")) + 6300.0 * (266 + 115) / 2 / 105) <
                     1e-6);
         ASSERT_TRUE(fabs(json_number_value(json_object_get(row, "d_calls_per_token"))) < 1e-12);
-        ASSERT_STREQ(json_string_value(json_object_get(d, "text")), "MoE GEMM \u221211430 \u00b5s/token");
+        ASSERT_STREQ(json_string_value(json_object_get(d, "text")), "MoE GEMM \u221211430 \u03bcs/token");
         ASSERT_EQ(json_array_size(json_object_get(d, "kernels")), (size_t)MX_DPROF_TOP_DIFF);
         /* without per-token figures on one side: points of Time % */
         json_object_set_new(tb, "tokens", json_null());

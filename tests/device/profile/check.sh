@@ -40,7 +40,7 @@ for cat in Attention "MoE routing"; do
         echo "ok: $cat calls/token $(jq -n -r --argjson a "$t2" --argjson b "$t4" --arg c "$cat" '[$a, $b] | map(.categories[] | select(.name == $c) | .calls_per_token) | map(tostring) | join(" -> ")')"
 done
 [ -f "$md" ] || fail "no $md"
-grep -q '^| Kernel Category | Time % | Avg (µs) | Calls/Token | µs/token |' "$md" || fail "no seed 001 table"
+grep -q '^| Kernel Category | Time % | Avg (μs) | Calls/Token | μs/token |' "$md" || fail "no seed 001 table"
 grep -q '^### Against the baseline' "$md" || fail "no diff against the 2-layer baseline"
 grep -q '^### Decision gate' "$md" || fail "no decision rules"
 echo "ok: $(grep -m1 '^\*\*' "$md")"
