@@ -62,7 +62,10 @@ static void table(FILE *f, json_t *t)
 
                 fprintf(f, "| %s |", name);
                 cell(f, json_object_get(c, "time_pct"), 1);
-                cell(f, json_object_get(c, "avg_us"), 1);
+                if (json_integer_value(json_object_get(c, "calls")) == 0)
+                        fputs(" - |", f); /* no launch, no mean */
+                else
+                        cell(f, json_object_get(c, "avg_us"), 1);
                 cell(f, json_object_get(c, "calls_per_token"), 2);
                 cell(f, json_object_get(c, "us_per_token"), 1);
                 fprintf(f, " %" JSON_INTEGER_FORMAT " |", json_integer_value(json_object_get(c, "calls")));

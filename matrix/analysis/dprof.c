@@ -52,9 +52,10 @@ static char *workload_which(json_t *w)
 
         if (which)
                 return xstrdup(which);
-        return xasprintf("decode tokens of %" JSON_INTEGER_FORMAT " requests of prompt %" JSON_INTEGER_FORMAT
+        return xasprintf("decode tokens of %" JSON_INTEGER_FORMAT " request%s of prompt %" JSON_INTEGER_FORMAT
                          ", output %" JSON_INTEGER_FORMAT,
                          json_integer_value(json_object_get(w, "requests")),
+                         json_integer_value(json_object_get(w, "requests")) == 1 ? "" : "s",
                          json_integer_value(json_object_get(w, "prompt_tokens")),
                          json_integer_value(json_object_get(w, "output_tokens")));
 }
@@ -198,8 +199,8 @@ static int by_abs_desc_pct(const void *a, const void *b)
         return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Rows sorted by the size of their change, largest first (stable for equal ones by qsort's input order). */
-static json_t *sorted(json_t *rows, bool per_tok, size_t max)
+/* Rows sorted by the size of their change, largest first; changed_only: the unchanged left out. */
+static json_t *sorted(json_t *rows, bool per_tok, size_t max, bool changed_only)
 {
         size_t n = json_array_size(rows);
         _cleanup_free_ json_t **v = xcalloc(MX_MAX(n, 1), sizeof(*v));
@@ -208,8 +209,10 @@ static json_t *sorted(json_t *rows, bool per_tok, size_t max)
         for (size_t i = 0; i < n; i++)
                 v[i] = json_array_get(rows, i);
         qsort(v, n, sizeof(*v), per_tok ? by_abs_desc_us : by_abs_desc_pct);
-        for (size_t i = 0; i < n && i < max; i++)
-                json_array_append(out, v[i]);
+        for (size_t i = 0; i < n && json_array_size(out) < max; i++)
+                if (!changed_only || num(v[i], diff_key(per_tok)) != 0 ||
+                    (per_tok && num(v[i], "d_calls_per_token") != 0))
+                        json_array_append(out, v[i]);
         json_decref(rows);
         return out;
 }
@@ -260,8 +263,8 @@ json_t *mx_dprof_diff(json_t *feature, json_t *baseline)
                                 json_array_append_new(out[l], diff_row(NULL, v, name, per_tok));
                 }
         }
-        cats = sorted(cats, per_tok, SIZE_MAX);
-        kernels = sorted(kernels, per_tok, MX_DPROF_TOP_DIFF);
+        cats = sorted(cats, per_tok, SIZE_MAX, false);
+        kernels = sorted(kernels, per_tok, MX_DPROF_TOP_DIFF, true);
         text = diff_text(cats, per_tok);
         return json_pack("{s:b,s:s?,s:o,s:o,s:s}", "per_token", per_tok, "why",
                          per_tok ? NULL

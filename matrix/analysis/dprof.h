@@ -49,7 +49,8 @@ json_t *mx_dprof_analyse(const struct mx_kcat *c, const struct mx_profreport *r,
  * "categories": [{"name", "d_us_per_token", "d_calls_per_token", "d_time_pct",
  * "us_per_token", "baseline_us_per_token"}], "kernels": [...], "text":
  * "MoE GEMM −38 µs/token, GEMV +2"}. Without per-token figures on both sides
- * the Δ is in Time % points and "per_token" is false.
+ * the Δ is in Time % points and "per_token" is false. Categories are all listed, kernels only
+ * those that changed (the MX_DPROF_TOP_DIFF largest changes).
  */
 json_t *mx_dprof_diff(json_t *feature, json_t *baseline);
 
