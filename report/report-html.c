@@ -483,7 +483,8 @@ static void decode_section(FILE *f, json_t *doc, const struct hrun *runs, size_t
         }
         {
                 struct svg_stacked c = { "decode", "Where decode time goes, by kernel category",
-                                         per_tok ? "μs per token" : "% of captured kernel time", parts, np, rows, n };
+                                         per_tok ? "μs per token" : "% of captured kernel time", parts, np, rows, n,
+                                         "other" };
 
                 svg_stacked_chart(&b, &c);
         }

@@ -236,8 +236,18 @@ void svg_bar_chart(struct mx_buf *b, const struct svg_bars *c)
         mx_buf_puts(b, "</svg>\n");
 }
 
+/* A part's colour class: s0..s11 in turn, "rest" for the part that holds what the others do not. */
+static const char *seg_class(const struct svg_stacked *c, size_t k, char buf[static 8])
+{
+        if (c->rest && streq(c->parts[k], c->rest))
+                return "rest";
+        snprintf(buf, 8, "s%zu", k % 12);
+        return buf;
+}
+
 void svg_stacked_chart(struct mx_buf *b, const struct svg_stacked *c)
 {
+        char cls[8];
         const double W = 760, row = 22, bottom = 40;
         size_t n = MX_MIN(c->n, (size_t)SVG_MAX_ITEMS), chars = 8, legend = 1;
         double top, left, right = W - 56, h, max = 0, lx = 10;
@@ -271,8 +281,8 @@ void svg_stacked_chart(struct mx_buf *b, const struct svg_stacked *c)
                 if (lx + w > W - 10 && lx > 10)
                         line++, lx = 10;
                 y = 30 + 16.0 * (double)line;
-                mx_buf_printf(b, "<rect class=\"s%zu\" x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"10\"/>", k % 12, lx,
-                              y);
+                mx_buf_printf(b, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"10\"/>",
+                              seg_class(c, k, cls), lx, y);
                 mx_buf_printf(b, "<text class=\"legend\" x=\"%.1f\" y=\"%.1f\">", lx + 16, y + 9);
                 put_label(b, c->parts[k]);
                 mx_buf_puts(b, "</text>\n");
@@ -312,9 +322,9 @@ void svg_stacked_chart(struct mx_buf *b, const struct svg_stacked *c)
                         num = svg_number(v);
                         t = xasprintf("%s: %s %s", c->parts[k], num, c->unit);
                         mx_buf_printf(b,
-                                      "<rect class=\"mark seg s%zu\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                                      "<rect class=\"mark seg %s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                                       "height=\"14\">",
-                                      k % 12, x0, y + 4, MX_MAX(x1 - x0, 0.5));
+                                      seg_class(c, k, cls), x0, y + 4, MX_MAX(x1 - x0, 0.5));
                         tip(b, t);
                         mx_buf_puts(b, "</rect>");
                         any = true;
@@ -636,6 +646,7 @@ const char *svg_style(void)
                ".chart .s6{fill:#ff9da7;stroke:#ff9da7}.chart .s7{fill:#9c755f;stroke:#9c755f}\n"
                ".chart .s8{fill:#bab0ac;stroke:#bab0ac}.chart .s9{fill:#e15759;stroke:#e15759}\n"
                ".chart .s10{fill:#86bcb6;stroke:#86bcb6}.chart .s11{fill:#d37295;stroke:#d37295}\n"
+               ".chart .rest{fill:#d9d9d9;stroke:#d9d9d9}\n"
                ".chart polyline.line{fill:none}\n"
                ".chart .cell.pass{fill:#8cd17d}.chart .cell.fail{fill:#ff9d9a}.chart "
                ".cell.mixed{fill:#f1ce63}\n"

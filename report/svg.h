@@ -74,6 +74,7 @@ struct svg_stacked {
         size_t n_parts;
         const struct svg_stack_row *rows;
         size_t n;
+        const char *rest; /* the part drawn grey (what no other part holds), or NULL */
 };
 void svg_stacked_chart(struct mx_buf *b, const struct svg_stacked *c);
 

@@ -87,7 +87,7 @@ ok "$(grep -c ',decode-profile,' "$T/r.csv") decode-profile rows"
 step="HTML"
 mx report html "$job" >"$T/r.html" || fail "report html"
 grep -q 'data-chart="stacked"' "$T/r.html" || fail "no stacked bar of the decode profile"
-segs=$(grep -o 'class="mark seg s[0-9]*"' "$T/r.html" | wc -l)
+segs=$(grep -oE 'class="mark seg (s[0-9]+|rest)"' "$T/r.html" | wc -l)
 [ "$segs" -ge "$(wc -w <<<"$runs")" ] || fail "only $segs segments for $(wc -w <<<"$runs") runs"
 # r$bare declared no workload: the bars are in % of the captured time, and say so
 grep -q '% of captured kernel time' "$T/r.html" || fail "the stacked bar's unit"
