@@ -14,6 +14,7 @@
 
 #include <inttypes.h>
 #include <libgen.h>
+#include <sys/stat.h>
 
 /* The attempt's run directory: where its server log is, else the daemon's layout. */
 static char *attempt_dir(struct mx_daemon *d, int64_t run, int attempt, int *ret_n)
@@ -45,6 +46,37 @@ static int report_path(json_t *prof, const char *dir, char **ret, char **reterr)
         return 0;
 }
 
+/* The capture's declared workload at path, or NULL with *ret_why (why per token is not measured). */
+static json_t *read_workload(const char *path, char **ret_why)
+{
+        _cleanup_free_ char *err = NULL;
+        json_error_t jerr;
+        struct stat st;
+        json_t *w;
+
+        if (stat(path, &st) < 0) {
+                *ret_why = xasprintf("no %s in the run directory: the capture declared no decode workload, so "
+                                     "there is no token count to divide by",
+                                     ANALYSIS_WORKLOAD_FILE);
+                return NULL;
+        }
+        /* the server's side of the run directory wrote it: a regular file of bounded size only */
+        if (!S_ISREG(st.st_mode) || st.st_size > ANALYSIS_WORKLOAD_MAX) {
+                *ret_why = xasprintf("%s: not a regular file of at most %d bytes", path, ANALYSIS_WORKLOAD_MAX);
+                return NULL;
+        }
+        w = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        if (!w) {
+                *ret_why = xasprintf("%s: %s", path, jerr.text);
+                return NULL;
+        }
+        if (mx_dprof_workload_check(w, &err) < 0) {
+                *ret_why = xasprintf("%s: %s", path, err);
+                return json_decref(w), NULL;
+        }
+        return w;
+}
+
 /* One run: {"run", "config_key", "reasons", "attempt", "report", "workload_file", "table" | "error"}. */
 static json_t *run_entry(struct mx_daemon *d, const struct mx_kcat *cat, json_t *run)
 {
@@ -57,7 +89,6 @@ static json_t *run_entry(struct mx_daemon *d, const struct mx_kcat *cat, json_t 
         _cleanup_json_ json_t *workload = NULL;
         json_t *o = json_pack("{s:I,s:O?,s:O?}", "run", (json_int_t)id, "config_key",
                               json_object_get(run, "config_key"), "reasons", json_object_get(run, "reasons"));
-        json_error_t jerr;
         int r;
 
         if (n <= 0 && json_integer_value(json_object_get(run, "attempts")) <= 0) {
@@ -84,17 +115,8 @@ static json_t *run_entry(struct mx_daemon *d, const struct mx_kcat *cat, json_t 
                 return o;
         }
         wpath = xasprintf("%s/%s", dir, ANALYSIS_WORKLOAD_FILE);
-        workload = json_load_file(wpath, JSON_REJECT_DUPLICATES, &jerr);
-        if (!workload)
-                why = access(wpath, F_OK) < 0
-                              ? xasprintf("no %s in the run directory: the capture declared no decode workload, "
-                                          "so there is no token count to divide by",
-                                          ANALYSIS_WORKLOAD_FILE)
-                              : xasprintf("%s: %s", wpath, jerr.text);
-        else if (mx_dprof_workload_check(workload, &err) < 0) {
-                why = xasprintf("%s: %s", wpath, err);
-                json_decref(TAKE_PTR(workload));
-        } else
+        workload = read_workload(wpath, &why);
+        if (workload)
                 json_object_set_new(o, "workload_file", json_string(wpath));
         json_object_set_new(o, "table", mx_dprof_analyse(cat, rep, workload, why));
         return o;

@@ -16,6 +16,7 @@
 
 #define ANALYSIS_RUNS_MAX 256 /* runs of one job whose reports are read */
 #define ANALYSIS_WORKLOAD_FILE "profile-workload.json"
+#define ANALYSIS_WORKLOAD_MAX 65536 /* bytes of that file */
 #define ANALYSIS_GATES_JOBS 4 /* newest jobs per feature word the gates look through for a profiled baseline */
 
 /* {"baseline_run", "categories_from", "categories", "runs": [...]} (mx_dprof_job()); m may be NULL (built-in list). */

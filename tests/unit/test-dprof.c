@@ -322,3 +322,28 @@ TEST(shipped_gb10_rules)
                 test_fail(__FILE__, __LINE__, "%s", err);
         ASSERT_LE(3u, m->n_drules);
 }
+
+/* The capture's workload file: tokens required and positive, counts are counts; a bad one is not divided by. */
+TEST(workload_check)
+{
+        static const char *const bad[] = { "[]", "{}", "{\"tokens\": 0}", "{\"tokens\": -3}", "{\"tokens\": \"64\"}",
+                                           "{\"tokens\": 64, \"requests\": -1}", "{\"tokens\": 64, \"which\": 5}" };
+        _cleanup_(mx_profreport_freep) struct mx_profreport *r = parse_fixture("tests/fixtures/nsys/seed004-kern-sum.csv");
+        _cleanup_(mx_kcat_freep) struct mx_kcat *c = builtin();
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_json_ json_t *w = json_loads(bad[i], 0, NULL), *t = NULL;
+                _cleanup_free_ char *err = NULL;
+
+                ASSERT_ERR(mx_dprof_workload_check(w, &err), EINVAL);
+                ASSERT_NOT_NULL(err);
+                t = mx_dprof_analyse(c, r, w, NULL);
+                ASSERT_TRUE(json_is_null(json_object_get(t, "tokens")));
+                ASSERT_CONTAINS(json_string_value(json_object_get(t, "per_token_why")), "workload");
+        }
+        {
+                _cleanup_json_ json_t *w = json_loads("{\"tokens\": 63.5, \"requests\": 2}", 0, NULL);
+
+                ASSERT_OK(mx_dprof_workload_check(w, NULL));
+        }
+}
