@@ -125,7 +125,8 @@ static void decision_rules(json_t *d)
         if (json_is_integer(json_object_get(d, "run")))
                 printf("\ndecision rules (seed 001 Step 0.4) on the decode profile of r%" JSON_INTEGER_FORMAT
                        " (job %" JSON_INTEGER_FORMAT "):\n",
-                       json_integer_value(json_object_get(d, "run")), json_integer_value(json_object_get(d, "job")));
+                       json_integer_value(json_object_get(d, "run")),
+                       json_integer_value(json_object_get(d, "job")));
         else
                 printf("\ndecision rules (seed 001 Step 0.4): not measured (%s)\n",
                        strna(json_string_value(json_object_get(d, "why"))));
@@ -136,7 +137,9 @@ static void decision_rules(json_t *d)
                 if (json_is_number(json_object_get(r, "share_pct")))
                         printf("%5.1f %%  ", json_number_value(json_object_get(r, "share_pct")));
                 printf("%-14s -> %s\n",
-                       streq_ptr(v, "holds") ? "HOLDS" : streq_ptr(v, "does-not-hold") ? "does not hold" : "not measured",
+                       streq_ptr(v, "holds")           ? "HOLDS"
+                       : streq_ptr(v, "does-not-hold") ? "does not hold"
+                                                       : "not measured",
                        strna(json_string_value(json_object_get(r, "then"))));
         }
 }

@@ -173,7 +173,8 @@ static int emit(json_t *doc, const struct report_kind *k, const char *feature, c
         }
         if (k->file && strchr(k->file, '/')) {
                 /* analysis/...: the directory first */
-                _cleanup_free_ char *sub = xasprintf("%s/%.*s", dir, (int)(strrchr(k->file, '/') - k->file), k->file);
+                _cleanup_free_ char *sub =
+                        xasprintf("%s/%.*s", dir, (int)(strrchr(k->file, '/') - k->file), k->file);
 
                 r = make_dir(sub);
                 if (r != MX_EXIT_OK)

@@ -45,16 +45,22 @@ static void table(FILE *f, json_t *t)
         json_t *c, *k;
         size_t i;
 
-        fprintf(f, "Profiler report: %s, %" JSON_INTEGER_FORMAT " kernels, %" JSON_INTEGER_FORMAT
-                   " launches, %.1f μs of kernel time captured.\n",
-                json_string_value(json_object_get(t, "format")), json_integer_value(json_object_get(t, "kernels")),
-                json_integer_value(json_object_get(t, "launches")), json_number_value(json_object_get(t, "total_us")));
+        fprintf(f,
+                "Profiler report: %s, %" JSON_INTEGER_FORMAT " kernels, %" JSON_INTEGER_FORMAT
+                " launches, %.1f μs of kernel time captured.\n",
+                json_string_value(json_object_get(t, "format")),
+                json_integer_value(json_object_get(t, "kernels")),
+                json_integer_value(json_object_get(t, "launches")),
+                json_number_value(json_object_get(t, "total_us")));
         if (json_is_number(json_object_get(t, "tokens")))
-                fprintf(f, "Per token: %.0f tokens (%s).\n\n", json_number_value(json_object_get(t, "tokens")),
+                fprintf(f, "Per token: %.0f tokens (%s).\n\n",
+                        json_number_value(json_object_get(t, "tokens")),
                         json_string_value(json_object_get(t, "which")));
         else
-                fprintf(f, "Per token: not measured (%s).\n\n", json_string_value(json_object_get(t, "per_token_why")));
-        fputs("| Kernel Category | Time % | Avg (μs) | Calls/Token | μs/token | Calls | Total (μs) | Notes |\n"
+                fprintf(f, "Per token: not measured (%s).\n\n",
+                        json_string_value(json_object_get(t, "per_token_why")));
+        fputs("| Kernel Category | Time % | Avg (μs) | Calls/Token | μs/token | Calls | Total (μs) | Notes "
+              "|\n"
               "|---|---:|---:|---:|---:|---:|---:|---|\n",
               f);
         json_array_foreach (json_object_get(t, "categories"), i, c) {
@@ -70,11 +76,15 @@ static void table(FILE *f, json_t *t)
                 cell(f, json_object_get(c, "us_per_token"), 1);
                 fprintf(f, " %" JSON_INTEGER_FORMAT " |", json_integer_value(json_object_get(c, "calls")));
                 cell(f, json_object_get(c, "total_us"), 1);
-                fprintf(f, " %" JSON_INTEGER_FORMAT " kernel%s |\n", json_integer_value(json_object_get(c, "kernels")),
+                fprintf(f, " %" JSON_INTEGER_FORMAT " kernel%s |\n",
+                        json_integer_value(json_object_get(c, "kernels")),
                         json_integer_value(json_object_get(c, "kernels")) == 1 ? "" : "s");
         }
-        fprintf(f, "| **Total** | 100.0 | | | | %" JSON_INTEGER_FORMAT " | %.1f | %" JSON_INTEGER_FORMAT " kernels |\n\n",
-                json_integer_value(json_object_get(t, "launches")), json_number_value(json_object_get(t, "total_us")),
+        fprintf(f,
+                "| **Total** | 100.0 | | | | %" JSON_INTEGER_FORMAT " | %.1f | %" JSON_INTEGER_FORMAT
+                " kernels |\n\n",
+                json_integer_value(json_object_get(t, "launches")),
+                json_number_value(json_object_get(t, "total_us")),
                 json_integer_value(json_object_get(t, "kernels")));
         if (json_array_size(json_object_get(t, "top_other")) == 0) {
                 fputs("Uncategorised kernels: none (every kernel matched a category).\n\n", f);
@@ -87,7 +97,8 @@ static void table(FILE *f, json_t *t)
                 _cleanup_free_ char *name = rep_md(json_string_value(json_object_get(k, "name")));
 
                 fprintf(f, "| `%s` | %.1f | %" JSON_INTEGER_FORMAT " | %.1f |\n", name,
-                        json_number_value(json_object_get(k, "time_pct")), json_integer_value(json_object_get(k, "calls")),
+                        json_number_value(json_object_get(k, "time_pct")),
+                        json_integer_value(json_object_get(k, "calls")),
                         json_number_value(json_object_get(k, "total_us")));
         }
         fputc('\n', f);
@@ -99,8 +110,8 @@ static void diff(FILE *f, json_t *d, json_t *base)
         json_t *c;
         size_t i;
 
-        fprintf(f, "### Against the baseline (r%" JSON_INTEGER_FORMAT ")\n\n**%s**\n\n", json_integer_value(base),
-                json_string_value(json_object_get(d, "text")));
+        fprintf(f, "### Against the baseline (r%" JSON_INTEGER_FORMAT ")\n\n**%s**\n\n",
+                json_integer_value(base), json_string_value(json_object_get(d, "text")));
         if (!per_tok)
                 fprintf(f, "%s\n\n", json_string_value(json_object_get(d, "why")));
         fputs(per_tok ? "| Kernel Category | Δ μs/token | Δ Calls/Token | Δ Time % |\n|---|---:|---:|---:|\n"
@@ -117,7 +128,8 @@ static void diff(FILE *f, json_t *d, json_t *base)
                 signed_cell(f, json_object_get(c, "d_time_pct"), 1);
                 fputc('\n', f);
         }
-        fputs(per_tok ? "\n| Kernel | Δ μs/token | Δ Calls/Token |\n|---|---:|---:|\n" : "\n| Kernel | Δ Time % |\n|---|---:|\n",
+        fputs(per_tok ? "\n| Kernel | Δ μs/token | Δ Calls/Token |\n|---|---:|---:|\n"
+                      : "\n| Kernel | Δ Time % |\n|---|---:|\n",
               f);
         json_array_foreach (json_object_get(d, "kernels"), i, c) {
                 _cleanup_free_ char *name = rep_md(json_string_value(json_object_get(c, "name")));
@@ -140,7 +152,8 @@ static void rules(FILE *f, json_t *rs)
 
         if (json_array_size(rs) == 0)
                 return;
-        fputs("### Decision gate (seed 001 Step 0.4)\n\n| If profiling shows | Share | Verdict | Then priority is |\n"
+        fputs("### Decision gate (seed 001 Step 0.4)\n\n| If profiling shows | Share | Verdict | Then "
+              "priority is |\n"
               "|---|---:|---|---|\n",
               f);
         json_array_foreach (rs, i, r) {
@@ -148,7 +161,8 @@ static void rules(FILE *f, json_t *rs)
                 _cleanup_free_ char *then = rep_md(json_string_value(json_object_get(r, "then")));
                 bool holds = streq_ptr(json_string_value(json_object_get(r, "verdict")), "holds");
 
-                fprintf(f, "| %s | %.1f %% | %s | %s |\n", when, json_number_value(json_object_get(r, "share_pct")),
+                fprintf(f, "| %s | %.1f %% | %s | %s |\n", when,
+                        json_number_value(json_object_get(r, "share_pct")),
                         holds ? "**holds**" : "does not hold", then);
         }
         fputc('\n', f);
@@ -161,7 +175,8 @@ int report_analysis(json_t *doc, FILE *f, char **reterr)
 
         (void)reterr;
         if (!json_is_object(a)) {
-                fputs("# VLLM Baseline Analysis\n\nNot measured: the report document has no analysis section (a "
+                fputs("# VLLM Baseline Analysis\n\nNot measured: the report document has no analysis "
+                      "section (a "
                       "document from a daemon older than issue 18, or not the last page of a job's runs).\n",
                       f);
                 return 0;
@@ -183,7 +198,8 @@ int report_analysis(json_t *doc, FILE *f, char **reterr)
                         json_integer_value(json_object_get(run, "id")), name,
                         strna(json_string_value(json_object_get(run, "config_key"))));
                 if (!json_object_get(e, "table")) {
-                        fprintf(f, "Not measured: %s.\n\n", strna(json_string_value(json_object_get(e, "error"))));
+                        fprintf(f, "Not measured: %s.\n\n",
+                                strna(json_string_value(json_object_get(e, "error"))));
                         continue;
                 }
                 table(f, json_object_get(e, "table"));

@@ -478,22 +478,31 @@ static void decode_section(FILE *f, json_t *doc, const struct hrun *runs, size_t
                 json_array_foreach (json_object_get(t, "categories"), j, c)
                         for (size_t k = 0; k < np; k++)
                                 if (streq_ptr(parts[k], json_string_value(json_object_get(c, "name"))))
-                                        vals[i * np + k] = num(json_object_get(c, per_tok ? "us_per_token" : "time_pct"));
-                rows[i] = (struct svg_stack_row){ runs[i].name, &vals[i * np], NULL };
+                                        vals[i * np + k] = num(
+                                                json_object_get(c, per_tok ? "us_per_token" : "time_pct"));
+                rows[i] = (struct svg_stack_row){runs[i].name, &vals[i * np], NULL};
         }
         {
-                struct svg_stacked c = { "decode", "Where decode time goes, by kernel category",
-                                         per_tok ? "μs per token" : "% of captured kernel time", parts, np, rows, n,
-                                         "other" };
+                struct svg_stacked c = {"decode",
+                                        "Where decode time goes, by kernel category",
+                                        per_tok ? "μs per token" : "% of captured kernel time",
+                                        parts,
+                                        np,
+                                        rows,
+                                        n,
+                                        "other"};
 
                 svg_stacked_chart(&b, &c);
         }
-        fputs("<section id=\"decode\"><h2>Decode profile</h2>\n<p class=\"def\">Each run's profiler report in "
-              "kernel categories (first matching pattern wins; mxmatrix report analysis writes the table, the "
+        fputs("<section id=\"decode\"><h2>Decode profile</h2>\n<p class=\"def\">Each run's profiler report "
+              "in "
+              "kernel categories (first matching pattern wins; mxmatrix report analysis writes the table, "
+              "the "
               "change against the baseline and the decision rules)",
               f);
         fputs(per_tok ? ", per decode token of the declared workload.</p>\n"
-                      : "; in % of captured kernel time, as not every run declared its decode workload.</p>\n",
+                      : "; in % of captured kernel time, as not every run declared its decode "
+                        "workload.</p>\n",
               f);
         fwrite(b.data, 1, b.len, f);
         fputs("</section>\n", f);

@@ -294,8 +294,9 @@ void svg_stacked_chart(struct mx_buf *b, const struct svg_stacked *c)
 
                 mx_buf_printf(b, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", x,
                               top, x, h - bottom);
-                mx_buf_printf(b, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-                              x, h - bottom + 14, num);
+                mx_buf_printf(
+                        b, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+                        x, h - bottom + 14, num);
         }
         mx_buf_printf(b, "<text class=\"alabel\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
                       (left + right) / 2, h - 8);
@@ -306,8 +307,8 @@ void svg_stacked_chart(struct mx_buf *b, const struct svg_stacked *c)
                 double y = top + row * (double)i, acc = 0;
                 bool any = false;
 
-                mx_buf_printf(b, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", left - 6,
-                              y + 15);
+                mx_buf_printf(b, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">",
+                              left - 6, y + 15);
                 put_label(b, r->label);
                 mx_buf_puts(b, "</text>");
                 for (size_t k = 0; k < c->n_parts; k++) {
@@ -330,8 +331,8 @@ void svg_stacked_chart(struct mx_buf *b, const struct svg_stacked *c)
                         any = true;
                 }
                 if (!any)
-                        mx_buf_printf(b, "<text class=\"na\" x=\"%.1f\" y=\"%.1f\">not measured</text>", left + 4,
-                                      y + 15);
+                        mx_buf_printf(b, "<text class=\"na\" x=\"%.1f\" y=\"%.1f\">not measured</text>",
+                                      left + 4, y + 15);
                 else {
                         _cleanup_free_ char *num = svg_number(acc);
 

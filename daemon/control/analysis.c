@@ -23,22 +23,25 @@ static char *attempt_dir(struct mx_daemon *d, int64_t run, int attempt, int *ret
 
         if (queue_attempt_log_path(d->db, run, attempt, &log, ret_n, &outcome) >= 0 && log && log[0] == '/')
                 return xstrdup(dirname(log));
-        return xasprintf("%s/runs/%" PRId64 "/%d", d->cfg.executor == MX_EXECUTOR_SLURM && d->cfg.slurm.shared_dir
-                                                            ? d->cfg.slurm.shared_dir
-                                                            : d->cfg.state_dir,
+        return xasprintf("%s/runs/%" PRId64 "/%d",
+                         d->cfg.executor == MX_EXECUTOR_SLURM && d->cfg.slurm.shared_dir
+                                 ? d->cfg.slurm.shared_dir
+                                 : d->cfg.state_dir,
                          run, *ret_n);
 }
 
-/* The report file the profile names, as L1.5 finds it (l15-kgate.c): placeholders, relative to the run directory. */
+/* The report file the profile names, as L1.5 finds it (l15-kgate.c): placeholders, relative to the run
+ * directory. */
 static int report_path(json_t *prof, const char *dir, char **ret, char **reterr)
 {
-        const char *values[_MX_PLACEHOLDER_MAX] = { [MX_PLACEHOLDER_RUN_DIR] = dir };
+        const char *values[_MX_PLACEHOLDER_MAX] = {[MX_PLACEHOLDER_RUN_DIR] = dir};
         const char *tmpl = json_string_value(json_object_get(prof, "report"));
         _cleanup_free_ char *path = NULL;
         int r;
 
         if (!tmpl)
-                return mx_reterr(reterr, -ENOENT, "the run's profile names no profiler report (profiler.report)");
+                return mx_reterr(reterr, -ENOENT,
+                                 "the run's profile names no profiler report (profiler.report)");
         r = mx_placeholder_expand(tmpl, values, &path, reterr);
         if (r < 0)
                 return r;
@@ -55,14 +58,16 @@ static json_t *read_workload(const char *path, char **ret_why)
         json_t *w;
 
         if (stat(path, &st) < 0) {
-                *ret_why = xasprintf("no %s in the run directory: the capture declared no decode workload, so "
-                                     "there is no token count to divide by",
-                                     ANALYSIS_WORKLOAD_FILE);
+                *ret_why =
+                        xasprintf("no %s in the run directory: the capture declared no decode workload, so "
+                                  "there is no token count to divide by",
+                                  ANALYSIS_WORKLOAD_FILE);
                 return NULL;
         }
         /* the server's side of the run directory wrote it: a regular file of bounded size only */
         if (!S_ISREG(st.st_mode) || st.st_size > ANALYSIS_WORKLOAD_MAX) {
-                *ret_why = xasprintf("%s: not a regular file of at most %d bytes", path, ANALYSIS_WORKLOAD_MAX);
+                *ret_why =
+                        xasprintf("%s: not a regular file of at most %d bytes", path, ANALYSIS_WORKLOAD_MAX);
                 return NULL;
         }
         w = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
@@ -87,8 +92,9 @@ static json_t *run_entry(struct mx_daemon *d, const struct mx_kcat *cat, json_t 
         _cleanup_free_ char *dir = NULL, *path = NULL, *err = NULL, *wpath = NULL, *why = NULL;
         _cleanup_(mx_profreport_freep) struct mx_profreport *rep = NULL;
         _cleanup_json_ json_t *workload = NULL;
-        json_t *o = json_pack("{s:I,s:O?,s:O?}", "run", (json_int_t)id, "config_key",
-                              json_object_get(run, "config_key"), "reasons", json_object_get(run, "reasons"));
+        json_t *o =
+                json_pack("{s:I,s:O?,s:O?}", "run", (json_int_t)id, "config_key",
+                          json_object_get(run, "config_key"), "reasons", json_object_get(run, "reasons"));
         int r;
 
         if (n <= 0 && json_integer_value(json_object_get(run, "attempts")) <= 0) {
@@ -98,7 +104,8 @@ static json_t *run_entry(struct mx_daemon *d, const struct mx_kcat *cat, json_t 
         dir = attempt_dir(d, id, n, &n);
         json_object_set_new(o, "attempt", json_integer(n));
         if (!json_is_object(prof)) {
-                json_object_set_new(o, "error", json_string("the run's profile has no profiler: no kernel report"));
+                json_object_set_new(o, "error",
+                                    json_string("the run's profile has no profiler: no kernel report"));
                 return o;
         }
         r = report_path(prof, dir, &path, &err);
@@ -111,7 +118,8 @@ static json_t *run_entry(struct mx_daemon *d, const struct mx_kcat *cat, json_t 
                                              &rep, &err);
         }
         if (r < 0) {
-                json_object_set_new(o, "error", json_sprintf("profiler report %s: %s", strna(path), strna(err)));
+                json_object_set_new(o, "error",
+                                    json_sprintf("profiler report %s: %s", strna(path), strna(err)));
                 return o;
         }
         wpath = xasprintf("%s/%s", dir, ANALYSIS_WORKLOAD_FILE);
@@ -173,10 +181,11 @@ static bool has_reason(json_t *run, const char *reason)
         return false;
 }
 
-/* The table of job's baseline run (reason baseline, else feature-off; as mx_dprof_job() picks it), or NULL. */
+/* The table of job's baseline run (reason baseline, else feature-off; as mx_dprof_job() picks it), or NULL.
+ */
 static json_t *baseline_table(struct mx_daemon *d, const struct mx_kcat *cat, int64_t job, int64_t *ret_run)
 {
-        static const char *const reasons[] = { "baseline", "feature-off" };
+        static const char *const reasons[] = {"baseline", "feature-off"};
         _cleanup_json_ json_t *runs = NULL;
         json_t *run;
         size_t i;
@@ -209,9 +218,9 @@ json_t *analysis_gates_rules(struct mx_daemon *d, const struct mx_matrix *m)
         size_t n = 0, k, n_defs;
 
         for (size_t i = 0; i < m->n_drules; i++)
-                json_array_append_new(rules, json_pack("{s:s,s:s,s:s?,s:s}", "when", m->drules[i].when, "then",
-                                                       m->drules[i].then, "note", m->drules[i].note, "verdict",
-                                                       "not-measured"));
+                json_array_append_new(rules, json_pack("{s:s,s:s,s:s?,s:s}", "when", m->drules[i].when,
+                                                       "then", m->drules[i].then, "note", m->drules[i].note,
+                                                       "verdict", "not-measured"));
         defs = mx_matrix_kcats(m, &n_defs);
         if (m->n_drules == 0 || mx_kcat_new(defs, n_defs, &cat, NULL) < 0 ||
             queue_feature_jobs_json(d->db, m->path, ANALYSIS_GATES_JOBS, &by_word) < 0)
@@ -228,8 +237,8 @@ json_t *analysis_gates_rules(struct mx_daemon *d, const struct mx_matrix *m)
                 if (!t)
                         continue;
                 json_decref(rules);
-                return json_pack("{s:o,s:I,s:I}", "rules", mx_dprof_rules(m, t), "job", (json_int_t)ids[j], "run",
-                                 (json_int_t)run);
+                return json_pack("{s:o,s:I,s:I}", "rules", mx_dprof_rules(m, t), "job", (json_int_t)ids[j],
+                                 "run", (json_int_t)run);
         }
         return json_pack("{s:o,s:s}", "rules", rules, "why",
                          "no recent job of this matrix has a baseline run with a profiler report");

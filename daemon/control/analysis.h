@@ -17,9 +17,11 @@
 #define ANALYSIS_RUNS_MAX 256 /* runs of one job whose reports are read */
 #define ANALYSIS_WORKLOAD_FILE "profile-workload.json"
 #define ANALYSIS_WORKLOAD_MAX 65536 /* bytes of that file */
-#define ANALYSIS_GATES_JOBS 4 /* newest jobs per feature word the gates look through for a profiled baseline */
+#define ANALYSIS_GATES_JOBS                                                                                 \
+        4 /* newest jobs per feature word the gates look through for a profiled baseline */
 
-/* {"baseline_run", "categories_from", "categories", "runs": [...]} (mx_dprof_job()); m may be NULL (built-in list). */
+/* {"baseline_run", "categories_from", "categories", "runs": [...]} (mx_dprof_job()); m may be NULL (built-in
+ * list). */
 json_t *analysis_job(struct mx_daemon *d, int64_t job, const struct mx_matrix *m);
 
 /*

@@ -103,8 +103,8 @@ static int job_digest(struct mx_db *db, int64_t job, char **ret)
  * was planned from; when it is not (edited since), the section is what the
  * file says now, and the renderers say so.
  */
-static json_t *matrix_section(struct mx_daemon *d, const char *path, const char *digest, struct mx_matrix **owned,
-                              const struct mx_matrix **ret_m)
+static json_t *matrix_section(struct mx_daemon *d, const char *path, const char *digest,
+                              struct mx_matrix **owned, const struct mx_matrix **ret_m)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *loaded = NULL;
         const struct mx_matrix *m = NULL;

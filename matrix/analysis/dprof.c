@@ -17,7 +17,8 @@ struct cagg {
 
 static int64_t kernel_ps(const struct mx_profreport_kernel *k)
 {
-        return k->n_timed > 0 && isfinite(k->total_ns) && k->total_ns > 0 ? llround(k->total_ns * 1000.0) : 0;
+        return k->n_timed > 0 && isfinite(k->total_ns) && k->total_ns > 0 ? llround(k->total_ns * 1000.0)
+                                                                          : 0;
 }
 
 static double us(int64_t ps)
@@ -28,7 +29,7 @@ static double us(int64_t ps)
 int mx_dprof_workload_check(json_t *w, char **reterr)
 {
         json_t *t = json_object_get(w, "tokens");
-        static const char *const ints[] = { "requests", "prompt_tokens", "output_tokens" };
+        static const char *const ints[] = {"requests", "prompt_tokens", "output_tokens"};
 
         if (!json_is_object(w))
                 return mx_reterr(reterr, -EINVAL, "the workload is not a JSON object");
@@ -52,8 +53,8 @@ static char *workload_which(json_t *w)
 
         if (which)
                 return xstrdup(which);
-        return xasprintf("decode tokens of %" JSON_INTEGER_FORMAT " request%s of prompt %" JSON_INTEGER_FORMAT
-                         ", output %" JSON_INTEGER_FORMAT,
+        return xasprintf("decode tokens of %" JSON_INTEGER_FORMAT
+                         " request%s of prompt %" JSON_INTEGER_FORMAT ", output %" JSON_INTEGER_FORMAT,
                          json_integer_value(json_object_get(w, "requests")),
                          json_integer_value(json_object_get(w, "requests")) == 1 ? "" : "s",
                          json_integer_value(json_object_get(w, "prompt_tokens")),
@@ -76,11 +77,12 @@ static json_t *per_token(double v, double tokens)
 
 static json_t *kernel_json(const struct kagg *a, const struct mx_kcat *c, int64_t total, double tokens)
 {
-        return json_pack("{s:s,s:s,s:I,s:f,s:o,s:f,s:o,s:o}", "name", a->k->name, "category",
-                         mx_kcat_name(c, a->cat), "calls", (json_int_t)a->k->instances, "total_us", us(a->ps),
-                         "avg_us", a->k->n_timed ? json_real(us(a->ps) / (double)a->k->n_timed) : json_null(),
-                         "time_pct", total > 0 ? 100.0 * (double)a->ps / (double)total : 0.0, "calls_per_token",
-                         per_token((double)a->k->instances, tokens), "us_per_token", per_token(us(a->ps), tokens));
+        return json_pack(
+                "{s:s,s:s,s:I,s:f,s:o,s:f,s:o,s:o}", "name", a->k->name, "category", mx_kcat_name(c, a->cat),
+                "calls", (json_int_t)a->k->instances, "total_us", us(a->ps), "avg_us",
+                a->k->n_timed ? json_real(us(a->ps) / (double)a->k->n_timed) : json_null(), "time_pct",
+                total > 0 ? 100.0 * (double)a->ps / (double)total : 0.0, "calls_per_token",
+                per_token((double)a->k->instances, tokens), "us_per_token", per_token(us(a->ps), tokens));
 }
 
 json_t *mx_dprof_analyse(const struct mx_kcat *c, const struct mx_profreport *r, json_t *workload,
@@ -104,7 +106,7 @@ json_t *mx_dprof_analyse(const struct mx_kcat *c, const struct mx_profreport *r,
                 const struct mx_profreport_kernel *k = &r->kernels[i];
                 struct cagg *ca;
 
-                ks[i] = (struct kagg){ .k = k, .cat = mx_kcat_classify(c, k->name), .ps = kernel_ps(k) };
+                ks[i] = (struct kagg){.k = k, .cat = mx_kcat_classify(c, k->name), .ps = kernel_ps(k)};
                 ca = &cs[ks[i].cat];
                 ca->ps += ks[i].ps;
                 ca->calls += k->instances;
@@ -120,9 +122,9 @@ json_t *mx_dprof_analyse(const struct mx_kcat *c, const struct mx_profreport *r,
                 if (ca->calls == 0 && i + 1 < nc)
                         continue;
                 json_array_append_new(
-                        cats, json_pack("{s:s,s:f,s:f,s:o,s:I,s:o,s:o,s:I}", "name", mx_kcat_name(c, i), "time_pct",
-                                        total > 0 ? 100.0 * (double)ca->ps / (double)total : 0.0, "total_us",
-                                        us(ca->ps), "avg_us",
+                        cats, json_pack("{s:s,s:f,s:f,s:o,s:I,s:o,s:o,s:I}", "name", mx_kcat_name(c, i),
+                                        "time_pct", total > 0 ? 100.0 * (double)ca->ps / (double)total : 0.0,
+                                        "total_us", us(ca->ps), "avg_us",
                                         ca->timed ? json_real(us(ca->ps) / (double)ca->timed) : json_null(),
                                         "calls", (json_int_t)ca->calls, "calls_per_token",
                                         per_token((double)ca->calls, tokens), "us_per_token",
@@ -136,11 +138,12 @@ json_t *mx_dprof_analyse(const struct mx_kcat *c, const struct mx_profreport *r,
                         json_array_append_new(other, kernel_json(&ks[i], c, total, tokens));
         }
         o = json_pack("{s:s,s:I,s:I,s:I,s:f,s:f,s:o,s:s?,s:O?,s:s?,s:o,s:o,s:o}", "format",
-                      mx_profreport_format_to_string(r->format), "kernels", (json_int_t)r->n_kernels, "launches",
-                      (json_int_t)r->n_launches, "timed_launches", (json_int_t)timed, "total_us", us(total),
-                      "categories_total_us", us(cat_total), "tokens", tokens > 0 ? json_real(tokens) : json_null(),
-                      "which", which, "workload", tokens > 0 ? workload : NULL, "per_token_why",
-                      tokens > 0 ? NULL : why, "categories", cats, "top_other", other, "top_kernels", top);
+                      mx_profreport_format_to_string(r->format), "kernels", (json_int_t)r->n_kernels,
+                      "launches", (json_int_t)r->n_launches, "timed_launches", (json_int_t)timed, "total_us",
+                      us(total), "categories_total_us", us(cat_total), "tokens",
+                      tokens > 0 ? json_real(tokens) : json_null(), "which", which, "workload",
+                      tokens > 0 ? workload : NULL, "per_token_why", tokens > 0 ? NULL : why, "categories",
+                      cats, "top_other", other, "top_kernels", top);
         return o;
 }
 
@@ -170,7 +173,8 @@ static json_t *diff_row(json_t *f, json_t *b, const char *name, bool per_tok)
         json_t *o = json_pack("{s:s}", "name", name);
 
         if (per_tok) {
-                json_object_set_new(o, "d_us_per_token", json_real(num(f, "us_per_token") - num(b, "us_per_token")));
+                json_object_set_new(o, "d_us_per_token",
+                                    json_real(num(f, "us_per_token") - num(b, "us_per_token")));
                 json_object_set_new(o, "d_calls_per_token",
                                     json_real(num(f, "calls_per_token") - num(b, "calls_per_token")));
                 json_object_set_new(o, "us_per_token", json_real(num(f, "us_per_token")));
@@ -187,14 +191,16 @@ static const char *diff_key(bool per_tok)
 
 static int by_abs_desc_us(const void *a, const void *b)
 {
-        double x = fabs(num(*(json_t *const *)a, "d_us_per_token")), y = fabs(num(*(json_t *const *)b, "d_us_per_token"));
+        double x = fabs(num(*(json_t *const *)a, "d_us_per_token")),
+               y = fabs(num(*(json_t *const *)b, "d_us_per_token"));
 
         return x < y ? 1 : x > y ? -1 : 0;
 }
 
 static int by_abs_desc_pct(const void *a, const void *b)
 {
-        double x = fabs(num(*(json_t *const *)a, "d_time_pct")), y = fabs(num(*(json_t *const *)b, "d_time_pct"));
+        double x = fabs(num(*(json_t *const *)a, "d_time_pct")),
+               y = fabs(num(*(json_t *const *)b, "d_time_pct"));
 
         return x < y ? 1 : x > y ? -1 : 0;
 }
@@ -231,8 +237,11 @@ static char *diff_text(json_t *cats, bool per_tok)
                 if (fabs(d) < (per_tok ? 0.5 : 0.05))
                         continue;
                 snprintf(v, sizeof(v), per_tok ? "%.0f" : "%.1f", fabs(d));
-                mx_buf_printf(&b, "%s%s %s%s%s", n ? ", " : "", json_string_value(json_object_get(row, "name")),
-                              d < 0 ? "\u2212" : "+", v, n ? "" : per_tok ? " \u03bcs/token" : " points of decode time");
+                mx_buf_printf(&b, "%s%s %s%s%s", n ? ", " : "",
+                              json_string_value(json_object_get(row, "name")), d < 0 ? "\u2212" : "+", v,
+                              n         ? ""
+                              : per_tok ? " \u03bcs/token"
+                                        : " points of decode time");
                 n++;
         }
         return n ? mx_buf_steal(&b) : xstrdup("no category changed");
@@ -244,8 +253,8 @@ json_t *mx_dprof_diff(json_t *feature, json_t *baseline)
                        json_is_number(json_object_get(baseline, "tokens"));
         json_t *cats = json_array(), *kernels = json_array(), *v;
         _cleanup_free_ char *text = NULL;
-        const char *lists[] = { "categories", "top_kernels" };
-        json_t *out[] = { cats, kernels };
+        const char *lists[] = {"categories", "top_kernels"};
+        json_t *out[] = {cats, kernels};
         size_t i;
 
         for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
@@ -266,11 +275,12 @@ json_t *mx_dprof_diff(json_t *feature, json_t *baseline)
         cats = sorted(cats, per_tok, SIZE_MAX, false);
         kernels = sorted(kernels, per_tok, MX_DPROF_TOP_DIFF, true);
         text = diff_text(cats, per_tok);
-        return json_pack("{s:b,s:s?,s:o,s:o,s:s}", "per_token", per_tok, "why",
-                         per_tok ? NULL
-                                 : "per-token figures are not measured on both runs: the change is in points of "
-                                   "decode time (Time %)",
-                         "categories", cats, "kernels", kernels, "text", text);
+        return json_pack(
+                "{s:b,s:s?,s:o,s:o,s:s}", "per_token", per_tok, "why",
+                per_tok ? NULL
+                        : "per-token figures are not measured on both runs: the change is in points of "
+                          "decode time (Time %)",
+                "categories", cats, "kernels", kernels, "text", text);
 }
 
 /* ---- decision rules ---- */
@@ -289,10 +299,10 @@ json_t *mx_dprof_rules(const struct mx_matrix *m, json_t *table)
                         share += num(find_named(json_object_get(table, "categories"),
                                                 d->cats[k] < n_defs ? defs[d->cats[k]].name : MX_KCAT_OTHER),
                                      "time_pct");
-                json_array_append_new(out, json_pack("{s:s,s:s,s:s?,s:f,s:s}", "when", d->when, "then", d->then,
-                                                      "note", d->note, "share_pct", share, "verdict",
-                                                      mx_gate_op_holds(d->op, share, d->pct) ? "holds"
-                                                                                            : "does-not-hold"));
+                json_array_append_new(
+                        out, json_pack("{s:s,s:s,s:s?,s:f,s:s}", "when", d->when, "then", d->then, "note",
+                                       d->note, "share_pct", share, "verdict",
+                                       mx_gate_op_holds(d->op, share, d->pct) ? "holds" : "does-not-hold"));
         }
         return out;
 }
@@ -312,7 +322,7 @@ static bool has_reason(json_t *run, const char *reason)
 
 json_t *mx_dprof_job(const struct mx_matrix *m, json_t *runs)
 {
-        static const char *const reasons[] = { "baseline", "feature-off" };
+        static const char *const reasons[] = {"baseline", "feature-off"};
         json_t *base = NULL, *run;
         size_t i;
 
@@ -331,6 +341,6 @@ json_t *mx_dprof_job(const struct mx_matrix *m, json_t *runs)
                 if (base && run != base && json_object_get(base, "table"))
                         json_object_set_new(run, "diff", mx_dprof_diff(t, json_object_get(base, "table")));
         }
-        return json_pack("{s:O,s:O,s:s}", "baseline_run", base ? json_object_get(base, "run") : json_null(), "runs",
-                         runs, "categories_from", m && m->has_kcats ? "matrix" : "builtin");
+        return json_pack("{s:O,s:O,s:s}", "baseline_run", base ? json_object_get(base, "run") : json_null(),
+                         "runs", runs, "categories_from", m && m->has_kcats ? "matrix" : "builtin");
 }

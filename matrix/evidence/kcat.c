@@ -3,7 +3,7 @@
 
 #include "kgate.h"
 
-#define P(...) ((char *[]){ __VA_ARGS__, NULL })
+#define P(...) ((char *[]){__VA_ARGS__, NULL})
 
 /*
  * The built-in list. Order matters (the first match wins): MoE kernels before
@@ -14,33 +14,27 @@
  * (tests/fixtures/device/real/ncu).
  */
 static const struct mx_kcat_def builtin[] = {
-        { "MoE GEMM",
-          P("*grouped_gemm*", "re:[Mm]arlin", "*fused_moe_kernel*", "*_matmul_ogs_*", "re:^bmm_.*E2m1",
-            "*MoeFCGemm*", "*moe_gemm*", "mul_mat_vec_q_moe*") },
-        { "MoE routing",
-          P("*topkGating*", "*topk_moe*", "*moe_align*", "*expandInputRows*", "*finalizeMoeRouting*",
-            "*moe_sum*", "*mm_ids_helper*", "*argsort*", "add_id_kernel*", "*count_and_sort_expert*") },
-        { "Sampling",
-          P("*SoftMaxForward*", "*sampling*", "*Sampling*", "*argmax*", "*top_k_top_p*", "*multinomial*",
-            "*gumbel*") },
-        { "Attention",
-          P("*flash_attn*", "*flash_fwd*", "*BatchPrefill*", "*BatchDecode*", "*SinglePrefill*",
-            "*SingleDecode*", "*MergeState*", "*unified_attention*", "*paged_attention*", "*fmha*",
-            "*attention_kernel*", "soft_max*") },
-        { "Quantization",
-          P("*quantize*", "*quant_kernel*", "*fp8_quant*", "*fp4_quant*", "*dequant*") },
-        { "GEMV", P("*gemv*", "mul_mat_vec*") },
-        { "GEMM",
-          P("*gemm*", "*Gemm*", "nvjet_*", "*xmma*", "mul_mat_q*", "mul_mat_f*", "*cutlass*", "*cublas*") },
-        { "Norm", P("*rms_norm*", "*RMSNorm*", "*layer_norm*", "*layernorm*", "*LayerNorm*", "norm_f32*",
-                    "*group_norm*", "*l2_norm*") },
-        { "RoPE", P("*rotary*", "*rope_*") },
-        { "Activation", P("*silu*", "*swiglu*", "*gelu*", "*_and_mul*", "*geglu*") },
-        { "Memory copy",
-          P("*get_rows*", "*set_rows*", "cpy_*", "*k_cpy*", "*concat*", "*Copy*", "*copy*",
-            "*reshape_and_cache*", "*memcpy*", "*gather*") },
-        { "Elementwise",
-          P("*k_bin_bcast*", "*elementwise*", "*scale_f32*", "*unary*", "*fill*", "*reduce*") },
+        {"MoE GEMM", P("*grouped_gemm*", "re:[Mm]arlin", "*fused_moe_kernel*", "*_matmul_ogs_*",
+                       "re:^bmm_.*E2m1", "*MoeFCGemm*", "*moe_gemm*", "mul_mat_vec_q_moe*")},
+        {"MoE routing",
+         P("*topkGating*", "*topk_moe*", "*moe_align*", "*expandInputRows*", "*finalizeMoeRouting*",
+           "*moe_sum*", "*mm_ids_helper*", "*argsort*", "add_id_kernel*", "*count_and_sort_expert*")},
+        {"Sampling", P("*SoftMaxForward*", "*sampling*", "*Sampling*", "*argmax*", "*top_k_top_p*",
+                       "*multinomial*", "*gumbel*")},
+        {"Attention", P("*flash_attn*", "*flash_fwd*", "*BatchPrefill*", "*BatchDecode*", "*SinglePrefill*",
+                        "*SingleDecode*", "*MergeState*", "*unified_attention*", "*paged_attention*",
+                        "*fmha*", "*attention_kernel*", "soft_max*")},
+        {"Quantization", P("*quantize*", "*quant_kernel*", "*fp8_quant*", "*fp4_quant*", "*dequant*")},
+        {"GEMV", P("*gemv*", "mul_mat_vec*")},
+        {"GEMM",
+         P("*gemm*", "*Gemm*", "nvjet_*", "*xmma*", "mul_mat_q*", "mul_mat_f*", "*cutlass*", "*cublas*")},
+        {"Norm", P("*rms_norm*", "*RMSNorm*", "*layer_norm*", "*layernorm*", "*LayerNorm*", "norm_f32*",
+                   "*group_norm*", "*l2_norm*")},
+        {"RoPE", P("*rotary*", "*rope_*")},
+        {"Activation", P("*silu*", "*swiglu*", "*gelu*", "*_and_mul*", "*geglu*")},
+        {"Memory copy", P("*get_rows*", "*set_rows*", "cpy_*", "*k_cpy*", "*concat*", "*Copy*", "*copy*",
+                          "*reshape_and_cache*", "*memcpy*", "*gather*")},
+        {"Elementwise", P("*k_bin_bcast*", "*elementwise*", "*scale_f32*", "*unary*", "*fill*", "*reduce*")},
 };
 
 void mx_kcat_def_done(struct mx_kcat_def *d)
@@ -99,7 +93,8 @@ int mx_kcat_new(const struct mx_kcat_def *defs, size_t n, struct mx_kcat **ret, 
                 c->n = i + 1;
                 k->name = xstrdup(defs[i].name);
                 if (np > MX_KCAT_PATTERNS_MAX)
-                        return mx_reterr(reterr, -E2BIG, "category '%s': %zu patterns, more than the limit of %d",
+                        return mx_reterr(reterr, -E2BIG,
+                                         "category '%s': %zu patterns, more than the limit of %d",
                                          defs[i].name, np, MX_KCAT_PATTERNS_MAX);
                 k->pats = xcalloc(MX_MAX(np, 1), sizeof(*k->pats));
                 k->texts = strv_copy(defs[i].patterns);

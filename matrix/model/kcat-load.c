@@ -47,12 +47,14 @@ static int string_member(const struct mx_matrix *m, json_t *obj, const char *key
 
         *ret = NULL;
         if (!v)
-                return required ? mx_matrix_error_at(m, obj, NULL, reterr, "missing required key '%s'", key) : 0;
+                return required ? mx_matrix_error_at(m, obj, NULL, reterr, "missing required key '%s'", key)
+                                : 0;
         if (!json_is_string(v) || json_string_length(v) == 0)
                 return mx_matrix_error_at(m, obj, key, reterr, "expected a non-empty string, got %s",
                                           mx_json_kind(v));
         if (json_string_length(v) > max)
-                return mx_matrix_error_at(m, obj, key, reterr, "string of %zu bytes is longer than the limit of %zu",
+                return mx_matrix_error_at(m, obj, key, reterr,
+                                          "string of %zu bytes is longer than the limit of %zu",
                                           json_string_length(v), max);
         *ret = xstrdup(json_string_value(v));
         return 0;
@@ -60,7 +62,7 @@ static int string_member(const struct mx_matrix *m, json_t *obj, const char *key
 
 static int load_category(const struct mx_matrix *m, json_t *node, struct mx_kcat_def *d, char **reterr)
 {
-        static const char *const keys[] = { "name", "patterns", NULL };
+        static const char *const keys[] = {"name", "patterns", NULL};
         json_t *pats, *p;
         size_t i;
         int r;
@@ -72,22 +74,26 @@ static int load_category(const struct mx_matrix *m, json_t *node, struct mx_kcat
         if (r < 0)
                 return r;
         if (streq(d->name, MX_KCAT_OTHER) || strchr(d->name, '+') || strpbrk(d->name, "<>%"))
-                return mx_matrix_error_at(m, node, "name", reterr,
-                                          "'%s' cannot name a category ('other' is what no category matches; "
-                                          "'+', '<', '>' and '%%' belong to decision rules)",
-                                          d->name);
+                return mx_matrix_error_at(
+                        m, node, "name", reterr,
+                        "'%s' cannot name a category ('other' is what no category matches; "
+                        "'+', '<', '>' and '%%' belong to decision rules)",
+                        d->name);
         pats = json_object_get(node, "patterns");
         if (!json_is_array(pats) || json_array_size(pats) == 0)
-                return mx_matrix_error_at(m, node, pats ? "patterns" : NULL, reterr,
-                                          "a kernel category needs 'patterns', a non-empty array of strings");
+                return mx_matrix_error_at(
+                        m, node, pats ? "patterns" : NULL, reterr,
+                        "a kernel category needs 'patterns', a non-empty array of strings");
         if (json_array_size(pats) > MX_KCAT_PATTERNS_MAX)
-                return mx_matrix_error_at(m, node, "patterns", reterr, "%zu patterns, more than the limit of %d",
-                                          json_array_size(pats), MX_KCAT_PATTERNS_MAX);
+                return mx_matrix_error_at(m, node, "patterns", reterr,
+                                          "%zu patterns, more than the limit of %d", json_array_size(pats),
+                                          MX_KCAT_PATTERNS_MAX);
         json_array_foreach (pats, i, p) {
                 _cleanup_free_ char *e = NULL;
 
                 if (!json_is_string(p))
-                        return err_index(m, pats, i, reterr, "a pattern is a string, got %s", mx_json_kind(p));
+                        return err_index(m, pats, i, reterr, "a pattern is a string, got %s",
+                                         mx_json_kind(p));
                 if (mx_kgate_pattern_check(json_string_value(p), &e) < 0)
                         return err_index(m, pats, i, reterr, "%s", e);
                 strv_push(&d->patterns, json_string_value(p));
@@ -104,8 +110,8 @@ static int load_categories(struct mx_matrix *m, char **reterr)
         if (!list)
                 return 0;
         if (!json_is_array(list))
-                return mx_matrix_error_at(m, m->root, "kernel_categories", reterr, "expected an array, got %s",
-                                          mx_json_kind(list));
+                return mx_matrix_error_at(m, m->root, "kernel_categories", reterr,
+                                          "expected an array, got %s", mx_json_kind(list));
         if (json_array_size(list) > MX_KCAT_MAX)
                 return mx_matrix_error_at(m, m->root, "kernel_categories", reterr,
                                           "%zu categories, more than the limit of %d", json_array_size(list),
@@ -123,7 +129,8 @@ static int load_categories(struct mx_matrix *m, char **reterr)
                 for (size_t k = 0; k < i; k++)
                         if (streq(m->kcats[k].name, m->kcats[i].name))
                                 return mx_matrix_error_at(m, c, "name", reterr,
-                                                          "category '%s' is declared twice", m->kcats[i].name);
+                                                          "category '%s' is declared twice",
+                                                          m->kcats[i].name);
         }
         return 0;
 }
@@ -150,8 +157,9 @@ static char *trimmed(const char *s, size_t n)
 int mx_drule_parse_when(const struct mx_kcat_def *defs, size_t n_defs, const char *when, size_t **ret_cats,
                         size_t *ret_n_cats, enum mx_gate_op *ret_op, double *ret_pct, char **reterr)
 {
-        static const char *const hint = "write 'CATEGORY [+ CATEGORY ...] OP PERCENT%', e.g. 'MoE GEMM + MoE "
-                                        "routing > 50%' (OP one of <, <=, >, >=)";
+        static const char *const hint =
+                "write 'CATEGORY [+ CATEGORY ...] OP PERCENT%', e.g. 'MoE GEMM + MoE "
+                "routing > 50%' (OP one of <, <=, >, >=)";
         _cleanup_free_ size_t *cats = NULL;
         _cleanup_free_ char *num = NULL;
         const char *op = strpbrk(when, "<>"), *p, *rest;
@@ -172,8 +180,9 @@ int mx_drule_parse_when(const struct mx_kcat_def *defs, size_t n_defs, const cha
         errno = 0;
         pct = strtod(num, &end);
         if (end == num || errno != 0 || !isfinite(pct) || strcmp(end, "%") != 0 || pct < 0 || pct > 100)
-                return mx_reterr(reterr, -EINVAL, "'%s': '%s' is not a share of decode time from 0%% to 100%%: %s",
-                                 when, num, hint);
+                return mx_reterr(reterr, -EINVAL,
+                                 "'%s': '%s' is not a share of decode time from 0%% to 100%%: %s", when, num,
+                                 hint);
         for (p = when; p < op;) {
                 const char *plus = memchr(p, '+', (size_t)(op - p));
                 const char *stop = plus ? plus : op;
@@ -187,8 +196,9 @@ int mx_drule_parse_when(const struct mx_kcat_def *defs, size_t n_defs, const cha
 
                         for (size_t j = 0; j < n_defs; j++)
                                 mx_buf_printf(&known, "%s%s", j ? ", " : "", defs[j].name);
-                        return mx_reterr(reterr, -EINVAL, "'%s': '%s' is not a kernel category (categories: %s, %s)",
-                                         when, name, known.data ?: "", MX_KCAT_OTHER);
+                        return mx_reterr(reterr, -EINVAL,
+                                         "'%s': '%s' is not a kernel category (categories: %s, %s)", when,
+                                         name, known.data ?: "", MX_KCAT_OTHER);
                 }
                 for (size_t j = 0; j < n; j++)
                         if (cats[j] == k)
@@ -205,7 +215,7 @@ int mx_drule_parse_when(const struct mx_kcat_def *defs, size_t n_defs, const cha
 
 static int load_rules(struct mx_matrix *m, char **reterr)
 {
-        static const char *const keys[] = { "when", "then", "note", NULL };
+        static const char *const keys[] = {"when", "then", "note", NULL};
         json_t *list = json_object_get(m->root, "decision_rules"), *d;
         const struct mx_kcat_def *defs;
         size_t i, n_defs;
@@ -240,8 +250,8 @@ static int load_rules(struct mx_matrix *m, char **reterr)
                         r = string_member(m, d, "note", false, MX_MATRIX_MAX_STRING, &dr->note, reterr);
                 if (r < 0)
                         return r;
-                if (mx_drule_parse_when(defs, n_defs, dr->when, &dr->cats, &dr->n_cats, &dr->op, &dr->pct, &e) <
-                    0)
+                if (mx_drule_parse_when(defs, n_defs, dr->when, &dr->cats, &dr->n_cats, &dr->op, &dr->pct,
+                                        &e) < 0)
                         return mx_matrix_error_at(m, d, "when", reterr, "%s", e);
         }
         return 0;

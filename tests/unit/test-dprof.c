@@ -73,9 +73,10 @@ static void check_sums(const struct mx_kcat *c, const struct mx_profreport *r, j
         ASSERT_TRUE(fabs(pct - 100.0) < 1e-9);
         ASSERT_TRUE(fabs(total_us - json_number_value(json_object_get(t, "total_us"))) < 1e-6);
         /* "other" is always the last row */
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(json_object_get(t, "categories"),
-                                                                      json_array_size(json_object_get(t, "categories")) - 1),
-                                                       "name")),
+        ASSERT_STREQ(json_string_value(json_object_get(
+                             json_array_get(json_object_get(t, "categories"),
+                                            json_array_size(json_object_get(t, "categories")) - 1),
+                             "name")),
                      "other");
 }
 
@@ -99,14 +100,15 @@ static uint64_t instances_matching(const struct mx_profreport *r, const char *co
  */
 TEST(llama_cuda_ncu_raw)
 {
-        _cleanup_(mx_profreport_freep) struct mx_profreport *r = parse_fixture(
-                "tests/fixtures/device/real/ncu/kernels-r1-raw.csv");
+        _cleanup_(mx_profreport_freep) struct mx_profreport *r =
+                parse_fixture("tests/fixtures/device/real/ncu/kernels-r1-raw.csv");
         _cleanup_(mx_kcat_freep) struct mx_kcat *c = builtin();
-        _cleanup_json_ json_t *w = json_pack("{s:i,s:i,s:i,s:i,s:s}", "tokens", 15, "requests", 1, "prompt_tokens", 13,
-                                             "output_tokens", 16, "which", "decode steps of L1's completion");
+        _cleanup_json_ json_t *w =
+                json_pack("{s:i,s:i,s:i,s:i,s:s}", "tokens", 15, "requests", 1, "prompt_tokens", 13,
+                          "output_tokens", 16, "which", "decode steps of L1's completion");
         _cleanup_json_ json_t *t = mx_dprof_analyse(c, r, w, NULL);
-        static const char *const attn[] = { "flash_attn", "soft_max", NULL };
-        static const char *const routing[] = { "topk_moe", "argsort", "mm_ids_helper", "add_id_kernel", NULL };
+        static const char *const attn[] = {"flash_attn", "soft_max", NULL};
+        static const char *const routing[] = {"topk_moe", "argsort", "mm_ids_helper", "add_id_kernel", NULL};
         json_t *a;
 
         ASSERT_EQ(r->format, MX_PROFREPORT_NCU_RAW);
@@ -131,13 +133,15 @@ TEST(llama_cuda_ncu_raw)
         /* the model's graph: attention and expert selection run once per layer (4) in every pass */
         ASSERT_EQ(json_integer_value(json_object_get(category(t, "Attention"), "calls")) % 4, 0);
         ASSERT_EQ(json_integer_value(json_object_get(category(t, "MoE routing"), "calls")) % 4, 0);
-        ASSERT_TRUE(fabs(json_number_value(json_object_get(category(t, "MoE routing"), "calls_per_token")) - 8.0) < 1e-9);
+        ASSERT_TRUE(fabs(json_number_value(json_object_get(category(t, "MoE routing"), "calls_per_token")) -
+                         8.0) < 1e-9);
 }
 
 /* A real ncu details page and per-kernel summary (H200, PyTorch): sums hold; the softmax is "Sampling". */
 TEST(h200_ncu_details_and_summary)
 {
-        const char *files[] = { "tests/fixtures/gpu-h200/ncu-details.csv", "tests/fixtures/gpu-h200/ncu-summary.csv" };
+        const char *files[] = {"tests/fixtures/gpu-h200/ncu-details.csv",
+                               "tests/fixtures/gpu-h200/ncu-summary.csv"};
         _cleanup_(mx_kcat_freep) struct mx_kcat *c = builtin();
 
         for (size_t f = 0; f < ELEMENTSOF(files); f++) {
@@ -149,17 +153,20 @@ TEST(h200_ncu_details_and_summary)
                 ASSERT_NOT_NULL(category(t, "Sampling"));
                 ASSERT_TRUE(json_is_null(json_object_get(t, "tokens")));
                 ASSERT_TRUE(json_is_null(json_object_get(category(t, "Activation"), "us_per_token")));
-                ASSERT_STREQ(json_string_value(json_object_get(t, "per_token_why")), "no workload in this test");
+                ASSERT_STREQ(json_string_value(json_object_get(t, "per_token_why")),
+                             "no workload in this test");
         }
 }
 
-/* Seed 004's nsys table: MoE 2 GEMMs a layer (60 layers), GEMV calls a token, the triton kernel uncategorised. */
+/* Seed 004's nsys table: MoE 2 GEMMs a layer (60 layers), GEMV calls a token, the triton kernel
+ * uncategorised. */
 TEST(nsys_kern_sum_seed004)
 {
-        _cleanup_(mx_profreport_freep) struct mx_profreport *r = parse_fixture("tests/fixtures/nsys/seed004-kern-sum.csv");
+        _cleanup_(mx_profreport_freep) struct mx_profreport *r =
+                parse_fixture("tests/fixtures/nsys/seed004-kern-sum.csv");
         _cleanup_(mx_kcat_freep) struct mx_kcat *c = builtin();
-        _cleanup_json_ json_t *w = json_pack("{s:i,s:i,s:i,s:i}", "tokens", 105, "requests", 1, "prompt_tokens", 2048,
-                                             "output_tokens", 106);
+        _cleanup_json_ json_t *w = json_pack("{s:i,s:i,s:i,s:i}", "tokens", 105, "requests", 1,
+                                             "prompt_tokens", 2048, "output_tokens", 106);
         _cleanup_json_ json_t *t = mx_dprof_analyse(c, r, w, NULL);
         json_t *moe = category(t, "MoE GEMM"), *gemv = category(t, "GEMV"), *other;
 
@@ -167,8 +174,10 @@ TEST(nsys_kern_sum_seed004)
         check_sums(c, r, t);
         ASSERT_TRUE(fabs(json_number_value(json_object_get(moe, "calls_per_token")) - 120.0) < 1e-9);
         ASSERT_TRUE(fabs(json_number_value(json_object_get(moe, "avg_us")) - (266.0 + 115.0) / 2) < 1e-9);
-        ASSERT_TRUE(fabs(json_number_value(json_object_get(gemv, "calls_per_token")) - (12312.0 + 6331) / 105) < 1e-9);
-        ASSERT_TRUE(fabs(json_number_value(json_object_get(moe, "us_per_token")) - 6300.0 * (266 + 115) / 105) < 1e-6);
+        ASSERT_TRUE(fabs(json_number_value(json_object_get(gemv, "calls_per_token")) -
+                         (12312.0 + 6331) / 105) < 1e-9);
+        ASSERT_TRUE(fabs(json_number_value(json_object_get(moe, "us_per_token")) -
+                         6300.0 * (266 + 115) / 105) < 1e-6);
         ASSERT_STREQ(json_string_value(json_object_get(t, "which")),
                      "decode tokens of 1 request of prompt 2048, output 106");
         other = json_array_get(json_object_get(t, "top_other"), 0);
@@ -185,7 +194,8 @@ TEST(nsys_kern_sum_seed004)
 TEST(nsys_gpu_trace)
 {
         static const char csv[] =
-                "Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),DymSMem (MB),"
+                "Start (ns),Duration (ns),CorrId,GrdX,GrdY,GrdZ,BlkX,BlkY,BlkZ,Reg/Trd,StcSMem (MB),DymSMem "
+                "(MB),"
                 "Bytes (MB),Throughput (MB/s),SrcMemKd,DstMemKd,Device,Ctx,GreenCtx,Strm,Name\n"
                 "100,1000,1,1,1,1,1,1,1,32,0,0,,,,,0,1,,7,gemv_fp4_blockscaled_kernel\n"
                 "2000,3000,2,1,1,1,1,1,1,32,0,0,,,,,0,1,,7,cutlass_sm120_mxf4_grouped_gemm\n"
@@ -200,17 +210,22 @@ TEST(nsys_gpu_trace)
         t = mx_dprof_analyse(c, r, w, NULL);
         check_sums(c, r, t);
         ASSERT_TRUE(fabs(json_number_value(json_object_get(t, "total_us")) - 5.0) < 1e-12);
-        ASSERT_TRUE(fabs(json_number_value(json_object_get(category(t, "GEMV"), "calls_per_token")) - 1.0) < 1e-12);
-        ASSERT_TRUE(fabs(json_number_value(json_object_get(category(t, "MoE GEMM"), "time_pct")) - 60.0) < 1e-9);
+        ASSERT_TRUE(fabs(json_number_value(json_object_get(category(t, "GEMV"), "calls_per_token")) - 1.0) <
+                    1e-12);
+        ASSERT_TRUE(fabs(json_number_value(json_object_get(category(t, "MoE GEMM"), "time_pct")) - 60.0) <
+                    1e-9);
 }
 
 /* A feature that halves the MoE GEMMs against its baseline: the diff's text and rows. */
 TEST(diff_text)
 {
-        _cleanup_(mx_profreport_freep) struct mx_profreport *r = parse_fixture("tests/fixtures/nsys/seed004-kern-sum.csv");
-        _cleanup_(mx_profreport_freep) struct mx_profreport *f = parse_fixture("tests/fixtures/nsys/seed004-kern-sum.csv");
+        _cleanup_(mx_profreport_freep) struct mx_profreport *r =
+                parse_fixture("tests/fixtures/nsys/seed004-kern-sum.csv");
+        _cleanup_(mx_profreport_freep) struct mx_profreport *f =
+                parse_fixture("tests/fixtures/nsys/seed004-kern-sum.csv");
         _cleanup_(mx_kcat_freep) struct mx_kcat *c = builtin();
-        _cleanup_json_ json_t *w = json_pack("{s:i}", "tokens", 105), *tb = NULL, *tf = NULL, *d = NULL, *nd = NULL;
+        _cleanup_json_ json_t *w = json_pack("{s:i}", "tokens", 105), *tb = NULL, *tf = NULL, *d = NULL,
+                              *nd = NULL;
         json_t *row;
 
         for (size_t k = 0; k < f->n_kernels; k++)
@@ -222,16 +237,18 @@ TEST(diff_text)
         ASSERT_TRUE(json_is_true(json_object_get(d, "per_token")));
         row = json_array_get(json_object_get(d, "categories"), 0);
         ASSERT_STREQ(json_string_value(json_object_get(row, "name")), "MoE GEMM");
-        ASSERT_TRUE(fabs(json_number_value(json_object_get(row, "d_us_per_token")) + 6300.0 * (266 + 115) / 2 / 105) <
-                    1e-6);
+        ASSERT_TRUE(fabs(json_number_value(json_object_get(row, "d_us_per_token")) +
+                         6300.0 * (266 + 115) / 2 / 105) < 1e-6);
         ASSERT_TRUE(fabs(json_number_value(json_object_get(row, "d_calls_per_token"))) < 1e-12);
         ASSERT_STREQ(json_string_value(json_object_get(d, "text")), "MoE GEMM \u221211430 \u03bcs/token");
         /* only the kernels that changed: FC1 and FC2 */
         ASSERT_EQ(json_array_size(json_object_get(d, "kernels")), 2u);
-        ASSERT_CONTAINS(json_string_value(json_object_get(json_array_get(json_object_get(d, "kernels"), 0), "name")),
-                        "fc1_swiglu");
-        ASSERT_CONTAINS(json_string_value(json_object_get(json_array_get(json_object_get(d, "kernels"), 1), "name")),
-                        "grouped_gemm");
+        ASSERT_CONTAINS(
+                json_string_value(json_object_get(json_array_get(json_object_get(d, "kernels"), 0), "name")),
+                "fc1_swiglu");
+        ASSERT_CONTAINS(
+                json_string_value(json_object_get(json_array_get(json_object_get(d, "kernels"), 1), "name")),
+                "grouped_gemm");
         /* without per-token figures on one side: points of Time % */
         json_object_set_new(tb, "tokens", json_null());
         nd = mx_dprof_diff(tf, tb);
@@ -241,7 +258,8 @@ TEST(diff_text)
 }
 
 static const char matrix_head[] = "{\"matrix\": 1, \"name\": \"m\", \"target\": {\"profile\": \"command\", "
-                                  "\"command\": [\"true\"]},\n\"axes\": [{\"name\": \"a\", \"values\": [{\"name\": \"x\"}]}], \"baseline\": {\"a\": \"x\"},\n";
+                                  "\"command\": [\"true\"]},\n\"axes\": [{\"name\": \"a\", \"values\": "
+                                  "[{\"name\": \"x\"}]}], \"baseline\": {\"a\": \"x\"},\n";
 
 static int load(const char *tail, struct mx_matrix **ret, char **err)
 {
@@ -253,7 +271,8 @@ static int load(const char *tail, struct mx_matrix **ret, char **err)
 TEST(matrix_categories_and_rules)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *m = NULL;
-        _cleanup_(mx_profreport_freep) struct mx_profreport *r = parse_fixture("tests/fixtures/nsys/seed004-kern-sum.csv");
+        _cleanup_(mx_profreport_freep) struct mx_profreport *r =
+                parse_fixture("tests/fixtures/nsys/seed004-kern-sum.csv");
         _cleanup_(mx_kcat_freep) struct mx_kcat *c = NULL;
         _cleanup_json_ json_t *t = NULL, *rules = NULL;
         const struct mx_kcat_def *defs;
@@ -272,9 +291,11 @@ TEST(matrix_categories_and_rules)
         rules = mx_dprof_rules(m, t);
         ASSERT_EQ(json_array_size(rules), 3u);
         /* MoE = FC1 + FC2 + expand = 29.0 + 12.5 + 2.0 % of this table: not over 50 */
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(rules, 0), "verdict")), "does-not-hold");
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(rules, 0), "verdict")),
+                     "does-not-hold");
         ASSERT_STREQ(json_string_value(json_object_get(json_array_get(rules, 1), "verdict")), "holds");
-        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(rules, 2), "verdict")), "does-not-hold");
+        ASSERT_STREQ(json_string_value(json_object_get(json_array_get(rules, 2), "verdict")),
+                     "does-not-hold");
         ASSERT_TRUE(fabs(json_number_value(json_object_get(json_array_get(rules, 0), "share_pct")) +
                          json_number_value(json_object_get(category(t, "GEMV"), "time_pct")) -
                          json_number_value(json_object_get(json_array_get(rules, 1), "share_pct"))) < 1e-9);
@@ -285,21 +306,23 @@ TEST(matrix_errors_have_positions)
         static const struct {
                 const char *tail, *want;
         } cases[] = {
-                { "\"decision_rules\": [{\"when\": \"MoE > 50%\", \"then\": \"x\"}]\n",
-                  "m.json:3:21: key 'decision_rules[0].when': 'MoE > 50%': 'MoE' is not a kernel category" },
-                { "\"decision_rules\": [{\"when\": \"GEMV 50%\", \"then\": \"x\"}]\n", "has no comparison" },
-                { "\"decision_rules\": [{\"when\": \"GEMV > 150%\", \"then\": \"x\"}]\n", "from 0% to 100%" },
-                { "\"decision_rules\": [{\"when\": \"GEMV > 5\", \"then\": \"x\"}]\n", "is not a share" },
-                { "\"decision_rules\": [{\"when\": \"GEMV > 5%\"}]\n", "missing required key 'then'" },
-                { "\"kernel_categories\": [{\"name\": \"A\", \"patterns\": [\"re:(\"]}]\n",
-                  "m.json:3:50: key 'kernel_categories[0].patterns[0]'" },
-                { "\"kernel_categories\": [{\"name\": \"other\", \"patterns\": [\"x\"]}]\n", "cannot name a category" },
-                { "\"kernel_categories\": [{\"name\": \"A\", \"patterns\": [\"x\"]}, {\"name\": \"A\", \"patterns\": "
-                  "[\"y\"]}]\n",
-                  "declared twice" },
-                { "\"kernel_categories\": [{\"name\": \"A\"}]\n", "needs 'patterns'" },
-                { "\"kernel_categories\": [{\"name\": \"A\", \"patterns\": [\"x\"], \"colour\": 1}]\n",
-                  "unknown key 'colour'" },
+                {"\"decision_rules\": [{\"when\": \"MoE > 50%\", \"then\": \"x\"}]\n",
+                 "m.json:3:21: key 'decision_rules[0].when': 'MoE > 50%': 'MoE' is not a kernel category"},
+                {"\"decision_rules\": [{\"when\": \"GEMV 50%\", \"then\": \"x\"}]\n", "has no comparison"},
+                {"\"decision_rules\": [{\"when\": \"GEMV > 150%\", \"then\": \"x\"}]\n", "from 0% to 100%"},
+                {"\"decision_rules\": [{\"when\": \"GEMV > 5\", \"then\": \"x\"}]\n", "is not a share"},
+                {"\"decision_rules\": [{\"when\": \"GEMV > 5%\"}]\n", "missing required key 'then'"},
+                {"\"kernel_categories\": [{\"name\": \"A\", \"patterns\": [\"re:(\"]}]\n",
+                 "m.json:3:50: key 'kernel_categories[0].patterns[0]'"},
+                {"\"kernel_categories\": [{\"name\": \"other\", \"patterns\": [\"x\"]}]\n",
+                 "cannot name a category"},
+                {"\"kernel_categories\": [{\"name\": \"A\", \"patterns\": [\"x\"]}, {\"name\": \"A\", "
+                 "\"patterns\": "
+                 "[\"y\"]}]\n",
+                 "declared twice"},
+                {"\"kernel_categories\": [{\"name\": \"A\"}]\n", "needs 'patterns'"},
+                {"\"kernel_categories\": [{\"name\": \"A\", \"patterns\": [\"x\"], \"colour\": 1}]\n",
+                 "unknown key 'colour'"},
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -323,12 +346,19 @@ TEST(shipped_gb10_rules)
         ASSERT_LE(3u, m->n_drules);
 }
 
-/* The capture's workload file: tokens required and positive, counts are counts; a bad one is not divided by. */
+/* The capture's workload file: tokens required and positive, counts are counts; a bad one is not divided by.
+ */
 TEST(workload_check)
 {
-        static const char *const bad[] = { "[]", "{}", "{\"tokens\": 0}", "{\"tokens\": -3}", "{\"tokens\": \"64\"}",
-                                           "{\"tokens\": 64, \"requests\": -1}", "{\"tokens\": 64, \"which\": 5}" };
-        _cleanup_(mx_profreport_freep) struct mx_profreport *r = parse_fixture("tests/fixtures/nsys/seed004-kern-sum.csv");
+        static const char *const bad[] = {"[]",
+                                          "{}",
+                                          "{\"tokens\": 0}",
+                                          "{\"tokens\": -3}",
+                                          "{\"tokens\": \"64\"}",
+                                          "{\"tokens\": 64, \"requests\": -1}",
+                                          "{\"tokens\": 64, \"which\": 5}"};
+        _cleanup_(mx_profreport_freep) struct mx_profreport *r =
+                parse_fixture("tests/fixtures/nsys/seed004-kern-sum.csv");
         _cleanup_(mx_kcat_freep) struct mx_kcat *c = builtin();
 
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
