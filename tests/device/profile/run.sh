@@ -10,7 +10,7 @@
 #   profile  llama-profile-ncu.json, feature four-layers: the 2-layer baseline run and the 4-layer
 #            run, each L1 (one completion of 16 tokens) and L1.5 under ncu; then the decode
 #            workload of each run (the decode steps of L1's completion) written beside its report
-#            as profile-workload.json, standing in for the capture of issue 18 item 1, and
+#            as profile-workload.json where the capture (issue 18 item 1) wrote none, and
 #            mxmatrix report analysis of the job (VLLM_BASELINE_ANALYSIS.md, the diff of 4 layers
 #            against 2)
 # Without ncu (this machine has no GPU) the profile phase runs the same job without the profiler,
@@ -101,7 +101,9 @@ profile() {
                 # samples it); the capture of issue 18 item 1 will write this file itself
                 tok=$(jq -r "$ra"' | .levels[] | select(.level == "L1") | .metrics.completion_tokens // empty' \
                         "$out/profile/show-r$r.json")
-                if [ -n "$tok" ] && [ "$tok" -gt 1 ]; then
+                if [ -e "$d/profile-workload.json" ]; then
+                        say "profile: r$r: the capture wrote its own profile-workload.json: $(jq -c . "$d/profile-workload.json")"
+                elif [ -n "$tok" ] && [ "$tok" -gt 1 ]; then
                         jq -n --argjson t "$tok" '{tokens: ($t - 1), requests: 1, output_tokens: $t,
                                 which: "decode steps of L1'"'"'s one completion of \($t) tokens (the first token comes from the prompt'"'"'s pass); the profile covers the server'"'"'s whole life, its prompt pass included"}' \
                                 >"$d/profile-workload.json"
