@@ -114,6 +114,36 @@ void output_criteria(json_t *c)
                                                              : "incomplete (see above: what is missing)");
 }
 
+/* Seed 001 Step 0.4's decision gate: the matrix's rules on the newest decode profile of a baseline run. */
+static void decision_rules(json_t *d)
+{
+        json_t *r;
+        size_t i;
+
+        if (json_array_size(json_object_get(d, "rules")) == 0)
+                return;
+        if (json_is_integer(json_object_get(d, "run")))
+                printf("\ndecision rules (seed 001 Step 0.4) on the decode profile of r%" JSON_INTEGER_FORMAT
+                       " (job %" JSON_INTEGER_FORMAT "):\n",
+                       json_integer_value(json_object_get(d, "run")),
+                       json_integer_value(json_object_get(d, "job")));
+        else
+                printf("\ndecision rules (seed 001 Step 0.4): not measured (%s)\n",
+                       strna(json_string_value(json_object_get(d, "why"))));
+        json_array_foreach (json_object_get(d, "rules"), i, r) {
+                const char *v = json_string_value(json_object_get(r, "verdict"));
+
+                printf("  %-40s ", strna(json_string_value(json_object_get(r, "when"))));
+                if (json_is_number(json_object_get(r, "share_pct")))
+                        printf("%5.1f %%  ", json_number_value(json_object_get(r, "share_pct")));
+                printf("%-14s -> %s\n",
+                       streq_ptr(v, "holds")           ? "HOLDS"
+                       : streq_ptr(v, "does-not-hold") ? "does not hold"
+                                                       : "not measured",
+                       strna(json_string_value(json_object_get(r, "then"))));
+        }
+}
+
 static int render(json_t *params, json_t *res)
 {
         json_t *f;
@@ -161,6 +191,7 @@ static int render(json_t *params, json_t *res)
                                 printf("         (%s)\n", json_string_value(json_object_get(g, "note")));
                 }
         }
+        decision_rules(json_object_get(res, "decision_rules"));
         return MX_EXIT_OK;
 }
 

@@ -97,6 +97,8 @@ static int fetch(int64_t job, int64_t page, json_t **ret)
                         json_object_set(doc, "criteria", json_object_get(res, "criteria"));
                 if (json_is_object(json_object_get(res, "attribution")))
                         json_object_set(doc, "attribution", json_object_get(res, "attribution"));
+                if (json_is_object(json_object_get(res, "analysis")))
+                        json_object_set(doc, "analysis", json_object_get(res, "analysis"));
 
                 *ret = report_doc_normalise(doc);
         }
@@ -169,7 +171,16 @@ static int emit(json_t *doc, const struct report_kind *k, const char *feature, c
                 fwrite(text, 1, len, stdout);
                 return fflush(stdout) == 0 ? MX_EXIT_OK : MX_EXIT_FAILURE;
         }
-        if (k->file)
+        if (k->file && strchr(k->file, '/')) {
+                /* analysis/...: the directory first */
+                _cleanup_free_ char *sub =
+                        xasprintf("%s/%.*s", dir, (int)(strrchr(k->file, '/') - k->file), k->file);
+
+                r = make_dir(sub);
+                if (r != MX_EXIT_OK)
+                        return r;
+                name = xstrdup(k->file);
+        } else if (k->file)
                 name = xstrdup(k->file);
         else {
                 _cleanup_free_ char *sub = NULL;

@@ -45,6 +45,9 @@ int report_porting(json_t *doc, const char *feature, FILE *f, char **reterr);
 /* "porting/FEATURE_<NAME>.md": the name in upper case with '_' for '-', as seed 000 names it. */
 int report_porting_name(json_t *doc, const char *feature, char **ret, char **reterr);
 int report_feature_matrix(json_t *doc, FILE *f, char **reterr);
+/* Seed 001 Phase 0's VLLM_BASELINE_ANALYSIS.md from the document's "analysis" section (report-analysis.c).
+ */
+int report_analysis(json_t *doc, FILE *f, char **reterr);
 int report_json(json_t *doc, FILE *f, char **reterr);
 int report_csv(json_t *doc, FILE *f, char **reterr);
 int report_junit(json_t *doc, FILE *f, char **reterr);

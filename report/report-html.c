@@ -441,6 +441,75 @@ static void grid_section(FILE *f, const struct hrun *runs, size_t n)
         mx_buf_free(&b);
 }
 
+/*
+ * Where decode time goes (the document's "analysis"): a stacked bar of μs/token by kernel category per
+ * configuration; in points of decode time (Time %) when some run has no per-token figures. Left out
+ * when no run has a profiler report.
+ */
+static void decode_section(FILE *f, json_t *doc, const struct hrun *runs, size_t n)
+{
+        json_t *cats = json_object_get(json_object_get(doc, "analysis"), "categories");
+        size_t np = json_array_size(cats), nr = 0;
+        _cleanup_free_ const char **parts = xcalloc(MX_MAX(np, (size_t)1), sizeof(*parts));
+        _cleanup_free_ struct svg_stack_row *rows = xcalloc(MX_MAX(n, (size_t)1), sizeof(*rows));
+        _cleanup_free_ double *vals = xcalloc(MX_MAX(n * np, (size_t)1), sizeof(double));
+        struct mx_buf b = MX_BUF_INIT;
+        bool per_tok = true;
+
+        for (size_t k = 0; k < np; k++)
+                parts[k] = json_string_value(json_array_get(cats, k));
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_json_ json_t *id = json_integer(runs[i].id);
+                json_t *t = json_object_get(rep_analysis_run(doc, id), "table");
+
+                if (t) {
+                        nr++;
+                        per_tok = per_tok && json_is_number(json_object_get(t, "tokens"));
+                }
+        }
+        if (nr == 0 || np == 0)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_json_ json_t *id = json_integer(runs[i].id);
+                json_t *t = json_object_get(rep_analysis_run(doc, id), "table"), *c;
+                size_t j;
+
+                for (size_t k = 0; k < np; k++)
+                        vals[i * np + k] = NAN;
+                json_array_foreach (json_object_get(t, "categories"), j, c)
+                        for (size_t k = 0; k < np; k++)
+                                if (streq_ptr(parts[k], json_string_value(json_object_get(c, "name"))))
+                                        vals[i * np + k] = num(
+                                                json_object_get(c, per_tok ? "us_per_token" : "time_pct"));
+                rows[i] = (struct svg_stack_row){runs[i].name, &vals[i * np], NULL};
+        }
+        {
+                struct svg_stacked c = {"decode",
+                                        "Where decode time goes, by kernel category",
+                                        per_tok ? "μs per token" : "% of captured kernel time",
+                                        parts,
+                                        np,
+                                        rows,
+                                        n,
+                                        "other"};
+
+                svg_stacked_chart(&b, &c);
+        }
+        fputs("<section id=\"decode\"><h2>Decode profile</h2>\n<p class=\"def\">Each run's profiler report "
+              "in "
+              "kernel categories (first matching pattern wins; mxmatrix report analysis writes the table, "
+              "the "
+              "change against the baseline and the decision rules)",
+              f);
+        fputs(per_tok ? ", per decode token of the declared workload.</p>\n"
+                      : "; in % of captured kernel time, as not every run declared its decode "
+                        "workload.</p>\n",
+              f);
+        fwrite(b.data, 1, b.len, f);
+        fputs("</section>\n", f);
+        mx_buf_free(&b);
+}
+
 static void table_section(FILE *f, const struct hrun *runs, size_t n)
 {
         fputs("<section id=\"runs\"><h2>Runs</h2>\n<table><thead><tr><th>run</th><th>configuration</th>"
@@ -594,6 +663,7 @@ int report_html_write(json_t *doc, FILE *f, char **reterr)
                       f);
         }
         grid_section(f, runs, n);
+        decode_section(f, doc, runs, n);
         memory_section(f, runs, n);
         table_section(f, runs, n);
         fputs("</body></html>\n", f);

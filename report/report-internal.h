@@ -99,3 +99,6 @@ bool rep_run_failure(json_t *run, struct rep_failure *ret);
 int report_testlog_criteria(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run,
                             struct rep_defs *defs);
 void rep_failure_done(struct rep_failure *f);
+
+/* The document's decode-profile entry of a run ("analysis"."runs"), or NULL (report-analysis.c). */
+json_t *rep_analysis_run(json_t *doc, json_t *run_id);

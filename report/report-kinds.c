@@ -13,6 +13,10 @@ const struct report_kind report_kinds[] = {
          report_porting, report_porting_name},
         {"feature-matrix", "FEATURE_MATRIX.md", "seed 003's status, combinations tested and known issues",
          report_feature_matrix},
+        {"analysis", "analysis/VLLM_BASELINE_ANALYSIS.md",
+         "seed 001's decode profile per run: kernel categories, their change against the baseline, decision "
+         "rules",
+         report_analysis},
         {"json", "report.json", "the report document (mxmatrix-report.json(5))", report_json},
         {"csv", "report.csv", "one row per run, level and metric", report_csv},
         {"junit", "junit.xml", "JUnit XML: one testcase per run and level", report_junit},

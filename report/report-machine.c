@@ -117,6 +117,47 @@ static void csv_flatten(struct csv_ctx *c, json_t *o, const char *path)
         free(keys);
 }
 
+/*
+ * A run's decode profile (the document's "analysis") as rows of level "decode-profile": per category
+ * category.NAME.{time_pct, avg_us, calls, calls_per_token, us_per_token, total_us}, the totals, and the
+ * change against the baseline as diff.NAME.{d_us_per_token, d_calls_per_token, d_time_pct}.
+ */
+static void csv_analysis(struct csv_ctx *c, json_t *e)
+{
+        json_t *t = json_object_get(e, "table"), *o, *v;
+        _cleanup_json_ json_t *flat = NULL;
+        size_t i;
+
+        if (!t)
+                return;
+        flat = json_pack("{s:O,s:O,s:O,s:O}", "total_us", json_object_get(t, "total_us"), "tokens",
+                         json_object_get(t, "tokens"), "launches", json_object_get(t, "launches"), "kernels",
+                         json_object_get(t, "kernels"));
+        o = json_object();
+        json_array_foreach (json_object_get(t, "categories"), i, v) {
+                json_t *row = json_deep_copy(v);
+
+                json_object_del(row, "name");
+                json_object_set_new(o, json_string_value(json_object_get(v, "name")), row);
+        }
+        json_object_set_new(flat, "category", o);
+        if (json_object_get(e, "diff")) {
+                o = json_object();
+                json_array_foreach (json_object_get(json_object_get(e, "diff"), "categories"), i, v) {
+                        json_t *row = json_deep_copy(v);
+
+                        json_object_del(row, "name");
+                        json_object_del(row, "us_per_token");
+                        json_object_del(row, "baseline_us_per_token");
+                        json_object_set_new(o, json_string_value(json_object_get(v, "name")), row);
+                }
+                json_object_set_new(flat, "diff", o);
+        }
+        c->level = "decode-profile";
+        c->verdict = NULL;
+        csv_flatten(c, flat, NULL);
+}
+
 int report_csv(json_t *doc, FILE *f, char **reterr)
 {
         json_t *run;
@@ -150,6 +191,7 @@ int report_csv(json_t *doc, FILE *f, char **reterr)
                         if (c.rows == before) /* every run and level has a row, measured or not */
                                 csv_row(&c, NULL, NULL);
                 }
+                csv_analysis(&c, rep_analysis_run(doc, json_object_get(run, "id")));
                 if (c.rows == 0) {
                         c.level = NULL;
                         c.verdict = NULL;

@@ -40,6 +40,11 @@ int report_doc_check(json_t *doc, char **reterr)
                 *reterr = xstrdup("key 'attribution': expected an object (mxmatrix-report.json(5))");
                 return -EINVAL;
         }
+        v = json_object_get(doc, "analysis");
+        if (v && !json_is_object(v)) {
+                *reterr = xstrdup("key 'analysis': expected an object (mxmatrix-report.json(5))");
+                return -EINVAL;
+        }
         if (!json_is_array(runs)) {
                 *reterr = xstrdup("key 'runs': expected an array");
                 return -EINVAL;

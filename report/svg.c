@@ -237,6 +237,117 @@ void svg_bar_chart(struct mx_buf *b, const struct svg_bars *c)
         mx_buf_puts(b, "</svg>\n");
 }
 
+/* A part's colour class: s0..s11 in turn, "rest" for the part that holds what the others do not. */
+static const char *seg_class(const struct svg_stacked *c, size_t k, char buf[static 8])
+{
+        if (c->rest && streq(c->parts[k], c->rest))
+                return "rest";
+        snprintf(buf, 8, "s%zu", k % 12);
+        return buf;
+}
+
+void svg_stacked_chart(struct mx_buf *b, const struct svg_stacked *c)
+{
+        char cls[8];
+        const double W = 760, row = 22, bottom = 40;
+        size_t n = MX_MIN(c->n, (size_t)SVG_MAX_ITEMS), chars = 8, legend = 1;
+        double top, left, right = W - 56, h, max = 0, lx = 10;
+        struct svg_axis ax;
+
+        for (size_t k = 0; k < c->n_parts; k++) { /* legend rows: entries wrap at the chart's width */
+                double w = 18 + CHAR_W * (double)label_chars(c->parts[k]) + 12;
+
+                if (lx + w > W - 10 && lx > 10)
+                        legend++, lx = 10;
+                lx += w;
+        }
+        top = 30 + 16.0 * (double)legend + 8;
+        for (size_t i = 0; i < n; i++) {
+                double sum = 0;
+
+                chars = MX_MAX(chars, label_chars(c->rows[i].label));
+                for (size_t k = 0; k < c->n_parts; k++)
+                        if (isfinite(c->rows[i].values[k]) && c->rows[i].values[k] > 0)
+                                sum += c->rows[i].values[k];
+                max = MX_MAX(max, sum);
+        }
+        left = MX_MIN(10 + CHAR_W * (double)chars, 340);
+        h = top + row * (double)MX_MAX(n, (size_t)1) + bottom;
+        svg_axis_nice(0, max, 6, &ax);
+        open_svg(b, "stacked", c->id, c->title, W, h);
+        lx = 10;
+        for (size_t k = 0, line = 0; k < c->n_parts; k++) {
+                double w = 18 + CHAR_W * (double)label_chars(c->parts[k]) + 12, y;
+
+                if (lx + w > W - 10 && lx > 10)
+                        line++, lx = 10;
+                y = 30 + 16.0 * (double)line;
+                mx_buf_printf(b, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"10\"/>",
+                              seg_class(c, k, cls), lx, y);
+                mx_buf_printf(b, "<text class=\"legend\" x=\"%.1f\" y=\"%.1f\">", lx + 16, y + 9);
+                put_label(b, c->parts[k]);
+                mx_buf_puts(b, "</text>\n");
+                lx += w;
+        }
+        for (double t = ax.lo; t <= ax.hi + ax.step / 2; t += ax.step) {
+                _cleanup_free_ char *num = svg_number(t);
+                double x = map(&ax, t, left, right);
+
+                mx_buf_printf(b, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", x,
+                              top, x, h - bottom);
+                mx_buf_printf(
+                        b, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+                        x, h - bottom + 14, num);
+        }
+        mx_buf_printf(b, "<text class=\"alabel\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
+                      (left + right) / 2, h - 8);
+        svg_escape_to(b, c->unit);
+        mx_buf_puts(b, "</text>\n");
+        for (size_t i = 0; i < n; i++) {
+                const struct svg_stack_row *r = &c->rows[i];
+                double y = top + row * (double)i, acc = 0;
+                bool any = false;
+
+                mx_buf_printf(b, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">",
+                              left - 6, y + 15);
+                put_label(b, r->label);
+                mx_buf_puts(b, "</text>");
+                for (size_t k = 0; k < c->n_parts; k++) {
+                        double v = r->values[k], x0, x1;
+                        _cleanup_free_ char *num = NULL, *t = NULL;
+
+                        if (!isfinite(v) || v <= 0)
+                                continue;
+                        x0 = map(&ax, acc, left, right);
+                        acc += v;
+                        x1 = map(&ax, acc, left, right);
+                        num = svg_number(v);
+                        t = xasprintf("%s: %s %s", c->parts[k], num, c->unit);
+                        mx_buf_printf(b,
+                                      "<rect class=\"mark seg %s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                                      "height=\"14\">",
+                                      seg_class(c, k, cls), x0, y + 4, MX_MAX(x1 - x0, 0.5));
+                        tip(b, t);
+                        mx_buf_puts(b, "</rect>");
+                        any = true;
+                }
+                if (!any)
+                        mx_buf_printf(b, "<text class=\"na\" x=\"%.1f\" y=\"%.1f\">not measured</text>",
+                                      left + 4, y + 15);
+                else {
+                        _cleanup_free_ char *num = svg_number(acc);
+
+                        mx_buf_printf(b, "<text class=\"value\" x=\"%.1f\" y=\"%.1f\">%s</text>",
+                                      map(&ax, acc, left, right) + 4, y + 15, num);
+                }
+                mx_buf_puts(b, "\n");
+        }
+        if (c->n > n)
+                mx_buf_printf(b, "<text class=\"na\" x=\"8\" y=\"%.1f\">%zu more left out</text>\n", h - 8,
+                              c->n - n);
+        mx_buf_puts(b, "</svg>\n");
+}
+
 size_t svg_pareto_front(const struct svg_point *p, size_t n, size_t *ret_idx)
 {
         size_t k = 0;
@@ -596,6 +707,9 @@ const char *svg_style(void)
                ".chart .s2{fill:#59a14f;stroke:#59a14f}.chart .s3{fill:#b07aa1;stroke:#b07aa1}\n"
                ".chart .s4{fill:#76b7b2;stroke:#76b7b2}.chart .s5{fill:#edc948;stroke:#edc948}\n"
                ".chart .s6{fill:#ff9da7;stroke:#ff9da7}.chart .s7{fill:#9c755f;stroke:#9c755f}\n"
+               ".chart .s8{fill:#bab0ac;stroke:#bab0ac}.chart .s9{fill:#e15759;stroke:#e15759}\n"
+               ".chart .s10{fill:#86bcb6;stroke:#86bcb6}.chart .s11{fill:#d37295;stroke:#d37295}\n"
+               ".chart .rest{fill:#d9d9d9;stroke:#d9d9d9}\n"
                ".chart polyline.line{fill:none}\n"
                ".chart .cell.pass{fill:#8cd17d}.chart .cell.fail{fill:#ff9d9a}.chart "
                ".cell.mixed{fill:#f1ce63}\n"

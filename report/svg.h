@@ -57,6 +57,27 @@ struct svg_bars {
 };
 void svg_bar_chart(struct mx_buf *b, const struct svg_bars *c);
 
+/*
+ * Stacked horizontal bars: one row per configuration, one segment per part
+ * (µs/token by kernel category), parts in the same order and colour in
+ * every row, a legend above. values[k] NAN or <= 0: no segment; a row whose
+ * values are all missing says "not measured".
+ */
+struct svg_stack_row {
+        const char *label;
+        const double *values; /* n_parts */
+        const char *tip;
+};
+struct svg_stacked {
+        const char *id, *title, *unit;
+        const char *const *parts;
+        size_t n_parts;
+        const struct svg_stack_row *rows;
+        size_t n;
+        const char *rest; /* the part drawn grey (what no other part holds), or NULL */
+};
+void svg_stacked_chart(struct mx_buf *b, const struct svg_stacked *c);
+
 struct svg_point {
         double x, y;
         const char *label; /* written beside the point when the chart labels points (the frontier) */

@@ -4,6 +4,7 @@
  * (gates.h). The judging is criteria.c's; this file finds what to judge.
  */
 #include "gates.h"
+#include "analysis.h"
 
 #include "criteria.h"
 #include "plan.h"
@@ -178,6 +179,7 @@ void gates_method(struct mx_request *req)
         if (r >= 0) {
                 res = criteria_gates_json(m, jobs);
                 json_object_set_new(res, "matrix", json_string(m->path));
+                json_object_set_new(res, "decision_rules", analysis_gates_rules(d, m));
         }
         for (size_t i = 0; i < m->n_features; i++)
                 json_decref(jobs[i]);

@@ -10,6 +10,7 @@
  * A page of 10 000 runs never exists as one JSON document in the daemon.
  */
 #include "report.h"
+#include "analysis.h"
 #include "attribute.h"
 #include "gates.h"
 #include "log.h"
@@ -48,7 +49,8 @@ static int run_json(struct mx_db *db, int64_t id, json_t **ret)
  * was planned from; when it is not (edited since), the section is what the
  * file says now, and the renderers say so.
  */
-static json_t *matrix_section(struct mx_daemon *d, const char *path, const char *digest)
+static json_t *matrix_section(struct mx_daemon *d, const char *path, const char *digest,
+                              struct mx_matrix **owned, const struct mx_matrix **ret_m)
 {
         _cleanup_(mx_matrix_freep) struct mx_matrix *loaded = NULL;
         const struct mx_matrix *m = NULL;
@@ -65,6 +67,7 @@ static json_t *matrix_section(struct mx_daemon *d, const char *path, const char 
                 m = loaded;
         if (!m && d->matrix && streq_ptr(d->cfg.matrix_path, path))
                 m = d->matrix;
+        *ret_m = m;
         if (!m)
                 return json_pack("{s:s?,s:s?,s:b,s:s}", "path", path, "job_digest", digest, "current", false,
                                  "error", err ? err : "the job's matrix file is not loaded");
@@ -73,6 +76,7 @@ static json_t *matrix_section(struct mx_daemon *d, const char *path, const char 
         json_object_set_new(
                 o, "current",
                 json_boolean(streq_ptr(json_string_value(json_object_get(o, "digest")), digest)));
+        *owned = TAKE_PTR(loaded);
         return o;
 }
 
@@ -133,6 +137,8 @@ static void report_reply(struct mx_request *req, json_t *job, int64_t after_run,
         struct mx_daemon *d = req->d;
         int64_t id = json_integer_value(json_object_get(job, "id"));
         _cleanup_json_ json_t *matrix = NULL;
+        _cleanup_(mx_matrix_freep) struct mx_matrix *owned = NULL;
+        const struct mx_matrix *m = NULL;
         _cleanup_free_ char *digest = NULL;
         int r = evidence_job_digest(d->db, id, &digest);
 
@@ -141,12 +147,18 @@ static void report_reply(struct mx_request *req, json_t *job, int64_t after_run,
                 return;
         }
         json_object_set_new(job, "matrix_digest", json_string(digest));
-        matrix = matrix_section(d, json_string_value(json_object_get(job, "matrix")), digest);
-        request_reply(req, json_pack("{s:i,s:O,s:O,s:b,s:o,s:o,s:o}", "report", MX_REPORT_VERSION, "job", job,
+        matrix = matrix_section(d, json_string_value(json_object_get(job, "matrix")), digest, &owned, &m);
+        /*
+         * Once, with the last page: the daemon's evaluation of the feature's success criteria and hard
+         * constraints (gates.h), the failures' attribution (attribute.h) and where decode time went
+         * (analysis.h).
+         */
+        request_reply(req, json_pack("{s:i,s:O,s:O,s:b,s:o,s:o,s:o,s:o}", "report", MX_REPORT_VERSION, "job", job,
                                      "matrix", matrix, "more", more, "after",
                                      after_run > 0 ? json_integer(after_run) : json_null(), "criteria",
                                      !more ? gates_job_criteria(d, job) : json_null(), "attribution",
-                                     !more ? attribution_section(d, id) : json_null()));
+                                     !more ? attribution_section(d, id) : json_null(), "analysis",
+                                     !more ? analysis_job(d, id, m) : json_null()));
 }
 
 static const struct mx_pager_ops report_pager = {

@@ -271,6 +271,38 @@ static bool pattern_match(const struct pattern *p, const char *s, size_t n)
         return regexec(&p->re, s, 1, &m, REG_STARTEND) == 0;
 }
 
+struct mx_kpattern {
+        struct pattern p;
+};
+
+int mx_kpattern_new(const char *text, struct mx_kpattern **ret, char **reterr)
+{
+        struct mx_kpattern *k = xcalloc(1, sizeof(*k));
+        int r = pattern_compile(text, &k->p, reterr);
+
+        if (r < 0) {
+                pattern_done(&k->p);
+                free(k);
+                return r;
+        }
+        *ret = k;
+        return 0;
+}
+
+struct mx_kpattern *mx_kpattern_free(struct mx_kpattern *k)
+{
+        if (k) {
+                pattern_done(&k->p);
+                free(k);
+        }
+        return NULL;
+}
+
+bool mx_kpattern_match(const struct mx_kpattern *k, const char *s)
+{
+        return pattern_match(&k->p, s, strlen(s));
+}
+
 /* ---- the gate ---- */
 
 struct entry {

@@ -76,6 +76,17 @@ void mx_kgate_rules_add_must_not_see(struct mx_kgate_rules *r, const char *patte
 /* Check pattern syntax (regex compiles, glob escapes complete); -EINVAL with *reterr. */
 int mx_kgate_pattern_check(const char *pattern, char **reterr);
 
+/*
+ * One compiled pattern on its own, the gate's matcher for other users of the
+ * same syntax (kernel categories, kcat.h). -EINVAL with *reterr on a bad one.
+ */
+struct mx_kpattern;
+int mx_kpattern_new(const char *text, struct mx_kpattern **ret, char **reterr);
+struct mx_kpattern *mx_kpattern_free(struct mx_kpattern *p);
+DEFINE_POINTER_CLEANUP(struct mx_kpattern, mx_kpattern_free)
+/* Does the pattern match anywhere in the NUL-terminated s? */
+bool mx_kpattern_match(const struct mx_kpattern *p, const char *s);
+
 struct mx_kgate;
 struct mx_profreport;
 

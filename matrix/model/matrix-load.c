@@ -1799,7 +1799,7 @@ static int parse_root(struct loader *l)
         static const char *const keys[] = { "matrix",      "name",     "description", "target",   "profiles",
                                             "axes",        "baseline", "features",    "health",   "metadata",
                                             "constraints", "settings", "levels",      "hard_constraints",
-                                            "reference", "bisect", NULL };
+                                            "reference", "bisect", "kernel_categories", "decision_rules", NULL };
         struct mx_matrix *m = l->m;
         json_t *root = m->root, *version;
         int r;
@@ -1857,6 +1857,8 @@ static int parse_root(struct loader *l)
         if (r < 0)
                 return r;
         r = parse_bisect(l, root);
+        if (r >= 0)
+                r = mx_kcat_load(m, l->reterr);
         if (r < 0)
                 return r;
         r = check_baseline_and_features(l);

@@ -221,6 +221,7 @@ struct mx_matrix *mx_matrix_free(struct mx_matrix *m)
                 free(m->known_incompatible[i].status);
         }
         free(m->known_incompatible);
+        mx_kcat_load_done(m);
         free(m->name);
         free(m->description);
         free(m->profile);

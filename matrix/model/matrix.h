@@ -22,6 +22,7 @@
 
 #include "util.h"
 #include "kgate.h"
+#include "kcat.h"
 #include "cover.h"
 
 #include <jansson.h>
@@ -236,6 +237,24 @@ struct mx_matrix_gate {
         json_t *node;
 };
 
+/*
+ * A decision rule (seed 001 Step 0.4, "If profiling shows... then priority
+ * is..."): when the decode-time share of the named kernel categories, added
+ * up, compares with pct, the priority is then. Written {"when": "MoE GEMM +
+ * MoE routing > 50%", "then": "MoE kernel (P1)"} (kcat-load.c).
+ */
+#define MX_MATRIX_MAX_DECISION_RULES 32
+struct mx_matrix_drule {
+        char *when;   /* as written */
+        size_t *cats; /* category indices into mx_matrix_kcats(); the count means "other" */
+        size_t n_cats;
+        enum mx_gate_op op;
+        double pct;
+        char *then;
+        char *note;
+        json_t *node;
+};
+
 struct mx_matrix_feature {
         char *name;
         char *title;
@@ -306,6 +325,13 @@ struct mx_matrix {
         size_t n_rules;
         struct mx_matrix_known_incompatible *known_incompatible;
         size_t n_known_incompatible;
+
+        /* kernel categories (kcat.h): the file's when has_kcats, else the built-in list */
+        struct mx_kcat_def *kcats;
+        size_t n_kcats;
+        bool has_kcats;
+        struct mx_matrix_drule *drules;
+        size_t n_drules;
 
         /* health: checked by the daemon before each run (NULL command: none) */
         char **health_command;
@@ -399,6 +425,17 @@ int mx_criterion_load(const struct mx_matrix *m, json_t *node, struct mx_matrix_
 int mx_criteria_load(struct mx_matrix *m, char **reterr);
 /* "tg32_tps >= 40", "L2 passed", ...: a gate condition for people (without its subject). */
 char *mx_gate_describe(const struct mx_matrix *m, const struct mx_matrix_gate *g);
+
+/*
+ * kcat-load.c: "kernel_categories" and "decision_rules" (errors as
+ * mx_matrix_load_file()); the list that applies (the file's or the built-in
+ * one); a parsed "when" ("A + B > 50%") against that list.
+ */
+int mx_kcat_load(struct mx_matrix *m, char **reterr);
+void mx_kcat_load_done(struct mx_matrix *m);
+const struct mx_kcat_def *mx_matrix_kcats(const struct mx_matrix *m, size_t *ret_n);
+int mx_drule_parse_when(const struct mx_kcat_def *defs, size_t n_defs, const char *when, size_t **ret_cats,
+                        size_t *ret_n_cats, enum mx_gate_op *ret_op, double *ret_pct, char **reterr);
 
 bool mx_matrix_cond_matches(const struct mx_matrix_cond *c, const int *config);
 /* Does the condition (any/not included) mention axis? */
