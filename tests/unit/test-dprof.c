@@ -377,3 +377,78 @@ TEST(workload_check)
                 ASSERT_OK(mx_dprof_workload_check(w, NULL));
         }
 }
+
+/* tests/fixtures/device/profile/gptoss-NL/kernels.csv.xz, unpacked into the test's folder and parsed. */
+static struct mx_profreport *parse_capture(int layers)
+{
+        _cleanup_free_ char *xz = NULL, *csv = NULL, *cmd = NULL, *err = NULL;
+        struct mx_profreport *r = NULL;
+
+        xz = xasprintf("tests/fixtures/device/profile/gptoss-%dl/kernels.csv.xz", layers);
+        {
+                _cleanup_free_ char *path = test_source_path(xz);
+
+                csv = xasprintf("%s/kernels-%dl.csv", test_tmpdir(), layers);
+                cmd = xasprintf("xz -dc '%s' >'%s'", path, csv);
+        }
+        ASSERT_EQ(system(cmd), 0);
+        if (mx_profreport_parse_file(csv, MX_PROFREPORT_TOOL_ANY, &r, &err) < 0)
+                test_fail(__FILE__, __LINE__, "%s", err);
+        return r;
+}
+
+/*
+ * Issue 18's device capture (tests/fixtures/device/profile/README.md): the CUDA llama-server on an H100
+ * under ncu, two gpt-oss models that differ only in --layers (2, 4), each serving 3 requests of 2049
+ * prompt tokens and 64 generated ones; the server's counters say 192 generated tokens
+ * (llamacpp:tokens_predicted_total, metrics-after.txt), 189 of them decode steps. Every per-layer
+ * category launches exactly twice as often per token with 4 layers, the categories add up to each
+ * capture's total, and the diff of the two says so.
+ */
+TEST(h100_capture_two_and_four_layers)
+{
+        _cleanup_(mx_profreport_freep) struct mx_profreport *r2 = parse_capture(2), *r4 = parse_capture(4);
+        _cleanup_(mx_kcat_freep) struct mx_kcat *c = builtin();
+        _cleanup_json_ json_t *w = json_pack("{s:i,s:i,s:i,s:i,s:s}", "tokens", 192, "requests", 3,
+                                             "prompt_tokens", 2049, "output_tokens", 64, "which",
+                                             "generated tokens of 3 requests (server counters), the whole life");
+        _cleanup_json_ json_t *t2 = mx_dprof_analyse(c, r2, w, NULL), *t4 = mx_dprof_analyse(c, r4, w, NULL);
+        _cleanup_json_ json_t *d = mx_dprof_diff(t4, t2);
+        static const char *const per_layer[] = {"Attention", "MoE routing"};
+
+        ASSERT_EQ(r2->n_launches, 10351u); /* the file's 10 355 lines less ncu's two, the header and the units */
+        check_sums(c, r2, t2);
+        check_sums(c, r4, t4);
+        ASSERT_EQ(json_array_size(json_object_get(t4, "top_other")), 0u);
+        for (size_t i = 0; i < ELEMENTSOF(per_layer); i++) {
+                double a = json_number_value(json_object_get(category(t2, per_layer[i]), "calls_per_token"));
+                double b = json_number_value(json_object_get(category(t4, per_layer[i]), "calls_per_token"));
+
+                ASSERT_TRUE(a > 0);
+                ASSERT_TRUE(fabs(b / a - 2.0) < 1e-9);
+        }
+        /* the decode kernels: one launch per layer and decode step (189 = 3 x 63) */
+        for (size_t k = 0; k < r4->n_kernels; k++)
+                if (startswith(r4->kernels[k].name, "void flash_attn_ext_vec<") ||
+                    startswith(r4->kernels[k].name, "void topk_moe_cuda<"))
+                        ASSERT_EQ(r4->kernels[k].instances, 4u * 189u);
+        for (size_t k = 0; k < r2->n_kernels; k++)
+                if (startswith(r2->kernels[k].name, "void flash_attn_ext_vec<"))
+                        ASSERT_EQ(r2->kernels[k].instances, 2u * 189u);
+        /* twice the layers costs time in the per-layer categories, and the diff names them */
+        ASSERT_TRUE(json_is_true(json_object_get(d, "per_token")));
+        ASSERT_TRUE(json_number_value(json_object_get(t4, "total_us")) >
+                    1.5 * json_number_value(json_object_get(t2, "total_us")));
+        ASSERT_CONTAINS(json_string_value(json_object_get(d, "text")), "\u03bcs/token");
+        /* the kept analysis (analysis.json beside the capture) is what the code computes today */
+        {
+                _cleanup_free_ char *path = test_source_path("tests/fixtures/device/profile/analysis.json");
+                _cleanup_json_ json_t *kept = json_load_file(path, 0, NULL);
+
+                ASSERT_NOT_NULL(kept);
+                ASSERT_STREQ(json_string_value(json_object_get(json_object_get(kept, "diff_4l_vs_2l"), "text")),
+                             json_string_value(json_object_get(d, "text")));
+                ASSERT_TRUE(json_equal(json_object_get(json_object_get(kept, "gptoss-4l"), "categories"),
+                                       json_object_get(t4, "categories")));
+        }
+}
