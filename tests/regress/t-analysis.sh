@@ -29,8 +29,12 @@ for r in $runs; do
         n=$(run_field "$r" '.run.result_attempt')
         d=$MXD_STATE/runs/$r/$n
         [ -f "$d/kernels.csv" ] || fail "r$r: no kernels.csv in $d"
+        # the profiling pass of demo-sim.json's profiler (control and workload) wrote the capture's own file
+        [ "$r" != "$base" ] || jq -e '.source == "server counters" and .tokens > 0' "$d/profile-workload.json" >/dev/null ||
+                fail "r$r: the capture wrote no profile-workload.json from the server's counters"
         if [ -z "$bare" ] && [ "$r" != "$base" ]; then
-                bare=$r # this one keeps no workload: per token not measured
+                bare=$r # this one loses its workload: per token not measured
+                rm -f "$d/profile-workload.json"
                 continue
         fi
         printf '{"tokens": 64, "requests": 1, "prompt_tokens": 2048, "output_tokens": 65, "which": "decode tokens of 1 request of prompt 2048, output 65"}\n' >"$d/profile-workload.json"

@@ -33,8 +33,12 @@ MX=$(ls "$bin/mxmatrix" "$bin/client/mxmatrix" 2>/dev/null | head -n 1)
 MXD=$(ls "$bin/mxmatrixd" "$bin/daemon/mxmatrixd" 2>/dev/null | head -n 1)
 gen=$stage/targets/gguf-tools
 [ -d "$gen" ] || gen=$top/../shared/targets/gguf-tools
-py=/usr/bin/python3
-[ -x "$py" ] || py=python3
+# the first python with numpy: Debian's /usr/bin/python3 here, the PATH's (a venv) on the GPU machine
+py=
+for p in /usr/bin/python3 python3; do
+        "$p" -c 'import numpy' 2>/dev/null && { py=$p; break; }
+done
+[ -n "$py" ] || py=python3
 log=$out/run.log
 say() { echo "$(date +%T) $*" | tee -a "$log"; }
 have_ncu() { command -v ncu >/dev/null && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }
