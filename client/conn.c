@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The client end of the control socket: connect, handshake, one request and its reply or stream. */
 #include "conn.h"
 #include "protocol.h"
 

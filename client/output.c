@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* How the client prints: aligned tables for people, JSON for programs. */
 #include "output.h"
 #include "protocol.h"
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* A job's progress for people: runs done, results in the one vocabulary, elapsed time and ETA. */
 #include "progress.h"
 
 #include "protocol.h"

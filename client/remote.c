@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The verbs that are one request to the daemon: their table, parameters from the command line, the
+ * reply printed.
+ */
 #include "remote.h"
 #include "output.h"
 

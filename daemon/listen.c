@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The control socket's listening end: the one systemd passed (socket activation), else bound here. */
 #include "listen.h"
 
 #include <fcntl.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* sd_notify: READY=1, STOPPING=1, the watchdog and STATUS= lines. */
 #include "notify.h"
 #include "log.h"
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Prometheus text exposition (a server's /metrics): samples by name and labels, summed over series. */
 #include "promtext.h"
 #include "util.h"
 

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The protocol description: loads the embedded protocol.json, checks requests and replies against it,
+ * renders client help.
+ */
 #include "protocol.h"
 #include "embedded.h"
 

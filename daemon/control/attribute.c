@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The attribute method, the report's attribution and submit --confirm: a job's attempts into
+ * matrix/analysis/attrib.
+ */
 #include "attribute.h"
 #include "confirm.h"
 #include "daemon.h"

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The bisect method: a bisection asked for, checked and handed to run/bisect.c; its status and cancel. */
 #include "bisect-ctl.h"
 #include "bisect-store.h"
 #include "bisect.h"

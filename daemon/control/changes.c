@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The history method: a configuration's stored L4 series by source commit and its change points. */
 #include "changes.h"
 #include "changepoint.h"
 #include "series-store.h"

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The control socket: connections, framing, handshake, limits, credentials, dispatch through the
+ * method table main.c hands over.
+ */
 #include "control.h"
 #include "log.h"
 

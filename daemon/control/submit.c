@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The submit method: plan, snapshots, one transaction, then the reply. */
 #include "submit.h"
 #include "attribute.h"
 #include "estimate.h"

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The GPU part of the health gate between runs: a fresh sample, the GPU readable, memory back to idle. */
 #include "health.h"
 #include "log.h"
 #include "matrix.h"

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Crash classes from a server's exit status and its log's signatures. */
 #include "crash.h"
 
 #include <regex.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* A server's output to a capped file, to journald and past the scanners that watch it. */
 #include "logcap.h"
 
 #include <fcntl.h>

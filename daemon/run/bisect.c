@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Driving a bisection: the commits between good and bad, a work tree and a build per step, a queued
+ * run, the verdict, the next midpoint; resumed after a restart.
+ */
 #include "bisect.h"
 #include "bisect-store.h"
 #include "log.h"

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The levels' read-only view of stored results (L5's baseline and earlier commits, the GPU last seen),
+ * over store/history-store.
+ */
 #include "history.h"
 #include "history-store.h"
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* L5's confirmation starts: the decision made again once a round of A/B server starts is in. */
 #include "l5confirm.h"
 #include "history.h"
 #include "levels/l5-regress.h"

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* A run's argv and environment from its snapshot, and the expanded command each attempt records. */
 #include "runner-util.h"
 
 static int expand_argv(json_t *argv, const char *const *values, char ***ret, char **reterr)

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The serial scheduler: picks the next run, starts its runner, times it out, cancels, shuts down;
+ * reports to the watcher main.c wires.
+ */
 #include "scheduler.h"
 #include "cgroup.h"
 #include "l5confirm.h"

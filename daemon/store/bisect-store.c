@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Bisections in the database (migration 010): the bisection, its steps and their runs. */
 #include "bisect-store.h"
 
 int bstore_create(struct mx_db *db, const struct bstore_new *b, int64_t *ret_id)

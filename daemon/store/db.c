@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * SQLite: open, migrate, prepared statements, transactions and the single-row helpers every store file
+ * uses.
+ */
 #include "db.h"
 #include "embedded.h"
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The queue in SQLite: jobs, runs, attempts, levels and events, and the evidence a job's criteria read. */
 #include "queue.h"
 #include "order.h"
 #include "sample-store.h"

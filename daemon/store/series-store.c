@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* A configuration's stored L4 results in source-commit order, for the change points of mxmatrix history. */
 #include "series-store.h"
 
 #include <stdlib.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* E-divisive means over a series ordered by commit: where it shifted, with a seeded permutation test. */
 #include "changepoint.h"
 #include "regress.h"
 

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The decode profile: a profiler report's kernels by category per token, its diff against the
+ * baseline, the decision rules judged.
+ */
 #include "dprof.h"
 
 #include <math.h>

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Kernel categories: named kernel-name patterns (the gate's globs and re:), first match wins, else
+ * "other".
+ */
 #include "kcat.h"
 
 #include "kgate.h"

@@ -10,42 +10,6 @@
 
 #include <math.h>
 
-static const char *const gate_op_table[_MX_GATE_OP_MAX] = {
-        [MX_GATE_OP_LT] = "<",
-        [MX_GATE_OP_LE] = "<=",
-        [MX_GATE_OP_GT] = ">",
-        [MX_GATE_OP_GE] = ">=",
-};
-
-const char *mx_gate_op_to_string(enum mx_gate_op op)
-{
-        return op >= 0 && op < _MX_GATE_OP_MAX ? gate_op_table[op] : NULL;
-}
-
-enum mx_gate_op mx_gate_op_from_string(const char *s)
-{
-        for (int i = 0; s && i < _MX_GATE_OP_MAX; i++)
-                if (streq(gate_op_table[i], s))
-                        return i;
-        return _MX_GATE_OP_INVALID;
-}
-
-bool mx_gate_op_holds(enum mx_gate_op op, double a, double b)
-{
-        switch (op) {
-        case MX_GATE_OP_LT:
-                return a < b;
-        case MX_GATE_OP_LE:
-                return a <= b;
-        case MX_GATE_OP_GT:
-                return a > b;
-        case MX_GATE_OP_GE:
-                return a >= b;
-        default:
-                return false;
-        }
-}
-
 char *mx_feature_id(const struct mx_matrix_feature *f)
 {
         return xasprintf("P%d", f->priority);

@@ -270,16 +270,3 @@ int mx_kcat_load(struct mx_matrix *m, char **reterr)
         return load_rules(m, reterr);
 }
 
-void mx_kcat_load_done(struct mx_matrix *m)
-{
-        for (size_t i = 0; i < m->n_kcats; i++)
-                mx_kcat_def_done(&m->kcats[i]);
-        free(m->kcats);
-        for (size_t i = 0; i < m->n_drules; i++) {
-                free(m->drules[i].when);
-                free(m->drules[i].cats);
-                free(m->drules[i].then);
-                free(m->drules[i].note);
-        }
-        free(m->drules);
-}

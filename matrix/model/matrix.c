@@ -7,6 +7,7 @@
  * matrix-load.c.
  */
 #include "matrix.h"
+#include "kcat.h"
 #include "jsonpos.h"
 
 static const char *const feature_status_table[_MX_FEATURE_STATUS_MAX] = {
@@ -176,6 +177,58 @@ static void feature_done(struct mx_matrix_feature *f)
                 free(f->gates[i].note);
         }
         free(f->gates);
+}
+
+/* The gate operators as data: the matrix file's spelling of each. */
+static const char *const gate_op_table[_MX_GATE_OP_MAX] = {
+        [MX_GATE_OP_LT] = "<",
+        [MX_GATE_OP_LE] = "<=",
+        [MX_GATE_OP_GT] = ">",
+        [MX_GATE_OP_GE] = ">=",
+};
+
+const char *mx_gate_op_to_string(enum mx_gate_op op)
+{
+        return op >= 0 && op < _MX_GATE_OP_MAX ? gate_op_table[op] : NULL;
+}
+
+enum mx_gate_op mx_gate_op_from_string(const char *s)
+{
+        for (int i = 0; s && i < _MX_GATE_OP_MAX; i++)
+                if (streq(gate_op_table[i], s))
+                        return i;
+        return _MX_GATE_OP_INVALID;
+}
+
+bool mx_gate_op_holds(enum mx_gate_op op, double a, double b)
+{
+        switch (op) {
+        case MX_GATE_OP_LT:
+                return a < b;
+        case MX_GATE_OP_LE:
+                return a <= b;
+        case MX_GATE_OP_GT:
+                return a > b;
+        case MX_GATE_OP_GE:
+                return a >= b;
+        default:
+                return false;
+        }
+}
+
+/* What the matrix file's kernel_categories and decision_rules own (kcat-load.c parsed them). */
+void mx_kcat_load_done(struct mx_matrix *m)
+{
+        for (size_t i = 0; i < m->n_kcats; i++)
+                mx_kcat_def_done(&m->kcats[i]);
+        free(m->kcats);
+        for (size_t i = 0; i < m->n_drules; i++) {
+                free(m->drules[i].when);
+                free(m->drules[i].cats);
+                free(m->drules[i].then);
+                free(m->drules[i].note);
+        }
+        free(m->drules);
 }
 
 struct mx_matrix *mx_matrix_free(struct mx_matrix *m)

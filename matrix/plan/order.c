@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The order of a job's runs: FIFO, or fail-fast's two passes with runs sharing a compile-cache key
+ * back to back.
+ */
 #include "order.h"
 
 #include <string.h>

@@ -6,6 +6,7 @@
 #   schema; matrix: plan, analysis, model, cover and evidence (neither imports the other), base.
 # An include of a header of the same folder or a lower one passes; anything else fails, naming
 # the file, the line and both folders. Headers found in no folder (system ones) are not ours.
+# Every file of these folders has its line in docs/DESIGN.md (client's cmd-<verb>.c as one rule).
 set -euo pipefail
 src=${MX_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$src"
@@ -50,6 +51,16 @@ for dir in "${!rank[@]}"; do
     done < <(grep -n '^#include "' "$f" | sed 's/^\([0-9]*\):/\1:/')
   done
 done
+# docs/DESIGN.md names every file of these folders in its folder's table (a file, one line)
+for dir in "${!rank[@]}"; do
+  for f in "$dir"/*.c "$dir"/*.h; do
+    [ -e "$f" ] || continue
+    stem=${f##*/}; stem=${stem%.*}
+    [[ $dir == client && $stem == cmd-* ]] && continue # "one cmd-<verb>.c per verb"
+    grep -q "\`\([a-z]*/\)*$stem\.\(\*\|c\|h\)\`" "$src/docs/DESIGN.md" ||
+      { echo "FAIL: $f is not in docs/DESIGN.md's table of $dir"; bad=$((bad + 1)); }
+  done
+done
 [ "$checked" -ge 400 ] || { echo "FAIL: checked only $checked includes"; exit 1; }
-[ "$bad" -eq 0 ] || { echo "FAIL: $bad includes against the layout"; exit 1; }
-echo "ok: $checked includes follow the layout"
+[ "$bad" -eq 0 ] || { echo "FAIL: $bad against the layout"; exit 1; }
+echo "ok: $checked includes follow the layout, and DESIGN.md names every file"

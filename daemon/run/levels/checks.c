@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The requests and reply checks L2 and L3 share: UTF-8, NaN, usage, exact token counts, coherence,
+ * logprob shapes.
+ */
 #include "checks.h"
 
 #include "server-kind.h"

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * A server's /metrics counters read around a window: generated tokens, speculative decoding's drafts
+ * and acceptances.
+ */
 #include "counters.h"
 #include "promtext.h"
 

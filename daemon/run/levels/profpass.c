@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * L1.5's profiling pass: the declared workload sent inside the profiler's capture window, profile-
+ * workload.json from the server's counters.
+ */
 #include "profpass.h"
 #include "bench.h"
 #include "counters.h"
