@@ -340,15 +340,6 @@ struct mx_matrix {
         int64_t health_memory_tolerance_mb;
 };
 
-/*
- * Load and validate a matrix file. On any error the whole file is rejected:
- * -EINVAL (or -EFBIG, -ENOENT, ... for the file itself) with *reterr set to
- * "FILE:LINE:COL: key 'PATH': message".
- */
-int mx_matrix_load_file(const char *path, struct mx_matrix **ret, char **reterr);
-/* The same from a buffer; name is what errors call the file. */
-int mx_matrix_load_string(const char *name, const char *text, size_t len, struct mx_matrix **ret,
-                          char **reterr);
 struct mx_matrix *mx_matrix_free(struct mx_matrix *m);
 DEFINE_POINTER_CLEANUP(struct mx_matrix, mx_matrix_free)
 
@@ -365,17 +356,6 @@ int mx_matrix_verror_at(const struct mx_matrix *m, json_t *node, const char *key
                         char **reterr, const char *fmt, va_list ap) _printf_(6, 0);
 /* What a JSON value is, for errors: "an object", "a string", "null", ... */
 const char *mx_json_kind(json_t *v);
-/*
- * Warnings on a valid file (matrix-warn.c): expectations no evidence source
- * can ever satisfy, each "FILE:LINE:COL: key 'PATH': message"; NULL when none.
- */
-char **mx_matrix_warnings(const struct mx_matrix *m);
-/* Does the target's profile run the L1.5 gate (every profile but command)? Does it have a profiler? */
-bool mx_matrix_has_gate(const struct mx_matrix *m);
-bool mx_matrix_has_profiler(const struct mx_matrix *m);
-/* Where log and kernel expectations are checked, as a sentence for plans (caller frees). */
-char *mx_matrix_evidence_log(const struct mx_matrix *m);
-char *mx_matrix_evidence_kernels(const struct mx_matrix *m);
 
 /* "FILE:LINE:COL" of node (as above), for messages that point at a second place. */
 char *mx_matrix_location(const struct mx_matrix *m, json_t *node);
@@ -401,41 +381,9 @@ char *mx_matrix_cond_describe(const struct mx_matrix *m, const struct mx_matrix_
 void mx_criterion_done(struct mx_matrix_criterion *c);
 /* "tg32_tps >= +10% vs baseline": a criterion for people. */
 char *mx_criterion_describe(const struct mx_matrix_criterion *c);
-/* The Target column of seed 000's table: ">= 52", ">= +10 %", "<= +3 %", "<= +2" (caller frees). */
-char *mx_criterion_target(const struct mx_matrix_criterion *c);
-/*
- * Parse such a target for metric into op and value: a signed number is a
- * change against the baseline (with %: percent; without: units), an unsigned
- * one an absolute bound. -EINVAL with a reason (caller frees) otherwise.
- */
-int mx_criterion_parse_target(const char *metric, const char *s, enum mx_criterion_op *ret_op,
-                              double *ret_value, char **reterr);
-/* The hard constraints that apply to feature f (its own, else the matrix's). */
-const struct mx_matrix_criterion *mx_feature_hard(const struct mx_matrix *m,
-                                                  const struct mx_matrix_feature *f, size_t *ret_n);
-/* "P3": a feature's id, as plans and matrix show print it (caller frees). */
-char *mx_feature_id(const struct mx_matrix_feature *f);
 
-/*
- * criteria-load.c: one criterion object (criteria and hard_constraints
- * entries), and, once every feature is parsed, the matrix's and features'
- * hard_constraints and the features' gates. Errors as mx_matrix_load_file().
- */
-int mx_criterion_load(const struct mx_matrix *m, json_t *node, struct mx_matrix_criterion *c, char **reterr);
-int mx_criteria_load(struct mx_matrix *m, char **reterr);
-/* "tg32_tps >= 40", "L2 passed", ...: a gate condition for people (without its subject). */
-char *mx_gate_describe(const struct mx_matrix *m, const struct mx_matrix_gate *g);
 
-/*
- * kcat-load.c: "kernel_categories" and "decision_rules" (errors as
- * mx_matrix_load_file()); the list that applies (the file's or the built-in
- * one); a parsed "when" ("A + B > 50%") against that list.
- */
-int mx_kcat_load(struct mx_matrix *m, char **reterr);
 void mx_kcat_load_done(struct mx_matrix *m);
-const struct mx_kcat_def *mx_matrix_kcats(const struct mx_matrix *m, size_t *ret_n);
-int mx_drule_parse_when(const struct mx_kcat_def *defs, size_t n_defs, const char *when, size_t **ret_cats,
-                        size_t *ret_n_cats, enum mx_gate_op *ret_op, double *ret_pct, char **reterr);
 
 bool mx_matrix_cond_matches(const struct mx_matrix_cond *c, const int *config);
 /* Does the condition (any/not included) mention axis? */
@@ -506,3 +454,9 @@ void mx_matrix_cover_done(struct mx_matrix_cover *c);
 void mx_matrix_cover_row_to_config(const struct mx_matrix *m, const struct mx_matrix_cover *c,
                                    const int *pins, const int *row, int *config);
 int mx_matrix_cover_config_to_row(const struct mx_matrix_cover *c, const int *config, int *row);
+
+/* The functions of the files beside this one, which take these types. */
+#include "criteria-load.h"
+#include "kcat-load.h"
+#include "matrix-load.h"
+#include "matrix-warn.h"

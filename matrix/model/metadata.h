@@ -30,17 +30,6 @@
 /* The record format version that daemon/run/meta.c writes and meta-render.c reads. */
 #define MX_META_RECORD_VERSION 1
 
-/*
- * Validate m->root's "metadata" (absent is fine) and return the normalised
- * section for run snapshots in *ret (NULL when absent): the top-level
- * "pip_freeze" moves into "probes", a bare argv becomes {"command": argv}, a
- * single file path becomes {"file": [path]}. Errors as mx_matrix_error_at().
- */
-int mx_meta_load(const struct mx_matrix *m, json_t **ret, char **reterr);
-
-/* The seed 002 "### Environment" YAML block (without the fence) of a metadata record; caller frees. */
-char *mx_meta_env_yaml(json_t *record);
-/* A few human lines about a record, each starting with indent; caller frees ("" for a NULL record). */
-char *mx_meta_summary(json_t *record, const char *indent);
-/* A YAML scalar for s: plain when that reads back as the same string, else double-quoted. */
-char *mx_meta_yaml_scalar(const char *s);
+/* The functions of the files beside this one, which take these types. */
+#include "meta-load.h"
+#include "meta-render.h"
