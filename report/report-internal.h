@@ -28,7 +28,8 @@ json_t *rep_level(json_t *attempt, const char *name);
 const char *rep_result(json_t *run);
 /* A level's verdict as the seeds' logs write it: "PASS" ... "SKIPPED" (also one not known); NULL: "NOT RUN". */
 const char *rep_verdict_word(const char *verdict);
-/* The feature status a document's string names exactly ("merged" is no alias here); else not started. */
+/* The feature status a document's string names, as the matrix reads it ("merged" is completed), else not
+ * started. */
 enum mx_feature_status rep_feature_status(const char *status);
 /*
  * The document's runs counted in the one result vocabulary, as show JOB's

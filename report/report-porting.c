@@ -25,7 +25,10 @@ static const struct rep_col porting_rows[] = {
         {"ttft_p99_ms", "TTFT p99 (ms)"}, {"memory_gb", "Memory (GB)"},     {"startup_s", "Startup (s)"},
 };
 
-/* Seed 000's words for a feature's status; any other status reads "Not Started" (rep_feature_status()). */
+/*
+ * Seed 000's words for a feature's status ("merged" is completed; an unknown one reads "Not Started":
+ * rep_feature_status()).
+ */
 static const char *const status_words[_MX_FEATURE_STATUS_MAX] = {
         [MX_FEATURE_NOT_STARTED] = "Not Started",
         [MX_FEATURE_IN_PROGRESS] = "In Progress",

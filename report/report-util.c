@@ -186,10 +186,10 @@ const char *rep_verdict_word(const char *verdict)
 
 enum mx_feature_status rep_feature_status(const char *status)
 {
-        for (int i = 0; i < _MX_FEATURE_STATUS_MAX; i++)
-                if (streq_ptr(status, mx_feature_status_to_string(i)))
-                        return (enum mx_feature_status)i;
-        return MX_FEATURE_NOT_STARTED;
+        /* the model's reading: "merged" is completed (seed 003), anything unknown not started */
+        enum mx_feature_status s = mx_feature_status_from_string(status);
+
+        return s >= 0 ? s : MX_FEATURE_NOT_STARTED;
 }
 
 char *rep_result_counts(json_t *doc)

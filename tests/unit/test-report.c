@@ -16,6 +16,7 @@
 #include "lines.h"
 #include "matrix.h"
 #include "mxreport.h"
+#include "report-internal.h"
 
 #define FIXTURE MX_SOURCE_DIR "/tests/fixtures/report/doc.json"
 
@@ -558,4 +559,14 @@ TEST(porting_document)
                 free(buf);
                 ASSERT_CONTAINS(e2, "'no-such-feature' is not a feature");
         }
+}
+
+/* A feature's status word as the matrix reads it: "merged" is completed (seed 003), not "Not Started". */
+TEST(feature_status_merged_is_completed)
+{
+        ASSERT_EQ(rep_feature_status("merged"), MX_FEATURE_COMPLETED);
+        ASSERT_EQ(rep_feature_status("completed"), MX_FEATURE_COMPLETED);
+        ASSERT_EQ(rep_feature_status("in-progress"), MX_FEATURE_IN_PROGRESS);
+        ASSERT_EQ(rep_feature_status("no-such-status"), MX_FEATURE_NOT_STARTED);
+        ASSERT_EQ(rep_feature_status(NULL), MX_FEATURE_NOT_STARTED);
 }
