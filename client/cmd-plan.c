@@ -91,10 +91,11 @@ static void print_levels(json_t *run, json_t *settings)
  * Without a daemon there are no stored durations: only the settings' upper bound (mxmatrix submit
  * --dry-run asks the daemon, which estimates from what it stored). And the criteria these levels miss.
  */
-static json_t *plan_estimate_json(const struct mx_plan *p, json_t *run, json_t *lset)
+static json_t *plan_estimate_json(const struct mx_plan *p, json_t *run, json_t *lset, bool two_passes)
 {
         struct mx_estimate_input in = {
                 .m = p->m, .settings = &p->settings, .levels = run, .level_settings = lset, .n_runs = p->n_runs,
+                .two_passes = two_passes,
         };
         _cleanup_strv_free_ char **unmeasured = mx_criteria_unmeasured(p->m, p->feature, run);
         json_t *e, *w = json_array();
@@ -108,9 +109,9 @@ static json_t *plan_estimate_json(const struct mx_plan *p, json_t *run, json_t *
         return e;
 }
 
-static void print_estimate(const struct mx_plan *p, json_t *run, json_t *lset)
+static void print_estimate(const struct mx_plan *p, json_t *run, json_t *lset, bool two_passes)
 {
-        _cleanup_json_ json_t *e = plan_estimate_json(p, run, lset);
+        _cleanup_json_ json_t *e = plan_estimate_json(p, run, lset, two_passes);
         json_t *w;
         size_t i;
 
@@ -415,9 +416,9 @@ int cmd_plan(int argc, char **argv)
                 fprintf(stderr, "mxmatrix: levels: %s\n", why);
                 return MX_EXIT_USAGE;
         }
+        bool two = false;
         {
                 enum mx_order o;
-                bool two = false;
                 _cleanup_free_ char *owhy = NULL;
 
                 if (mx_order_resolve(m, order, p->n_runs, run, &o, &two, &owhy) < 0) {
@@ -432,14 +433,14 @@ int cmd_plan(int argc, char **argv)
                 json_object_set(j, "order", order_json);
                 json_object_set(j, "levels", run);
                 json_object_set(j, "level_settings", lset);
-                json_object_set_new(j, "estimate", plan_estimate_json(p, run, lset));
+                json_object_set_new(j, "estimate", plan_estimate_json(p, run, lset, two));
                 output_json(j);
                 return MX_EXIT_OK;
         }
         print_header(p);
         print_levels(run, lset);
         print_order(order_json);
-        print_estimate(p, run, lset);
+        print_estimate(p, run, lset, two);
         print_runs(p);
         if (verbose)
                 print_details(p);

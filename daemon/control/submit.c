@@ -301,8 +301,10 @@ static json_t *submit_about(struct mx_request *req, const struct mx_matrix *m, c
         };
         int r;
 
-        for (size_t i = 0; i < b->n; i++)
+        for (size_t i = 0; i < b->n; i++) {
                 in.n_expect_fail += !!b->runs[i].expect_fail;
+                in.two_passes |= b->runs[i].fail_fast;
+        }
         r = queue_duration_stats(req->d->db, &stored);
         if (r < 0)
                 log_warning_errno(r, "cannot read the stored durations; the estimate is the settings' bound");

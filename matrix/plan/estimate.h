@@ -23,6 +23,7 @@ struct mx_estimate_input {
         json_t *levels;                            /* ["L1", "L1.5", ...] */
         json_t *level_settings;                    /* {"L1": {"timeout": ms, ...}, ...} */
         size_t n_runs, n_expect_fail;              /* runs, and those of them known to fail or crash */
+        bool two_passes; /* fail-fast (order.h): each run starts twice, its L1 and L1.5 a pass of their own */
         /*
          * Stored durations (µs) or NULL: {"levels": {"L1": {"n", "mean_us"}}, "outcomes":
          * {"completed": {"n", "mean_us", "overhead_us"}, "crashed": {...}}}.

@@ -96,6 +96,16 @@ TEST(stored_durations_with_levels_never_stored)
         ASSERT_STREQ(json_string_value(json_array_get(json_object_get(e, "guessed"), 0)), "L2");
         ASSERT_CONTAINS(json_string_value(json_object_get(e, "text")), "from 50 stored attempts");
         ASSERT_CONTAINS(json_string_value(json_object_get(e, "text")), "counted at their timeout: L2");
+        /* fail-fast: a first server start of 60 s with L1 and L1.5 (15 s) before each run's full pass */
+        in.two_passes = true;
+        {
+                _cleanup_json_ json_t *ff = mx_estimate(&in);
+
+                ASSERT_EQ(json_integer_value(json_object_get(ff, "per_run_us")), (1900 + 75) * S);
+                ASSERT_TRUE(json_integer_value(json_object_get(ff, "bound_us")) >
+                            json_integer_value(json_object_get(e, "bound_us")));
+                ASSERT_CONTAINS(json_string_value(json_object_get(ff, "text")), "fail-fast: each run starts twice");
+        }
         unload(&f);
 }
 
