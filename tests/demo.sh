@@ -122,6 +122,9 @@ if [ -n "$chromium" ]; then
                 echo "wrote $reports/report.png (headless Chromium)" || echo "no screenshot: chromium failed"
 fi
 echo
+echo "== Where decode time goes, and seed 001's decision rules on it ($reports/analysis/VLLM_BASELINE_ANALYSIS.md)"
+mx gates | sed -n '/^decision rules/,$p'
+echo
 echo "== Known Issues by Configuration, as the runs found them ($reports/FEATURE_MATRIX.md)"
 sed -n '/^## Known Issues by Configuration/,$p' "$reports/FEATURE_MATRIX.md" | grep -E '^### |^- \*\*(Issue|Found from the runs|Cannot separate|Observed)' | cut -c1-160
 
