@@ -331,7 +331,9 @@ TEST(config_env_argv)
         ASSERT_CONTAINS(flags[1], "nvidia/gpt-oss-120b-Eagle3-short-context");
         ASSERT_STREQ(flags[2], "--enforce-eager");
         ASSERT_STREQ(argv[0], "nsys"); /* the server runs under nsys profile */
-        ASSERT_STREQ(argv[strv_length(argv) - strv_length(flags) - 1], "fastsafetensors");
+        /* the profile's command ends with vLLM's profiler (its capture range); the flags follow it */
+        ASSERT_STREQ(argv[strv_length(argv) - strv_length(flags) - 3], "fastsafetensors");
+        ASSERT_STREQ(argv[strv_length(argv) - strv_length(flags) - 2], "--profiler-config");
         ASSERT_TRUE(strv_contains(argv, "{model}"));
         ASSERT_EQ(strv_length(argv), strv_length(m->command) + 3);
 
