@@ -60,7 +60,7 @@ static void describe(struct mx_buf *b, const char *kind, json_t *d)
                 if (get_int(d, "attempt") > 1)
                         mx_buf_printf(b, " (attempt %" PRId64 ")", get_int(d, "attempt"));
                 if (get_int(d, "confirmation_of") > 0)
-                        mx_buf_puts(b, ": an L5 confirmation start (L1, L4)");
+                        mx_buf_puts(b, ": an L5 confirmation start (L1, L1.5 where the job has it, L4)");
         } else if (streq(kind, "level-finished")) {
                 mx_buf_printf(b, "%s %s", strna(get_str(d, "level")), strna(get_str(d, "verdict")));
                 if (get_str(d, "message") && *get_str(d, "message")) {

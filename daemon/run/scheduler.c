@@ -962,9 +962,15 @@ static int start_next(struct mx_sched *s)
                 .log_max_bytes = s->d->cfg.limits.log_bytes,
                 .history = &c->history.ops,
         };
-        mx_log_full(LOG_INFO, 0, MX_MSGID_RUN_STARTED, &lctx, NULL, "run %" PRId64 " attempt %d started: %s%s",
-                    c->run, c->attempt, c->config_key,
-                    c->confirm_of ? " (an L5 confirmation start: L1, L4)" : "");
+        {
+                /* the levels this attempt runs: a confirmation start's are L1, L1.5 when selected, and L4 */
+                _cleanup_free_ char *lv = c->confirm_of ? json_dumps(c->levels, JSON_COMPACT) : NULL;
+
+                mx_log_full(LOG_INFO, 0, MX_MSGID_RUN_STARTED, &lctx, NULL,
+                            "run %" PRId64 " attempt %d started: %s%s%s%s", c->run, c->attempt, c->config_key,
+                            c->confirm_of ? " (an L5 confirmation start: levels " : "", strempty(lv),
+                            c->confirm_of ? ")" : "");
+        }
         s->watch.job_changed(s->watch.ud, c->job);
         r = c->ops->start(&ctx, &run_events, s, &c->runner, &err);
         if (r < 0) {
