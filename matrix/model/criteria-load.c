@@ -148,43 +148,6 @@ bad:
         return -EINVAL;
 }
 
-_printf_(5, 6) static int err_index(const struct mx_matrix *m, json_t *array, size_t index, char **reterr,
-                                    const char *fmt, ...)
-{
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = mx_matrix_verror_at(m, array, NULL, index, reterr, fmt, ap);
-        va_end(ap);
-        return r;
-}
-
-/* Members of obj outside allowed (NULL-terminated) are errors; the wording of matrix-load.c. */
-static int check_keys(const struct mx_matrix *m, json_t *obj, const char *const *allowed, const char *what,
-                      char **reterr)
-{
-        const char *k;
-        json_t *v;
-
-        json_object_foreach (obj, k, v) {
-                _cleanup_buf_ struct mx_buf known = MX_BUF_INIT;
-                _cleanup_free_ char *e = NULL;
-                bool ok = false;
-
-                for (size_t i = 0; allowed[i]; i++)
-                        ok = ok || streq(allowed[i], k);
-                if (ok)
-                        continue;
-                e = mx_escape(k, MX_MATRIX_MAX_NAME);
-                for (size_t i = 0; allowed[i]; i++)
-                        mx_buf_printf(&known, "%s%s", i > 0 ? ", " : "", allowed[i]);
-                return mx_matrix_error_at(m, obj, k, reterr, "unknown key '%s' in %s (known keys: %s)", e,
-                                          what, known.data);
-        }
-        return 0;
-}
-
 /* An optional string member of at most max bytes (a copy in *ret), NULL when absent. */
 static int opt_string(const struct mx_matrix *m, json_t *obj, const char *key, size_t max, char **ret,
                       char **reterr)
@@ -248,7 +211,7 @@ int mx_criterion_load(const struct mx_matrix *m, json_t *node, struct mx_matrix_
         if (!json_is_object(node))
                 return mx_matrix_error_at(m, node, NULL, reterr, "expected an object, got %s",
                                           mx_json_kind(node));
-        r = check_keys(m, node, keys, "a criterion", reterr);
+        r = mx_matrix_check_keys(m, node, keys, "a criterion", reterr);
         if (r < 0)
                 return r;
         r = metric_member(m, node, &c->metric, reterr);
@@ -323,7 +286,7 @@ static int load_hard(const struct mx_matrix *m, json_t *parent, struct mx_matrix
         *ret = xcalloc(MX_MAX(json_array_size(arr), 1), sizeof(**ret));
         json_array_foreach (arr, i, c) {
                 if (!json_is_object(c))
-                        return err_index(m, arr, i, reterr, "expected an object, got %s", mx_json_kind(c));
+                        return mx_matrix_error_index(m, arr, i, reterr, "expected an object, got %s", mx_json_kind(c));
                 *ret_n = i + 1;
                 r = mx_criterion_load(m, c, &(*ret)[i], reterr);
                 if (r < 0)
@@ -381,7 +344,7 @@ static int feature_ref_error(const struct mx_matrix *m, json_t *node, const char
         _cleanup_free_ char *e = mx_escape(s, MX_MATRIX_MAX_NAME);
 
         if (index != SIZE_MAX)
-                return err_index(m, node, index, reterr, NO_FEATURE, e);
+                return mx_matrix_error_index(m, node, index, reterr, NO_FEATURE, e);
         return mx_matrix_error_at(m, node, key, reterr, NO_FEATURE, e);
 #undef NO_FEATURE
 }
@@ -427,18 +390,18 @@ static int load_gate_of(const struct mx_matrix *m, size_t self, json_t *node, st
         g->of = xcalloc(json_array_size(of), sizeof(size_t));
         json_array_foreach (of, i, v) {
                 if (!json_is_string(v))
-                        return err_index(m, of, i, reterr, "expected a feature name, got %s", mx_json_kind(v));
+                        return mx_matrix_error_index(m, of, i, reterr, "expected a feature name, got %s", mx_json_kind(v));
                 k = feature_ref(m, json_string_value(v));
                 if (k < 0)
                         return feature_ref_error(m, of, NULL, i, json_string_value(v), reterr);
                 if ((size_t)k == self)
-                        return err_index(
+                        return mx_matrix_error_index(
                                 m, of, i, reterr,
                                 "a gate holds its feature back until other features' runs pass it: it "
                                 "cannot judge the feature's own runs");
                 for (size_t j = 0; j < g->n_of; j++)
                         if (g->of[j] == (size_t)k)
-                                return err_index(m, of, i, reterr, "'%s' is named twice",
+                                return mx_matrix_error_index(m, of, i, reterr, "'%s' is named twice",
                                                  json_string_value(v));
                 g->of[g->n_of++] = (size_t)k;
         }
@@ -613,7 +576,7 @@ static int load_gate(const struct mx_matrix *m, size_t self, json_t *node, struc
         int r;
 
         g->node = node;
-        r = check_keys(m, node, gate_keys, "a gate", reterr);
+        r = mx_matrix_check_keys(m, node, gate_keys, "a gate", reterr);
         if (r < 0)
                 return r;
         r = gate_kind(m, node, g, reterr);
@@ -655,7 +618,7 @@ static int load_gates(struct mx_matrix *m, size_t self, char **reterr)
         f->gates = xcalloc(json_array_size(gate), sizeof(*f->gates));
         json_array_foreach (gate, i, c) {
                 if (!json_is_object(c))
-                        return err_index(m, gate, i, reterr, "expected an object, got %s", mx_json_kind(c));
+                        return mx_matrix_error_index(m, gate, i, reterr, "expected an object, got %s", mx_json_kind(c));
                 f->n_gates = i + 1;
                 r = load_gate(m, self, c, &f->gates[i], reterr);
                 if (r < 0)

@@ -8,38 +8,6 @@
 
 #include <math.h>
 
-_printf_(5, 6) static int err_index(const struct mx_matrix *m, json_t *array, size_t index, char **reterr,
-                                    const char *fmt, ...)
-{
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = mx_matrix_verror_at(m, array, NULL, index, reterr, fmt, ap);
-        va_end(ap);
-        return r;
-}
-
-static int only_keys(const struct mx_matrix *m, json_t *obj, const char *const *allowed, const char *what,
-                     char **reterr)
-{
-        const char *k;
-        json_t *v;
-
-        json_object_foreach (obj, k, v) {
-                bool ok = false;
-
-                for (size_t i = 0; allowed[i]; i++)
-                        ok = ok || streq(allowed[i], k);
-                if (!ok) {
-                        _cleanup_free_ char *e = mx_escape(k, MX_MATRIX_MAX_NAME);
-
-                        return mx_matrix_error_at(m, obj, k, reterr, "unknown key '%s' in %s", e, what);
-                }
-        }
-        return 0;
-}
-
 static int string_member(const struct mx_matrix *m, json_t *obj, const char *key, bool required, size_t max,
                          char **ret, char **reterr)
 {
@@ -67,7 +35,7 @@ static int load_category(const struct mx_matrix *m, json_t *node, struct mx_kcat
         size_t i;
         int r;
 
-        r = only_keys(m, node, keys, "a kernel category", reterr);
+        r = mx_matrix_check_keys(m, node, keys, "a kernel category", reterr);
         if (r < 0)
                 return r;
         r = string_member(m, node, "name", true, MX_KCAT_NAME_MAX, &d->name, reterr);
@@ -92,10 +60,10 @@ static int load_category(const struct mx_matrix *m, json_t *node, struct mx_kcat
                 _cleanup_free_ char *e = NULL;
 
                 if (!json_is_string(p))
-                        return err_index(m, pats, i, reterr, "a pattern is a string, got %s",
+                        return mx_matrix_error_index(m, pats, i, reterr, "a pattern is a string, got %s",
                                          mx_json_kind(p));
                 if (mx_kgate_pattern_check(json_string_value(p), &e) < 0)
-                        return err_index(m, pats, i, reterr, "%s", e);
+                        return mx_matrix_error_index(m, pats, i, reterr, "%s", e);
                 strv_push(&d->patterns, json_string_value(p));
         }
         return 0;
@@ -120,7 +88,7 @@ static int load_categories(struct mx_matrix *m, char **reterr)
         m->kcats = xcalloc(MX_MAX(json_array_size(list), 1), sizeof(*m->kcats));
         json_array_foreach (list, i, c) {
                 if (!json_is_object(c))
-                        return err_index(m, list, i, reterr, "a kernel category is an object, got %s",
+                        return mx_matrix_error_index(m, list, i, reterr, "a kernel category is an object, got %s",
                                          mx_json_kind(c));
                 m->n_kcats = i + 1;
                 r = load_category(m, c, &m->kcats[i], reterr);
@@ -237,11 +205,11 @@ static int load_rules(struct mx_matrix *m, char **reterr)
                 _cleanup_free_ char *e = NULL;
 
                 if (!json_is_object(d))
-                        return err_index(m, list, i, reterr, "a decision rule is an object, got %s",
+                        return mx_matrix_error_index(m, list, i, reterr, "a decision rule is an object, got %s",
                                          mx_json_kind(d));
                 m->n_drules = i + 1;
                 dr->node = d;
-                r = only_keys(m, d, keys, "a decision rule", reterr);
+                r = mx_matrix_check_keys(m, d, keys, "a decision rule", reterr);
                 if (r >= 0)
                         r = string_member(m, d, "when", true, MX_MATRIX_MAX_STRING, &dr->when, reterr);
                 if (r >= 0)

@@ -50,25 +50,7 @@ _printf_(4, 5) static int err_index(struct loader *l, json_t *array, size_t inde
 /* Reject members of obj that are not in allowed (NULL-terminated); what names the object for the message. */
 static int check_keys(struct loader *l, json_t *obj, const char *const *allowed, const char *what)
 {
-        const char *k;
-        json_t *v;
-
-        json_object_foreach (obj, k, v) {
-                bool ok = false;
-
-                for (size_t i = 0; allowed[i]; i++)
-                        if (streq(allowed[i], k))
-                                ok = true;
-                if (ok)
-                        continue;
-                _cleanup_buf_ struct mx_buf known = MX_BUF_INIT;
-                _cleanup_free_ char *e = mx_escape(k, MX_MATRIX_MAX_NAME);
-
-                for (size_t i = 0; allowed[i]; i++)
-                        mx_buf_printf(&known, "%s%s", i > 0 ? ", " : "", allowed[i]);
-                return err(l, obj, k, "unknown key '%s' in %s (known keys: %s)", e, what, known.data);
-        }
-        return 0;
+        return mx_matrix_check_keys(l->m, obj, allowed, what, l->reterr);
 }
 
 enum kind { KIND_OBJECT, KIND_ARRAY, KIND_STRING, KIND_INTEGER, KIND_NUMBER, KIND_BOOL };

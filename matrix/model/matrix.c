@@ -179,6 +179,42 @@ static void feature_done(struct mx_matrix_feature *f)
         free(f->gates);
 }
 
+_printf_(5, 6) int mx_matrix_error_index(const struct mx_matrix *m, json_t *array, size_t index, char **reterr,
+                                         const char *fmt, ...)
+{
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = mx_matrix_verror_at(m, array, NULL, index, reterr, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+int mx_matrix_check_keys(const struct mx_matrix *m, json_t *obj, const char *const *allowed, const char *what,
+                         char **reterr)
+{
+        const char *k;
+        json_t *v;
+
+        json_object_foreach (obj, k, v) {
+                _cleanup_buf_ struct mx_buf known = MX_BUF_INIT;
+                _cleanup_free_ char *e = NULL;
+                bool ok = false;
+
+                for (size_t i = 0; allowed[i]; i++)
+                        ok = ok || streq(allowed[i], k);
+                if (ok)
+                        continue;
+                e = mx_escape(k, MX_MATRIX_MAX_NAME);
+                for (size_t i = 0; allowed[i]; i++)
+                        mx_buf_printf(&known, "%s%s", i > 0 ? ", " : "", allowed[i]);
+                return mx_matrix_error_at(m, obj, k, reterr, "unknown key '%s' in %s (known keys: %s)", e, what,
+                                          known.data);
+        }
+        return 0;
+}
+
 /* The gate operators as data: the matrix file's spelling of each. */
 static const char *const gate_op_table[_MX_GATE_OP_MAX] = {
         [MX_GATE_OP_LT] = "<",

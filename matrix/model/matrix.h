@@ -349,6 +349,15 @@ DEFINE_POINTER_CLEANUP(struct mx_matrix, mx_matrix_free)
  * when key is not NULL, about node's member key. Always returns -EINVAL and
  * sets *reterr to "FILE:LINE:COL: key 'PATH': message".
  */
+/* mx_matrix_error_at() for the element at index of an array. */
+_printf_(5, 6) int mx_matrix_error_index(const struct mx_matrix *m, json_t *array, size_t index, char **reterr,
+                                         const char *fmt, ...);
+/*
+ * Members of obj outside allowed (NULL-terminated) are errors: "unknown key 'K' in WHAT (known keys: ...)",
+ * at the member's position; 0 when every member is allowed.
+ */
+int mx_matrix_check_keys(const struct mx_matrix *m, json_t *obj, const char *const *allowed, const char *what,
+                         char **reterr);
 _printf_(5, 6) int mx_matrix_error_at(const struct mx_matrix *m, json_t *node, const char *key,
                                       char **reterr, const char *fmt, ...);
 /* The same with a va_list; index (SIZE_MAX for none) names an element of the array node. */

@@ -15,31 +15,6 @@ static const char *const section_keys[] = {"sources",    "docker_image",     "pi
                                            "timeout_ms", "output_max_bytes", NULL};
 static const char *const probe_keys[] = {"command", "file", "timeout_ms", "output_max_bytes", NULL};
 
-static int check_keys(const struct mx_matrix *m, json_t *obj, const char *const *allowed, const char *what,
-                      char **reterr)
-{
-        const char *k;
-        json_t *v;
-
-        json_object_foreach (obj, k, v) {
-                bool ok = false;
-
-                for (size_t i = 0; allowed[i]; i++)
-                        ok = ok || streq(allowed[i], k);
-                if (!ok) {
-                        _cleanup_buf_ struct mx_buf known = MX_BUF_INIT;
-                        _cleanup_free_ char *e = mx_escape(k, MX_MATRIX_MAX_NAME);
-
-                        for (size_t i = 0; allowed[i]; i++)
-                                mx_buf_printf(&known, "%s%s", i > 0 ? ", " : "", allowed[i]);
-                        return mx_matrix_error_at(m, obj, k, reterr,
-                                                  "unknown key '%s' in %s (known keys: %s)", e, what,
-                                                  known.data);
-                }
-        }
-        return 0;
-}
-
 /* A string of 1..max bytes at obj[key]. */
 static int check_string(const struct mx_matrix *m, json_t *obj, const char *key, size_t max, char **reterr)
 {
@@ -137,7 +112,7 @@ static int load_probe(const struct mx_matrix *m, json_t *parent, const char *key
                 return mx_matrix_error_at(m, parent, key, reterr,
                                           "expected a probe: a command (array), {\"command\": [...]}, "
                                           "{\"file\": PATH} or null to turn it off");
-        r = check_keys(m, p, probe_keys, "a probe", reterr);
+        r = mx_matrix_check_keys(m, p, probe_keys, "a probe", reterr);
         if (r < 0)
                 return r;
         if (!!json_object_get(p, "command") == !!json_object_get(p, "file"))
@@ -214,7 +189,7 @@ int mx_meta_load(const struct mx_matrix *m, json_t **ret, char **reterr)
         }
         if (!json_is_object(sec))
                 return mx_matrix_error_at(m, m->root, "metadata", reterr, "expected an object");
-        r = check_keys(m, sec, section_keys, META_WHAT, reterr);
+        r = mx_matrix_check_keys(m, sec, section_keys, META_WHAT, reterr);
         if (r < 0)
                 return r;
         out = json_object();
