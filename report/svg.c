@@ -167,6 +167,26 @@ static void vref(struct mx_buf *b, const struct svg_ref *r, double x, double y0,
         mx_buf_printf(b, " %s</text>\n", num);
 }
 
+/* A value axis along the bottom of a horizontal chart: grid lines and ticks from top to y_axis, the unit below. */
+static void horizontal_axis(struct mx_buf *b, const struct svg_axis *ax, double left, double right,
+                            double top, double y_axis, double h, const char *unit)
+{
+        for (double t = ax->lo; t <= ax->hi + ax->step / 2; t += ax->step) {
+                _cleanup_free_ char *num = svg_number(t);
+                double x = map(ax, t, left, right);
+
+                mx_buf_printf(b, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", x,
+                              top, x, y_axis);
+                mx_buf_printf(b,
+                              "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+                              x, y_axis + 14, num);
+        }
+        mx_buf_printf(b, "<text class=\"alabel\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
+                      (left + right) / 2, h - 8);
+        svg_escape_to(b, unit);
+        mx_buf_puts(b, "</text>\n");
+}
+
 void svg_bar_chart(struct mx_buf *b, const struct svg_bars *c)
 {
         const double W = 760, row = 22, bottom = 40;
@@ -186,21 +206,7 @@ void svg_bar_chart(struct mx_buf *b, const struct svg_bars *c)
         h = top + row * (double)MX_MAX(n, (size_t)1) + bottom;
         svg_axis_nice(0, max, 6, &ax);
         open_svg(b, "bars", c->id, c->title, W, h);
-        /* grid and ticks */
-        for (double t = ax.lo; t <= ax.hi + ax.step / 2; t += ax.step) {
-                _cleanup_free_ char *num = svg_number(t);
-                double x = map(&ax, t, left, right);
-
-                mx_buf_printf(b, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", x,
-                              top, x, h - bottom);
-                mx_buf_printf(
-                        b, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-                        x, h - bottom + 14, num);
-        }
-        mx_buf_printf(b, "<text class=\"alabel\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
-                      (left + right) / 2, h - 8);
-        svg_escape_to(b, c->unit);
-        mx_buf_puts(b, "</text>\n");
+        horizontal_axis(b, &ax, left, right, top, h - bottom, h, c->unit);
         for (size_t i = 0; i < n; i++) {
                 const struct svg_bar *bar = &c->bars[i];
                 double y = top + row * (double)i;
@@ -289,20 +295,7 @@ void svg_stacked_chart(struct mx_buf *b, const struct svg_stacked *c)
                 mx_buf_puts(b, "</text>\n");
                 lx += w;
         }
-        for (double t = ax.lo; t <= ax.hi + ax.step / 2; t += ax.step) {
-                _cleanup_free_ char *num = svg_number(t);
-                double x = map(&ax, t, left, right);
-
-                mx_buf_printf(b, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", x,
-                              top, x, h - bottom);
-                mx_buf_printf(
-                        b, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-                        x, h - bottom + 14, num);
-        }
-        mx_buf_printf(b, "<text class=\"alabel\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
-                      (left + right) / 2, h - 8);
-        svg_escape_to(b, c->unit);
-        mx_buf_puts(b, "</text>\n");
+        horizontal_axis(b, &ax, left, right, top, h - bottom, h, c->unit);
         for (size_t i = 0; i < n; i++) {
                 const struct svg_stack_row *r = &c->rows[i];
                 double y = top + row * (double)i, acc = 0;
