@@ -167,7 +167,7 @@ static void vref(struct mx_buf *b, const struct svg_ref *r, double x, double y0,
         mx_buf_printf(b, " %s</text>\n", num);
 }
 
-/* A value axis along the bottom of a horizontal chart: grid lines and ticks from top to y_axis, the unit below. */
+/* The value axis under a horizontal chart: grid lines and ticks from top down to y_axis, the unit below. */
 static void horizontal_axis(struct mx_buf *b, const struct svg_axis *ax, double left, double right,
                             double top, double y_axis, double h, const char *unit)
 {
@@ -177,9 +177,9 @@ static void horizontal_axis(struct mx_buf *b, const struct svg_axis *ax, double 
 
                 mx_buf_printf(b, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", x,
                               top, x, y_axis);
-                mx_buf_printf(b,
-                              "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+                mx_buf_printf(b, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s",
                               x, y_axis + 14, num);
+                mx_buf_puts(b, "</text>\n");
         }
         mx_buf_printf(b, "<text class=\"alabel\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
                       (left + right) / 2, h - 8);
