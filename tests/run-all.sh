@@ -2,7 +2,8 @@
 # Every test: installs build dependencies, builds twice (-Werror; then with
 # AddressSanitizer and UndefinedBehaviorSanitizer) and runs the whole ctest
 # suite (unit tests, regress tests with the real daemon and client, systemd
-# checks) in both trees, then runs each libFuzzer target for a bounded time in
+# checks) in both trees (the real-server runs that rest on L4's figures in the
+# optimized one only: see below), then runs each libFuzzer target for a bounded time in
 # a third, clang-built tree (build-fuzz; MX_FUZZ_SECONDS per target, default 25;
 # skipped only where clang cannot link libFuzzer). Exit status 0 only if
 # everything passed.
@@ -24,10 +25,15 @@ build build-asan -DCMAKE_BUILD_TYPE=Debug "-DMX_SANITIZE=address;undefined"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
-for dir in build build-asan; do
-        echo "=== ctest in $dir"
-        (cd "$dir" && ctest --output-on-failure -j"$jobs" "$@") || status=1
-done
+echo "=== ctest in build"
+(cd build && ctest --output-on-failure -j"$jobs" "$@") || status=1
+# The sanitizer tree's daemon (-O0, ASan) reads a stream slower than the real CPU llama-server sends its
+# 1000-1800 tokens a second: the tokens reach it in bursts, and L4 fails those requests with both numbers
+# (its decode rate against the server's own timer). The real-server runs whose verdicts rest on L4's
+# figures therefore run in the optimized tree only; every other test, the real faults included, runs here.
+echo "=== ctest in build-asan"
+(cd build-asan && ctest --output-on-failure -j"$jobs" -E '^real/(t-clean-llama|t-clean-gptoss|t-sweep)$' "$@") ||
+        status=1
 
 echo "=== fuzzing (tests/fuzz/run.sh)"
 fuzz=0
