@@ -60,7 +60,8 @@ echo "== mxmatrix logs $crash (the evidence)"
 mx logs "$crash" | grep -E "Using '|backend=|illegal instruction|died unexpectedly|EngineDeadError|\[mxmatrixd\]" | head -12
 echo
 for lv in L2 L3; do
-        run=$(awk -v lv="$lv" '$0 ~ lv"=fail" { print $1; exit }' "$work/show")
+        run=$(mx --json show 1 | jq -r --arg lv "$lv" \
+                '[.summary.runs[] | select(.verdicts[$lv] == "fail") | "r\(.run)"][0] // empty')
         echo "== mxmatrix show $run --json: the $lv failure and its evidence"
         mx --json show "$run" | jq -c --arg lv "$lv" '.run.levels[] | select(.level == $lv) |
                 {level, verdict, message, artifacts: [.artifacts[]?.path]}' | tee -a "$work/failures"
