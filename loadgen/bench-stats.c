@@ -157,7 +157,7 @@ char *mx_bench_decode_problem(double ours_tps, int64_t predicted_n, double predi
 
         if (!(ours_tps > 0) || !isfinite(ours_tps) || predicted_n < 8 || !(predicted_ms > 0))
                 return NULL;
-        server = (double)(predicted_n - 1) / predicted_ms * 1000.0;
+        server = mx_bench_server_tps(predicted_n - 1, predicted_ms);
         if (ours_tps <= server * MX_BENCH_DECODE_FACTOR_MAX && ours_tps >= server / MX_BENCH_DECODE_FACTOR_MAX)
                 return NULL;
         return xasprintf("the decode rate from the tokens' arrival, %.1f t/s, disagrees with the server's own timer, "

@@ -716,8 +716,6 @@ static void breq_check_decode(struct breq *r)
 {
         _cleanup_free_ char *problem = NULL;
 
-        if (r->predicted_n < 0 || r->max_tokens < 8)
-                return;
         problem = mx_bench_decode_problem(mx_bench_tg_tps(r->max_tokens, r->t_tok1, r->t_last_tok), r->predicted_n,
                                           r->predicted_ms);
         if (problem)

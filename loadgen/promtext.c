@@ -58,7 +58,7 @@ static int parse_sample(const char *line, const char *end, size_t *ret_name_len,
         for (k = 0; p + k < end && p[k] != ' ' && p[k] != '\t' && k < sizeof(num) - 1; k++)
                 num[k] = p[k];
         num[k] = '\0';
-        if (k == 0)
+        if (k == 0 || (p + k < end && p[k] != ' ' && p[k] != '\t')) /* empty, or longer than any real number */
                 return -EBADMSG;
         errno = 0;
         *ret_value = strtod(num, &e);
@@ -102,6 +102,19 @@ int mx_prom_sum(const char *text, size_t n, const char *name, double *ret_sum, u
         *ret_sum = sum;
         if (ret_series)
                 *ret_series = series;
+        return 0;
+}
+
+int mx_prom_count(const char *text, size_t n, const char *name, double *ret_count, char **reterr)
+{
+        double v;
+        int r = mx_prom_sum(text, n, name, &v, NULL, reterr);
+
+        if (r < 0)
+                return r;
+        if (!isfinite(v) || v < 0 || v > 0x1p53)
+                return mx_reterr(reterr, -EBADMSG, "/metrics: %s is %g, not a count", name, v);
+        *ret_count = v;
         return 0;
 }
 

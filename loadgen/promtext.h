@@ -27,6 +27,11 @@
  */
 int mx_prom_sum(const char *text, size_t n, const char *name, double *ret_sum, unsigned *ret_series,
                 char **reterr);
+/*
+ * mx_prom_sum() of a counter: also -EBADMSG when the sum is not a count a double holds exactly (NaN, Inf,
+ * negative, beyond 2^53), so that no such value reaches a token count or a rate.
+ */
+int mx_prom_count(const char *text, size_t n, const char *name, double *ret_count, char **reterr);
 
 /* A counter's increase from before to after; *ret_reset is true when it went down (a reset: after itself). */
 double mx_prom_increase(double before, double after, bool *ret_reset);

@@ -48,17 +48,17 @@ static void table(FILE *f, json_t *t)
         fprintf(f,
                 "Profiler report: %s, %" JSON_INTEGER_FORMAT " kernels, %" JSON_INTEGER_FORMAT
                 " launches, %.1f μs of kernel time captured.\n",
-                json_string_value(json_object_get(t, "format")),
+                strna(json_string_value(json_object_get(t, "format"))),
                 json_integer_value(json_object_get(t, "kernels")),
                 json_integer_value(json_object_get(t, "launches")),
                 json_number_value(json_object_get(t, "total_us")));
         if (json_is_number(json_object_get(t, "tokens")))
                 fprintf(f, "Per token: %.0f tokens (%s).\n\n",
                         json_number_value(json_object_get(t, "tokens")),
-                        json_string_value(json_object_get(t, "which")));
+                        strna(json_string_value(json_object_get(t, "which"))));
         else
                 fprintf(f, "Per token: not measured (%s).\n\n",
-                        json_string_value(json_object_get(t, "per_token_why")));
+                        strna(json_string_value(json_object_get(t, "per_token_why"))));
         fputs("| Kernel Category | Time % | Avg (μs) | Calls/Token | μs/token | Calls | Total (μs) | Notes "
               "|\n"
               "|---|---:|---:|---:|---:|---:|---:|---|\n",
@@ -111,9 +111,9 @@ static void diff(FILE *f, json_t *d, json_t *base)
         size_t i;
 
         fprintf(f, "### Against the baseline (r%" JSON_INTEGER_FORMAT ")\n\n**%s**\n\n",
-                json_integer_value(base), json_string_value(json_object_get(d, "text")));
+                json_integer_value(base), strna(json_string_value(json_object_get(d, "text"))));
         if (!per_tok)
-                fprintf(f, "%s\n\n", json_string_value(json_object_get(d, "why")));
+                fprintf(f, "%s\n\n", strna(json_string_value(json_object_get(d, "why"))));
         fputs(per_tok ? "| Kernel Category | Δ μs/token | Δ Calls/Token | Δ Time % |\n|---|---:|---:|---:|\n"
                       : "| Kernel Category | Δ Time % |\n|---|---:|\n",
               f);

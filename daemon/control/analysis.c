@@ -221,8 +221,10 @@ json_t *analysis_gates_rules(struct mx_daemon *d, const struct mx_matrix *m)
                 json_array_append_new(rules, json_pack("{s:s,s:s,s:s?,s:s}", "when", m->drules[i].when,
                                                        "then", m->drules[i].then, "note", m->drules[i].note,
                                                        "verdict", "not-measured"));
+        if (m->n_drules == 0)
+                return json_pack("{s:o,s:s}", "rules", rules, "why", "the matrix declares no decision_rules");
         defs = mx_matrix_kcats(m, &n_defs);
-        if (m->n_drules == 0 || mx_kcat_new(defs, n_defs, &cat, NULL) < 0 ||
+        if (mx_kcat_new(defs, n_defs, &cat, NULL) < 0 ||
             queue_feature_jobs_json(d->db, m->path, ANALYSIS_GATES_JOBS, &by_word) < 0)
                 return json_pack("{s:o,s:s}", "rules", rules, "why", "no job of this matrix was found");
         ids = xcalloc(ANALYSIS_GATES_JOBS * json_object_size(by_word) + 1, sizeof(int64_t));

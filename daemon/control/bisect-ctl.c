@@ -185,7 +185,7 @@ static bool repo_allowed(struct mx_request *req, const struct mx_matrix *m, cons
         request_error(req, "permission-denied",
                       "--repo %s: only root or the admin group may bisect a tree other than the matrix's "
                       "bisect.source (%s)",
-                      repo, json_is_string(declared) ? json_string_value(declared) : "none declared");
+                      strna(repo), json_is_string(declared) ? json_string_value(declared) : "none declared");
         return false;
 }
 
@@ -230,7 +230,8 @@ static void bisect_start(struct mx_request *req)
                         return;
                 }
         }
-        if (param_bad(req) || !repo_allowed(req, m, json_string_value(json_object_get(p, "repo"))) ||
+        /* who may bisect this tree before anything looks at the path (no probing of paths by their errors) */
+        if (!repo_allowed(req, m, json_string_value(json_object_get(p, "repo"))) || param_bad(req) ||
             bisect_config(req, m, &cfg) < 0 || bisect_levels(req, m, &levels, &settings) < 0)
                 return;
         r = mx_plan_build_explicit(m, "bisect", cfg, reasons, 1, 1, &plan, &err);
@@ -281,6 +282,11 @@ void bisect_method(struct mx_request *req)
 
         if (status == 0 && cancel == 0)
                 return bisect_start(req);
+        if (status != 0 && cancel != 0) {
+                /* one bisection per request: the owner checked is the one cancelled */
+                request_error(req, "bad-request", "bisect takes --status ID or --cancel ID, not both");
+                return;
+        }
         r = bstore_get(req->d->db, status ?: cancel, &bs);
         if (r == -ENOENT) {
                 request_error(req, "not-found", "no bisection %" PRId64, status ?: cancel);

@@ -73,7 +73,7 @@ void changes_method(struct mx_request *req)
                               word ? word : "with those axis values");
                 return;
         }
-        if (r == -EEXIST) {
+        if ((r == -EEXIST || r == -EINVAL) && err) {
                 request_error(req, "bad-request", "%s", err);
                 return;
         }

@@ -2,6 +2,7 @@
 /* A configuration's stored L4 results in source-commit order, for the change points of mxmatrix history. */
 #include "series-store.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,8 +90,16 @@ int series_store_config(struct mx_db *db, const char *word, json_t *pins, char *
         size_t n = 0;
         int r, rc;
 
-        if (word && word[0] == 'r' && word[1] >= '0' && word[1] <= '9')
-                return config_by_run(db, strtoll(word + 1, NULL, 10), ret_key);
+        if (word && word[0] == 'r' && word[1] >= '0' && word[1] <= '9') {
+                char *end = NULL;
+                long long run;
+
+                errno = 0;
+                run = strtoll(word + 1, &end, 10);
+                if (errno != 0 || *end) /* "r12abc" is no run, not run 12 */
+                        return mx_reterr(reterr, -EINVAL, "'%s' is not a run (rN)", word);
+                return config_by_run(db, run, ret_key);
+        }
         r = db_stmt(db, sql, &s);
         if (r < 0)
                 return r;

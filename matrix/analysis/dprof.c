@@ -37,8 +37,9 @@ int mx_dprof_workload_check(json_t *w, char **reterr)
 
         if (!json_is_object(w))
                 return mx_reterr(reterr, -EINVAL, "the workload is not a JSON object");
-        if (!json_is_number(t) || !(json_number_value(t) > 0) || !isfinite(json_number_value(t)))
-                return mx_reterr(reterr, -EINVAL, "the workload's \"tokens\" is not a positive number");
+        /* a token count: at least 1 (a fraction of a token would make every per-token figure infinite) */
+        if (!json_is_number(t) || !(json_number_value(t) >= 1) || !isfinite(json_number_value(t)))
+                return mx_reterr(reterr, -EINVAL, "the workload's \"tokens\" is not a count of at least 1");
         for (size_t i = 0; i < ELEMENTSOF(ints); i++) {
                 json_t *v = json_object_get(w, ints[i]);
 

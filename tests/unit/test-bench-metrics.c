@@ -175,3 +175,27 @@ TEST(energy_figures)
         ASSERT_STREQ(json_string_value(json_object_get(na, "not_measured")), "the GPU does not report energy");
         ASSERT_NOT_NULL(json_string_value(json_object_get(none, "not_measured")));
 }
+
+/* A counter read as a count: NaN, Inf, negative or beyond 2^53 is an error, never a token count */
+TEST(prom_count_refuses_what_is_no_count)
+{
+        static const char text[] = "good_total 42\nnan_total NaN\ninf_total +Inf\nneg_total -3\nbig_total 1e300\n";
+        _cleanup_free_ char *err = NULL;
+        double v = -1;
+
+        ASSERT_OK(mx_prom_count(text, strlen(text), "good_total", &v, NULL));
+        ASSERT_TRUE(v == 42);
+        ASSERT_EQ(mx_prom_count(text, strlen(text), "nan_total", &v, &err), -EBADMSG);
+        ASSERT_CONTAINS(err, "nan_total");
+        ASSERT_CONTAINS(err, "not a count");
+        ASSERT_EQ(mx_prom_count(text, strlen(text), "inf_total", &v, NULL), -EBADMSG);
+        ASSERT_EQ(mx_prom_count(text, strlen(text), "neg_total", &v, NULL), -EBADMSG);
+        ASSERT_EQ(mx_prom_count(text, strlen(text), "big_total", &v, NULL), -EBADMSG);
+        ASSERT_EQ(mx_prom_count(text, strlen(text), "absent_total", &v, NULL), -ENOENT);
+        /* a number longer than any real one is a malformed line, not a shorter number */
+        {
+                _cleanup_free_ char *long_text = xasprintf("x_total 1%0*d1\n", 70, 0);
+
+                ASSERT_EQ(mx_prom_count(long_text, strlen(long_text), "x_total", &v, NULL), -EBADMSG);
+        }
+}

@@ -50,10 +50,10 @@ static int increase(const char *before, const char *after, const char *name, dou
         bool rs = false;
         int q;
 
-        q = mx_prom_sum(before, strlen(before), name, &b, NULL, reterr);
+        q = mx_prom_count(before, strlen(before), name, &b, reterr);
         if (q < 0)
                 return q;
-        q = mx_prom_sum(after, strlen(after), name, &a, NULL, reterr);
+        q = mx_prom_count(after, strlen(after), name, &a, reterr);
         if (q < 0)
                 return q;
         *ret = mx_prom_increase(b, a, &rs);

@@ -87,7 +87,7 @@ static void write_whole_life(struct mx_profpass *p, struct mx_http_response *res
         json_t *o;
 
         for (size_t i = 0; text && i < ELEMENTSOF(names); i++) {
-                if (mx_prom_sum(text, strlen(text), names[i], &v, NULL, NULL) < 0)
+                if (mx_prom_count(text, strlen(text), names[i], &v, NULL) < 0)
                         continue;
                 o = json_pack("{s:I,s:I,s:I,s:I,s:s}", "tokens", (json_int_t)(v + 0.5), "requests",
                               (json_int_t)p->requests, "prompt_tokens", (json_int_t)p->prompt, "output_tokens",
