@@ -10,7 +10,9 @@ Timing is exact by construction: for every generation request, token i (0-based,
 tokens included) leaves the server at  t_recv + F + i*D  (F = --first-token-ms, D = --token-ms),
 each chunk written and flushed on its own. The role-only first chunk of a chat stream goes out with
 the first token (vLLM sends it in the same engine iteration) or, with --role-at request, as soon as
-the request is parsed. A test computes the true TTFR/TTFT/TPOT/ITL/tg from that schedule.
+the request is parsed. A test computes the true TTFR/TTFT/TPOT/ITL/tg from that schedule; on a
+loaded machine the sleeps overshoot it, so --timing-log records when each request's chunks really
+left (and when they were due), and a test compares the client with those real times.
 
 vLLM behaviour reproduced (see --help for the switches):
   - connection refused while "loading" (--load-s): the socket is bound and listened only after it;
@@ -293,6 +295,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         # uvicorn sets TCP_NODELAY (bench-methods.md 4.9): without it Nagle + delayed ACK add 40 ms
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+    def parse_request(self):
+        # the request's arrival: its line is read (vLLM stamps arrival_time when the request comes in)
+        self.t_arrive = time.monotonic()
+        return super().parse_request()
+
     def log_message(self, fmt, *args):
         if not OPTS.disable_log_requests:
             log(f'{self.client_address[0]}:{self.client_address[1]} - "{self.command} {self.path}" '
@@ -424,7 +431,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def event(self, obj):
+        # stamped before the write: a client cannot read a chunk earlier than this
+        t = (time.monotonic() - self.t_recv) * 1000.0 if getattr(self, "sent", None) is not None else None
         self.chunk("data: " + json.dumps(obj, ensure_ascii=False) + "\n\n")
+        if t is None:
+            return
+        sent, due = self.sent, self.due
+        choices = obj.get("choices") or []
+        if sent["first"] is None:  # the first data event (an SSE comment is none)
+            sent["first"] = t
+        if choices:  # a token's chunk (the usage-only chunk has none)
+            sent["last"], sent["last_due"] = t, due
+        if sent["text"] is None and any(c.get("text") or (c.get("delta") or {}).get("content") or
+                                        (c.get("delta") or {}).get(OPTS.reasoning_field) for c in choices):
+            sent["text"], sent["text_due"] = t, due
 
     def end_stream(self):
         self.chunk("data: [DONE]\n\n")
@@ -439,6 +459,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         while True:
             left = due - time.monotonic()
             if left <= 0:
+                self.due = (due - t_recv) * 1000.0
                 return
             time.sleep(left if left > 0.002 else left / 2 if left > 0.0002 else 0)
 
@@ -465,20 +486,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 kind = "end"
             yield i, kind, word, lp, alts, rank, ("length" if i == limit - 1 else None)
 
-    def begin(self, n_prompt):
-        self.t_recv = time.monotonic()
+    def begin(self, n_prompt, t_recv):
+        self.t_recv = t_recv
+        # ms after the arrival: when the first event, the first text and the last token's chunk left, and
+        # when the schedule said the latter two should
+        self.sent = dict.fromkeys(("first", "text", "last", "text_due", "last_due"))
+        self.due = 0.0
         with STATS["lock"]:
             STATS["running"] += 1
             STATS["prompt"] += n_prompt
 
     def end(self, n_gen):
+        if OPTS.timing_log:
+            # when the server really sent (not when its schedule said): on a loaded machine Python's sleep
+            # overshoots, and a client's reading is only as true as the times it can be compared with
+            with STATS["lock"], open(OPTS.timing_log, "a") as f:
+                f.write(" ".join("-" if self.sent[k] is None else "%.3f" % self.sent[k]
+                                 for k in ("first", "text", "last", "text_due", "last_due")) + "\n")
         with STATS["lock"]:
             STATS["running"] -= 1
             STATS["gen"] += n_gen
             STATS["success"] += 1
 
     def completions(self, req):
-        t_recv = time.monotonic()
+        t_recv = self.t_arrive
         prompt = req.get("prompt")
         if isinstance(prompt, list) and len(prompt) == 1:
             prompt = prompt[0]
@@ -503,8 +534,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rid = f"cmpl-{uuid.uuid4().hex}"
         created = int(time.time())
         base = {"id": rid, "object": "text_completion", "created": created, "model": OPTS.served_model_name}
-        self.begin(len(ids))
-        self.t_recv = t_recv
+        self.begin(len(ids), t_recv)
         n_gen, text, finish = 0, "", None
         lp = {"text_offset": [], "token_logprobs": [], "tokens": [], "top_logprobs": []}
         if p["stream"]:
@@ -553,7 +583,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return out
 
     def chat(self, req):
-        t_recv = time.monotonic()
+        t_recv = self.t_arrive
         msgs = req.get("messages")
         if not isinstance(msgs, list) or not msgs:
             bad("Field required: messages")
@@ -573,8 +603,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "model": OPTS.served_model_name}
         rfield = OPTS.reasoning_field
         include_reasoning = req.get("include_reasoning", True)
-        self.begin(len(ids))
-        self.t_recv = t_recv
+        self.begin(len(ids), t_recv)
         n_gen, content, reasoning, finish, lp_content = 0, "", "", None, []
         role_sent = False
 
@@ -721,6 +750,10 @@ def main():
     ap.add_argument("--enable-prompt-tokens-details", action="store_true")
     ap.add_argument("--no-enable-prefix-caching", action="store_true")
     ap.add_argument("--disable-log-requests", "--disable-uvicorn-access-log", action="store_true")
+    ap.add_argument("--timing-log", metavar="FILE",
+                    help="append a line per answered request, in ms after the request arrived ('-': none): when "
+                         "its first data event, its first text and its last token's chunk left, and when the "
+                         "schedule said those two should")
     ap.add_argument("--version-string", dest="version", default="0.32.0+foreign")
     opts, unknown = ap.parse_known_args()
     opts.model = opts.model or opts.model_pos or "openai/gpt-oss-120b"

@@ -530,6 +530,16 @@ static int parse_knobs(struct sim_config *c, char **reterr)
         }
         v = getenv("MXSIM_GPU_LOCK");
         c->lock_path = v && *v ? xstrdup(v) : xasprintf("%s/mxsim-gpu.lock", tmp && *tmp ? tmp : "/tmp");
+        /*
+         * The GPU is the node's: a Slurm job step on node n2 does not share n1's card, even where both
+         * nodes are one host (tests/slurm/cluster.sh), so the lock is per node where Slurm names one.
+         */
+        v = getenv("SLURMD_NODENAME");
+        if (v && *v) {
+                char *per_node = xasprintf("%s.%s", c->lock_path, v);
+                free(c->lock_path);
+                c->lock_path = per_node;
+        }
         v = getenv("MXSIM_KERNEL_REPORT");
         c->kernel_report = v && *v ? xstrdup(v) : NULL;
         v = getenv("MXSIM_VERSION");
