@@ -32,13 +32,16 @@ ok "exit status 2, the rule named"
 
 step="matrix"
 MXD_MATRIX=$T/matrix.json
+# pp512 prefills for 205 ms (2500 t/s): against 51 ms a loaded machine's few ms of client wake-up were a
+# 5 % "regression" between two starts of the same code (seen in the ASan tree); the verdicts here are
+# about tg32 and the comparisons' bookkeeping, not about how small a prefill the machine can time
 jq -n --arg sim "$MX_BUILD_DIR/tests/sim/mxsim" --arg v "$T/vllm" --arg lock "$T/gpu.lock" '{
   matrix: 1, name: "l5",
   target: {profile: "vllm", model: "openai/gpt-oss-120b", served_model_name: "gpt-oss-120b",
            command: [$sim, "serve", "{model}", "--host", "{host}", "--port", "{port}",
                      "--served-model-name", "{served_model_name}", "--disable-uvicorn-access-log"],
            env: {MXSIM_LOAD_S: "0.1", MXSIM_WATCHDOG_S: "1", MXSIM_SHUTDOWN_WAIT_S: "1", MXSIM_GPU_LOCK: $lock,
-                 MXSIM_TOKEN_MS: "4", MXSIM_PREFILL_TPS: "10000", MXSIM_SPEED_RULES: "MXSIM_SLOW=1:0.7"},
+                 MXSIM_TOKEN_MS: "4", MXSIM_PREFILL_TPS: "2500", MXSIM_SPEED_RULES: "MXSIM_SLOW=1:0.7"},
            ready: {timeout: "30s", interval: "100ms"}},
   axes: [{name: "kernel", values: [
            {name: "marlin", env: {VLLM_MXFP4_MOE_KERNEL: "marlin"}},
