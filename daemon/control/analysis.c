@@ -7,6 +7,7 @@
 
 #include "daemon.h"
 #include "dprof.h"
+#include "jobruns.h"
 #include "kcat.h"
 #include "placeholder.h"
 #include "profreport.h"
@@ -170,41 +171,23 @@ static int cmp_desc(const void *a, const void *b)
         return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static bool has_reason(json_t *run, const char *reason)
-{
-        json_t *v;
-        size_t i;
-
-        json_array_foreach (json_object_get(run, "reasons"), i, v)
-                if (streq_ptr(json_string_value(v), reason))
-                        return true;
-        return false;
-}
-
 /* The table of job's baseline run (reason baseline, else feature-off; as mx_dprof_job() picks it), or NULL.
  */
 static json_t *baseline_table(struct mx_daemon *d, const struct mx_kcat *cat, int64_t job, int64_t *ret_run)
 {
-        static const char *const reasons[] = {"baseline", "feature-off"};
-        _cleanup_json_ json_t *runs = NULL;
+        _cleanup_json_ json_t *runs = NULL, *full = NULL, *e = NULL;
         json_t *run;
-        size_t i;
 
         if (queue_job_runs_json(d->db, job, 0, ANALYSIS_RUNS_MAX, &runs, NULL, NULL) < 0)
                 return NULL;
-        for (size_t k = 0; k < ELEMENTSOF(reasons); k++)
-                json_array_foreach (runs, i, run) {
-                        _cleanup_json_ json_t *full = NULL, *e = NULL;
-
-                        if (!has_reason(run, reasons[k]))
-                                continue;
-                        *ret_run = json_integer_value(json_object_get(run, "id"));
-                        if (queue_run_json(d->db, *ret_run, true, &full) < 0)
-                                return NULL;
-                        e = run_entry(d, cat, full);
-                        return json_incref(json_object_get(e, "table"));
-                }
-        return NULL;
+        run = mx_jobruns_baseline(runs);
+        if (!run)
+                return NULL;
+        *ret_run = json_integer_value(json_object_get(run, "id"));
+        if (queue_run_json(d->db, *ret_run, true, &full) < 0)
+                return NULL;
+        e = run_entry(d, cat, full);
+        return json_incref(json_object_get(e, "table"));
 }
 
 json_t *analysis_gates_rules(struct mx_daemon *d, const struct mx_matrix *m)

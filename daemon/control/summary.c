@@ -5,6 +5,7 @@
 #include "summary.h"
 
 #include "criteria.h"
+#include "jobruns.h"
 #include "levelcat.h"
 
 #include <errno.h>
@@ -16,31 +17,6 @@ struct metric {
         const char *name;
         bool criterion;
 };
-
-static bool has_reason(json_t *run, const char *reason)
-{
-        json_t *v;
-        size_t i;
-
-        json_array_foreach (json_object_get(run, "reasons"), i, v)
-                if (streq_ptr(json_string_value(v), reason))
-                        return true;
-        return false;
-}
-
-/* The job's baseline run: its "baseline" run, else its feature-off run on the baseline; NULL when none. */
-static json_t *baseline_run(json_t *runs)
-{
-        static const char *const reasons[] = {"baseline", "feature-off"};
-        json_t *run;
-        size_t i;
-
-        for (size_t k = 0; k < ELEMENTSOF(reasons); k++)
-                json_array_foreach (runs, i, run)
-                        if (has_reason(run, reasons[k]))
-                                return run;
-        return NULL;
-}
 
 static bool metric_add(struct metric *ms, size_t *n, const char *name, bool criterion)
 {
@@ -298,7 +274,7 @@ json_t *summary_job_json(const struct mx_matrix *m, int feature, json_t *job_lev
 {
         struct metric ms[SUMMARY_METRICS_MAX];
         size_t n_ms = metrics_pick(m, feature, runs, ms), i;
-        json_t *base = baseline_run(runs), *metrics = json_array(), *rows = json_array(), *run;
+        json_t *base = mx_jobruns_baseline(runs), *metrics = json_array(), *rows = json_array(), *run;
 
         for (size_t k = 0; k < n_ms; k++)
                 json_array_append_new(metrics, json_pack("{s:s,s:s,s:b,s:b}", "metric", ms[k].name, "unit",

@@ -5,6 +5,8 @@
  */
 #include "dprof.h"
 
+#include "jobruns.h"
+
 #include <math.h>
 
 struct kagg {
@@ -314,29 +316,11 @@ json_t *mx_dprof_rules(const struct mx_matrix *m, json_t *table)
 
 /* ---- a job ---- */
 
-static bool has_reason(json_t *run, const char *reason)
-{
-        json_t *v;
-        size_t i;
-
-        json_array_foreach (json_object_get(run, "reasons"), i, v)
-                if (streq_ptr(json_string_value(v), reason))
-                        return true;
-        return false;
-}
-
 json_t *mx_dprof_job(const struct mx_matrix *m, json_t *runs)
 {
-        static const char *const reasons[] = {"baseline", "feature-off"};
-        json_t *base = NULL, *run;
+        json_t *base = mx_jobruns_baseline(runs), *run;
         size_t i;
 
-        for (size_t k = 0; !base && k < ELEMENTSOF(reasons); k++)
-                json_array_foreach (runs, i, run)
-                        if (has_reason(run, reasons[k])) {
-                                base = run;
-                                break;
-                        }
         json_array_foreach (runs, i, run) {
                 json_t *t = json_object_get(run, "table");
 
