@@ -76,9 +76,9 @@ static bool recover_kill(struct mx_daemon *d, const struct queue_open_attempt *a
         return recover_cgroup(a, &ctx) && clean;
 }
 
-bool recover_requeue_allowed(struct mx_daemon *d, int64_t run, char **ret_why)
+bool recover_requeue_allowed(struct mx_daemon *d, int64_t run, int64_t attempt, char **ret_why)
 {
-        int n = 0, r = queue_run_interruptions(d->db, run, &n);
+        int n = 0, r = queue_attempt_interruptions(d->db, attempt, &n);
 
         if (r < 0) {
                 log_warning_errno(r, "cannot count the interruptions of run %" PRId64 "; requeueing it", run);
@@ -118,7 +118,7 @@ int recover_interrupted(struct mx_daemon *d)
                 }
                 if (!recover_kill(d, &open[i]))
                         f.message = "the daemon stopped during the run; some of its processes could not be killed";
-                if (!recover_requeue_allowed(d, open[i].run, &bound)) {
+                if (!recover_requeue_allowed(d, open[i].run, open[i].attempt, &bound)) {
                         f.outcome = MX_OUTCOME_INFRA_ERROR;
                         f.message = bound;
                         f.requeue = false;

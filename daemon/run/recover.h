@@ -8,8 +8,10 @@
 int recover_interrupted(struct mx_daemon *d);
 
 /*
- * May an interrupted run go back to the queue once more? No once it was
- * interrupted max_requeues times already (a run that kills the daemon would
- * otherwise loop forever); then *ret_why says so (caller frees).
+ * May run's interrupted attempt go back to the queue once more? No once its
+ * bound (queue_attempt_interruptions(): the run's own attempts, or the
+ * confirmation starts for one decision) was interrupted max_requeues times
+ * already (a run that kills the daemon would otherwise loop forever); then
+ * *ret_why says so (caller frees).
  */
-bool recover_requeue_allowed(struct mx_daemon *d, int64_t run, char **ret_why);
+bool recover_requeue_allowed(struct mx_daemon *d, int64_t run, int64_t attempt, char **ret_why);

@@ -702,7 +702,7 @@ static void finish_requeues(struct mx_sched *s, struct pending_write *w)
 
         if (f->outcome != MX_OUTCOME_INTERRUPTED)
                 return;
-        if (!recover_requeue_allowed(s->d, w->run, &why)) {
+        if (!recover_requeue_allowed(s->d, w->run, w->attempt_id, &why)) {
                 f->outcome = MX_OUTCOME_INFRA_ERROR;
                 free((char *)f->message);
                 f->message = TAKE_PTR(why);
@@ -726,7 +726,7 @@ static void finish_machine_requeue(struct mx_sched *s, struct pending_write *w)
         int n = 0;
         char *m;
 
-        if (queue_run_machine_failures(s->d->db, w->run, &n) < 0)
+        if (queue_attempt_machine_failures(s->d->db, w->attempt_id, &n) < 0)
                 n = 0; /* the database is what failed: the count is read again at the next end */
         if (n >= s->d->cfg.max_requeues) {
                 m = xasprintf("%s; ended %d times because of the machine, not requeued again (max_requeues %d): "

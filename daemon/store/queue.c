@@ -990,11 +990,21 @@ int queue_set_paused_reason(struct mx_db *db, bool paused, uid_t by, const char 
         return TXN(db, set_paused_body(db, paused, by, reason));
 }
 
-int queue_run_interruptions(struct mx_db *db, int64_t run, int *ret)
+/*
+ * The attempts that share ATTEMPT's requeue bound and ended with one of the
+ * outcomes: those of its run that are, like it, its run's own (confirm_of
+ * NULL), or like it confirmation starts of the same waiting attempt. So a
+ * confirmation start of a reference run from an earlier job neither uses up
+ * that job's bound nor inherits it: it has the bound of the decision it is
+ * for.
+ */
+static int attempt_bound_count(struct mx_db *db, int64_t attempt, bool infra, int *ret)
 {
-        static const char sql[] = "SELECT count(*) FROM attempts WHERE run_id = ? AND outcome = 'interrupted'";
+        static const char sql[] = "SELECT count(*) FROM attempts a JOIN attempts x ON x.id = ?1 "
+                                  "WHERE a.run_id = x.run_id AND a.confirm_of IS x.confirm_of AND a.id != x.id "
+                                  "AND (a.outcome = 'interrupted' OR (?2 AND a.outcome = 'infra-error'))";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_one_row(db, sql, &s, DB_INT(run));
+        int r = db_one_row(db, sql, &s, DB_INT(attempt), DB_INT(infra));
 
         if (r <= 0)
                 return r;
@@ -1002,17 +1012,14 @@ int queue_run_interruptions(struct mx_db *db, int64_t run, int *ret)
         return 0;
 }
 
-int queue_run_machine_failures(struct mx_db *db, int64_t run, int *ret)
+int queue_attempt_interruptions(struct mx_db *db, int64_t attempt, int *ret)
 {
-        static const char sql[] = "SELECT count(*) FROM attempts WHERE run_id = ? AND outcome IN "
-                                  "('interrupted', 'infra-error')";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_one_row(db, sql, &s, DB_INT(run));
+        return attempt_bound_count(db, attempt, false, ret);
+}
 
-        if (r <= 0)
-                return r;
-        *ret = sqlite3_column_int(s, 0);
-        return 0;
+int queue_attempt_machine_failures(struct mx_db *db, int64_t attempt, int *ret)
+{
+        return attempt_bound_count(db, attempt, true, ret);
 }
 
 int queue_events(struct mx_db *db, int64_t job, int64_t after, int limit, json_t **ret)

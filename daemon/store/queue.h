@@ -177,10 +177,17 @@ int queue_set_paused(struct mx_db *db, bool paused, uid_t by);
 int queue_set_paused_reason(struct mx_db *db, bool paused, uid_t by, const char *reason);
 /* The reason stored with the pause, or NULL in *ret. */
 int queue_get_pause_reason(struct mx_db *db, char **ret);
-/* How many attempts of a run ended interrupted (the daemon stopped or died under them). */
-int queue_run_interruptions(struct mx_db *db, int64_t run, int *ret);
-/* How many attempts of a run ended because of the machine: interrupted, or infra-error (a full disk, ...). */
-int queue_run_machine_failures(struct mx_db *db, int64_t run, int *ret);
+/*
+ * How many earlier attempts in ATTEMPT's requeue bound ended interrupted (the
+ * daemon stopped or died under them). The bound is the run's own attempts
+ * for one of them, and for a confirmation start the starts of its run for
+ * the same waiting attempt (confirm_of): a reference run's confirmation
+ * starts for a later job count neither in its own job's bound nor it in
+ * theirs.
+ */
+int queue_attempt_interruptions(struct mx_db *db, int64_t attempt, int *ret);
+/* The same, counting the ends because of the machine: interrupted, or infra-error (a full disk, ...). */
+int queue_attempt_machine_failures(struct mx_db *db, int64_t attempt, int *ret);
 
 /* Append an event (outside any transaction of the caller). */
 int queue_event(struct mx_db *db, int64_t job, int64_t run, const char *kind, int64_t uid, json_t *detail);

@@ -225,16 +225,18 @@ static int load_rules(struct mx_matrix *m, char **reterr)
         return 0;
 }
 
+/*
+ * load_categories() checks all that mx_kcat_new() refuses (the number of
+ * categories and of patterns, each pattern through the matcher's own
+ * compiler), with the position of the entry at fault; so no table is built
+ * here: its readers build their own from mx_matrix_kcats().
+ */
 int mx_kcat_load(struct mx_matrix *m, char **reterr)
 {
-        _cleanup_(mx_kcat_freep) struct mx_kcat *c = NULL;
-        _cleanup_free_ char *e = NULL;
         int r = load_categories(m, reterr);
 
         if (r < 0)
                 return r;
-        if (m->has_kcats && mx_kcat_new(m->kcats, m->n_kcats, &c, &e) < 0)
-                return mx_matrix_error_at(m, m->root, "kernel_categories", reterr, "%s", e);
         return load_rules(m, reterr);
 }
 

@@ -1136,3 +1136,90 @@ TEST(fail_fast_cancel_after_cheap_pass)
                               "AND result_attempt IS NULL"),
                   1);
 }
+
+/* Pick the next start, which must be of run; start it (a confirmation start when planned so). */
+static int64_t start_picked(struct mx_db *db, int64_t run, bool confirmation, const char *tag)
+{
+        struct queue_next n = {};
+        int64_t att = 0;
+        int num;
+
+        ASSERT_OK(queue_pick_next(db, &n));
+        ASSERT_EQ(n.run, run);
+        ASSERT_EQ(n.confirm_row != 0, confirmation);
+        if (n.confirm_row)
+                ASSERT_OK(queue_confirm_attempt_start(db, n.confirm_row, tag, "boot", &att, &num));
+        else
+                ASSERT_OK(queue_attempt_start(db, n.run, tag, "boot", &att, &num));
+        queue_next_done(&n);
+        return att;
+}
+
+static int interruptions(struct mx_db *db, int64_t attempt, bool machine)
+{
+        int n = -1;
+
+        ASSERT_OK(machine ? queue_attempt_machine_failures(db, attempt, &n)
+                          : queue_attempt_interruptions(db, attempt, &n));
+        return n;
+}
+
+/*
+ * Issue 15: the confirmation starts of a reference run from an earlier job
+ * have the bound of the decision they serve; they neither use up that job's
+ * requeue bound nor inherit what its own attempts used.
+ */
+TEST(confirmation_starts_have_their_own_requeue_bound)
+{
+        _cleanup_(db_closep) struct mx_db *db = open_db("confirm-bound.db");
+        struct queue_finish intr = {.outcome = MX_OUTCOME_INTERRUPTED, .exit_status = -1, .requeue = true},
+                            done = {.outcome = MX_OUTCOME_COMPLETED, .exit_status = 0};
+        int64_t j1 = submit(db, 1000, 0, 1), j2, b, a, b_own, a_first, att;
+        _cleanup_free_ char *q = NULL;
+        _cleanup_json_ json_t *l5 = NULL;
+
+        /* the earlier job's run B: interrupted once (its own bound: 1), then done */
+        q = xasprintf("SELECT id FROM runs WHERE job_id = %" PRId64, j1);
+        b = sql_int(db, q);
+        att = start_picked(db, b, false, "b1");
+        ASSERT_OK(queue_attempt_finish(db, att, &intr, NULL));
+        b_own = start_picked(db, b, false, "b2");
+        ASSERT_EQ(interruptions(db, b_own, false), 1);
+        ASSERT_OK(queue_attempt_finish(db, b_own, &done, NULL));
+
+        /* this job's run A: L5 undecided against B asks for confirmation starts */
+        j2 = submit(db, 1000, 0, 1);
+        free(q);
+        q = xasprintf("SELECT id FROM runs WHERE job_id = %" PRId64, j2);
+        a = sql_int(db, q);
+        a_first = start_picked(db, a, false, "a1");
+        l5 = json_pack("{s:{s:I}}", "confirm", "reference_run", (json_int_t)b);
+        ASSERT_OK(queue_level_record(db, a_first, &(struct queue_level){.level = "L5", .verdict = "skipped",
+                                                                         .metrics = l5}));
+        ASSERT_OK(queue_attempt_finish(db, a_first, &done, NULL));
+        att = start_picked(db, a, true, "a-c1");
+        ASSERT_EQ(interruptions(db, att, false), 0);
+        ASSERT_OK(queue_attempt_finish(db, att, &done, NULL));
+
+        /* B's confirmation start for A: B's own interruption is not in its bound */
+        att = start_picked(db, b, true, "b-c1");
+        ASSERT_EQ(interruptions(db, att, false), 0);
+        ASSERT_EQ(interruptions(db, att, true), 0);
+        ASSERT_OK(queue_attempt_finish(db, att, &intr, NULL));
+        /* planned again: the second try counts the first, and only that */
+        att = start_picked(db, b, true, "b-c2");
+        ASSERT_EQ(interruptions(db, att, false), 1);
+        ASSERT_EQ(interruptions(db, att, true), 1);
+        /* and B's own bound still counts only B's own attempts */
+        ASSERT_EQ(interruptions(db, b_own, false), 1);
+        ASSERT_EQ(interruptions(db, a_first, false), 0);
+        ASSERT_OK(queue_attempt_finish(db, att, &done, NULL));
+        /* the round is in: the next pick decides A's L5 */
+        {
+                struct queue_next n = {};
+
+                ASSERT_OK(queue_pick_next(db, &n));
+                ASSERT_EQ(n.decide, a_first);
+                queue_next_done(&n);
+        }
+}
