@@ -3,6 +3,7 @@
 #include "metadata.h"
 #include "output.h"
 #include "remote.h"
+#include "report-util.h"
 #include "screen.h"
 
 /* show JOB's runs arrive as stream items, a batch each: gather them. */
@@ -293,10 +294,16 @@ static void show_attempt(json_t *a)
                 printf("  %s\n", json_string_value(json_object_get(a, "message")));
         if (json_is_object(json_object_get(a, "command")))
                 show_command(json_object_get(a, "command"));
-        json_array_foreach (levels, i, l)
+        json_array_foreach (levels, i, l) {
+                _cleanup_free_ char *conf = report_l5_confirmation_text(l);
+
                 printf("  %-5s %-8s %s\n", strna(json_string_value(json_object_get(l, "level"))),
                        strna(json_string_value(json_object_get(l, "verdict"))),
                        strempty(json_string_value(json_object_get(l, "message"))));
+                /* what L5's decision rested on beyond the run's own start */
+                if (conf)
+                        printf("        confirmation starts: %s\n", conf);
+        }
         json_array_foreach (levels, i, l)
                 if (streq_ptr(json_string_value(json_object_get(l, "level")), "L4") &&
                     json_array_size(json_object_get(json_object_get(l, "metrics"), "tests")) > 0)

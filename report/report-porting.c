@@ -15,6 +15,7 @@
 #include "bench-yaml.h"
 #include "mxreport.h"
 #include "report-internal.h"
+#include "report-util.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -182,6 +183,7 @@ static void level_block(FILE *f, json_t *run, const char *level, const char *tit
         _cleanup_free_ char *msg = json_is_string(json_object_get(l, "message"))
                                            ? mx_escape(json_string_value(json_object_get(l, "message")), 300)
                                            : NULL;
+        _cleanup_free_ char *conf = report_l5_confirmation_text(l);
 
         fprintf(f, "### %s\n", title);
         for (size_t i = 0; items[i]; i++)
@@ -190,6 +192,9 @@ static void level_block(FILE *f, json_t *run, const char *level, const char *tit
         if (msg)
                 fprintf(f, " (r%" JSON_INTEGER_FORMAT ": %s)",
                         json_integer_value(json_object_get(run, "id")), msg);
+        /* L5's verdict after confirmation starts: the extra starts it rested on */
+        if (conf)
+                fprintf(f, "\n- **Confirmation starts**: %s", conf);
         fputs("\n\n", f);
 }
 

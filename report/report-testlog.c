@@ -7,6 +7,7 @@
  * verdict and the seed's Overall Result checklist.
  */
 #include "report-internal.h"
+#include "report-util.h"
 #include "matrix.h"
 
 #include <ctype.h>
@@ -521,6 +522,15 @@ static void l5_regressions(FILE *f, json_t *l)
         }
 }
 
+/* The confirmation starts L5's verdict rested on, when it had any. */
+static void l5_confirmation(FILE *f, json_t *l)
+{
+        _cleanup_free_ char *t = report_l5_confirmation_text(l);
+
+        if (t)
+                fprintf(f, "- Confirmation starts: %s\n", t);
+}
+
 /* Levels 1 to 6 of the seed's template, each from the feature run (L4 against the baseline, L6 the job). */
 static void testlog_levels(FILE *f, json_t *doc, json_t *run, json_t *base, struct rep_defs *defs)
 {
@@ -542,6 +552,7 @@ static void testlog_levels(FILE *f, json_t *doc, json_t *run, json_t *base, stru
         fputs("\n## Level 5: Regression Test\n", f);
         l = level_head(f, doc, run, "L5");
         l5_regressions(f, l);
+        l5_confirmation(f, l);
         fputs("\n## Level 6: Combinatorial Test\n\n", f);
         l6_table(f, doc);
         fputc('\n', f);

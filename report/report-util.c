@@ -793,3 +793,63 @@ void rep_failure_done(struct rep_failure *f)
         free(f->text);
         f->text = NULL;
 }
+
+/* One run's share of the confirmation starts: "r7 (the reference, job 3) 2". */
+static void confirmation_run_text(struct mx_buf *b, json_t *starts, json_t *first, json_t *cur_job)
+{
+        const char *side = json_string_value(json_object_get(first, "side"));
+        json_t *run = json_object_get(first, "run"), *job = json_object_get(first, "job"), *s;
+        size_t i, n = 0;
+
+        json_array_foreach (starts, i, s)
+                n += json_equal(json_object_get(s, "run"), run) &&
+                     streq_ptr(json_string_value(json_object_get(s, "side")), side);
+        mx_buf_printf(b, "%sr%" JSON_INTEGER_FORMAT " (%s", b->len ? ", " : "", json_integer_value(run),
+                      streq_ptr(side, "current") ? "this run" : "the reference");
+        if (!streq_ptr(side, "current") && json_is_integer(job) && !json_equal(job, cur_job))
+                mx_buf_printf(b, ", job %" JSON_INTEGER_FORMAT, json_integer_value(job));
+        mx_buf_printf(b, ") %zu", n);
+}
+
+char *report_l5_confirmation_text(json_t *l5)
+{
+        json_t *c = json_object_get(json_object_get(l5, "metrics"), "confirmation"), *starts, *s, *cur_job = NULL;
+        _cleanup_buf_ struct mx_buf runs = MX_BUF_INIT;
+        size_t i, total;
+
+        if (!json_is_object(c))
+                return NULL;
+        starts = json_object_get(c, "starts");
+        if (json_is_array(starts)) {
+                total = json_array_size(starts);
+                json_array_foreach (starts, i, s)
+                        if (streq_ptr(json_string_value(json_object_get(s, "side")), "current"))
+                                cur_job = json_object_get(s, "job");
+                json_array_foreach (starts, i, s) {
+                        size_t k;
+
+                        /* each (side, run) once, where it first appears */
+                        for (k = 0; k < i; k++) {
+                                json_t *e = json_array_get(starts, k);
+
+                                if (json_equal(json_object_get(e, "run"), json_object_get(s, "run")) &&
+                                    json_equal(json_object_get(e, "side"), json_object_get(s, "side")))
+                                        break;
+                        }
+                        if (k == i)
+                                confirmation_run_text(&runs, starts, s, cur_job);
+                }
+        } else {
+                /* a document from before the starts were listed: the counts a side */
+                size_t a = json_array_size(json_object_get(c, "current_attempts")),
+                       b = json_array_size(json_object_get(c, "reference_attempts"));
+
+                total = a + b;
+                mx_buf_printf(&runs, "this run %zu, the reference %zu", a, b);
+        }
+        return xasprintf("%zu extra server start%s in %" JSON_INTEGER_FORMAT " confirmation round%s (of at most %"
+                         JSON_INTEGER_FORMAT "): %s",
+                         total, total == 1 ? "" : "s", json_integer_value(json_object_get(c, "rounds")),
+                         json_integer_value(json_object_get(c, "rounds")) == 1 ? "" : "s",
+                         json_integer_value(json_object_get(c, "budget")), runs.len ? runs.data : "none");
+}

@@ -18,3 +18,11 @@ char *report_doc_dump(json_t *doc);
  * objects in their order, so the daemon's document and an exported one must agree on it.
  */
 json_t *report_doc_normalise(json_t *doc);
+
+/*
+ * The confirmation starts an L5 level (a level object of a document or of
+ * show rRUN) was decided with, as one line: "4 extra server starts in 2
+ * confirmation rounds (of at most 2): r12 (this run) 2, r7 (the reference,
+ * job 3) 2"; NULL when L5 had none. The caller frees.
+ */
+char *report_l5_confirmation_text(json_t *l5);

@@ -208,7 +208,8 @@ static json_t *cheap_levels(json_t *job_levels)
 static int confirm_pick(struct mx_db *db, int64_t for_attempt, struct queue_next *ret)
 {
         static const char sql[] =
-                "SELECT c.id, r.job_id, r.id, r.config_key, s.spec, j.levels, b.spec FROM confirmations c "
+                "SELECT c.id, (SELECT w.job_id FROM attempts fa JOIN runs w ON w.id = fa.run_id "
+                "WHERE fa.id = c.for_attempt), r.id, r.config_key, s.spec, j.levels, b.spec FROM confirmations c "
                 "JOIN runs r ON r.id = c.run_id JOIN jobs j ON j.id = r.job_id "
                 "JOIN snapshots s ON s.id = r.snapshot LEFT JOIN snapshots b ON b.id = j.snapshot "
                 "WHERE c.for_attempt = ? AND c.attempt_id IS NULL ORDER BY c.id LIMIT 1";
@@ -224,6 +225,7 @@ static int confirm_pick(struct mx_db *db, int64_t for_attempt, struct queue_next
         }
         levels = db_column_json(s, 5);
         queue_next_done(ret);
+        /* the start is the work of the job whose L5 waits, also when it starts that job's reference run */
         *ret = (struct queue_next){
                 .confirm_row = sqlite3_column_int64(s, 0),
                 .confirm_of = for_attempt,
@@ -311,7 +313,8 @@ int queue_attempt_start(struct mx_db *db, int64_t run, const char *tag, const ch
 /*
  * A confirmation start: a new attempt of the row's run, marked confirm_of. The
  * run whose L5 waits runs now; a reference run stays as it is (done, its
- * result its own).
+ * result its own). Its events are the waiting run's job's, whose decision it
+ * serves, also when the reference run is an earlier job's.
  */
 static int confirm_start_body(struct mx_db *db, int64_t row, const char *tag, const char *boot_id,
                               int64_t *ret_attempt, int *ret_n)
@@ -320,7 +323,9 @@ static int confirm_start_body(struct mx_db *db, int64_t row, const char *tag, co
                 "UPDATE runs SET attempts = attempts + 1, state = CASE WHEN confirming IS NOT NULL AND "
                 "confirming = (SELECT for_attempt FROM confirmations WHERE id = ?1) THEN 'running' ELSE state END "
                 "WHERE id = (SELECT run_id FROM confirmations WHERE id = ?1 AND attempt_id IS NULL) "
-                "RETURNING attempts, job_id, id, (SELECT for_attempt FROM confirmations WHERE id = ?1)";
+                "RETURNING attempts, (SELECT w.job_id FROM confirmations c JOIN attempts fa "
+                "ON fa.id = c.for_attempt JOIN runs w ON w.id = fa.run_id WHERE c.id = ?1), id, "
+                "(SELECT for_attempt FROM confirmations WHERE id = ?1)";
         static const char ins[] = "INSERT INTO attempts (run_id, n, started_at, tag, boot_id, confirm_of) "
                                   "VALUES (?, ?, ?, ?, ?, ?)";
         static const char mark[] = "UPDATE confirmations SET attempt_id = ? WHERE id = ?";
@@ -407,6 +412,7 @@ static char *result_of(enum mx_outcome o, bool any_failed_level, bool expect_fai
 
 struct attempt_facts {
         int64_t run, job;
+        int64_t for_job; /* a confirmation start: the job whose L5 it serves; else job */
         int n;
         bool failed_level, expect_fail;
         bool cancelled; /* a cancel was acknowledged while the run ran */
@@ -423,7 +429,9 @@ static int attempt_facts(struct mx_db *db, int64_t attempt, bool ended, struct a
                 "SELECT a.run_id, r.job_id, r.expect_fail IS NOT NULL, EXISTS (SELECT 1 FROM levels l "
                 "WHERE l.attempt_id = a.id AND l.verdict IN ('fail','invalid')), r.cancelled_at IS NOT NULL, a.n, "
                 "coalesce(a.confirm_of, 0), coalesce((SELECT json_extract(l.metrics, '$.confirm.reference_run') "
-                "FROM levels l WHERE l.attempt_id = a.id AND l.level = 'L5'), 0), a.outcome, coalesce(a.pass, 0) = 1 "
+                "FROM levels l WHERE l.attempt_id = a.id AND l.level = 'L5'), 0), a.outcome, coalesce(a.pass, 0) = 1, "
+                "coalesce((SELECT w.job_id FROM attempts fa JOIN runs w ON w.id = fa.run_id "
+                "WHERE fa.id = a.confirm_of), r.job_id) "
                 "FROM attempts a JOIN runs r ON r.id = a.run_id WHERE a.id = ?1 AND (?2 OR a.finished_at IS NULL)";
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = db_one_row(db, sql, &s, DB_INT(attempt), DB_INT(ended));
@@ -441,6 +449,7 @@ static int attempt_facts(struct mx_db *db, int64_t attempt, bool ended, struct a
                 .confirm_ref = sqlite3_column_int64(s, 7),
                 .outcome = mx_outcome_from_string((const char *)sqlite3_column_text(s, 8)),
                 .cheap_pass = sqlite3_column_int(s, 9),
+                .for_job = sqlite3_column_int64(s, 10),
         };
         return 0;
 }
@@ -524,7 +533,7 @@ static int confirm_finish_body(struct mx_db *db, int64_t attempt, const struct a
         d = json_pack("{s:s,s:s,s:s?,s:b,s:I}", "outcome", mx_outcome_to_string(f->outcome), "result", result,
                       "crash_class", f->crash_class, "requeued", f->requeue && !fa->cancelled, "confirmation_of",
                       (json_int_t)fa->confirm_of);
-        return event_insert(db, fa->job, fa->run, "run-finished", -1, d);
+        return event_insert(db, fa->for_job, fa->run, "run-finished", -1, d);
 }
 
 /* The run's next attempt makes its second pass, every level of its job. */

@@ -185,7 +185,15 @@ struct decision {
         bool no_baseline;
         int64_t confirm_run; /* the baseline comparison is undecided and this reference run may start again */
         json_t *ref_starts;  /* the reference's confirmation attempts */
+        json_t *starts;      /* every confirmation start decided with (start_of()), current side first */
 };
+
+/* A confirmation start in metrics.confirmation.starts: which side, run, job and attempt (its id). */
+static json_t *start_of(const char *side, json_t *res)
+{
+        return json_pack("{s:s,s:O?,s:O?,s:O?}", "side", side, "run", json_object_get(res, "run"), "job",
+                         json_object_get(res, "job"), "attempt", json_object_get(res, "attempt"));
+}
 
 static void note_group(struct decision *d, const char *what, json_t *refs, json_t *cmp)
 {
@@ -270,8 +278,10 @@ static int baseline_group(const struct mx_l5_input *in, json_t *self, json_t *cu
                 if (!usable(res, gpu, lo))
                         continue;
                 json_array_append(refs, res);
-                if (mine)
+                if (mine) {
                         json_array_append_new(d->ref_starts, json_incref(json_object_get(res, "attempt")));
+                        json_array_append_new(d->starts, start_of("reference", res));
+                }
                 else
                         stored++;
                 if (!confirm_run || json_integer_value(json_object_get(res, "run")) == baseline_run)
@@ -340,8 +350,8 @@ static int history_groups(const struct mx_l5_input *in, json_t *self, json_t *cu
 }
 
 /* This attempt's L4 numbers, then those of its confirmation starts: the current side, one per start. */
-static int current_starts(const struct mx_l5_input *in, json_t *self, json_t **ret_curs, json_t **ret_ids,
-                          char **reterr)
+static int current_starts(const struct mx_l5_input *in, json_t *self, json_t *starts, json_t **ret_curs,
+                          json_t **ret_ids, char **reterr)
 {
         const struct mx_history *h = in->history;
         _cleanup_json_ json_t *all = NULL, *curs = json_pack("[O]", in->cur), *ids = json_array();
@@ -359,6 +369,7 @@ static int current_starts(const struct mx_l5_input *in, json_t *self, json_t **r
                         if (confirms(res, self) && usable(res, json_object_get(self, "gpu_name"), &lo)) {
                                 json_array_append(curs, json_object_get(res, "metrics"));
                                 json_array_append(ids, json_object_get(res, "attempt"));
+                                json_array_append_new(starts, start_of("current", res));
                         }
         }
         *ret_curs = TAKE_PTR(curs);
@@ -395,7 +406,7 @@ void mx_l5_decide(const struct mx_l5_input *in, struct mx_l5_output *out)
         struct mx_regress_opts o;
         struct left_out lo = {.cur_traced = json_is_true(json_object_get(in->cur, "traced"))};
         struct decision d = {.groups = json_array(), .msg = MX_BUF_INIT, .regs = MX_BUF_INIT,
-                             .unknown = MX_BUF_INIT, .ref_starts = json_array()};
+                             .unknown = MX_BUF_INIT, .ref_starts = json_array(), .starts = json_array()};
         _cleanup_json_ json_t *self = NULL, *curs = NULL, *cur_ids = NULL;
         _cleanup_free_ char *err = NULL, *msg = NULL, *regs = NULL, *gpu_text = NULL, *unk = NULL,
                             *after = NULL;
@@ -404,7 +415,7 @@ void mx_l5_decide(const struct mx_l5_input *in, struct mx_l5_output *out)
 
         *out = (struct mx_l5_output){.verdict = MX_VERDICT_SKIPPED};
         opts_from(in, &o);
-        if ((q = h->self(h->ud, &self, &err)) < 0 || (q = current_starts(in, self, &curs, &cur_ids, &err)) < 0 ||
+        if ((q = h->self(h->ud, &self, &err)) < 0 || (q = current_starts(in, self, d.starts, &curs, &cur_ids, &err)) < 0 ||
             (wants(in, "baseline") && (q = baseline_group(in, self, curs, &o, &lo, &d, &err)) < 0) ||
             (wants(in, "history") && (q = history_groups(in, self, curs, &o, &lo, &d, &err)) < 0)) {
                 out->verdict = MX_VERDICT_FAIL;
@@ -435,8 +446,9 @@ void mx_l5_decide(const struct mx_l5_input *in, struct mx_l5_output *out)
         out->metrics = m;
         if (in->rounds > 0) {
                 json_object_set_new(m, "confirmation",
-                                    json_pack("{s:i,s:i,s:O,s:O}", "rounds", in->rounds, "budget", (int)budget(in),
-                                              "current_attempts", cur_ids, "reference_attempts", d.ref_starts));
+                                    json_pack("{s:i,s:i,s:O,s:O,s:O}", "rounds", in->rounds, "budget",
+                                              (int)budget(in), "current_attempts", cur_ids, "reference_attempts",
+                                              d.ref_starts, "starts", d.starts));
                 after = xasprintf("after %d confirmation round%s (A/B, fresh server starts): ", in->rounds,
                                   in->rounds == 1 ? "" : "s");
         }
@@ -507,6 +519,7 @@ void mx_l5_decide(const struct mx_l5_input *in, struct mx_l5_output *out)
 out:
         json_decref(d.groups);
         json_decref(d.ref_starts);
+        json_decref(d.starts);
         free(d.rule);
         free(d.msg.data);
         free(d.regs.data);
