@@ -17,6 +17,7 @@
 #include "matrix.h"
 #include "mxreport.h"
 #include "report-internal.h"
+#include "report-util.h"
 
 #define FIXTURE MX_SOURCE_DIR "/tests/fixtures/report/doc.json"
 
@@ -569,4 +570,36 @@ TEST(feature_status_merged_is_completed)
         ASSERT_EQ(rep_feature_status("in-progress"), MX_FEATURE_IN_PROGRESS);
         ASSERT_EQ(rep_feature_status("no-such-status"), MX_FEATURE_NOT_STARTED);
         ASSERT_EQ(rep_feature_status(NULL), MX_FEATURE_NOT_STARTED);
+}
+
+/* L5's confirmation starts as the reports and show print them: per run, the reference's job when another. */
+TEST(l5_confirmation_text)
+{
+        _cleanup_json_ json_t *none = json_pack("{s:s,s:{s:b}}", "level", "L5", "metrics", "regression", 0);
+        _cleanup_json_ json_t *other_job = json_loads(
+                "{\"level\": \"L5\", \"metrics\": {\"confirmation\": {\"rounds\": 2, \"budget\": 3, "
+                "\"starts\": [{\"side\": \"current\", \"run\": 12, \"job\": 5, \"attempt\": 40},"
+                " {\"side\": \"current\", \"run\": 12, \"job\": 5, \"attempt\": 42},"
+                " {\"side\": \"reference\", \"run\": 7, \"job\": 3, \"attempt\": 41},"
+                " {\"side\": \"reference\", \"run\": 7, \"job\": 3, \"attempt\": 43}]}}}",
+                0, NULL);
+        _cleanup_json_ json_t *same_job = json_loads(
+                "{\"metrics\": {\"confirmation\": {\"rounds\": 1, \"budget\": 2, "
+                "\"starts\": [{\"side\": \"current\", \"run\": 12, \"job\": 5, \"attempt\": 40},"
+                " {\"side\": \"reference\", \"run\": 11, \"job\": 5, \"attempt\": 41}]}}}",
+                0, NULL);
+        _cleanup_json_ json_t *old = json_loads(
+                "{\"metrics\": {\"confirmation\": {\"rounds\": 1, \"budget\": 2, "
+                "\"current_attempts\": [40], \"reference_attempts\": [41]}}}",
+                0, NULL);
+        _cleanup_free_ char *a = report_l5_confirmation_text(other_job), *b = report_l5_confirmation_text(same_job),
+                            *c = report_l5_confirmation_text(old);
+
+        ASSERT_NULL(report_l5_confirmation_text(none));
+        ASSERT_NULL(report_l5_confirmation_text(NULL));
+        ASSERT_STREQ(a, "4 extra server starts in 2 confirmation rounds (of at most 3): r12 (this run) 2, "
+                        "r7 (the reference, job 3) 2");
+        ASSERT_STREQ(b, "2 extra server starts in 1 confirmation round (of at most 2): r12 (this run) 1, "
+                        "r11 (the reference) 1");
+        ASSERT_STREQ(c, "2 extra server starts in 1 confirmation round (of at most 2): this run 1, the reference 1");
 }
