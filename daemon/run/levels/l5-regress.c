@@ -281,8 +281,7 @@ static int baseline_group(const struct mx_l5_input *in, json_t *self, json_t *cu
                 if (mine) {
                         json_array_append_new(d->ref_starts, json_incref(json_object_get(res, "attempt")));
                         json_array_append_new(d->starts, start_of("reference", res));
-                }
-                else
+                } else
                         stored++;
                 if (!confirm_run || json_integer_value(json_object_get(res, "run")) == baseline_run)
                         confirm_run = json_integer_value(json_object_get(res, "run"));
@@ -415,7 +414,8 @@ void mx_l5_decide(const struct mx_l5_input *in, struct mx_l5_output *out)
 
         *out = (struct mx_l5_output){.verdict = MX_VERDICT_SKIPPED};
         opts_from(in, &o);
-        if ((q = h->self(h->ud, &self, &err)) < 0 || (q = current_starts(in, self, d.starts, &curs, &cur_ids, &err)) < 0 ||
+        if ((q = h->self(h->ud, &self, &err)) < 0 ||
+            (q = current_starts(in, self, d.starts, &curs, &cur_ids, &err)) < 0 ||
             (wants(in, "baseline") && (q = baseline_group(in, self, curs, &o, &lo, &d, &err)) < 0) ||
             (wants(in, "history") && (q = history_groups(in, self, curs, &o, &lo, &d, &err)) < 0)) {
                 out->verdict = MX_VERDICT_FAIL;
