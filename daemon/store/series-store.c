@@ -277,10 +277,10 @@ static json_t *commit_order(json_t *points)
         return out;
 }
 
-int series_store_points(struct mx_db *db, const char *config_key, const char *source, json_t **ret_points,
-                         char **ret_source, char **reterr)
+int series_store_points(struct mx_db *db, const char *config_key, const char *source, size_t max_points,
+                        json_t **ret_points, char **ret_source, char **reterr)
 {
-        /* The newest SERIES_POINTS_MAX, read back oldest first. */
+        /* The newest max_points (runs_config_key finds the configuration's runs), read back oldest first. */
         static const char sql[] =
                 "SELECT * FROM (SELECT s.sha, r.id, a.n, a.started_at, l.metrics, "
                 "json_extract(m.record, '$.sources.\"' || ?2 || '\".committed_at') FROM runs r "
@@ -306,7 +306,7 @@ int series_store_points(struct mx_db *db, const char *config_key, const char *so
                         return r;
                 db_bind_text(s, 1, config_key);
                 db_bind_text(s, 2, src);
-                db_bind_int64(s, 3, SERIES_POINTS_MAX);
+                db_bind_int64(s, 3, (int64_t)MX_MIN(max_points, (size_t)SERIES_POINTS_MAX));
                 while ((rc = sqlite3_step(s)) == SQLITE_ROW)
                         json_array_append_new(points, db_row_json(s, keys));
                 if (rc != SQLITE_DONE)

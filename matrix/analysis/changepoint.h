@@ -24,8 +24,9 @@
 /*
  * The cost bound of one search (the history method runs it on the daemon's
  * loop): at most this many distances |x_i - x_k| over all best splits,
- * shuffled or not, about 0.1 s of one core (measured by test-changepoint's
- * worst case). A 500-point series with one change costs 2^26.7 of them.
+ * shuffled or not: about 0.15 s of one core of the 2-core test machine
+ * (test-changepoint's work_bound prints it). A 500-point series with one
+ * change costs 2^26.2 of them, in full (199 shuffles a segment).
  */
 #define MX_CP_WORK_MAX (UINT64_C(1) << 27)
 
