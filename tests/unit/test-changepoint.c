@@ -18,7 +18,8 @@
 #define MAXPTS 64
 #define SERIES 200
 
-static uint64_t rng = 0x853c49e6748fea9bULL;
+#define RNG_SEED 0x853c49e6748fea9bULL
+static uint64_t rng = RNG_SEED;
 
 static double uniform(void)
 {
@@ -71,6 +72,14 @@ static void rates(const struct shape *sh, unsigned perms, struct rates *ret)
         struct mx_cp_opts o;
 
         *ret = (struct rates){};
+        /*
+         * The same 400 series for 199 and 99 shuffles, whatever order the tests run in (it is the link's:
+         * a shared generator gave the optimized and the ASan tree different series). Over 8 seeds (1600
+         * series a shape) one start per commit gave, at 199 / 99 shuffles: false alarms 4.4 / 4.0 %,
+         * detection 96.3 / 95.0 %, within one commit 82.7 / 81.8 % (one seed's 200: 77-86 %); three
+         * starts: exact 89.4 / 89.2 %. The bounds below hold for this seed; the means are why they are fair.
+         */
+        rng = RNG_SEED;
         mx_cp_opts_defaults(&o);
         if (perms)
                 o.permutations = o.permutations_min = perms;
