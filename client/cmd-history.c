@@ -70,6 +70,12 @@ static int render(json_t *params, json_t *res)
         json_array_foreach (cps, i, cp)
                 printf("\n%s\n  bisect: %s\n", strna(json_string_value(json_object_get(cp, "summary"))),
                        strna(json_string_value(json_object_get(cp, "bisect"))));
+        if (json_integer_value(json_object_get(res, "untested_segments")) > 0)
+                printf("\n%" JSON_INTEGER_FORMAT " segment(s) not searched for change points: the search's work "
+                       "bound (%" JSON_INTEGER_FORMAT " distances) ran out; fewer points (--points N) search "
+                       "them all.\n",
+                       json_integer_value(json_object_get(res, "untested_segments")),
+                       json_integer_value(json_object_get(res, "work_max")));
         return MX_EXIT_OK;
 }
 

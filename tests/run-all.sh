@@ -32,7 +32,7 @@ echo "=== ctest in build"
 # (its decode rate against the server's own timer). The real-server runs whose verdicts rest on L4's
 # figures therefore run in the optimized tree only; every other test, the real faults included, runs here.
 echo "=== ctest in build-asan"
-(cd build-asan && ctest --output-on-failure -j"$jobs" -E '^real/(t-clean-llama|t-clean-gptoss|t-sweep|t-profile)$' "$@") ||
+(cd build-asan && ctest --output-on-failure -j"$jobs" -E '^real/(t-clean-llama|t-clean-gptoss|t-sweep|t-profile|t-bisect-real)$' "$@") ||
         status=1
 
 echo "=== fuzzing (tests/fuzz/run.sh)"

@@ -18,24 +18,6 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-/* One axis=value pin into cfg. */
-static int pin(struct mx_request *req, const struct mx_matrix *m, const char *k, const char *v, int *cfg)
-{
-        int a = mx_matrix_axis_index(m, k), x;
-
-        if (a < 0) {
-                request_error(req, "bad-request", "no axis '%s' in the matrix", k);
-                return -EINVAL;
-        }
-        x = mx_matrix_value_index(&m->axes[a], v);
-        if (x < 0) {
-                request_error(req, "bad-request", "axis '%s' has no value '%s'", k, v);
-                return -EINVAL;
-        }
-        cfg[a] = x;
-        return 0;
-}
-
 /*
  * The configuration: the baseline, the feature a bare word names over it, then the axis=value words,
  * each of which may be a whole configuration key as show and history print it ("kernel=marlin,quant=x").
@@ -44,6 +26,8 @@ static int bisect_config(struct mx_request *req, const struct mx_matrix *m, int 
 {
         _cleanup_free_ int *cfg = xcalloc(MX_MAX(m->n_axes, (size_t)1), sizeof(int));
         const char *feature = json_string_value(json_object_get(req->params, "config")), *k;
+        _cleanup_json_ json_t *pins = NULL;
+        _cleanup_free_ char *err = NULL;
         json_t *v;
 
         for (size_t a = 0; a < m->n_axes; a++)
@@ -60,28 +44,20 @@ static int bisect_config(struct mx_request *req, const struct mx_matrix *m, int 
                         if (m->features[f].set[a] >= 0)
                                 cfg[a] = m->features[f].set[a];
         }
-        json_object_foreach (json_object_get(req->params, "pins"), k, v) {
-                _cleanup_free_ char *rest = xstrdup(json_string_value(v)), *key = xstrdup(k);
-                char *comma = strchr(rest, ','), *eq;
+        /* the same parsing as run and gate: split, then each pin by name or alias (escaped in errors) */
+        if (mx_plan_split_pins(json_object_get(req->params, "pins"), &pins, &err) < 0) {
+                request_error(req, "bad-request", "%s", err);
+                return -EINVAL;
+        }
+        json_object_foreach (pins, k, v) {
+                _cleanup_free_ char *word = xasprintf("%s=%s", k, json_string_value(v));
+                int a, x;
 
-                if (comma)
-                        *comma = '\0';
-                if (pin(req, m, key, rest, cfg) < 0)
+                if (mx_plan_parse_pin(m, word, &a, &x, &err) < 0) {
+                        request_error(req, "bad-request", "%s", err);
                         return -EINVAL;
-                /* "a=x,b=y,c=z": the pairs after the first */
-                for (char *p = comma ? comma + 1 : NULL; p && *p; p = comma ? comma + 1 : NULL) {
-                        comma = strchr(p, ',');
-                        if (comma)
-                                *comma = '\0';
-                        eq = strchr(p, '=');
-                        if (!eq) {
-                                request_error(req, "bad-request", "'%s' is not axis=value", p);
-                                return -EINVAL;
-                        }
-                        *eq = '\0';
-                        if (pin(req, m, p, eq + 1, cfg) < 0)
-                                return -EINVAL;
                 }
+                cfg[a] = x;
         }
         *ret = TAKE_PTR(cfg);
         return 0;

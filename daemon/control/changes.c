@@ -34,21 +34,35 @@ static const char *source_path(struct mx_daemon *d, const char *source)
         return json_string_value(json_object_get(sources, source)) ?: "PATH";
 }
 
-/* Each change point's bisect between its two commits (the agreed command line of item 1). */
+/*
+ * Each change point's bisect between its two commits (the agreed command line
+ * of item 1). The configuration goes as one axis=value word per axis, not as
+ * the key in one word: bisect takes each pin up to its max_length (a value is
+ * a matrix name, 64 characters at most) and as many pins as a matrix has axes,
+ * so the line is one bisect accepts however wide the key.
+ */
 static void add_bisect(json_t *cps, const char *key, const char *repo, const char *metric)
 {
-        _cleanup_free_ char *k = shell_word(key), *p = shell_word(repo), *m = shell_word(metric);
+        _cleanup_free_ char *p = shell_word(repo), *m = shell_word(metric), *w = xstrdup(key);
+        struct mx_buf words = MX_BUF_INIT;
+        char *save = NULL;
         json_t *cp;
         size_t i;
 
+        for (char *t = strtok_r(w, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                _cleanup_free_ char *q = shell_word(t);
+
+                mx_buf_printf(&words, " %s", q);
+        }
         json_array_foreach (cps, i, cp) {
                 _cleanup_free_ char *good = shell_word(strempty(json_string_value(json_object_get(cp, "before"))));
                 _cleanup_free_ char *bad = shell_word(strempty(json_string_value(json_object_get(cp, "after"))));
 
                 json_object_set_new(cp, "bisect",
-                                    json_sprintf("mxmatrix bisect %s --repo %s --good %s --bad %s --metric %s", k,
-                                                 p, good, bad, m));
+                                    json_sprintf("mxmatrix bisect%s --repo %s --good %s --bad %s --metric %s",
+                                                 strempty(words.data), p, good, bad, m));
         }
+        mx_buf_free(&words);
 }
 
 void changes_method(struct mx_request *req)
@@ -56,7 +70,7 @@ void changes_method(struct mx_request *req)
         const char *word = json_string_value(json_object_get(req->params, "config"));
         const char *metric = json_string_value(json_object_get(req->params, "metric")) ?: "tg32";
         const char *source = json_string_value(json_object_get(req->params, "source"));
-        json_t *pins = json_object_get(req->params, "pins");
+        json_t *pins = json_object_get(req->params, "pins"), *limit = json_object_get(req->params, "points");
         _cleanup_free_ char *key = NULL, *err = NULL, *src = NULL;
         _cleanup_json_ json_t *points = NULL;
         json_t *out = NULL;
@@ -77,11 +91,17 @@ void changes_method(struct mx_request *req)
                 request_error(req, "bad-request", "%s", err);
                 return;
         }
+        if (r == -EBADMSG && err) {
+                request_error(req, "internal", "%s", err);
+                return;
+        }
         if (r < 0) {
                 request_error_errno(req, r, "reading the configurations");
                 return;
         }
-        r = series_store_points(req->d->db, key, source, &points, &src, &err);
+        r = series_store_points(req->d->db, key, source,
+                                limit ? (size_t)json_integer_value(limit) : SERIES_POINTS_MAX, &points, &src,
+                                &err);
         if (r == -EEXIST) {
                 request_error(req, "bad-request", "%s", err);
                 return;
@@ -101,5 +121,6 @@ void changes_method(struct mx_request *req)
         json_object_set_new(out, "source", src ? json_string(src) : json_null());
         json_object_set_new(out, "alpha", json_real(o.alpha));
         json_object_set_new(out, "min_size", json_integer((json_int_t)o.min_size));
+        json_object_set_new(out, "work_max", json_integer((json_int_t)o.work_max));
         request_reply(req, out);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A configuration's stored L4 results in source-commit order, for the change points of mxmatrix history. */
 #include "series-store.h"
+#include "plan.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -22,28 +23,6 @@ static int config_by_run(struct mx_db *db, int64_t run, char **ret_key)
                 return db_errno(db, rc);
         *ret_key = db_column_strdup(s, 0);
         return 0;
-}
-
-/* "a=1,b=2" and separate words alike: every pin as one axis = value. */
-static json_t *flat_pins(json_t *pins)
-{
-        json_t *out = json_object(), *v;
-        const char *k;
-
-        json_object_foreach (pins, k, v) {
-                _cleanup_free_ char *w = xasprintf("%s=%s", k, strempty(json_string_value(v)));
-                char *save = NULL;
-
-                for (char *t = strtok_r(w, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                        char *eq = strchr(t, '=');
-
-                        if (eq) {
-                                *eq = '\0';
-                                json_object_set_new(out, t, json_string(eq + 1));
-                        }
-                }
-        }
-        return out;
 }
 
 static int str_cmp(const void *a, const void *b)
@@ -68,27 +47,118 @@ static char *pins_key(json_t *pins)
         return mx_buf_steal(&b);
 }
 
-static bool config_holds(json_t *config, json_t *pins)
+/*
+ * Whether a stored key holds every pin: 1 yes, 0 no, -EBADMSG when a part of
+ * it is not axis=value (no key ident.c writes; the caller reports it).
+ */
+static int key_holds(const char *key, json_t *want)
 {
-        const char *k;
-        json_t *v;
+        _cleanup_free_ char *w = xstrdup(key);
+        size_t held = 0;
+        char *save = NULL;
 
-        json_object_foreach (pins, k, v)
-                if (!streq_ptr(json_string_value(json_object_get(config, k)), json_string_value(v)))
-                        return false;
-        return true;
+        for (char *t = strtok_r(w, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(t, '=');
+                const char *v;
+
+                if (!eq || eq == t)
+                        return -EBADMSG;
+                *eq = '\0';
+                v = json_string_value(json_object_get(want, t));
+                if (v && !streq(v, eq + 1))
+                        return 0;
+                held += !!v;
+        }
+        return held == json_object_size(want);
+}
+
+/* Matches of one key, for the caller's message: the first 5 named. */
+struct key_matches {
+        size_t n;
+        char *first;
+        struct mx_buf names;
+};
+
+static void key_matches_add(struct key_matches *km, const char *key)
+{
+        if (km->n++ < 5)
+                mx_buf_printf(&km->names, "%s%s", km->n > 1 ? "; " : "", key);
+        if (!km->first)
+                km->first = xstrdup(key);
+}
+
+/* The one match as *ret_key; -ENOENT none, -EEXIST several (*reterr lists them). */
+static int key_matches_end(struct key_matches *km, const char *unreadable, char **ret_key, char **reterr)
+{
+        int r = 0;
+
+        if (unreadable) {
+                /* a stored key nothing here can read might be the one meant: never passed over in silence */
+                *reterr = xasprintf("the stored configuration key '%s' is not axis=value pairs (unreadable): "
+                                    "name the configuration by rRUN or its hash", unreadable);
+                r = -EBADMSG;
+        } else if (km->n > 1) {
+                *reterr = xasprintf("%zu stored configurations match: %s%s; pin more axes", km->n,
+                                    km->names.len ? km->names.data : "", km->n > 5 ? "; ..." : "");
+                r = -EEXIST;
+        } else if (km->n == 0)
+                r = -ENOENT;
+        else
+                *ret_key = TAKE_PTR(km->first);
+        free(km->first);
+        mx_buf_free(&km->names);
+        return r;
+}
+
+/* The distinct keys the indexed query (one text parameter) returns. */
+static int keys_by(struct mx_db *db, const char *sql, const char *arg, struct key_matches *km)
+{
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        db_bind_text(s, 1, arg);
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+                key_matches_add(km, (const char *)sqlite3_column_text(s, 0));
+        return rc == SQLITE_DONE ? 0 : db_errno(db, rc);
+}
+
+/*
+ * The stored configurations that hold every pin. One index seek per distinct
+ * configuration (runs_config_key, migration 012), never a read of every run.
+ */
+static int keys_holding(struct mx_db *db, json_t *want, struct key_matches *km, char **ret_unreadable)
+{
+        static const char sql[] = "WITH RECURSIVE k(key) AS (SELECT MIN(config_key) FROM runs UNION ALL "
+                                  "SELECT (SELECT MIN(config_key) FROM runs WHERE config_key > k.key) FROM k "
+                                  "WHERE k.key IS NOT NULL) SELECT key FROM k WHERE key IS NOT NULL";
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_stmt(db, sql, &s), rc;
+
+        if (r < 0)
+                return r;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                const char *key = (const char *)sqlite3_column_text(s, 0);
+
+                r = key_holds(key, want);
+                if (r < 0 && !*ret_unreadable)
+                        *ret_unreadable = xstrdup(key);
+                if (r > 0)
+                        key_matches_add(km, key);
+        }
+        return rc == SQLITE_DONE ? 0 : db_errno(db, rc);
 }
 
 int series_store_config(struct mx_db *db, const char *word, json_t *pins, char **ret_key, char **reterr)
 {
-        static const char sql[] = "SELECT config_key, config, config_hash FROM runs GROUP BY config_hash, "
-                                  "config_key";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        _cleanup_json_ json_t *want = flat_pins(pins);
-        _cleanup_free_ char *found = NULL, *exact = pins_key(want);
-        struct mx_buf names = MX_BUF_INIT;
-        size_t n = 0;
-        int r, rc;
+        static const char by_word[] = "SELECT DISTINCT config_key FROM runs WHERE config_hash = ?1 OR "
+                                      "config_key = ?1 LIMIT 6";
+        static const char by_key[] = "SELECT config_key FROM runs WHERE config_key = ?1 LIMIT 1";
+        _cleanup_json_ json_t *want = NULL;
+        _cleanup_free_ char *exact = NULL, *unreadable = NULL;
+        struct key_matches km = {.names = MX_BUF_INIT};
+        int r;
 
         if (word && word[0] == 'r' && word[1] >= '0' && word[1] <= '9') {
                 char *end = NULL;
@@ -100,44 +170,25 @@ int series_store_config(struct mx_db *db, const char *word, json_t *pins, char *
                         return mx_reterr(reterr, -EINVAL, "'%s' is not a run (rN)", word);
                 return config_by_run(db, run, ret_key);
         }
-        r = db_stmt(db, sql, &s);
-        if (r < 0)
+        if (word)
+                r = keys_by(db, by_word, word, &km);
+        else {
+                r = mx_plan_split_pins(pins, &want, reterr);
+                if (r < 0)
+                        return r;
+                /* every axis named: that configuration, whatever else holds these values */
+                exact = pins_key(want);
+                r = keys_by(db, by_key, exact, &km);
+                if (r == 0 && km.n == 0)
+                        r = keys_holding(db, want, &km, &unreadable);
+        }
+        if (r < 0) {
+                free(km.first);
+                mx_buf_free(&km.names);
                 return r;
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                const char *key = (const char *)sqlite3_column_text(s, 0);
-                _cleanup_json_ json_t *config = db_column_json(s, 1);
-                bool match = word ? streq_ptr(word, (const char *)sqlite3_column_text(s, 2)) ||
-                                            streq_ptr(word, key)
-                                  : config_holds(config, want);
-
-                if (!word && streq_ptr(key, exact)) {
-                        /* every axis named: that configuration, whatever else holds these values */
-                        mx_buf_free(&names);
-                        *ret_key = xstrdup(key);
-                        return 0;
-                }
-                if (!match)
-                        continue;
-                if (n++ < 5)
-                        mx_buf_printf(&names, "%s%s", n > 1 ? "; " : "", key);
-                if (!found)
-                        found = xstrdup(key);
         }
-        if (rc != SQLITE_DONE) {
-                mx_buf_free(&names);
-                return db_errno(db, rc);
-        }
-        if (n > 1) {
-                *reterr = xasprintf("%zu stored configurations match: %s%s; pin more axes", n,
-                                    names.len ? names.data : "", n > 5 ? "; ..." : "");
-                mx_buf_free(&names);
-                return -EEXIST;
-        }
-        mx_buf_free(&names);
-        if (n == 0)
-                return -ENOENT;
-        *ret_key = TAKE_PTR(found);
-        return 0;
+        return key_matches_end(&km, km.n == 1 && !word && streq_ptr(km.first, exact) ? NULL : unreadable,
+                               ret_key, reterr);
 }
 
 /* The source tree a history follows: the one asked for, else the configuration's only one. */
@@ -226,10 +277,10 @@ static json_t *commit_order(json_t *points)
         return out;
 }
 
-int series_store_points(struct mx_db *db, const char *config_key, const char *source, json_t **ret_points,
-                         char **ret_source, char **reterr)
+int series_store_points(struct mx_db *db, const char *config_key, const char *source, size_t max_points,
+                        json_t **ret_points, char **ret_source, char **reterr)
 {
-        /* The newest SERIES_POINTS_MAX, read back oldest first. */
+        /* The newest max_points (runs_config_key finds the configuration's runs), read back oldest first. */
         static const char sql[] =
                 "SELECT * FROM (SELECT s.sha, r.id, a.n, a.started_at, l.metrics, "
                 "json_extract(m.record, '$.sources.\"' || ?2 || '\".committed_at') FROM runs r "
@@ -255,7 +306,7 @@ int series_store_points(struct mx_db *db, const char *config_key, const char *so
                         return r;
                 db_bind_text(s, 1, config_key);
                 db_bind_text(s, 2, src);
-                db_bind_int64(s, 3, SERIES_POINTS_MAX);
+                db_bind_int64(s, 3, (int64_t)MX_MIN(max_points, (size_t)SERIES_POINTS_MAX));
                 while ((rc = sqlite3_step(s)) == SQLITE_ROW)
                         json_array_append_new(points, db_row_json(s, keys));
                 if (rc != SQLITE_DONE)

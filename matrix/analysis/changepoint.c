@@ -13,6 +13,8 @@ void mx_cp_opts_defaults(struct mx_cp_opts *o)
                 .alpha = 0.05,
                 .min_size = 3,
                 .permutations = 199,
+                .permutations_min = 99,
+                .work_max = MX_CP_WORK_MAX,
                 .seed = 0x9e3779b97f4a7c15ULL,
         };
 }
@@ -80,20 +82,27 @@ static bool best_split(const double *x, const size_t *group, size_t m, size_t mi
         return true;
 }
 
+/* What best_split on m points costs, in distances |x_i - x_k| computed: m(m-1)/2 and then m-1 per move. */
+static uint64_t split_work(size_t m)
+{
+        return (uint64_t)m * (m - 1) / 2 + (uint64_t)m * (m - 1);
+}
+
 /*
  * The permutation p of the segment's best split: its q against the best q of
- * shuffled copies. Stops as soon as p can no longer fall below alpha (then
- * the p returned is where it stopped, at least alpha).
+ * R shuffled copies (p's resolution 1/(R+1)). Stops as soon as p can no
+ * longer fall below alpha (then the p returned is where it stopped, at least
+ * alpha). *work grows by the distances computed.
  */
 static double permutation_p(const double *x, const size_t *group, size_t m, const struct mx_cp_opts *o,
-                            double q, uint64_t seed)
+                            unsigned R, double q, uint64_t seed, uint64_t *work)
 {
         _cleanup_free_ double *y = xmalloc(m * sizeof(double));
         unsigned at_least = 0;
         uint64_t s = seed ? seed : 1;
 
         memcpy(y, x, m * sizeof(double));
-        for (unsigned r = 0; r < o->permutations; r++) {
+        for (unsigned r = 0; r < R; r++) {
                 size_t at;
                 double qq;
 
@@ -104,19 +113,33 @@ static double permutation_p(const double *x, const size_t *group, size_t m, cons
                         y[i] = y[j];
                         y[j] = t;
                 }
+                *work += split_work(m);
                 if (best_split(y, group, m, o->min_size, &at, &qq) && qq >= q)
                         at_least++;
                 /* already not significant, whatever the rest give: only significant p are reported */
-                if ((1.0 + at_least) / (1.0 + o->permutations) >= o->alpha)
+                if ((1.0 + at_least) / (1.0 + R) >= o->alpha)
                         break;
         }
-        return (1.0 + at_least) / (1.0 + o->permutations);
+        return (1.0 + at_least) / (1.0 + R);
 }
 
 struct found {
         struct mx_cp *v;
         size_t n, cap;
+        struct mx_cp_stats st;
 };
+
+/*
+ * The shuffles a segment of m points gets from what is left of o->work_max:
+ * all of o->permutations while they fit, else as many as fit (divide made
+ * sure that is at least o->permutations_min).
+ */
+static unsigned permutations_left(const struct mx_cp_opts *o, const struct found *f, size_t m)
+{
+        uint64_t fit = (o->work_max - f->st.work) / split_work(m);
+
+        return fit >= o->permutations ? o->permutations : (unsigned)fit;
+}
 
 /* Bisect segment [from, to): keep its best split if significant, then look at both sides. */
 static void divide(const double *v, const size_t *group, size_t from, size_t to, const struct mx_cp_opts *o,
@@ -124,12 +147,22 @@ static void divide(const double *v, const size_t *group, size_t from, size_t to,
 {
         size_t at;
         double q, p;
+        unsigned R;
 
-        if (to - from < 2 * o->min_size || !best_split(v + from, group ? group + from : NULL, to - from,
-                                                       o->min_size, &at, &q))
+        if (to - from < 2 * o->min_size)
                 return;
-        p = permutation_p(v + from, group ? group + from : NULL, to - from, o, q,
-                          o->seed ^ ((uint64_t)from * 0x100000001b3ULL + to));
+        /* the split and at least permutations_min shuffles of it, or the segment is left untested (said so) */
+        if (f->st.work + split_work(to - from) * (1 + (uint64_t)o->permutations_min) > o->work_max) {
+                f->st.untested++;
+                return;
+        }
+        f->st.work += split_work(to - from);
+        if (!best_split(v + from, group ? group + from : NULL, to - from, o->min_size, &at, &q))
+                return;
+        R = permutations_left(o, f, to - from);
+        f->st.min_permutations = f->st.min_permutations ? MX_MIN(f->st.min_permutations, R) : R;
+        p = permutation_p(v + from, group ? group + from : NULL, to - from, o, R, q,
+                          o->seed ^ ((uint64_t)from * 0x100000001b3ULL + to), &f->st.work);
         if (!(p < o->alpha))
                 return;
         divide(v, group, from, from + at, o, f);
@@ -139,11 +172,12 @@ static void divide(const double *v, const size_t *group, size_t from, size_t to,
 }
 
 int mx_changepoints(const double *v, const size_t *group, size_t n, const struct mx_cp_opts *o,
-                    struct mx_cp **ret, size_t *ret_n)
+                    struct mx_cp **ret, size_t *ret_n, struct mx_cp_stats *ret_stats)
 {
         struct found f = {};
 
-        if (!o || o->min_size < 1 || !(o->alpha > 0 && o->alpha <= 1) || o->permutations < 1 || (n && !v))
+        if (!o || o->min_size < 1 || !(o->alpha > 0 && o->alpha <= 1) || o->permutations < 1 ||
+            o->permutations_min < 1 || o->permutations_min > o->permutations || (n && !v))
                 return -EINVAL;
         for (size_t i = 0; i < n; i++)
                 if (!isfinite(v[i]) || (group && i > 0 && group[i] < group[i - 1]))
@@ -151,6 +185,8 @@ int mx_changepoints(const double *v, const size_t *group, size_t n, const struct
         divide(v, group, 0, n, o, &f);
         *ret = f.v;
         *ret_n = f.n;
+        if (ret_stats)
+                *ret_stats = f.st;
         return 0;
 }
 
@@ -234,6 +270,7 @@ int mx_cp_history_json(json_t *points, const char *metric, const struct mx_cp_op
         _cleanup_free_ double *v = NULL;
         _cleanup_free_ size_t *group = NULL;
         _cleanup_free_ struct mx_cp *cp = NULL;
+        struct mx_cp_stats st;
         size_t n = 0, ncp = 0, i;
         json_t *pt;
         int r;
@@ -260,10 +297,11 @@ int mx_cp_history_json(json_t *points, const char *metric, const struct mx_cp_op
                                                         json_object_get(pt, "started_at"), "value", num(value),
                                                         "sd", num(sd)));
         }
-        r = mx_changepoints(v, group, n, o, &cp, &ncp);
+        r = mx_changepoints(v, group, n, o, &cp, &ncp, &st);
         if (r < 0)
                 return r;
-        *ret = json_pack("{s:s,s:O,s:o}", "metric", metric, "series", series, "change_points",
-                         change_points_json(series, v, n, cp, ncp, metric));
+        *ret = json_pack("{s:s,s:O,s:o,s:I,s:I}", "metric", metric, "series", series, "change_points",
+                         change_points_json(series, v, n, cp, ncp, metric), "untested_segments",
+                         (json_int_t)st.untested, "work", (json_int_t)st.work);
         return 0;
 }

@@ -148,6 +148,61 @@ int mx_plan_parse_pin(const struct mx_matrix *m, const char *s, int *ret_axis, i
         return 0;
 }
 
+/* One "axis=value" part into out; -EINVAL when it is not one or contradicts an earlier pin. */
+static int split_pin_add(json_t *out, const char *part, char **reterr)
+{
+        const char *eq = strchr(part, '=');
+        _cleanup_free_ char *e = mx_escape(part, MX_MATRIX_MAX_STRING), *axis = NULL;
+        const char *had;
+
+        if (!eq || eq == part) {
+                if (reterr)
+                        *reterr = xasprintf("'%s' is not of the form axis=value", e);
+                return -EINVAL;
+        }
+        axis = xstrndup(part, (size_t)(eq - part));
+        had = json_string_value(json_object_get(out, axis));
+        if (had && !streq(had, eq + 1)) {
+                if (reterr)
+                        *reterr = xasprintf("'%s': axis pinned twice (also to '%s')", e, had);
+                return -EINVAL;
+        }
+        json_object_set_new(out, axis, json_string(eq + 1));
+        return 0;
+}
+
+int mx_plan_split_pins(json_t *pins, json_t **ret, char **reterr)
+{
+        _cleanup_json_ json_t *out = json_object();
+        const char *k;
+        json_t *v;
+
+        json_object_foreach (pins, k, v) {
+                _cleanup_free_ char *w = NULL;
+                char *p, *comma;
+                int r;
+
+                if (!json_is_string(v)) {
+                        if (reterr)
+                                *reterr = xasprintf("the pin of '%s' is not a string", k);
+                        return -EINVAL;
+                }
+                w = xasprintf("%s=%s", k, json_string_value(v));
+                for (p = w;; p = comma + 1) {
+                        comma = strchr(p, ',');
+                        if (comma)
+                                *comma = '\0';
+                        r = split_pin_add(out, p, reterr);
+                        if (r < 0)
+                                return r;
+                        if (!comma)
+                                break;
+                }
+        }
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
 /* The feature whose id ("P" and its priority, as matrix show prints it) is x; *ret -1 when none. */
 static int feature_by_id(const struct mx_matrix *m, const char *x, int *ret, char **reterr)
 {

@@ -115,6 +115,14 @@ int mx_plan_resolve_feature(const struct mx_matrix *m, const char *x, int *ret_f
 /* Parse "axis=value" (value by name or alias). */
 int mx_plan_parse_pin(const struct mx_matrix *m, const char *s, int *ret_axis, int *ret_value,
                       char **reterr);
+/*
+ * The axis=value pins a client sent ({"axis": "value"}, where a value may go
+ * on as a whole configuration key, "a": "1,b=2,c=3", as show and history
+ * print one) as one {"axis": "value"} each. -EINVAL (*reterr names it,
+ * escaped) for a part that is not axis=value and for an axis pinned twice
+ * to different values: nothing a client wrote is dropped unread.
+ */
+int mx_plan_split_pins(json_t *pins, json_t **ret, char **reterr);
 
 int mx_plan_build(const struct mx_matrix *m, const struct mx_plan_request *req, struct mx_plan **ret,
                   char **reterr);

@@ -87,7 +87,14 @@ has "$T/err" "not an absolute path to a git work tree"
 expect_exit 2 mx bisect --repo "$R" --good a --bad b --metric tg32 --threshold 200
 has "$T/err" "not a percentage"
 expect_exit 2 mx bisect kernel=nosuch --repo "$R" --good a --bad b --level L1
-has "$T/err" "axis 'kernel' has no value 'nosuch'"
+has "$T/err" "'kernel=nosuch': axis 'kernel' has no such value (values: marlin, cutlass)"
+# matrix/plan's parsing (mx_plan_split_pins, mx_plan_parse_pin): nothing dropped, a terminal's bytes escaped
+expect_exit 2 mx bisect kernel=marlin,junk --repo "$R" --good a --bad b --level L1
+has "$T/err" "'junk' is not of the form axis=value"
+expect_exit 2 mx bisect "kernel=marlin,kernel=cutlass" --repo "$R" --good a --bad b --level L1
+has "$T/err" "axis pinned twice"
+expect_exit 2 mx bisect "kernel=x$(printf '\033')[2J" --repo "$R" --good a --bad b --level L1
+grep -q "$(printf '\033')" "$T/err" && fail "the terminal escape reached the error: $(cat -v "$T/err")"
 expect_exit 2 mx bisect --repo "$R" --good=--output=x --bad HEAD --level L1
 has "$T/err" "may not be empty or start with '-'"
 expect_exit 2 mx bisect nosuch --repo "$R" --good a --bad b --level L1

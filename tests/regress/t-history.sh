@@ -10,11 +10,18 @@
 # marks the change between the last fast and the first slow commit, and
 # prints the bisect command line between them. A commit measured last but
 # committed first is placed first (commit time orders, git log's %ct).
+# The configuration's key is wide (two more axes of 64-character names and
+# values, 270 characters): named by its kernel=marlin pin alone (the one
+# stored configuration that holds it), and the bisect line history prints is
+# one the daemon's bisect accepts for that configuration (started, then
+# cancelled). A pin that is not axis=value, and a stored key that is not
+# axis=value pairs, are errors that name them; --points N takes the newest N.
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 source "$(dirname "$0")/lib.sh"
 
 command -v git >/dev/null || skip "git is not installed"
+command -v sqlite3 >/dev/null || skip "sqlite3 is not installed"
 [ -x "$MX_BUILD_DIR/tests/sim/mxsim" ] || skip "mxsim is not built"
 
 step="git tree"
@@ -39,7 +46,12 @@ ok "made"
 
 step="matrix"
 MXD_MATRIX=$T/matrix.json
-jq -n --arg sim "$MX_BUILD_DIR/tests/sim/mxsim" --arg srv "$T/srv" --arg lock "$T/gpu.lock" '{
+AX1=wide-axis-one-$(printf '%050d' 1) AX2=wide-axis-two-$(printf '%050d' 2) # 64 characters each
+VAL=wide-value-$(printf '%053d' 7)
+KEY="kernel=marlin,$AX1=$VAL,$AX2=$VAL"
+[ ${#KEY} -gt 256 ] || fail "the key is not wide: ${#KEY}"
+jq -n --arg sim "$MX_BUILD_DIR/tests/sim/mxsim" --arg srv "$T/srv" --arg lock "$T/gpu.lock" \
+        --arg ax1 "$AX1" --arg ax2 "$AX2" --arg val "$VAL" '{
   matrix: 1, name: "history",
   target: {profile: "vllm", model: "openai/gpt-oss-120b", served_model_name: "gpt-oss-120b",
            command: [($srv + "/serve.sh"), "serve", "{model}", "--host", "{host}", "--port", "{port}",
@@ -48,10 +60,13 @@ jq -n --arg sim "$MX_BUILD_DIR/tests/sim/mxsim" --arg srv "$T/srv" --arg lock "$
                  MXSIM_GPU_LOCK: $lock, MXSIM_PREFILL_TPS: "10000"},
            ready: {timeout: "30s", interval: "100ms"}},
   axes: [{name: "kernel", values: [{name: "marlin", env: {VLLM_MXFP4_MOE_KERNEL: "marlin"}},
-                                   {name: "cutlass", env: {VLLM_MXFP4_MOE_KERNEL: "gemm"}}]}],
-  baseline: {kernel: "marlin"},
+                                   {name: "cutlass", env: {VLLM_MXFP4_MOE_KERNEL: "gemm"}}]},
+         {name: $ax1, values: [{name: $val, env: {WIDE_ONE: "1"}}]},
+         {name: $ax2, values: [{name: $val, env: {WIDE_TWO: "1"}}]}],
+  baseline: {kernel: "marlin", ($ax1): $val, ($ax2): $val},
   levels: {run: ["L1", "L4"], L4: {pp: [512], tg: [32], depth: [0], runs: 4, warmup: 1}},
-  metadata: {sources: {server: $srv}, timeout_ms: 5000}
+  metadata: {sources: {server: $srv}, timeout_ms: 5000},
+  bisect: {build: ["true"], source: "server"}
 }' >"$MXD_MATRIX" || fail "jq"
 expect_exit 0 mx matrix check "$MXD_MATRIX"
 mxd_start
@@ -73,7 +88,7 @@ for n in 1 2 3; do
         measure
 done
 expect_exit 0 mx history kernel=marlin
-has "$T/out" "kernel=marlin, tg32 t/s by commit of server"
+has "$T/out" "$KEY, tg32 t/s by commit of server"
 [ "$(grep -c "^${sha[1]:0:12} " "$T/out")" -eq 2 ] || fail "two rows of commit 1: $(cat "$T/out")"
 has "$T/out" "No change point"
 out=$(mxj history kernel=marlin) || fail "history --json"
@@ -96,7 +111,7 @@ out=$(mxj history kernel=marlin) || fail "history --json"
 [ "$(jq '.change_points[0].index' <<<"$out")" -eq 6 ] || fail "index: $out"
 has "$T/out" "tg32 fell"
 has "$T/out" "between commits ${sha[3]:0:12} and ${sha[4]:0:12} (n=6 runs before, 6 after, p="
-has "$T/out" "bisect: mxmatrix bisect kernel=marlin --repo $T/srv --good ${sha[3]} --bad ${sha[4]} --metric tg32"
+has "$T/out" "bisect: mxmatrix bisect kernel=marlin $AX1=$VAL $AX2=$VAL --repo $T/srv --good ${sha[3]} --bad ${sha[4]} --metric tg32"
 grep -q "^${sha[4]:0:12} .*<- -" "$T/out" || fail "the first slow start is not marked: $(cat "$T/out")"
 ok "marked at commit 4"
 
@@ -115,7 +130,9 @@ ok "commit 0 first, the change still after commit 3"
 step="the same configuration by its run and its key"
 run=$(jq -r '.series[0].run' <<<"$out")
 expect_exit 0 mx --json history "r$run"
-[ "$(jq -r .config_key "$T/out")" = kernel=marlin ] || fail "by run: $(cat "$T/out")"
+[ "$(jq -r .config_key "$T/out")" = "$KEY" ] || fail "by run: $(cat "$T/out")"
+expect_exit 0 mx --json history "$KEY"
+[ "$(jq -r .config_key "$T/out")" = "$KEY" ] || fail "by key: $(cat "$T/out")"
 expect_exit 5 mx history kernel=cutlass
 has "$T/err" "no stored run has the configuration"
 # prefill did not change; whether its series shows a change point is the unit test's false-alarm rate
@@ -127,8 +144,57 @@ expect_exit 0 mx history kernel=marlin --metric tg128
 has "$T/out" "No stored L4 result with tg128"
 ok "rRUN, unknown configuration, another metric, a missing one"
 
+step="bad pins, an unreadable stored key"
+expect_exit 2 mx history kernel=marlin,junk
+has "$T/err" "'junk' is not of the form axis=value"
+expect_exit 2 mx history kernel=marlin,kernel=cutlass
+has "$T/err" "axis pinned twice"
+# a stored key nothing here can read (no axis=value pairs) may be the one meant: an error naming it
+db_query "INSERT INTO runs (job_id, seq, config_key, config_hash, config, reasons, queued_at, state, result)
+          SELECT job_id, 9999, 'unreadable-key', '0000000000000000', '{}', '[]', queued_at, 'done', 'pass'
+          FROM runs LIMIT 1" ||
+        fail "insert"
+expect_exit 1 mx history kernel=cutlass
+has "$T/err" "the stored configuration key 'unreadable-key' is not axis=value pairs (unreadable)"
+expect_exit 0 mx --json history "$KEY" # the whole key needs no walk past the unreadable one
+db_query "DELETE FROM runs WHERE config_key = 'unreadable-key'"
+ok "named, never dropped"
+
+step="bounded reads"
+out=$(mxj history kernel=marlin --points 4) || fail "history --points 4"
+[ "$(jq '.series | length' <<<"$out")" -eq 4 ] || fail "--points 4: $out"
+# the newest four starts: commit 0's two (measured last) and two of commit 6
+[ "$(jq -r '[.series[].commit] | unique | length' <<<"$out")" -eq 2 ] || fail "--points 4: $out"
+[ "$(jq '.work_max' <<<"$out")" -eq $((1 << 27)) ] || fail "work_max: $out"
+[ "$(jq '.untested_segments' <<<"$out")" -eq 0 ] || fail "untested: $out"
+expect_exit 2 mx history kernel=marlin --points 501
+expect_exit 2 mx history kernel=marlin --points 0
+for q in "SELECT config_key FROM runs WHERE config_key = 'x' LIMIT 1" \
+         "SELECT MIN(config_key) FROM runs WHERE config_key > 'x'"; do
+        db_query "EXPLAIN QUERY PLAN $q" | grep -q "INDEX runs_config_key" ||
+                fail "not by the index: $q: $(db_query "EXPLAIN QUERY PLAN $q")"
+done
+ok "--points, the index"
+
+step="the bisect line history prints is one bisect accepts"
+# last: a step of it that ran would add to the configuration's series
+out=$(mxj history kernel=marlin) || fail "history --json"
+line=$(jq -r '.change_points[0].bisect' <<<"$out")
+[[ "$line" == "mxmatrix bisect "* ]] || fail "bisect line: $line"
+# every word a shell word as printed (no quoting needed here: names and SHAs are plain)
+read -r -a words <<<"${line#mxmatrix }"
+expect_exit 0 mx --json "${words[@]}"
+bid=$(jq -r .bisection "$T/out")
+[ "$(jq -r .config_key "$T/out")" = "$KEY" ] || fail "bisect took another configuration: $(cat "$T/out")"
+expect_exit 0 mx bisect --cancel "$bid"
+# the key in one word is bisect's other spelling: over its 128 characters a value, refused with the limit
+expect_exit 2 mx bisect "$KEY" --repo "$T/srv" --good "${sha[3]}" --bad "${sha[4]}" --metric tg32
+has "$T/err" "128"
+ok "bisection $bid accepted for $KEY (${#KEY} characters), cancelled"
+
 step="help"
 expect_exit 0 mx history --help
 has "$T/out" "CONFIG is rRUN"
 has "$T/out" "--metric M"
+has "$T/out" "--points N"
 ok "from the protocol"

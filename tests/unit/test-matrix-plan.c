@@ -711,3 +711,37 @@ TEST(nothing_to_cover)
         ASSERT_TRUE(strv_contains(p->notes, "no product configuration carries the feature and the pins without "
                                             "breaking an exclude entry or a rule, so there is nothing to cover"));
 }
+
+/* history's and bisect's pins: a key in one word and separate words alike; nothing dropped unread. */
+TEST(split_pins)
+{
+        _cleanup_json_ json_t *in = json_pack("{s:s,s:s}", "a", "1,b=2,c=x=y", "d", "4"), *out = NULL;
+        _cleanup_json_ json_t *junk = json_pack("{s:s}", "a", "1,junk"), *twice = json_pack("{s:s}", "a", "1,a=2");
+        _cleanup_json_ json_t *same = json_pack("{s:s}", "a", "1,a=1"), *noaxis = json_pack("{s:s}", "a", "1,=2");
+        _cleanup_json_ json_t *esc = json_pack("{s:s}", "a", "1,\033[2J"), *o2 = NULL;
+        _cleanup_free_ char *err = NULL;
+
+        ASSERT_EQ(mx_plan_split_pins(in, &out, &err), 0);
+        ASSERT_EQ(json_object_size(out), 4u);
+        ASSERT_STREQ(json_string_value(json_object_get(out, "a")), "1");
+        ASSERT_STREQ(json_string_value(json_object_get(out, "b")), "2");
+        ASSERT_STREQ(json_string_value(json_object_get(out, "c")), "x=y"); /* the first '=' splits */
+        ASSERT_STREQ(json_string_value(json_object_get(out, "d")), "4");
+        ASSERT_EQ(mx_plan_split_pins(junk, &o2, &err), -EINVAL);
+        ASSERT_STREQ(err, "'junk' is not of the form axis=value");
+        free(err);
+        err = NULL;
+        ASSERT_EQ(mx_plan_split_pins(twice, &o2, &err), -EINVAL);
+        ASSERT_TRUE(strstr(err, "axis pinned twice (also to '1')"));
+        free(err);
+        err = NULL;
+        ASSERT_EQ(mx_plan_split_pins(noaxis, &o2, &err), -EINVAL);
+        free(err);
+        err = NULL;
+        ASSERT_EQ(mx_plan_split_pins(esc, &o2, &err), -EINVAL);
+        ASSERT_TRUE(!strchr(err, '\033'));
+        free(err);
+        err = NULL;
+        ASSERT_EQ(mx_plan_split_pins(same, &o2, &err), 0);
+        ASSERT_EQ(json_object_size(o2), 1u);
+}

@@ -955,6 +955,7 @@ TEST(migration_008_renames_plan_reasons)
         struct mx_db *db = NULL;
         sqlite3 *raw = NULL;
         static const char fill[] =
+                "DROP INDEX runs_config_key; "                                              /* 012 */
                 "DROP TABLE bisect_runs; DROP TABLE bisect_steps; DROP TABLE bisections; " /* 010 */
                 "DROP TABLE confirmations; ALTER TABLE attempts DROP COLUMN confirm_of; "
                 "ALTER TABLE runs DROP COLUMN confirming; "
@@ -967,7 +968,7 @@ TEST(migration_008_renames_plan_reasons)
                 "(2, 1, 2, 'k2', 'h', '{}', '[\"L1-on:stack(P1)\",\"L5:cutlass\",\"L6:sinks=on\",\"cover\"]', "
                 "0, 'queued');";
 
-        /* A version-7 database with runs planned under the old names: today's, less migrations 008 to 011. */
+        /* A version-7 database with runs planned under the old names: today's, less migrations 008 to 012. */
         ASSERT_OK(db_open(path, &db, &err));
         db_close(db);
         ASSERT_EQ(sqlite3_open(path, &raw), SQLITE_OK);
