@@ -673,27 +673,44 @@ static int col_count(struct parser *p, const struct mx_csv_record *rec, enum col
         return 0;
 }
 
-/*
- * Add n launches of kernel k taking total ns (min and max ns each), as column c of rec gave them. A time that is
- * not finite, negative, or takes the report's sum past MX_PROFREPORT_TIME_MAX_NS (strtod() reads "1e300") is
- * refused with the line, so that no sum of the report's times overflows (dprof.c adds them in picoseconds).
- */
-static int parser_add_time(struct parser *p, const struct mx_csv_record *rec, enum col c,
-                           struct mx_profreport_kernel *k, uint64_t n, double total, double min, double max,
-                           char **reterr)
+/* A time of column c (in ns) that no sum can hold: not finite (strtod() reads "1e400"), negative, or past
+ * MX_PROFREPORT_TIME_MAX_NS ("1e300"); -EBADMSG naming the line, the column and the value. */
+static int check_time(const struct parser *p, const struct mx_csv_record *rec, enum col c, double ns,
+                      char **reterr)
 {
-        if (n == 0)
-                return 0;
-        if (!isfinite(total) || !isfinite(min) || !isfinite(max) || total < 0 || min < 0 || max < 0)
+        if (!isfinite(ns) || ns < 0)
                 return bad_value(p, rec, c, "is not a kernel time (not finite, or negative)", reterr);
-        if (total > MX_PROFREPORT_TIME_MAX_NS - p->total_ns || max > MX_PROFREPORT_TIME_MAX_NS) {
+        if (ns > MX_PROFREPORT_TIME_MAX_NS - p->total_ns) {
                 _cleanup_free_ char *what = xasprintf("is an absurd kernel time: the report's kernels would "
-                                                      "take more than %.0e ns (%.0f days)",
+                                                      "take more than %.0e ns (%.1f days)",
                                                       MX_PROFREPORT_TIME_MAX_NS,
                                                       MX_PROFREPORT_TIME_MAX_NS / 86400e9);
 
                 return bad_value(p, rec, c, what, reterr);
         }
+        return 0;
+}
+
+/*
+ * Add n launches of kernel k taking total ns (min and max ns each, checked by the caller where they are
+ * columns of their own), as column c of rec gave them. The report's times together stay within
+ * MX_PROFREPORT_TIME_MAX_NS, so that no sum of them overflows (dprof.c adds them in picoseconds).
+ */
+static int parser_add_time(struct parser *p, const struct mx_csv_record *rec, enum col c,
+                           struct mx_profreport_kernel *k, uint64_t n, double total, double min, double max,
+                           char **reterr)
+{
+        int r;
+
+        if (n == 0)
+                return 0;
+        r = check_time(p, rec, c, total, reterr);
+        if (r >= 0)
+                r = check_time(p, rec, c, min, reterr);
+        if (r >= 0)
+                r = check_time(p, rec, c, max, reterr);
+        if (r < 0)
+                return r;
         p->total_ns += total;
         if (k->n_timed == 0 || min < k->min_ns)
                 k->min_ns = min;
@@ -794,14 +811,18 @@ static int row_nsys_kern_sum(struct parser *p, const struct mx_csv_record *rec, 
         total *= p->scale[COL_TOTAL];
         min = max = inst ? total / (double)inst : 0;
         r = col_number(p, rec, COL_MIN, &min, reterr);
-        if (r >= 0)
+        if (r >= 0) {
                 min *= p->scale[COL_MIN];
-        else if (r != -ENOENT)
+                r = check_time(p, rec, COL_MIN, min, reterr);
+        }
+        if (r < 0 && r != -ENOENT)
                 return r;
         r = col_number(p, rec, COL_MAX, &max, reterr);
-        if (r >= 0)
+        if (r >= 0) {
                 max *= p->scale[COL_MAX];
-        else if (r != -ENOENT)
+                r = check_time(p, rec, COL_MAX, max, reterr);
+        }
+        if (r < 0 && r != -ENOENT)
                 return r;
         k = &p->r->kernels[ki];
         k->instances += inst;

@@ -663,10 +663,9 @@ TEST(absurd_times)
         _cleanup_(mx_profreport_freep) struct mx_profreport *r = NULL;
 
         ASSERT_CONTAINS(e1, "line 2, column 'Total Time (ns)': '1e300' is an absurd kernel time");
-        ASSERT_CONTAINS(e1, "more than 1e+15 ns");
+        ASSERT_CONTAINS(e1, "more than 1e+15 ns (11.6 days)");
         ASSERT_CONTAINS(e2, "line 3, column 'Total Time (ns)': '-5' is not a kernel time");
-        ASSERT_CONTAINS(e3, "line 2, column 'Total Time (ns)'");
-        ASSERT_CONTAINS(e3, "not finite");
+        ASSERT_CONTAINS(e3, "line 2, column 'Max (ns)': '1e400' is not a kernel time (not finite, or negative)");
         ASSERT_CONTAINS(e4, "line 3, column 'Duration (ns)': '600000000000000' is an absurd kernel time");
         ASSERT_CONTAINS(e5, "line 2, column 'Metric Value': '1e300' is an absurd kernel time");
         /* in a file: file and line */
