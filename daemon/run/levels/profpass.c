@@ -85,12 +85,12 @@ static void write_whole_life(struct mx_profpass *p, struct mx_http_response *res
         const char *name = NULL;
         int64_t tokens = 0;
         json_t *o;
+        int r = text ? mx_counters_generated_total(text, &tokens, &name, &why) : -EIO;
 
-        if (text && mx_counters_generated_total(text, &tokens, &name, &why) < 0 && !why)
-                why = xstrdup("/metrics cannot be read");
-        if (why) {
-                pass_error(p, "the whole-life capture is not normalised: %s%s", why,
-                           strstr(why, "no generation counter") ? " (llama-server: start it with --metrics)" : "");
+        if (r < 0) {
+                /* no counter, or a malformed /metrics (its line), or the response's own failure */
+                pass_error(p, "the whole-life capture is not normalised: %s%s", strna(why),
+                           r == -ENOENT ? " (llama-server: start it with --metrics)" : "");
                 return;
         }
         o = json_pack("{s:I,s:I,s:I,s:I,s:s}", "tokens", (json_int_t)tokens, "requests", (json_int_t)p->requests,
@@ -164,6 +164,9 @@ static void get_metrics(struct mx_profpass *p)
         _cleanup_free_ char *err = NULL;
 
         if (mx_counters_get(p->ctx, PROFPASS_HTTP_TIMEOUT_MS, http_done_cb, p, &p->call, &err) < 0) {
+                if (!p->text_why)
+                        p->text_why = xasprintf("%s the capture: GET /metrics could not start: %s",
+                                                p->step == STEP_AFTER ? "after" : "before", strna(err));
                 p->step++;
                 advance(p);
         }
