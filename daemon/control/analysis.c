@@ -15,7 +15,6 @@
 
 #include <inttypes.h>
 #include <libgen.h>
-#include <sys/stat.h>
 
 /* The attempt's run directory: where its server log is, else the daemon's layout. */
 static char *attempt_dir(struct mx_daemon *d, int64_t run, int attempt, int *ret_n)
@@ -50,30 +49,65 @@ static int report_path(json_t *prof, const char *dir, char **ret, char **reterr)
         return 0;
 }
 
+/* All of fd, at most max bytes: a NUL-terminated buffer and its length, or -EFBIG / -errno. */
+static int read_bounded(int fd, size_t max, char **ret, size_t *ret_len)
+{
+        _cleanup_free_ char *buf = xmalloc(max + 2);
+        size_t len = 0;
+
+        /* one byte past max tells that the file grew beyond it after the check */
+        while (len <= max) {
+                ssize_t n = read(fd, buf + len, max + 1 - len);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        if (len > max)
+                return -EFBIG;
+        buf[len] = '\0';
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
 /* The capture's declared workload at path, or NULL with *ret_why (why per token is not measured). */
 static json_t *read_workload(const char *path, char **ret_why)
 {
-        _cleanup_free_ char *err = NULL;
+        _cleanup_free_ char *err = NULL, *text = NULL;
+        _cleanup_close_ int fd = -1;
         json_error_t jerr;
-        struct stat st;
+        size_t len = 0;
         json_t *w;
+        int r;
 
-        if (stat(path, &st) < 0) {
+        /* the server's side of the run directory wrote it: a regular file of bounded size only, never waited on */
+        r = mx_open_regular(path, ANALYSIS_WORKLOAD_MAX, &fd, &err);
+        if (r == -ENOENT) {
                 *ret_why =
                         xasprintf("no %s in the run directory: the capture declared no decode workload, so "
                                   "there is no token count to divide by",
                                   ANALYSIS_WORKLOAD_FILE);
                 return NULL;
         }
-        /* the server's side of the run directory wrote it: a regular file of bounded size only */
-        if (!S_ISREG(st.st_mode) || st.st_size > ANALYSIS_WORKLOAD_MAX) {
-                *ret_why =
-                        xasprintf("%s: not a regular file of at most %d bytes", path, ANALYSIS_WORKLOAD_MAX);
+        if (r >= 0) {
+                r = read_bounded(fd, ANALYSIS_WORKLOAD_MAX, &text, &len);
+                if (r < 0)
+                        err = r == -EFBIG ? xasprintf("%s: grew past the limit of %d bytes while being read", path,
+                                                      ANALYSIS_WORKLOAD_MAX)
+                                          : xasprintf("%s: %s", path, strerror(-r));
+        }
+        if (r < 0) {
+                *ret_why = TAKE_PTR(err);
                 return NULL;
         }
-        w = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        w = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
         if (!w) {
-                *ret_why = xasprintf("%s: %s", path, jerr.text);
+                *ret_why = xasprintf("%s: line %d: %s", path, jerr.line, jerr.text);
                 return NULL;
         }
         if (mx_dprof_workload_check(w, &err) < 0) {
@@ -110,17 +144,20 @@ static json_t *run_entry(struct mx_daemon *d, const struct mx_kcat *cat, json_t 
                 return o;
         }
         r = report_path(prof, dir, &path, &err);
-        if (r >= 0) {
-                json_object_set_new(o, "report", json_string(path));
-                r = mx_profreport_parse_file(path,
-                                             fmt && streq(fmt, "nsys")  ? MX_PROFREPORT_TOOL_NSYS
-                                             : fmt && streq(fmt, "ncu") ? MX_PROFREPORT_TOOL_NCU
-                                                                        : MX_PROFREPORT_TOOL_ANY,
-                                             &rep, &err);
-        }
         if (r < 0) {
-                json_object_set_new(o, "error",
-                                    json_sprintf("profiler report %s: %s", strna(path), strna(err)));
+                json_object_set_new(o, "error", json_sprintf("profiler report: %s", strna(err)));
+                return o;
+        }
+        json_object_set_new(o, "report", json_string(path));
+        /* on the event loop: a FIFO is refused, not waited on; a huge file is refused, not read (its reason,
+         * "PATH: is a FIFO, not a regular file", "PATH: N bytes, which exceeds the limit of M bytes") */
+        r = mx_profreport_parse_regular(path, MX_PROFREPORT_FILE_MAX,
+                                        fmt && streq(fmt, "nsys")  ? MX_PROFREPORT_TOOL_NSYS
+                                        : fmt && streq(fmt, "ncu") ? MX_PROFREPORT_TOOL_NCU
+                                                                   : MX_PROFREPORT_TOOL_ANY,
+                                        &rep, &err);
+        if (r < 0) {
+                json_object_set_new(o, "error", json_sprintf("profiler report %s", strna(err)));
                 return o;
         }
         wpath = xasprintf("%s/%s", dir, ANALYSIS_WORKLOAD_FILE);

@@ -21,10 +21,14 @@ struct cagg {
         size_t kernels;
 };
 
+/* The parser refuses a report whose times add up past MX_PROFREPORT_TIME_MAX_NS (1e18 ps), so neither this
+ * llround() nor the int64_t sums of a report's kernels overflow. */
 static int64_t kernel_ps(const struct mx_profreport_kernel *k)
 {
-        return k->n_timed > 0 && isfinite(k->total_ns) && k->total_ns > 0 ? llround(k->total_ns * 1000.0)
-                                                                          : 0;
+        return k->n_timed > 0 && isfinite(k->total_ns) && k->total_ns > 0 &&
+                               k->total_ns <= MX_PROFREPORT_TIME_MAX_NS
+                       ? llround(k->total_ns * 1000.0)
+                       : 0;
 }
 
 static double us(int64_t ps)

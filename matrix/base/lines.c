@@ -10,6 +10,7 @@ struct mx_lines {
         char *buf;
         size_t cap, start, end;
         bool eof;
+        uint64_t max_bytes, n_read; /* fd mode: the bound (0: none) and the bytes read so far */
 
         size_t max_line;
         unsigned flags;
@@ -52,6 +53,11 @@ struct mx_lines *mx_lines_free(struct mx_lines *l)
         free(l->buf);
         free(l);
         return NULL;
+}
+
+void mx_lines_set_max_bytes(struct mx_lines *l, uint64_t max_bytes)
+{
+        l->max_bytes = max_bytes;
 }
 
 unsigned mx_lines_number(const struct mx_lines *l)
@@ -97,8 +103,11 @@ static int lines_next_buffer(struct mx_lines *l, const char **ret_line, size_t *
 /* Read more of the file into the window; 0 at end of file. */
 static int lines_fill(struct mx_lines *l)
 {
+        size_t room;
         ssize_t k;
 
+        if (l->max_bytes && l->n_read > l->max_bytes)
+                return -EFBIG;
         if (l->start > 0) {
                 memmove(l->buf, l->buf + l->start, l->end - l->start);
                 l->end -= l->start;
@@ -111,12 +120,18 @@ static int lines_fill(struct mx_lines *l)
                 l->buf = xreallocarray(l->buf, MX_MIN(cap, l->max_line + 1), 1);
                 l->cap = MX_MIN(cap, l->max_line + 1);
         }
+        room = l->cap - l->end;
+        if (l->max_bytes) /* one byte past the bound tells that the file holds more */
+                room = (size_t)MX_MIN((uint64_t)room, l->max_bytes + 1 - l->n_read);
         do
-                k = read(l->fd, l->buf + l->end, l->cap - l->end);
+                k = read(l->fd, l->buf + l->end, room);
         while (k < 0 && errno == EINTR);
         if (k < 0)
                 return -errno;
         l->end += (size_t)k;
+        l->n_read += (uint64_t)k;
+        if (l->max_bytes && l->n_read > l->max_bytes)
+                return -EFBIG;
         return k > 0;
 }
 

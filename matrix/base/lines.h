@@ -27,13 +27,15 @@ struct mx_lines *mx_lines_new_buffer(const char *data, size_t len, size_t max_li
 /* Read lines from fd (not owned: the caller closes it). */
 struct mx_lines *mx_lines_new_fd(int fd, size_t max_line, unsigned flags);
 struct mx_lines *mx_lines_free(struct mx_lines *l);
+/* fd mode: read at most max_bytes of the file; mx_lines_next() returns -EFBIG once it holds more (0: no bound). */
+void mx_lines_set_max_bytes(struct mx_lines *l, uint64_t max_bytes);
 DEFINE_POINTER_CLEANUP(struct mx_lines, mx_lines_free)
 
 /*
  * The next line, without its terminator, in *ret_line (not NUL-terminated,
  * valid until the next call) and *ret_len. Returns 1 for a line, 0 at the end,
  * -E2BIG for a line longer than max_line (without MX_LINES_TRUNCATE; the
- * reader then skips to the next line), or a negative errno from read().
+ * reader then skips to the next line), -EFBIG past mx_lines_set_max_bytes(), or a negative errno from read().
  */
 int mx_lines_next(struct mx_lines *l, const char **ret_line, size_t *ret_len);
 /* 1-based number of the line last returned (or refused as too long). */

@@ -2,6 +2,7 @@
 /* The base helpers every part shares: allocation, strings, string vectors, the byte buffer (util.h). */
 #include "util.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -446,5 +447,45 @@ int mx_mkdir_p(const char *path, mode_t mode)
                 if (!S_ISDIR(st.st_mode))
                         return -ENOTDIR;
         }
+        return 0;
+}
+
+static const char *file_type_phrase(mode_t m)
+{
+        return S_ISFIFO(m)   ? "is a FIFO"
+               : S_ISDIR(m)  ? "is a directory"
+               : S_ISCHR(m)  ? "is a character device"
+               : S_ISBLK(m)  ? "is a block device"
+               : S_ISSOCK(m) ? "is a socket"
+                             : "is not a regular file";
+}
+
+int mx_open_regular(const char *path, uint64_t max_bytes, int *ret_fd, char **reterr)
+{
+        struct stat st;
+        int fd, e;
+
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+                e = errno;
+                if (e == ELOOP)
+                        return mx_reterr(reterr, -e, "%s: is a symbolic link (not followed)", path);
+                return mx_reterr(reterr, -e, "%s: %s", path, strerror(e));
+        }
+        if (fstat(fd, &st) < 0) {
+                e = errno;
+                close(fd);
+                return mx_reterr(reterr, -e, "%s: %s", path, strerror(e));
+        }
+        if (!S_ISREG(st.st_mode)) {
+                close(fd);
+                return mx_reterr(reterr, -EINVAL, "%s: %s, not a regular file", path, file_type_phrase(st.st_mode));
+        }
+        if ((uint64_t)st.st_size > max_bytes) {
+                close(fd);
+                return mx_reterr(reterr, -EFBIG, "%s: %" PRIu64 " bytes, which exceeds the limit of %" PRIu64 " bytes",
+                                 path, (uint64_t)st.st_size, max_bytes);
+        }
+        *ret_fd = fd;
         return 0;
 }

@@ -197,3 +197,13 @@ char *mx_utf8_sanitize(const char *p, size_t n, bool partial_end, size_t *ret_us
 
 /* mkdir -p: create path and its missing parents with mode; -ENOTDIR if path is something else. */
 int mx_mkdir_p(const char *path, mode_t mode);
+
+/*
+ * Open a file that another party wrote (a server's profiler report) for reading, in a process that must not
+ * wait: O_NONBLOCK (a FIFO does not wait for a writer), O_NOFOLLOW (not through a symbolic link at its last
+ * component), then fstat(): a regular file of at most max_bytes. The fd in *ret_fd, or -ENOENT etc. from
+ * open(), -ELOOP (a symbolic link), -EINVAL (not a regular file: "is a FIFO", "is a directory"), -EFBIG
+ * (larger than max_bytes), with "PATH: why" in *reterr. A file may still grow after the check: its reader
+ * bounds what it reads too.
+ */
+int mx_open_regular(const char *path, uint64_t max_bytes, int *ret_fd, char **reterr);

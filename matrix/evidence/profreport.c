@@ -6,6 +6,7 @@
 #include "lines.h"
 
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 
 #define LINE_MAX_BYTES (2 * MX_CSV_RECORD_MAX) /* a record's line: fields plus quotes and commas */
@@ -376,18 +377,6 @@ static int report_kernel(struct mx_profreport *r, const char *name, size_t *ret_
         return 0;
 }
 
-static void kernel_add_time(struct mx_profreport_kernel *k, uint64_t n, double total, double min, double max)
-{
-        if (n == 0)
-                return;
-        if (k->n_timed == 0 || min < k->min_ns)
-                k->min_ns = min;
-        if (k->n_timed == 0 || max > k->max_ns)
-                k->max_ns = max;
-        k->n_timed += n;
-        k->total_ns += total;
-}
-
 /* ---- the parser ---- */
 
 enum col {
@@ -433,6 +422,7 @@ struct parser {
         size_t header_len;
         unsigned header_line_no;
         struct mx_numfmt fmt;
+        double total_ns; /* every kernel's time so far (at most MX_PROFREPORT_TIME_MAX_NS) */
 
         /* the launch (ncu details, raw) or kernel group (ncu summary) being read */
         char *cur_key;
@@ -683,6 +673,54 @@ static int col_count(struct parser *p, const struct mx_csv_record *rec, enum col
         return 0;
 }
 
+/* A time of column c (in ns) that no sum can hold: not finite (strtod() reads "1e400"), negative, or past
+ * MX_PROFREPORT_TIME_MAX_NS ("1e300"); -EBADMSG naming the line, the column and the value. */
+static int check_time(const struct parser *p, const struct mx_csv_record *rec, enum col c, double ns,
+                      char **reterr)
+{
+        if (!isfinite(ns) || ns < 0)
+                return bad_value(p, rec, c, "is not a kernel time (not finite, or negative)", reterr);
+        if (ns > MX_PROFREPORT_TIME_MAX_NS - p->total_ns) {
+                _cleanup_free_ char *what = xasprintf("is an absurd kernel time: the report's kernels would "
+                                                      "take more than %.0e ns (%.1f days)",
+                                                      MX_PROFREPORT_TIME_MAX_NS,
+                                                      MX_PROFREPORT_TIME_MAX_NS / 86400e9);
+
+                return bad_value(p, rec, c, what, reterr);
+        }
+        return 0;
+}
+
+/*
+ * Add n launches of kernel k taking total ns (min and max ns each, checked by the caller where they are
+ * columns of their own), as column c of rec gave them. The report's times together stay within
+ * MX_PROFREPORT_TIME_MAX_NS, so that no sum of them overflows (dprof.c adds them in picoseconds).
+ */
+static int parser_add_time(struct parser *p, const struct mx_csv_record *rec, enum col c,
+                           struct mx_profreport_kernel *k, uint64_t n, double total, double min, double max,
+                           char **reterr)
+{
+        int r;
+
+        if (n == 0)
+                return 0;
+        r = check_time(p, rec, c, total, reterr);
+        if (r >= 0)
+                r = check_time(p, rec, c, min, reterr);
+        if (r >= 0)
+                r = check_time(p, rec, c, max, reterr);
+        if (r < 0)
+                return r;
+        p->total_ns += total;
+        if (k->n_timed == 0 || min < k->min_ns)
+                k->min_ns = min;
+        if (k->n_timed == 0 || max > k->max_ns)
+                k->max_ns = max;
+        k->n_timed += n;
+        k->total_ns += total;
+        return 0;
+}
+
 static int parser_kernel(struct parser *p, const struct mx_csv_record *rec, const char *name, size_t *ret,
                          char **reterr)
 {
@@ -773,19 +811,22 @@ static int row_nsys_kern_sum(struct parser *p, const struct mx_csv_record *rec, 
         total *= p->scale[COL_TOTAL];
         min = max = inst ? total / (double)inst : 0;
         r = col_number(p, rec, COL_MIN, &min, reterr);
-        if (r >= 0)
+        if (r >= 0) {
                 min *= p->scale[COL_MIN];
-        else if (r != -ENOENT)
+                r = check_time(p, rec, COL_MIN, min, reterr);
+        }
+        if (r < 0 && r != -ENOENT)
                 return r;
         r = col_number(p, rec, COL_MAX, &max, reterr);
-        if (r >= 0)
+        if (r >= 0) {
                 max *= p->scale[COL_MAX];
-        else if (r != -ENOENT)
+                r = check_time(p, rec, COL_MAX, max, reterr);
+        }
+        if (r < 0 && r != -ENOENT)
                 return r;
         k = &p->r->kernels[ki];
         k->instances += inst;
-        kernel_add_time(k, inst, total, min, max);
-        return 0;
+        return parser_add_time(p, rec, COL_TOTAL, k, inst, total, min, max, reterr);
 }
 
 static int row_nsys_gpu_trace(struct parser *p, const struct mx_csv_record *rec, char **reterr)
@@ -809,8 +850,7 @@ static int row_nsys_gpu_trace(struct parser *p, const struct mx_csv_record *rec,
         d *= p->scale[COL_DURATION];
         k = &p->r->kernels[ki];
         k->instances++;
-        kernel_add_time(k, 1, d, d, d);
-        return 0;
+        return parser_add_time(p, rec, COL_DURATION, k, 1, d, d, d, reterr);
 }
 
 /* Start a new launch or kernel group when key changes; rows of one launch name one kernel. */
@@ -884,7 +924,9 @@ static int row_ncu_details(struct parser *p, const struct mx_csv_record *rec, ch
                 return r;
         ns = time_unit_ns(unit);
         if (is_duration_metric(metric) && ns > 0 && !p->cur_timed) {
-                kernel_add_time(k, 1, v * ns, v * ns, v * ns);
+                r = parser_add_time(p, rec, COL_VALUE, k, 1, v * ns, v * ns, v * ns, reterr);
+                if (r < 0)
+                        return r;
                 p->cur_timed = true;
         }
         return parser_metric(p, rec, field(p, rec, COL_SECTION), metric, unit, v, v, v, 1, reterr);
@@ -922,7 +964,10 @@ static int row_ncu_summary(struct parser *p, const struct mx_csv_record *rec, ch
                 max = avg;
         ns = time_unit_ns(unit);
         if (is_duration_metric(metric) && ns > 0 && !p->cur_timed) {
-                kernel_add_time(k, inv, avg * ns * (double)inv, min * ns, max * ns);
+                r = parser_add_time(p, rec, COL_VALUE, k, inv, avg * ns * (double)inv, min * ns, max * ns,
+                                    reterr);
+                if (r < 0)
+                        return r;
                 p->cur_timed = true;
         }
         return parser_metric(p, rec, field(p, rec, COL_SECTION), metric, unit, avg * (double)inv, min, max,
@@ -962,7 +1007,9 @@ static int row_ncu_raw(struct parser *p, const struct mx_csv_record *rec, char *
                         continue;
                 ns = *unit ? time_unit_ns(unit) : 1;
                 if ((int)i == p->col[COL_DURATION] && ns > 0 && !p->cur_timed) {
-                        kernel_add_time(k, 1, v * ns, v * ns, v * ns);
+                        r = parser_add_time(p, rec, COL_DURATION, k, 1, v * ns, v * ns, v * ns, reterr);
+                        if (r < 0)
+                                return r;
                         p->cur_timed = true;
                 }
                 r = parser_metric(p, rec, "", p->header[i], unit, v, v, v, 1, reterr);
@@ -1060,8 +1107,8 @@ static char *formats_tried(enum mx_profreport_tool tool)
         return mx_buf_steal(&b);
 }
 
-static int parse_lines(struct mx_lines *l, enum mx_profreport_tool tool, struct mx_profreport **ret,
-                       char **reterr)
+static int parse_lines(struct mx_lines *l, uint64_t max_bytes, enum mx_profreport_tool tool,
+                       struct mx_profreport **ret, char **reterr)
 {
         _cleanup_(parser_done) struct parser p = {
                 .tool = tool,
@@ -1079,6 +1126,12 @@ static int parse_lines(struct mx_lines *l, enum mx_profreport_tool tool, struct 
                 r = parser_line(&p, mx_lines_number(l), line, len, reterr);
                 if (r < 0)
                         return r;
+        }
+        if (r == -EFBIG) {
+                if (reterr)
+                        *reterr = xasprintf("larger than the limit of %" PRIu64 " bytes (after line %u)",
+                                            max_bytes, mx_lines_number(l));
+                return r;
         }
         if (r == -E2BIG) {
                 if (reterr)
@@ -1118,13 +1171,21 @@ int mx_profreport_parse_buffer(const char *data, size_t len, enum mx_profreport_
 {
         _cleanup_(mx_lines_freep) struct mx_lines *l = mx_lines_new_buffer(data, len, LINE_MAX_BYTES, 0);
 
-        return parse_lines(l, tool, ret, reterr);
+        return parse_lines(l, 0, tool, ret, reterr);
+}
+
+int mx_profreport_parse_fd(int fd, uint64_t max_bytes, enum mx_profreport_tool tool, struct mx_profreport **ret,
+                           char **reterr)
+{
+        _cleanup_(mx_lines_freep) struct mx_lines *l = mx_lines_new_fd(fd, LINE_MAX_BYTES, 0);
+
+        mx_lines_set_max_bytes(l, max_bytes);
+        return parse_lines(l, max_bytes, tool, ret, reterr);
 }
 
 int mx_profreport_parse_file(const char *path, enum mx_profreport_tool tool, struct mx_profreport **ret,
                              char **reterr)
 {
-        _cleanup_(mx_lines_freep) struct mx_lines *l = NULL;
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *why = NULL;
         int r;
@@ -1136,8 +1197,23 @@ int mx_profreport_parse_file(const char *path, enum mx_profreport_tool tool, str
                         *reterr = xasprintf("%s: %s", path, strerror(-r));
                 return r;
         }
-        l = mx_lines_new_fd(fd, LINE_MAX_BYTES, 0);
-        r = parse_lines(l, tool, ret, reterr ? &why : NULL);
+        r = mx_profreport_parse_fd(fd, 0, tool, ret, reterr ? &why : NULL);
+        if (r < 0 && reterr)
+                *reterr = xasprintf("%s: %s", path, strna(why));
+        return r;
+}
+
+int mx_profreport_parse_regular(const char *path, uint64_t max_bytes, enum mx_profreport_tool tool,
+                                struct mx_profreport **ret, char **reterr)
+{
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        r = mx_open_regular(path, max_bytes, &fd, reterr);
+        if (r < 0)
+                return r;
+        r = mx_profreport_parse_fd(fd, max_bytes, tool, ret, reterr ? &why : NULL);
         if (r < 0 && reterr)
                 *reterr = xasprintf("%s: %s", path, strna(why));
         return r;

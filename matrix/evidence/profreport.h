@@ -38,6 +38,12 @@
 
 #define MX_PROFREPORT_KERNELS_MAX 65536 /* distinct kernel names in one report */
 #define MX_PROFREPORT_METRICS_MAX 1024  /* distinct (section, metric, unit) per kernel */
+/* Kernel time of one report, all kernels together: 1e15 ns (11.6 days of GPU time), far past any capture, and
+ * 1e18 ps fits an int64_t (dprof.c sums picoseconds). A time beyond it, NaN, Inf or negative is -EBADMSG. */
+#define MX_PROFREPORT_TIME_MAX_NS 1e15
+/* A report file the daemon reads (mx_profreport_parse_regular()): 64 MiB, ~400 000 rows of an nsys trace; a
+ * larger capture is summarised with nsys stats --report cuda_gpu_kern_sum (one row per kernel). */
+#define MX_PROFREPORT_FILE_MAX (64ULL << 20)
 
 enum mx_profreport_format {
         MX_PROFREPORT_NSYS_KERN_SUM,
@@ -120,6 +126,18 @@ int mx_profreport_parse_buffer(const char *data, size_t len, enum mx_profreport_
                                struct mx_profreport **ret, char **reterr);
 int mx_profreport_parse_file(const char *path, enum mx_profreport_tool tool, struct mx_profreport **ret,
                              char **reterr);
+/* From fd (not owned), reading at most max_bytes of it (0: no bound; -EFBIG beyond it, with the line). */
+int mx_profreport_parse_fd(int fd, uint64_t max_bytes, enum mx_profreport_tool tool, struct mx_profreport **ret,
+                           char **reterr);
+/*
+ * The daemon's read of a report a server wrote (L1.5, report analysis: on the event loop): path must be a
+ * regular file of at most max_bytes (MX_PROFREPORT_FILE_MAX), opened without following a symbolic link and
+ * without waiting (mx_open_regular(): a FIFO is refused, not waited on), and no more than max_bytes is read
+ * even if it grows. The path-based mx_profreport_parse_file() stays for mxmatrix gate, which reads what its
+ * user names (a symbolic link, a pipe of a shell's <(...)), in a process of its own.
+ */
+int mx_profreport_parse_regular(const char *path, uint64_t max_bytes, enum mx_profreport_tool tool,
+                                struct mx_profreport **ret, char **reterr);
 
 const struct mx_profreport_kernel *mx_profreport_find(const struct mx_profreport *r, const char *name);
 /* Mean duration of a kernel's timed launches in ns, or -1 when the report gives none. */

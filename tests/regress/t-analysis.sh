@@ -102,3 +102,33 @@ expect_exit 0 mx gates
 has "$T/out" "decision rules (seed 001 Step 0.4) on the decode profile of r$base (job $job):"
 grep -qE 'MoE GEMM \+ MoE routing > 50% +[0-9.]+ %  (HOLDS|does not hold)' "$T/out" || fail "gates: no judged rule: $(tail -4 "$T/out")"
 ok "$(grep -A1 'decision rules' "$T/out" | tail -1 | sed 's/  */ /g')"
+
+step="reports that are no regular file"
+# what the servers' side of a run directory holds is read on the daemon's event loop: a FIFO where a report
+# is must be refused at once (opened without waiting for a writer), a file past the limit (64 MiB; sparse
+# here) refused by its size, unread; the workload file alike. The daemon answers promptly and lives on.
+fifo_run="" big_run=""
+for r in $runs; do
+        [ "$r" != "$base" ] || continue
+        if [ -z "$fifo_run" ]; then fifo_run=$r; elif [ -z "$big_run" ]; then big_run=$r; fi
+done
+[ -n "$fifo_run" ] || fail "no run besides the baseline"
+d=$MXD_STATE/runs/$fifo_run/$(run_field "$fifo_run" '.run.result_attempt')
+rm -f "$d/kernels.csv" && mkfifo "$d/kernels.csv" || fail "mkfifo $d/kernels.csv"
+bd=$MXD_STATE/runs/$base/$(run_field "$base" '.run.result_attempt')
+rm -f "$bd/profile-workload.json" && mkfifo "$bd/profile-workload.json" || fail "mkfifo profile-workload.json"
+if [ -n "$big_run" ]; then
+        d=$MXD_STATE/runs/$big_run/$(run_field "$big_run" '.run.result_attempt')
+        rm -f "$d/kernels.csv" && truncate -s 67108865 "$d/kernels.csv" || fail "truncate $d/kernels.csv"
+fi
+t0=$(date +%s)
+timeout 30 "$MX_BIN" report analysis "$job" >"$T/refused.md" 2>"$T/err" || fail "report analysis with a FIFO as a report: exit $? (the daemon waited?): $(cat "$T/err")"
+[ $(($(date +%s) - t0)) -le 20 ] || fail "report analysis took $(($(date +%s) - t0)) s"
+has "$T/refused.md" "Not measured: profiler report $MXD_STATE/runs/$fifo_run/"
+has "$T/refused.md" "kernels.csv: is a FIFO, not a regular file."
+has "$T/refused.md" "Per token: not measured ($bd/profile-workload.json: is a FIFO, not a regular file)."
+if [ -n "$big_run" ]; then
+        has "$T/refused.md" "kernels.csv: 67108865 bytes, which exceeds the limit of 67108864 bytes."
+fi
+mxd_answers || fail "the daemon does not answer after the analysis"
+ok "refused at once: the FIFO of r$fifo_run, the 64 MiB + 1 B file of r${big_run:-?}, the workload FIFO of r$base"

@@ -148,6 +148,37 @@ TEST(llama_server_counters)
         ASSERT_STREQ(name, "llamacpp:tokens_predicted_total");
 }
 
+/* Why the generation counter gives no window count (the profiling pass says it): no counter, a malformed line
+ * (which read, which line), a counter that went backwards (from what to what). */
+TEST(generated_reasons)
+{
+        static const char ok[] = "llamacpp:tokens_predicted_total 100\n";
+        static const char bad[] = "# HELP x\nllamacpp:tokens_predicted_total 100\nthis is not a sample\n";
+        static const char less[] = "llamacpp:tokens_predicted_total 40\n";
+        static const char none[] = "llamacpp:prompt_tokens_total 7\n";
+        _cleanup_free_ char *e1 = NULL, *e2 = NULL, *e3 = NULL, *e4 = NULL, *e5 = NULL;
+        int64_t tokens = -1;
+        const char *name = NULL;
+        bool rs = false;
+
+        ASSERT_ERR(mx_counters_generated(ok, bad, &tokens, &name, &rs, &e1), EBADMSG);
+        ASSERT_CONTAINS(e1, "after the window: /metrics line 3 is not a sample");
+        ASSERT_EQ(mx_counters_generated(ok, less, &tokens, &name, &rs, &e2), 0);
+        ASSERT_TRUE(rs);
+        ASSERT_EQ(tokens, 40);
+        ASSERT_CONTAINS(e2, "llamacpp:tokens_predicted_total went backwards from 100 to 40");
+        ASSERT_ERR(mx_counters_generated(none, none, &tokens, &name, &rs, &e3), ENOENT);
+        ASSERT_CONTAINS(e3, "no generation counter");
+        /* one text: the whole life's counter */
+        ASSERT_EQ(mx_counters_generated_total(ok, &tokens, &name, NULL), 0);
+        ASSERT_EQ(tokens, 100);
+        ASSERT_STREQ(name, "llamacpp:tokens_predicted_total");
+        ASSERT_ERR(mx_counters_generated_total(bad, &tokens, &name, &e4), EBADMSG);
+        ASSERT_CONTAINS(e4, "/metrics line 3 is not a sample");
+        ASSERT_ERR(mx_counters_generated_total(none, &tokens, &name, &e5), ENOENT);
+        ASSERT_CONTAINS(e5, "no generation counter");
+}
+
 /* llama-server without --metrics: its per-request timings (draft_n, draft_n_accepted) give the rate only. */
 TEST(spec_from_timings)
 {

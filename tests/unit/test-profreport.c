@@ -3,7 +3,9 @@
 
 #include "profreport.h"
 
+#include <fcntl.h>
 #include <math.h>
+#include <sys/stat.h>
 
 #define FIXTURE "tests/fixtures/gpu-h200/"
 
@@ -636,6 +638,83 @@ TEST(files)
         test_write_file(path, "x\r\nStart (ns),Duration (ns),Name\r\n1,5,\"a, b\"\r\n");
         ASSERT_OK(mx_profreport_parse_file(path, MX_PROFREPORT_TOOL_ANY, &r, NULL));
         ASSERT_STREQ(r->kernels[0].name, "a, b");
+}
+
+/* A kernel time strtod() reads but no sum holds (1e300), Inf, NaN, negative, or a report whose times add up past
+ * MX_PROFREPORT_TIME_MAX_NS: refused with the line and column, never summed (dprof.c adds picoseconds). */
+TEST(absurd_times)
+{
+        const char *hdr =
+                "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n";
+        _cleanup_free_ char *t1 = xasprintf("%s1,1e300,3,4,5,6,7,8,k\n", hdr);
+        _cleanup_free_ char *t2 = xasprintf("%s1,100,3,4,5,6,7,8,a\n1,-5,3,4,5,6,7,8,k\n", hdr);
+        _cleanup_free_ char *t3 = xasprintf("%s1,100,3,4,5,6,1e400,8,k\n", hdr);
+        /* each row fits, their sum does not: 6e14 + 6e14 ns */
+        const char *t4 = "Start (ns),Duration (ns),Name\n1,600000000000000,a\n2,600000000000000,b\n";
+        _cleanup_free_ char *e1 = parse_err(t1, MX_PROFREPORT_TOOL_ANY, EBADMSG);
+        _cleanup_free_ char *e2 = parse_err(t2, MX_PROFREPORT_TOOL_ANY, EBADMSG);
+        _cleanup_free_ char *e3 = parse_err(t3, MX_PROFREPORT_TOOL_ANY, EBADMSG);
+        _cleanup_free_ char *e4 = parse_err(t4, MX_PROFREPORT_TOOL_ANY, EBADMSG);
+        _cleanup_free_ char *e5 = parse_err(NCU_HDR NCU_ROW("0", "k", "Duration", "nsecond", "1e300"),
+                                            MX_PROFREPORT_TOOL_ANY, EBADMSG);
+        _cleanup_free_ char *path = xasprintf("%s/absurd.csv", test_tmpdir());
+        _cleanup_free_ char *e6 = NULL;
+        struct mx_profreport *none = NULL;
+        _cleanup_(mx_profreport_freep) struct mx_profreport *r = NULL;
+
+        ASSERT_CONTAINS(e1, "line 2, column 'Total Time (ns)': '1e300' is an absurd kernel time");
+        ASSERT_CONTAINS(e1, "more than 1e+15 ns (11.6 days)");
+        ASSERT_CONTAINS(e2, "line 3, column 'Total Time (ns)': '-5' is not a kernel time");
+        ASSERT_CONTAINS(e3, "line 2, column 'Max (ns)': '1e400' is not a kernel time (not finite, or negative)");
+        ASSERT_CONTAINS(e4, "line 3, column 'Duration (ns)': '600000000000000' is an absurd kernel time");
+        ASSERT_CONTAINS(e5, "line 2, column 'Metric Value': '1e300' is an absurd kernel time");
+        /* in a file: file and line */
+        test_write_file(path, t1);
+        ASSERT_ERR(mx_profreport_parse_file(path, MX_PROFREPORT_TOOL_ANY, &none, &e6), EBADMSG);
+        ASSERT_CONTAINS(e6, "absurd.csv: line 2, column 'Total Time (ns)': '1e300'");
+        /* just under the bound still parses */
+        r = parse_ok("Start (ns),Duration (ns),Name\n1,900000000000000,a\n", MX_PROFREPORT_TOOL_ANY);
+        ASSERT_NEAR(r->kernels[0].total_ns, 9e14, 0);
+}
+
+/* The daemon's read (mx_profreport_parse_regular()): a FIFO is refused at once, not waited on; a file past
+ * the bound is refused by its size, and one that grows past it while read is cut at the bound; a symbolic
+ * link is not followed. */
+TEST(regular_files_only)
+{
+        _cleanup_free_ char *fifo = xasprintf("%s/fifo.csv", test_tmpdir());
+        _cleanup_free_ char *big = xasprintf("%s/big.csv", test_tmpdir());
+        _cleanup_free_ char *link = xasprintf("%s/link.csv", test_tmpdir());
+        _cleanup_free_ char *ok = xasprintf("%s/ok.csv", test_tmpdir());
+        _cleanup_free_ char *e1 = NULL, *e2 = NULL, *e3 = NULL, *e4 = NULL, *e5 = NULL;
+        const char *text = "Start (ns),Duration (ns),Name\n1,5,a\n2,6,b\n";
+        struct mx_profreport *none = NULL;
+        _cleanup_(mx_profreport_freep) struct mx_profreport *r = NULL;
+        _cleanup_close_ int fd = -1;
+
+        ASSERT_OK(mkfifo(fifo, 0600));
+        ASSERT_ERR(mx_profreport_parse_regular(fifo, MX_PROFREPORT_FILE_MAX, MX_PROFREPORT_TOOL_ANY, &none, &e1),
+                   EINVAL);
+        ASSERT_CONTAINS(e1, "fifo.csv: is a FIFO, not a regular file");
+        test_write_file(big, "x");
+        ASSERT_OK(truncate(big, (off_t)MX_PROFREPORT_FILE_MAX + 1));
+        ASSERT_ERR(mx_profreport_parse_regular(big, MX_PROFREPORT_FILE_MAX, MX_PROFREPORT_TOOL_ANY, &none, &e2),
+                   EFBIG);
+        ASSERT_CONTAINS(e2, "big.csv: 67108865 bytes, which exceeds the limit of 67108864 bytes");
+        test_write_file(ok, text);
+        ASSERT_OK(symlink(ok, link));
+        ASSERT_ERR(mx_profreport_parse_regular(link, MX_PROFREPORT_FILE_MAX, MX_PROFREPORT_TOOL_ANY, &none, &e3),
+                   ELOOP);
+        ASSERT_CONTAINS(e3, "link.csv: is a symbolic link (not followed)");
+        /* a bound smaller than the file: by its size, and (read from the fd) by what was read */
+        ASSERT_ERR(mx_profreport_parse_regular(ok, 20, MX_PROFREPORT_TOOL_ANY, &none, &e4), EFBIG);
+        fd = open(ok, O_RDONLY | O_CLOEXEC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_ERR(mx_profreport_parse_fd(fd, 36, MX_PROFREPORT_TOOL_ANY, &none, &e5), EFBIG);
+        ASSERT_CONTAINS(e5, "larger than the limit of 36 bytes");
+        ASSERT_NULL(none);
+        ASSERT_OK(mx_profreport_parse_regular(ok, strlen(text), MX_PROFREPORT_TOOL_ANY, &r, NULL));
+        ASSERT_EQ(r->n_kernels, 2);
 }
 
 TEST(names)

@@ -10,6 +10,7 @@
 
 /* The counter families a server exports, vLLM's first. */
 static const char *const spec_prefixes[] = {"vllm:", "llamacpp:"};
+/* The generated-token counters (counters.h): this table is the one place that names them. */
 static const char *const generated_names[] = {"vllm:generation_tokens_total", "llamacpp:tokens_predicted_total"};
 
 int mx_counters_get(const struct mx_level_ctx *ctx, int64_t timeout_ms, mx_http_done_cb cb, void *ud,
@@ -126,24 +127,66 @@ json_t *mx_counters_spec_from_timings(json_t *draft_timings)
                                : "no draft was made in the window");
 }
 
+/* Both reads of one counter: 0, -ENOENT when either text lacks it, -EBADMSG (which read, and why). */
+static int generated_pair(const char *before, const char *after, const char *name, double *ret_b, double *ret_a,
+                          char **reterr)
+{
+        _cleanup_free_ char *why = NULL;
+        int q;
+
+        q = mx_prom_count(before, strlen(before), name, ret_b, &why);
+        if (q == -EBADMSG)
+                return mx_reterr(reterr, q, "before the window: %s", why);
+        if (q < 0)
+                return q;
+        q = mx_prom_count(after, strlen(after), name, ret_a, &why);
+        if (q == -EBADMSG)
+                return mx_reterr(reterr, q, "after the window: %s", why);
+        return q;
+}
+
 int mx_counters_generated(const char *before, const char *after, int64_t *ret_tokens, const char **ret_name,
                           bool *ret_reset, char **reterr)
 {
         for (size_t i = 0; i < ELEMENTSOF(generated_names); i++) {
-                double d;
+                double b, a, d;
                 bool reset = false;
-                int q = increase(before, after, generated_names[i], &d, &reset, reterr);
+                int q = generated_pair(before, after, generated_names[i], &b, &a, reterr);
 
                 if (q == -ENOENT)
                         continue;
                 if (q < 0)
                         return q;
+                d = mx_prom_increase(b, a, &reset);
+                if (reset && reterr)
+                        *reterr = xasprintf("%s went backwards from %.0f to %.0f (the server restarted or reset "
+                                            "its counters in the window)",
+                                            generated_names[i], b, a);
                 *ret_tokens = (int64_t)(d + 0.5);
                 *ret_name = generated_names[i];
                 *ret_reset = reset;
                 return 0;
         }
-        return -ENOENT;
+        return mx_reterr(reterr, -ENOENT, "/metrics has no generation counter (%s, %s)", generated_names[0],
+                         generated_names[1]);
+}
+
+int mx_counters_generated_total(const char *text, int64_t *ret_tokens, const char **ret_name, char **reterr)
+{
+        for (size_t i = 0; i < ELEMENTSOF(generated_names); i++) {
+                double v;
+                int q = mx_prom_count(text, strlen(text), generated_names[i], &v, reterr);
+
+                if (q == -ENOENT)
+                        continue;
+                if (q < 0)
+                        return q;
+                *ret_tokens = (int64_t)(v + 0.5);
+                *ret_name = generated_names[i];
+                return 0;
+        }
+        return mx_reterr(reterr, -ENOENT, "/metrics has no generation counter (%s, %s)", generated_names[0],
+                         generated_names[1]);
 }
 
 json_t *mx_counters_energy_json(int64_t mj_before, int64_t mj_after, int64_t tokens, const char *why_not)

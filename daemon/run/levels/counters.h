@@ -46,10 +46,14 @@ json_t *mx_counters_spec_from_timings(json_t *draft_timings);
 
 /*
  * Tokens the server says it generated in the window (its generation counter's increase): 0 and the count and
- * the counter's name, or -ENOENT (no such counter in either text), -EBADMSG with a reason.
+ * the counter's name; on a reset (the counter went down) *ret_reset and *reterr (when given) says from what to
+ * what. -ENOENT (no such counter in both texts), -EBADMSG (malformed /metrics: which read, which line), both
+ * with a reason in *reterr.
  */
 int mx_counters_generated(const char *before, const char *after, int64_t *ret_tokens, const char **ret_name,
                           bool *ret_reset, char **reterr);
+/* The generation counter's value in one /metrics text (from 0 at the server's start); errors as above. */
+int mx_counters_generated_total(const char *text, int64_t *ret_tokens, const char **ret_name, char **reterr);
 
 /*
  * The energy figures of a window: {"joules", "tokens", "joules_per_token", "source"} or {"not_measured":

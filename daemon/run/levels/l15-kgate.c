@@ -114,8 +114,10 @@ static void feed_report(struct l15 *s, json_t *prof)
                 free(path);
                 path = abs;
         }
-        if (!path || mx_profreport_parse_file(path, tool, &rep, &err) < 0) {
-                _cleanup_free_ char *why = xasprintf("profiler report %s: %s", strna(path), strna(err));
+        /* the runner's event loop (the daemon's, with the local executor): a FIFO or a huge file is refused */
+        if (!path || mx_profreport_parse_regular(path, MX_PROFREPORT_FILE_MAX, tool, &rep, &err) < 0) {
+                _cleanup_free_ char *why = path ? xasprintf("profiler report %s", strna(err))
+                                                : xasprintf("profiler report: %s", strna(err));
                 mx_kgate_report_failed(s->gate, why);
         } else
                 mx_kgate_feed_report(s->gate, rep);

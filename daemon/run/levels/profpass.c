@@ -8,7 +8,6 @@
 #include "counters.h"
 #include "logcap.h"
 #include "profile.h"
-#include "promtext.h"
 
 #include <event2/event.h>
 #include <inttypes.h>
@@ -34,6 +33,7 @@ struct mx_profpass {
         struct mx_bench *bench;
         struct event *next;
         char *text[2]; /* /metrics before, after */
+        char *text_why; /* why one of them was not read, or NULL */
         char *error;   /* the first failure, or NULL */
         bool started, stopped;
         bool bench_ended; /* the engine finished before the window's end */
@@ -82,28 +82,28 @@ static int write_file(struct mx_profpass *p, json_t *o);
 static void write_whole_life(struct mx_profpass *p, struct mx_http_response *resp)
 {
         _cleanup_free_ char *why = NULL, *text = mx_counters_text(resp, &why);
-        static const char *const names[] = {"vllm:generation_tokens_total", "llamacpp:tokens_predicted_total"};
-        double v = 0;
+        const char *name = NULL;
+        int64_t tokens = 0;
         json_t *o;
+        int r = text ? mx_counters_generated_total(text, &tokens, &name, &why) : -EIO;
 
-        for (size_t i = 0; text && i < ELEMENTSOF(names); i++) {
-                if (mx_prom_count(text, strlen(text), names[i], &v, NULL) < 0)
-                        continue;
-                o = json_pack("{s:I,s:I,s:I,s:I,s:s}", "tokens", (json_int_t)(v + 0.5), "requests",
-                              (json_int_t)p->requests, "prompt_tokens", (json_int_t)p->prompt, "output_tokens",
-                              (json_int_t)p->output, "source", "server counters");
-                json_object_set_new(o, "which",
-                                    json_sprintf("every token the server generated in its life (%s after the last "
-                                                 "level, from 0 at its start): the capture has no range, so every "
-                                                 "level's requests are in it, the declared workload's (%" PRId64
-                                                 " requests x %" PRId64 " output tokens) among them",
-                                                 names[i], p->requests, p->output));
-                if (write_file(p, o) < 0)
-                        json_decref(o);
+        if (r < 0) {
+                /* no counter, or a malformed /metrics (its line), or the response's own failure */
+                pass_error(p, "the whole-life capture is not normalised: %s%s", strna(why),
+                           r == -ENOENT ? " (llama-server: start it with --metrics)" : "");
                 return;
         }
-        pass_error(p, "the whole-life capture is not normalised: %s",
-                   why ? why : "/metrics has no generation counter (llama-server: start it with --metrics)");
+        o = json_pack("{s:I,s:I,s:I,s:I,s:s}", "tokens", (json_int_t)tokens, "requests", (json_int_t)p->requests,
+                      "prompt_tokens", (json_int_t)p->prompt, "output_tokens", (json_int_t)p->output, "source",
+                      "server counters");
+        json_object_set_new(o, "which",
+                            json_sprintf("every token the server generated in its life (%s after the last "
+                                         "level, from 0 at its start): the capture has no range, so every "
+                                         "level's requests are in it, the declared workload's (%" PRId64
+                                         " requests x %" PRId64 " output tokens) among them",
+                                         name, p->requests, p->output));
+        if (write_file(p, o) < 0)
+                json_decref(o);
 }
 
 static void http_done_cb(struct mx_http_call *call, struct mx_http_response *resp, void *ud)
@@ -122,6 +122,9 @@ static void http_done_cb(struct mx_http_call *call, struct mx_http_response *res
                 p->text[p->step == STEP_AFTER] = mx_counters_text(resp, &why);
                 if (why && p->ctx->log)
                         logcap_note(p->ctx->log, "L1.5: profiling pass: %s", why);
+                if (why && !p->text_why)
+                        p->text_why = xasprintf("%s the capture: %s", p->step == STEP_AFTER ? "after" : "before",
+                                                why);
         } else if (resp->error < 0 || resp->status / 100 != 2) {
                 const char *path = p->step == STEP_START ? p->start_path : p->stop_path;
 
@@ -161,6 +164,9 @@ static void get_metrics(struct mx_profpass *p)
         _cleanup_free_ char *err = NULL;
 
         if (mx_counters_get(p->ctx, PROFPASS_HTTP_TIMEOUT_MS, http_done_cb, p, &p->call, &err) < 0) {
+                if (!p->text_why)
+                        p->text_why = xasprintf("%s the capture: GET /metrics could not start: %s",
+                                                p->step == STEP_AFTER ? "after" : "before", strna(err));
                 p->step++;
                 advance(p);
         }
@@ -247,8 +253,10 @@ static void write_workload(struct mx_profpass *p)
                 return;
         o = json_pack("{s:I,s:I,s:I}", "requests", (json_int_t)p->requests, "prompt_tokens", (json_int_t)p->prompt,
                       "output_tokens", (json_int_t)p->output);
-        if (p->text[0] && p->text[1] &&
-            mx_counters_generated(p->text[0], p->text[1], &tokens, &counter, &reset, &err) >= 0 && !reset) {
+        if (!p->text[0] || !p->text[1])
+                err = xasprintf("/metrics was not read %s",
+                                p->text_why ? p->text_why : "around the capture");
+        else if (mx_counters_generated(p->text[0], p->text[1], &tokens, &counter, &reset, &err) >= 0 && !reset) {
                 json_object_set_new(o, "tokens", json_integer(tokens));
                 json_object_set_new(o, "source", json_string("server counters"));
                 json_object_set_new(o, "which",
@@ -256,15 +264,20 @@ static void write_workload(struct mx_profpass *p)
                                                  "%s: %" PRId64 " requests x %" PRId64 " output tokens, the "
                                                  "first of each included)",
                                                  p->start_path, p->stop_path, counter, p->requests, p->output));
-        } else {
+        }
+        if (!json_object_get(o, "tokens")) {
+                /* the real reason: no counter, a malformed /metrics (its line), a counter that went backwards */
+                if (p->ctx->log)
+                        logcap_note(p->ctx->log, "L1.5: profiling pass: tokens by the requests' usage: %s",
+                                    strna(err));
                 json_object_set_new(o, "tokens", json_integer(p->usage_tokens));
                 json_object_set_new(o, "source", json_string("declared"));
                 json_object_set_new(o, "which",
                                     json_sprintf("the declared workload's generated tokens (%" PRId64
                                                  " requests x %" PRId64
-                                                 " output tokens, by the requests' usage): the server exports no "
-                                                 "generation counter on /metrics",
-                                                 p->requests, p->output));
+                                                 " output tokens, by the requests' usage): the server's "
+                                                 "generation counter is not used: %s",
+                                                 p->requests, p->output, strna(err)));
         }
         if (write_file(p, o) < 0)
                 json_decref(o);
@@ -389,6 +402,7 @@ struct mx_profpass *mx_profpass_free(struct mx_profpass *p)
                 event_free(p->next);
         free(p->text[0]);
         free(p->text[1]);
+        free(p->text_why);
         free(p->error);
         json_decref(p->written);
         free(p);
