@@ -213,9 +213,15 @@ static void print_server_timings(json_t *doc)
                 _cleanup_free_ char *ours = blank_or(json_object_get(json_object_get(row, "tps"), "mean"));
                 _cleanup_free_ char *theirs = blank_or(server);
                 _cleanup_free_ char *prep = tg ? xstrdup("") : blank_or(json_object_get(row, "preparation_ms"));
-                _cleanup_free_ char *n = xasprintf("%" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT,
-                                                   json_integer_value(json_object_get(row, "server_timings_requests")),
-                                                   json_integer_value(json_object_get(row, "requests")));
+                json_int_t partial = json_integer_value(json_object_get(row, "server_timings_partial"));
+                /* requests that reported half a pair are in no figure: say how many */
+                _cleanup_free_ char *part =
+                        partial > 0 ? xasprintf(" (%" JSON_INTEGER_FORMAT " partial)", partial)
+                                    : xstrdup("");
+                _cleanup_free_ char *n =
+                        xasprintf("%" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT "%s",
+                                  json_integer_value(json_object_get(row, "server_timings_requests")),
+                                  json_integer_value(json_object_get(row, "requests")), part);
                 const char *cells[] = {json_string_value(json_object_get(row, "test")), ours, theirs, prep, n};
 
                 if (!json_is_number(server))

@@ -1486,6 +1486,7 @@ struct row_acc {
         struct vals rate, rate_req, ttfr, est, e2e, peak, peak_req, rate_text;
         struct vals server, prep; /* the server's own rate and the preparation, per request that has timings */
         unsigned failed, failed_known;
+        size_t server_partial; /* requests that carried one of the pair a server figure divides, not both */
         size_t requests;
         int64_t cached_max, prompt_min, prompt_max, expected;
         bool from_usage, from_tokenizer;
@@ -1500,6 +1501,25 @@ static int64_t pp_tokens(const struct breq *r, struct row_acc *a)
         else
                 a->from_tokenizer = true;
         return mx_bench_pp_tokens(r->prompt_tokens, breq_cached(r), r->expected_prompt);
+}
+
+/*
+ * A pp request's server figures, both or neither: server_pp_tps needs prompt_n and prompt_ms, preparation_ms
+ * prompt_ms and the TTFR, and the two are shown side by side, so they must describe the same requests. A
+ * server that sends only one of prompt_n and prompt_ms is counted (server_timings_partial), not averaged.
+ */
+static void row_add_server_pp(const struct mx_bench *b, const struct breq *r, double v_ttfr,
+                              struct row_acc *a)
+{
+        /* prompt_n is the request's pp tokens here: breq_check_prompt() failed the request otherwise */
+        double tps = mx_bench_server_tps(r->prompt_n, r->prompt_ms);
+        double prep = mx_bench_preparation_ms(v_ttfr, b->latency_ms, r->prompt_ms);
+
+        a->server_partial += (r->prompt_n >= 0) != (r->prompt_ms >= 0);
+        if (!isfinite(tps) || !isfinite(prep))
+                return;
+        vals_add(&a->server, tps);
+        vals_add(&a->prep, prep);
 }
 
 /* One test's requests into a row: per request, and per batch when c > 1. */
@@ -1535,12 +1555,11 @@ static void row_add(const struct mx_bench *b, struct breq **reqs, size_t n, enum
                         vals_add(&a->rate_req, mx_bench_tg_tps(tg_tokens(r, &a->source), r->t_tok1, r->t_last_tok));
                         vals_add(&a->peak_req, mx_bench_peak_tps(ts, nts, PEAK_WINDOW_US));
                         vals_add(&a->server, mx_bench_server_tps(r->predicted_n, r->predicted_ms));
+                        a->server_partial += (r->predicted_n >= 0) != (r->predicted_ms >= 0);
                         continue;
                 }
                 ptoks = pp_tokens(r, a);
-                /* prompt_n is ptoks here: breq_check_prompt() failed the request otherwise */
-                vals_add(&a->server, mx_bench_server_tps(r->prompt_n, r->prompt_ms));
-                vals_add(&a->prep, mx_bench_preparation_ms(v_ttfr, b->latency_ms, r->prompt_ms));
+                row_add_server_pp(b, r, v_ttfr, a);
                 vals_add(&a->ttfr, v_ttfr);
                 vals_add(&a->est, v_est);
                 vals_add(&a->e2e, mx_bench_ttft_ms(r->t0, r->t_tok1));
@@ -1605,10 +1624,13 @@ static void row_acc_free(struct row_acc *a)
 
 /*
  * The server's own figures beside ours (server_pp_tps or server_tg_tps, and preparation_ms on pp rows):
- * means over the row's requests whose stream carried llama-server's timings, or null and why.
+ * means over the row's requests whose stream carried llama-server's timings, both pp figures over the same
+ * requests (server_timings_requests), or null and why. Requests that carried only half a pair are counted.
  */
 static void row_server_json(const struct mx_bench *b, json_t *o, enum row_mode mode, const struct row_acc *a)
 {
+        const char *pair = mode == ROW_TG ? "predicted_n and predicted_ms" : "prompt_n and prompt_ms";
+        _cleanup_free_ char *partial = NULL;
         struct mx_bstat st, prep;
 
         mx_bstat_compute(a->server.v, a->server.n, &st);
@@ -1617,12 +1639,25 @@ static void row_server_json(const struct mx_bench *b, json_t *o, enum row_mode m
         if (mode != ROW_TG)
                 json_object_set_new(o, "preparation_ms", num(prep.mean));
         json_object_set_new(o, "server_timings_requests", json_integer((json_int_t)st.n));
+        json_object_set_new(o, "server_timings_partial", json_integer((json_int_t)a->server_partial));
+        if (a->server_partial > 0)
+                partial = xasprintf("; %zu request%s carried only one of %s and %s in no figure",
+                                    a->server_partial, a->server_partial == 1 ? "" : "s", pair,
+                                    a->server_partial == 1 ? "is" : "are");
         if (st.n > 0)
                 json_object_set_new(o, "server_timings",
-                                    json_string(mode == ROW_TG ? "llama-server's timings: predicted_n / predicted_ms"
-                                                                 " x 1000 per request, the mean"
-                                                               : "llama-server's timings: prompt_n / prompt_ms x 1000 "
-                                                                 "per request, the mean"));
+                                    json_sprintf("%s over the %zu requests that reported %s%s",
+                                                 mode == ROW_TG
+                                                         ? "llama-server's timings: predicted_n / "
+                                                           "predicted_ms x 1000 per request, the mean"
+                                                         : "llama-server's timings: prompt_n / prompt_ms x "
+                                                           "1000 per request, the mean, and preparation_ms",
+                                                 st.n, pair, partial ? partial : ""));
+        else if (a->server_partial > 0)
+                json_object_set_new(
+                        o, "server_timings",
+                        json_sprintf("not reported by the server (%s): no request reported both %s%s",
+                                     mx_server_kind_name(b->server), pair, partial));
         else
                 json_object_set_new(o, "server_timings",
                                     json_sprintf("not reported by the server (%s): no request's stream carried "
@@ -1916,24 +1951,31 @@ static json_t *definitions_json(void)
                 "e2el_ms", "vllm bench serve: last choices-bearing event - t0", "tokens_per_event",
                 "usage.completion_tokens / choices-bearing events (1 unless the server batches tokens)");
 
-        json_object_set_new(o, "server_pp_tps",
-                            json_string("the server's own prefill rate, where it reports one per request (llama-server's "
-                                        "final timings): prompt_n / prompt_ms x 1000 per request (its "
-                                        "prompt_per_second, the log's \"prompt eval time\"), the mean over the row's "
-                                        "requests; null with server_timings saying why where it reports none (vLLM, "
-                                        "SGLang). Its timer starts after the request is prepared, so it reads above "
-                                        "pp_tps: see preparation_ms"));
-        json_object_set_new(o, "server_tg_tps",
-                            json_string("the server's own decode rate, where it reports one per request: predicted_n / "
-                                        "predicted_ms x 1000 (llama-server's predicted_per_second, the log's \"eval "
-                                        "time\"), the mean over the row's requests; llama-server times the M tokens "
-                                        "from the first one's sampling to the last one's, M - 1 intervals, so it reads "
-                                        "about M / (M - 1) above tg_tps's (N - 1) / span"));
-        json_object_set_new(o, "preparation_ms",
-                            json_string("per request ttfr - latency - the server's prompt_ms, the mean: what TTFR holds "
-                                        "beyond the server's prompt evaluation (chat template, tokenization, "
-                                        "scheduling, the first chunk's way back); pp_tps = prompt tokens / (prompt_ms "
-                                        "+ preparation_ms) per request"));
+        json_object_set_new(
+                o, "server_pp_tps",
+                json_string(
+                        "the server's own prefill rate, where it reports one per request (llama-server's "
+                        "final timings): prompt_n / prompt_ms x 1000 per request (its "
+                        "prompt_per_second, the log's \"prompt eval time\"), the mean over the row's "
+                        "requests that reported both prompt_n and prompt_ms (server_timings_requests; "
+                        "those that reported one of them only, server_timings_partial, are in neither "
+                        "server figure); null with server_timings saying why where it reports none "
+                        "(vLLM, SGLang). Its timer starts after the request is prepared, so it reads "
+                        "above pp_tps: see preparation_ms"));
+        json_object_set_new(
+                o, "server_tg_tps",
+                json_string("the server's own decode rate, where it reports one per request: predicted_n / "
+                            "predicted_ms x 1000 (llama-server's predicted_per_second, the log's \"eval "
+                            "time\"), the mean over the row's requests that reported both; llama-server "
+                            "times the M tokens from the first one's sampling to the last one's, M - 1 "
+                            "intervals, so it reads about M / (M - 1) above tg_tps's (N - 1) / span"));
+        json_object_set_new(
+                o, "preparation_ms",
+                json_string("per request ttfr - latency - the server's prompt_ms, the mean: what TTFR holds "
+                            "beyond the server's prompt evaluation (chat template, tokenization, "
+                            "scheduling, the first chunk's way back), over the same requests as "
+                            "server_pp_tps; pp_tps = prompt tokens / (prompt_ms + preparation_ms) per "
+                            "request"));
         return o;
 }
 

@@ -86,6 +86,13 @@ for model in llama gptoss; do
         j=$tmp/bench.json
         [ "$(jq '.failed' "$j")" = 0 ] || fail "$model: failed requests: $(jq -c .failures "$j")"
         [ "$(jq '[.tests[] | select(.kind == "pp")] | length' "$j")" = 2 ] || fail "$model: not one pp row per depth"
+        # the real server reports both halves of every pair on every request: each row's server figures rest
+        # on all its requests, none left out as partial
+        jq -e '[.requests[].server_timings | .prompt_n != null and .prompt_ms != null and .predicted_n != null and
+                .predicted_ms != null] | all' "$j" >/dev/null || fail "$model: a request without all four timings"
+        jq -e '[.tests[] | .server_timings_partial == 0 and .server_timings_requests == .requests] | all' "$j" \
+                >/dev/null || fail "$model: rows $(jq -c '[.tests[] | {test, requests, server_timings_requests,
+                                                          server_timings_partial}]' "$j")"
         for d in 0 1024; do
                 want=$((512 + d))
                 row=$(jq -c --argjson d "$d" '.tests[] | select(.kind == "pp" and .depth == $d)' "$j")

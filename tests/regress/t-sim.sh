@@ -455,6 +455,30 @@ rss1=$(awk '/^VmRSS/ {print $2}' "/proc/$epid/status")
 stop
 pass "memory-growth=64: engine RSS grows per request"
 
+# metrics: the sum of a counter's samples (awk: name then "{" or " " at the line's start)
+ctr() { awk -v n="$1" 'index($0, n "{") == 1 || index($0, n " ") == 1 { s += $NF } END { print s + 0 }' "$tmp/metrics"; }
+start mreset MXSIM_FAULTS=metrics-reset-after=2
+wait_ready
+for i in 1 2 3; do post /v1/completions '{"prompt":"hi","max_tokens":3}' >/dev/null; done
+curl -s --max-time 2 "$(url /metrics)" >"$tmp/metrics"
+# the first two completions were counted, then the counters restarted: the third's alone
+[ "$(ctr vllm:generation_tokens_total)" = 3 ] && [ "$(ctr vllm:request_success_total)" = 1 ] &&
+        [ "$(ctr vllm:e2e_request_latency_seconds_count)" = 1 ] ||
+        fail "metrics-reset-after=2: $(grep -E '^vllm:(generation_tokens|request_success)_total' "$tmp/metrics")"
+stop
+pass "metrics-reset-after=2: the counters count the third completion alone"
+
+start mbad MXSIM_FAULTS=metrics-malformed -- --served-model-name gpt-oss-120b
+wait_ready
+post /v1/completions '{"prompt":"hi","max_tokens":3}' >/dev/null
+curl -s --max-time 2 "$(url /metrics)" >"$tmp/metrics"
+grep -qx 'vllm:generation_tokens_total{engine="0",model_name="gpt-oss-120b"' "$tmp/metrics" ||
+        fail "metrics-malformed: $(grep generation_tokens "$tmp/metrics")"
+[ "$(ctr vllm:prompt_tokens_total)" -gt 0 ] && [ "$(ctr vllm:request_success_total)" = 1 ] ||
+        fail "metrics-malformed: the other lines changed"
+stop
+pass "metrics-malformed: vllm:generation_tokens_total's sample cut before its brace, the rest as usual"
+
 # ---------------------------------------------------------------- bad input
 "$sim" serve m --mxsim-fault bogus >"$tmp/bad.out" 2>&1; rc=$?
 name=bad

@@ -74,6 +74,7 @@ struct sim_completion_priv {
         struct choice *choices;
         unsigned open;
         int64_t t0_us, t_first_us, t_last_us;
+        uint64_t no; /* from 1, in the order the API server received the completions (timings-no-prompt-n) */
         bool started; /* stream headers sent */
         json_t *body;
 };
@@ -411,17 +412,21 @@ static json_t *llama_timings(const struct sim_completion_priv *c, const struct c
         double prompt_ms = (double)(c->t_first_us - c->t0_us) / 1000.0;
         double gen_ms = (double)(c->t_last_us - c->t_first_us) / 1000.0;
         int64_t k = ch ? ch->tokens : total_completion_tokens(c);
+        json_t *o;
 
         if (prompt_ms <= 0)
                 prompt_ms = 0.001;
         if (gen_ms <= 0)
                 gen_ms = 0.001;
-        return json_pack("{s:i,s:I,s:f,s:f,s:f,s:I,s:f,s:f,s:f}", "cache_n", 0, "prompt_n",
-                         (json_int_t)c->pub.sum.prompt_tokens, "prompt_ms", prompt_ms, "prompt_per_token_ms",
-                         prompt_ms / (double)MX_MAX(c->pub.sum.prompt_tokens, 1), "prompt_per_second",
-                         (double)c->pub.sum.prompt_tokens * 1000.0 / prompt_ms, "predicted_n", (json_int_t)k,
-                         "predicted_ms", gen_ms, "predicted_per_token_ms", gen_ms / (double)MX_MAX(k, 1),
-                         "predicted_per_second", (double)k * 1000.0 / gen_ms);
+        o = json_pack("{s:i,s:I,s:f,s:f,s:f,s:I,s:f,s:f,s:f}", "cache_n", 0, "prompt_n",
+                      (json_int_t)c->pub.sum.prompt_tokens, "prompt_ms", prompt_ms, "prompt_per_token_ms",
+                      prompt_ms / (double)MX_MAX(c->pub.sum.prompt_tokens, 1), "prompt_per_second",
+                      (double)c->pub.sum.prompt_tokens * 1000.0 / prompt_ms, "predicted_n", (json_int_t)k,
+                      "predicted_ms", gen_ms, "predicted_per_token_ms", gen_ms / (double)MX_MAX(k, 1),
+                      "predicted_per_second", (double)k * 1000.0 / gen_ms);
+        if (sim_faults_no_prompt_n(&c->srv->cfg->faults, c->no))
+                json_object_del(o, "prompt_n");
+        return o;
 }
 
 static const char *finish_name(const struct choice *ch)
@@ -1507,6 +1512,7 @@ void sim_completion_handle(struct sim_server *s, struct evhttp_request *req, enu
         c->srv = s;
         c->api = api;
         c->body = o;
+        c->no = ++s->completions_received;
         c->t0_us = mx_now_mono_us();
         c->created = mx_now_real_us() / 1000000;
         c->pub.sum.api = api;

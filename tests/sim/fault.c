@@ -46,6 +46,9 @@ static const struct {
         [SIM_FAULT_DIE_UNDER_CONCURRENCY] = {"die-under-concurrency", ARG_COUNT, true},
         [SIM_FAULT_ZOMBIE_CHILD] = {"zombie-child", ARG_NONE, true},
         [SIM_FAULT_SHORT_CONTEXT] = {"short-context", ARG_COUNT, false},
+        [SIM_FAULT_METRICS_RESET_AFTER] = {"metrics-reset-after", ARG_COUNT, false},
+        [SIM_FAULT_METRICS_MALFORMED] = {"metrics-malformed", ARG_NONE, false},
+        [SIM_FAULT_TIMINGS_NO_PROMPT_N] = {"timings-no-prompt-n", ARG_COUNT, false},
 };
 
 const char *sim_fault_name(enum sim_fault f)
@@ -168,4 +171,17 @@ bool sim_faults_health_503(const struct sim_faults *f, uint64_t completions_done
 {
         return f->on[SIM_FAULT_HEALTH_503_AFTER] &&
                completions_done >= (uint64_t)f->value[SIM_FAULT_HEALTH_503_AFTER];
+}
+
+bool sim_faults_metrics_reset(const struct sim_faults *f, uint64_t completions_done)
+{
+        return f->on[SIM_FAULT_METRICS_RESET_AFTER] && f->value[SIM_FAULT_METRICS_RESET_AFTER] >= 1 &&
+               completions_done == (uint64_t)f->value[SIM_FAULT_METRICS_RESET_AFTER];
+}
+
+bool sim_faults_no_prompt_n(const struct sim_faults *f, uint64_t request_no)
+{
+        uint64_t every = (uint64_t)f->value[SIM_FAULT_TIMINGS_NO_PROMPT_N];
+
+        return f->on[SIM_FAULT_TIMINGS_NO_PROMPT_N] && every >= 1 && request_no % every == 0;
 }

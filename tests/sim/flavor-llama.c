@@ -165,8 +165,13 @@ static void access_log(struct sim_server *s, struct evhttp_request *req, int sta
 static void finished(struct sim_server *s, const struct sim_completion *c)
 {
         struct llama *l = from_srv(s);
+        struct sim_sched_stats st = {};
 
         sim_metrics_record(&s->metrics, &c->sum);
+        if (sim_faults_metrics_reset(&s->cfg->faults, s->completions_done)) {
+                sim_inproc_stats(l->ip, &st);
+                sim_metrics_maybe_restart(&s->metrics, s->cfg, s->completions_done, &st);
+        }
         LOG("slot      release: id  0 | task %" PRIu64 " | stop processing: n_past = %" PRId64
             ", truncated = 0",
             l->tasks, c->sum.prompt_tokens + c->sum.completion_tokens);

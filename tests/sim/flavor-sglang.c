@@ -137,6 +137,7 @@ static void access_log(struct sim_server *s, struct evhttp_request *req, int sta
 static void finished(struct sim_server *s, const struct sim_completion *c)
 {
         sim_metrics_record(&s->metrics, &c->sum);
+        sim_metrics_maybe_restart(&s->metrics, s->cfg, s->completions_done, NULL);
         slog(true,
              "Decode batch. #running-req: %zu, #token: %" PRId64 ", token usage: 0.00, cuda graph: %s, "
              "gen throughput (token/s): %.2f, #queue-req: 0",

@@ -340,7 +340,13 @@ static void unavailable(struct sim_server *s, struct evhttp_request *req)
 
 static void finished(struct sim_server *s, const struct sim_completion *c)
 {
+        struct sim_sched_stats st;
+
         sim_metrics_record(&s->metrics, &c->sum);
+        if (sim_faults_metrics_reset(&s->cfg->faults, s->completions_done)) {
+                current_stats(from_srv(s), &st);
+                sim_metrics_maybe_restart(&s->metrics, s->cfg, s->completions_done, &st);
+        }
 }
 
 /* ---- periodic lines and timers ---- */

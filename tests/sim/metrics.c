@@ -66,6 +66,16 @@ void sim_metrics_record(struct sim_metrics *m, const struct sim_completion_summa
                 sim_hist_observe(&m->itl, decode_s / (double)(sum->completion_tokens - 1));
 }
 
+void sim_metrics_maybe_restart(struct sim_metrics *m, const struct sim_config *c, uint64_t finished_no,
+                               const struct sim_sched_stats *now)
+{
+        if (!sim_faults_metrics_reset(&c->faults, finished_no))
+                return;
+        sim_metrics_init(m);
+        if (now)
+                m->base = *now;
+}
+
 /* Python's float formatting as prometheus_client uses it ("1.0", "0.25", "1e-05"). */
 static void put_float(struct mx_buf *b, double v)
 {
@@ -174,17 +184,17 @@ static void render_vllm(struct mx_buf *b, const struct sim_metrics *m, const str
         if (!c->spec.method)
                 return;
         counter(b, "vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", l,
-                (double)st->spec_drafts, cr);
+                (double)(st->spec_drafts - m->base.spec_drafts), cr);
         counter(b, "vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", l,
-                (double)st->spec_draft_tokens, cr);
+                (double)(st->spec_draft_tokens - m->base.spec_draft_tokens), cr);
         counter(b, "vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", l,
-                (double)st->spec_accepted, cr);
+                (double)(st->spec_accepted - m->base.spec_accepted), cr);
         metric_head(b, "vllm:spec_decode_num_accepted_tokens_per_pos", "counter",
                     "Accepted tokens per draft position.");
         for (int i = 0; i < c->spec.num_tokens && i < SIM_SPEC_TOKENS_MAX; i++) {
                 _cleanup_free_ char *lp = xasprintf("%s,position=\"%d\"", l, i);
                 sample(b, "vllm:spec_decode_num_accepted_tokens_per_pos_total", lp,
-                       (double)st->spec_accepted_pos[i]);
+                       (double)(st->spec_accepted_pos[i] - m->base.spec_accepted_pos[i]));
         }
 }
 
@@ -210,7 +220,7 @@ static void render_llama(struct mx_buf *b, const struct sim_metrics *m, const st
                 m->prompt_seconds,
                 (double)m->generation_tokens,
                 m->generation_seconds,
-                (double)st->steps,
+                (double)(st->steps - m->base.steps),
                 m->prompt_seconds > 0 ? (double)m->prompt_tokens / m->prompt_seconds : 0,
                 m->generation_seconds > 0 ? (double)m->generation_tokens / m->generation_seconds : 0,
                 (double)st->running,
@@ -246,10 +256,39 @@ static void render_sglang(struct mx_buf *b, const struct sim_metrics *m, const s
                   "Histogram of End-to-end request latency in seconds", l, &m->e2e, cr);
 }
 
+/*
+ * metrics-malformed: the generated-token counter's sample line cut before its closing brace (or, without
+ * labels, before its value), as a truncated write leaves it; every other line as usual.
+ */
+static void cut_sample(char *text, const char *name)
+{
+        size_t len = strlen(name);
+
+        for (char *p = text; *p;) {
+                char *nl = p + strcspn(p, "\n"), *cut;
+
+                if (strncmp(p, name, len) == 0 && (p[len] == '{' || p[len] == ' ')) {
+                        cut = p[len] == '{' ? memchr(p, '}', (size_t)(nl - p)) : p + len;
+                        if (cut)
+                                memmove(cut, nl, strlen(nl) + 1);
+                        return;
+                }
+                if (!*nl)
+                        return;
+                p = nl + 1;
+        }
+}
+
 char *sim_metrics_render(const struct sim_metrics *m, const struct sim_config *c,
                          const struct sim_sched_stats *st)
 {
+        static const char *const generated[_SIM_FLAVOR_MAX] = {
+                [SIM_FLAVOR_VLLM] = "vllm:generation_tokens_total",
+                [SIM_FLAVOR_LLAMA] = "llamacpp:tokens_predicted_total",
+                [SIM_FLAVOR_SGLANG] = "sglang:generation_tokens_total",
+        };
         struct mx_buf b = MX_BUF_INIT;
+        char *text;
 
         switch (c->flavor) {
         case SIM_FLAVOR_LLAMA:
@@ -262,5 +301,8 @@ char *sim_metrics_render(const struct sim_metrics *m, const struct sim_config *c
                 render_vllm(&b, m, c, st);
                 break;
         }
-        return mx_buf_steal(&b);
+        text = mx_buf_steal(&b);
+        if (sim_fault_on(&c->faults, SIM_FAULT_METRICS_MALFORMED) && c->flavor < _SIM_FLAVOR_MAX)
+                cut_sample(text, generated[c->flavor]);
+        return text;
 }

@@ -53,6 +53,9 @@ enum sim_fault {
         SIM_FAULT_DIE_UNDER_CONCURRENCY,
         SIM_FAULT_ZOMBIE_CHILD,
         SIM_FAULT_SHORT_CONTEXT,
+        SIM_FAULT_METRICS_RESET_AFTER,
+        SIM_FAULT_METRICS_MALFORMED,
+        SIM_FAULT_TIMINGS_NO_PROMPT_N,
         _SIM_FAULT_MAX,
 };
 
@@ -100,6 +103,10 @@ enum sim_crash {
 enum sim_crash sim_faults_on_request(const struct sim_faults *f, uint64_t request_no);
 /* health-503-after=N: /health fails once N completions were answered, though serving goes on. */
 bool sim_faults_health_503(const struct sim_faults *f, uint64_t completions_done);
+/* metrics-reset-after=N: true once, when the Nth completion was answered (N >= 1). */
+bool sim_faults_metrics_reset(const struct sim_faults *f, uint64_t completions_done);
+/* timings-no-prompt-n=N: completion request_no (from 1, in arrival order) is every Nth (N >= 1). */
+bool sim_faults_no_prompt_n(const struct sim_faults *f, uint64_t request_no);
 
 /* ---- args.c: the command line and the environment ---- */
 
@@ -457,12 +464,21 @@ struct sim_metrics {
         /* for the periodic "Avg prompt throughput" line */
         uint64_t window_prompt, window_gen;
         int64_t window_start_us;
+        /* the engine's cumulative counters (steps, spec decode) at the last restart (metrics-reset-after) */
+        struct sim_sched_stats base;
 };
 
 void sim_metrics_init(struct sim_metrics *m);
 void sim_hist_observe(struct sim_hist *h, double v);
 /* Account one finished completion. */
 void sim_metrics_record(struct sim_metrics *m, const struct sim_completion_summary *sum);
+/*
+ * metrics-reset-after: after the completion that finished_no counts (the server's completions answered),
+ * every counter and histogram starts again from 0 with new _created stamps, as a restarted server's do;
+ * now: the engine's cumulative stats at that moment (their counters count from there on), or NULL.
+ */
+void sim_metrics_maybe_restart(struct sim_metrics *m, const struct sim_config *c, uint64_t finished_no,
+                               const struct sim_sched_stats *now);
 /* Prometheus text for /metrics in the flavour's names; st carries the gauges and spec-decode counters. */
 char *sim_metrics_render(const struct sim_metrics *m, const struct sim_config *c,
                          const struct sim_sched_stats *st);
@@ -495,6 +511,7 @@ struct sim_server {
         struct sim_completion *completions; /* in flight, doubly linked */
         size_t n_completions;
         uint64_t completions_done; /* answered with 200 */
+        uint64_t completions_received; /* completion requests read, rejected ones included */
         bool engine_dead;
         bool listening;         /* evhttp owns the listening socket */
         struct event *probe_ev; /* completion.c: looks for clients that left */

@@ -643,6 +643,70 @@ TEST(one_pp_row_per_pp_and_depth)
         sim_stop(&s);
 }
 
+/*
+ * A server that sends prompt_ms without prompt_n on every second request (mxsim timings-no-prompt-n=2): the
+ * pp row's server_pp_tps and preparation_ms are both means over the requests that reported the pair, and
+ * the row says how many that is and how many reported half of it; the tg row is untouched.
+ */
+TEST(server_figures_rest_on_the_same_requests)
+{
+        const char *const extra[] = {"--mxsim-fault", "timings-no-prompt-n=2", NULL};
+        struct sim s;
+        struct mx_bench_config cfg;
+        _cleanup_json_ json_t *doc = NULL;
+        double tps[16], prep[16];
+        struct mx_bstat st_tps, st_prep;
+        unsigned failed;
+        size_t i, k = 0, half = 0;
+        json_t *rq, *pp, *tg;
+
+        sim_start(&s, "llama-server", 0, extra);
+        config(&cfg, s.port);
+        cfg.n_depth = 1;
+        cfg.runs = 6;
+        cfg.warmup = 0;
+        doc = run_bench(&cfg, &failed);
+        ASSERT_EQ(failed, 0);
+        /* the truth from what the server sent per request: the pair, or prompt_ms alone */
+        json_array_foreach (json_object_get(doc, "requests"), i, rq) {
+                json_t *t = json_object_get(rq, "server_timings");
+                double ms = json_number_value(json_object_get(t, "prompt_ms"));
+
+                ASSERT_FALSE(json_is_true(json_object_get(rq, "warmup")));
+                ASSERT_TRUE(json_is_number(json_object_get(t, "prompt_ms")) && ms > 0);
+                if (json_is_null(json_object_get(t, "prompt_n"))) {
+                        half++;
+                        continue;
+                }
+                ASSERT_TRUE(k < ELEMENTSOF(tps));
+                tps[k] = (double)json_integer_value(json_object_get(t, "prompt_n")) / ms * 1000.0;
+                /* no latency measured (latency_mode none): preparation = TTFR - prompt_ms */
+                prep[k] = (double)json_integer_value(json_object_get(rq, "resp_us")) / 1000.0 - ms;
+                k++;
+        }
+        ASSERT_EQ(k, 3);
+        ASSERT_EQ(half, 3);
+        mx_bstat_compute(tps, k, &st_tps);
+        mx_bstat_compute(prep, k, &st_prep);
+        pp = row(doc, "pp256");
+        ASSERT_EQ(json_integer_value(json_object_get(pp, "requests")), 6);
+        ASSERT_EQ(json_integer_value(json_object_get(pp, "server_timings_requests")), 3);
+        ASSERT_EQ(json_integer_value(json_object_get(pp, "server_timings_partial")), 3);
+        ASSERT_TRUE(fabs(json_number_value(json_object_get(pp, "server_pp_tps")) - st_tps.mean) <=
+                    1e-9 * st_tps.mean);
+        /* over all six requests' prompt_ms it would be another mean: the same three */
+        ASSERT_TRUE(fabs(json_number_value(json_object_get(pp, "preparation_ms")) - st_prep.mean) <= 1e-6);
+        ASSERT_CONTAINS(
+                json_string_value(json_object_get(pp, "server_timings")),
+                "over the 3 requests that reported prompt_n and prompt_ms; 3 requests carried only one of "
+                "prompt_n and prompt_ms and are in no figure");
+        tg = row(doc, "tg32");
+        ASSERT_EQ(json_integer_value(json_object_get(tg, "server_timings_requests")), 6);
+        ASSERT_EQ(json_integer_value(json_object_get(tg, "server_timings_partial")), 0);
+        ASSERT_TRUE(json_number_value(json_object_get(tg, "server_tg_tps")) > 0);
+        sim_stop(&s);
+}
+
 TEST(unreachable_server_is_an_error)
 {
         struct mx_bench_config cfg;

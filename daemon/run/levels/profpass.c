@@ -422,6 +422,8 @@ json_t *mx_profpass_json(const struct mx_profpass *p)
                 json_object_set_new(o, "file", json_string("profile-workload.json"));
                 json_object_set(o, "tokens", json_object_get(p->written, "tokens"));
                 json_object_set(o, "source", json_object_get(p->written, "source"));
+                /* a "declared" file's which says why the counter was not used (a reset, a bad line) */
+                json_object_set(o, "which", json_object_get(p->written, "which"));
         } else
                 json_object_set_new(o, "file", json_null());
         if (!p->start_path)
