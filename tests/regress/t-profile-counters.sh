@@ -9,19 +9,21 @@
 #    request (counted from the sound run's token log): which names the counter going backwards from the
 #    tokens the server had generated before the window (the token log's sum) to the third request's 7;
 #  - without a control (a whole-life capture) and a malformed /metrics: no file, and L1.5's
-#    metrics.profiling.error names the malformed line.
+#    metrics.profiling.error (and the run's log) names the malformed line. The configurations expect
+#    Marlin's kernels: an L1.5 without expectations is recorded (skipped) before the whole-life read.
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 source "$(dirname "$0")/lib.sh"
 
 [ -x "$MX_BUILD_DIR/tests/sim/mxsim" ] || skip "mxsim is not built"
 
-OUT=7 REQS=3 PROMPT=64
+OUT=7 REQS=3 PROMPT=128
 GEN=vllm:generation_tokens_total
 # matrix FILE FAULT-ARGV-JSON: one feature "x" whose run adds the fault's flags; the baseline has none
 matrix() {
         jq -n --arg sim "$MX_BUILD_DIR/tests/sim/mxsim" --arg lock "$T/gpu.lock" --argjson fault "$2" \
-              --argjson out "$OUT" --argjson reqs "$REQS" --argjson prompt "$PROMPT" '{
+              --argjson out "$OUT" --argjson reqs "$REQS" --argjson prompt "$PROMPT" \
+              --argjson expect '{"kernels": {"must_see": ["marlin_*"]}}' '{
   matrix: 1, name: "profile-counters",
   target: {profile: "vllm", model: "openai/gpt-oss-120b", served_model_name: "gpt-oss-120b",
            command: [$sim, "serve", "{model}", "--host", "{host}", "--port", "{port}",
@@ -33,7 +35,7 @@ matrix() {
            ready: {timeout: "30s", interval: "100ms"},
            profiler: {format: "nsys", report: "{run_dir}/kern.csv", control: {},
                       workload: {prompt_tokens: $prompt, output_tokens: $out, requests: $reqs}}},
-  axes: [{name: "fault", values: [{name: "none"}, {name: "on", argv: $fault}]}],
+  axes: [{name: "fault", values: [{name: "none", expect: $expect}, {name: "on", argv: $fault, expect: $expect}]}],
   baseline: {fault: "none"},
   features: [{name: "x", priority: 1, set: {fault: "on"}, hypothesis: "h",
               criteria: [{metric: "tg32_tps", min_gain_pct: 5}], status: "in-progress"}],
@@ -123,5 +125,8 @@ p=$(level_of "${runs[-1]}" L1.5 | jq -c .metrics.profiling)
 re='^the whole-life capture is not normalised: /metrics line [0-9]+ is not a sample: '
 re+='vllm:generation_tokens_total\{engine="0",model_name="gpt-oss-120b"$'
 jq -e --arg re "$re" '.error | test($re)' <<<"$p" >/dev/null || fail "L1.5 profiling: $p"
+# and the run's log, where the pass notes it
+grep -qF "L1.5: profiling pass: $(jq -r .error <<<"$p")" "$MXD_STATE/runs/${runs[-1]}/1/server.log" ||
+        fail "the run's log lacks the pass's note"
 ok "r${runs[-1]}: $(jq -r .error <<<"$p")"
 mxd_stop
