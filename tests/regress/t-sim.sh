@@ -514,6 +514,19 @@ stop
 [ "$RC" = 0 ] || fail "exit $RC"
 pass "llama-server: 503 Loading model, then 200 {\"status\":\"ok\"}; native /completion"
 
+# llama-server's names under the /metrics faults: the counters restart after the first completion, the
+# generated-token counter's sample lacks its value
+start lmetrics MXSIM_FAULTS=metrics-reset-after=1,metrics-malformed -- --flavor llama-server --metrics
+wait_ready
+for i in 1 2; do post /v1/completions '{"prompt":"hello there","max_tokens":3}' >/dev/null; done
+p=$(field prompt_tokens)
+curl -s --max-time 2 "$(url /metrics)" >"$tmp/metrics"
+grep -qx 'llamacpp:tokens_predicted_total' "$tmp/metrics" || fail "llama metrics-malformed: $(grep predicted_total "$tmp/metrics")"
+[ "$p" -gt 0 ] && [ "$(ctr llamacpp:prompt_tokens_total)" = "$p" ] ||
+        fail "llama metrics-reset-after=1: prompt_tokens_total $(ctr llamacpp:prompt_tokens_total), one request's $p"
+stop
+pass "llama-server: metrics-reset-after=1 counts the second completion alone; metrics-malformed cuts its value"
+
 start sglang MXSIM_LOAD_S=0.5 -- --flavor sglang
 sleep 0.2
 [ "$(status /health)" = 000 ] || fail "sglang: not refused while loading"
