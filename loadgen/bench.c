@@ -1119,39 +1119,88 @@ static bool window_call(struct mx_bench *b, bool begin)
         return true;
 }
 
+/*
+ * llama-bench style at depth, after the context batch: the same contexts again with the prompt, which
+ * must reuse the context's tokens.
+ */
+static void prompt_batch(struct mx_bench *b)
+{
+        b->batch_ctx_phase = false;
+        for (unsigned i = 0; i < b->n_batch; i++) {
+                struct breq *ctx = b->batch[i], *r = breq_new(b, REQ_MEASURED);
+                struct test *t = &b->tests[ctx->test];
+
+                r->test = ctx->test;
+                r->run = ctx->run;
+                r->warmup = ctx->warmup;
+                memcpy(r->salt, ctx->salt, sizeof(r->salt));
+                memcpy(r->prefix, ctx->prefix, sizeof(r->prefix));
+                r->text_seed = ctx->text_seed;
+                r->depth_text = xstrdup(ctx->depth_text);
+                r->depth_target = ctx->depth_target;
+                r->user_target = t->pp;
+                r->max_tokens = t->tg;
+                /* the same context, now with the prompt: the server must reuse the context's tokens */
+                r->expected_prompt = t->depth + t->pp;
+                r->reused_min = ctx->depth_target;
+                r->cached_max = -1;
+                if (ctx->error)
+                        breq_error(r, "its context load failed: %s", ctx->error);
+                b->batch[i] = r;
+        }
+        b->n_done = 0;
+        b->build_req = 0;
+        build_next(b);
+}
+
+/* "pp512 tg32: warm-up 1/2" or "...: run 3/5" for the batch starting. */
+static void batch_progress(struct mx_bench *b, const struct test *t)
+{
+        char name[64];
+
+        test_name(t, "pp", name, sizeof(name));
+        if (b->cur_warm < b->cfg.warmup)
+                progress(b, "%s tg%" PRId64 ": warm-up %u/%u", name, t->tg, b->cur_warm + 1, b->cfg.warmup);
+        else
+                progress(b, "%s tg%" PRId64 ": run %u/%u", name, t->tg, b->cur_run + 1, b->cfg.runs);
+}
+
+/* One request of the batch starting for test t: its context alone (ctx_phase), or its measured request. */
+static struct breq *batch_request(struct mx_bench *b, const struct test *t, bool ctx_phase)
+{
+        struct breq *r = breq_new(b, ctx_phase ? REQ_CTX : REQ_MEASURED);
+
+        r->test = (unsigned)b->cur_test;
+        r->run = b->cur_warm < b->cfg.warmup ? b->cur_warm : b->cur_run;
+        r->warmup = b->cur_warm < b->cfg.warmup;
+        breq_prepare(b, r);
+        if (t->depth > 0) {
+                r->depth_target = t->depth - b->delta_ctx;
+                r->user_target = ctx_phase ? 0 : t->pp;
+                if (ctx_phase)
+                        r->user_text = xstrdup(CTX_USER_TEXT);
+                r->expected_prompt = ctx_phase ? t->depth + b->t_dot : t->depth + t->pp;
+                r->max_tokens = ctx_phase ? 1 : t->tg;
+                r->cached_max = MX_MAX(b->delta_ctx, 0);
+        } else {
+                r->user_target = t->pp - b->delta_user;
+                r->expected_prompt = t->pp;
+                r->max_tokens = t->tg;
+                r->cached_max = MX_MAX(b->delta_user, 0);
+        }
+        if (r->depth_target < 1 && t->depth > 0)
+                r->depth_target = 1;
+        return r;
+}
+
 /* Start the next batch: warm-ups, then runs, test after test; the end of the last finishes the benchmark. */
 static void next_batch(struct mx_bench *b)
 {
         struct test *t;
         bool ctx_phase;
 
-        /* llama-bench style at depth: a context batch, then the same contexts with the prompt */
         if (b->batch_ctx_phase && b->n_batch > 0) {
-                b->batch_ctx_phase = false;
-                for (unsigned i = 0; i < b->n_batch; i++) {
-                        struct breq *ctx = b->batch[i], *r = breq_new(b, REQ_MEASURED);
-                        t = &b->tests[ctx->test];
-                        r->test = ctx->test;
-                        r->run = ctx->run;
-                        r->warmup = ctx->warmup;
-                        memcpy(r->salt, ctx->salt, sizeof(r->salt));
-                        memcpy(r->prefix, ctx->prefix, sizeof(r->prefix));
-                        r->text_seed = ctx->text_seed;
-                        r->depth_text = xstrdup(ctx->depth_text);
-                        r->depth_target = ctx->depth_target;
-                        r->user_target = t->pp;
-                        r->max_tokens = t->tg;
-                        /* the same context, now with the prompt: the server must reuse the context's tokens */
-                        r->expected_prompt = t->depth + t->pp;
-                        r->reused_min = ctx->depth_target;
-                        r->cached_max = -1;
-                        if (ctx->error)
-                                breq_error(r, "its context load failed: %s", ctx->error);
-                        b->batch[i] = r;
-                }
-                b->n_done = 0;
-                b->build_req = 0;
-                build_next(b);
+                prompt_batch(b);
                 return;
         }
         if (b->n_batch > 0) {
@@ -1179,44 +1228,14 @@ static void next_batch(struct mx_bench *b)
                 return;
         t = &b->tests[b->cur_test];
         ctx_phase = b->cfg.llama_bench_style && t->depth > 0;
-        {
-                char name[64];
-                test_name(t, "pp", name, sizeof(name));
-                if (b->cur_warm < b->cfg.warmup)
-                        progress(b, "%s tg%" PRId64 ": warm-up %u/%u", name, t->tg, b->cur_warm + 1,
-                                 b->cfg.warmup);
-                else
-                        progress(b, "%s tg%" PRId64 ": run %u/%u", name, t->tg, b->cur_run + 1, b->cfg.runs);
-        }
+        batch_progress(b, t);
         b->n_batch = b->cfg.concurrency;
         b->n_done = 0;
         b->build_req = 0;
         b->batch_ctx_phase = ctx_phase;
         b->test_seed = UINT64_C(0x51ed270b27f1b3d5) * (b->cur_test + 1);
-        for (unsigned i = 0; i < b->n_batch; i++) {
-                struct breq *r = breq_new(b, ctx_phase ? REQ_CTX : REQ_MEASURED);
-                r->test = (unsigned)b->cur_test;
-                r->run = b->cur_warm < b->cfg.warmup ? b->cur_warm : b->cur_run;
-                r->warmup = b->cur_warm < b->cfg.warmup;
-                breq_prepare(b, r);
-                if (t->depth > 0) {
-                        r->depth_target = t->depth - b->delta_ctx;
-                        r->user_target = ctx_phase ? 0 : t->pp;
-                        if (ctx_phase)
-                                r->user_text = xstrdup(CTX_USER_TEXT);
-                        r->expected_prompt = ctx_phase ? t->depth + b->t_dot : t->depth + t->pp;
-                        r->max_tokens = ctx_phase ? 1 : t->tg;
-                        r->cached_max = MX_MAX(b->delta_ctx, 0);
-                } else {
-                        r->user_target = t->pp - b->delta_user;
-                        r->expected_prompt = t->pp;
-                        r->max_tokens = t->tg;
-                        r->cached_max = MX_MAX(b->delta_user, 0);
-                }
-                if (r->depth_target < 1 && t->depth > 0)
-                        r->depth_target = 1;
-                b->batch[i] = r;
-        }
+        for (unsigned i = 0; i < b->n_batch; i++)
+                b->batch[i] = batch_request(b, t, ctx_phase);
         build_next(b);
 }
 
