@@ -699,10 +699,7 @@ int report_benchmark_results(json_t *doc, FILE *f, char **reterr)
                 json_string_value(json_object_get(job, "feature")) ?: "(pins only)",
                 strna(json_string_value(json_object_get(job, "strategy"))), when,
                 json_array_size(rep_runs(doc)), counts, strna(json_string_value(json_object_get(m, "path"))));
-        if (json_is_false(json_object_get(m, "current")))
-                fputs("The matrix file changed after the job was planned: its declarations below are "
-                      "today's.\n",
-                      f);
+        rep_matrix_changed_note(f, doc);
         fputs("\n---\n\n", f);
         current_best(f, doc, base, &defs);
         fputs("\n---\n\n", f);

@@ -1095,10 +1095,7 @@ int report_feature_matrix(json_t *doc, FILE *f, char **reterr)
                 json_integer_value(json_object_get(job, "id")),
                 json_string_value(json_object_get(job, "feature")) ?: "(pins only)", when,
                 json_array_size(rep_runs(doc)), counts, strna(json_string_value(json_object_get(m, "path"))));
-        if (json_is_false(json_object_get(m, "current")))
-                fputs("The matrix file changed after the job was planned: its declarations below are "
-                      "today's.\n",
-                      f);
+        rep_matrix_changed_note(f, doc);
         fputs("\n---\n\n", f);
         status_overview(f, doc);
         fputs("\n---\n\n", f);

@@ -201,6 +201,14 @@ static void bars_section(FILE *f, const struct hrun *runs, size_t n, const struc
         mx_buf_free(&b);
 }
 
+/* The point arrays of n series, and the array of them. */
+static void points_free(struct svg_point **pts, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(pts[i]);
+        free(pts);
+}
+
 static void pareto_section(FILE *f, const struct hrun *runs, size_t n)
 {
         _cleanup_free_ struct svg_series *series = xcalloc(MX_MAX(n, (size_t)1), sizeof(*series));
@@ -259,9 +267,7 @@ static void pareto_section(FILE *f, const struct hrun *runs, size_t n)
                 "the dashed line joins the points no other point beats on both, as vllm bench sweep "
                 "plot_pareto draws tokens/s/user against tokens/s/GPU (one GPU here).</p>\n%s</section>\n",
                 total, b.data);
-        for (size_t i = 0; i < n; i++)
-                free(pts[i]);
-        free(pts);
+        points_free(pts, n);
         mx_buf_free(&b);
 }
 
@@ -310,9 +316,7 @@ static void memory_section(FILE *f, const struct hrun *runs, size_t n)
                 "unified-memory "
                 "GPU the system's MemTotal - MemAvailable; %zu runs with samples.</p>\n%s</section>\n",
                 ns, b.data);
-        for (size_t i = 0; i < n; i++)
-                free(pts[i]);
-        free(pts);
+        points_free(pts, n);
         mx_buf_free(&b);
 }
 

@@ -1416,9 +1416,7 @@ static int check_baseline_and_features(struct loader *l)
                 _cleanup_free_ int *config = mx_config_copy(m, m->baseline);
                 _cleanup_free_ char *what = xasprintf("feature '%s' on the baseline", m->features[i].name);
 
-                for (size_t a = 0; a < m->n_axes; a++)
-                        if (m->features[i].set[a] >= 0)
-                                config[a] = m->features[i].set[a];
+                mx_feature_apply(m, &m->features[i], config);
                 r = check_config(l, config, m->features[i].node, "set", what);
                 if (r < 0)
                         return r;
