@@ -1522,90 +1522,98 @@ static int64_t pp_tokens(const struct breq *r, struct row_acc *a)
 }
 
 /* One test's requests into a row: per request, and per batch when c > 1. */
+/* One request's values into the row: its failure, or its prompt counts and per-request figures. */
+static void request_add(const struct mx_bench *b, struct breq *r, enum row_mode mode, struct row_acc *a)
+{
+        double v_ttfr, v_est;
+        int64_t ptoks;
+
+        a->expected = r->expected_prompt;
+        if (r->error) {
+                a->failed++;
+                a->failed_known += r->known_issue ? 1 : 0;
+                return;
+        }
+        if (breq_cached(r) >= 0)
+                a->cached_max = MX_MAX(a->cached_max, breq_cached(r));
+        if (r->prompt_tokens >= 0) {
+                a->prompt_min = MX_MIN(a->prompt_min, r->prompt_tokens);
+                a->prompt_max = MX_MAX(a->prompt_max, r->prompt_tokens);
+        }
+        v_ttfr = mx_bench_ttfr_ms(r->t0, r->t_resp);
+        v_est = mx_bench_est_ppt_ms(v_ttfr, b->latency_ms);
+        if (mode == ROW_TG) {
+                _cleanup_free_ int64_t *ts = NULL;
+                size_t nts = token_stamps(r, &ts);
+
+                vals_add(&a->rate_req, mx_bench_tg_tps(tg_tokens(r, &a->source), r->t_tok1, r->t_last_tok));
+                vals_add(&a->peak_req, mx_bench_peak_tps(ts, nts, PEAK_WINDOW_US));
+                vals_add(&a->server, mx_bench_server_tps(r->predicted_n, r->predicted_ms));
+                return;
+        }
+        ptoks = pp_tokens(r, a);
+        /* prompt_n is ptoks here: breq_check_prompt() failed the request otherwise */
+        vals_add(&a->server, mx_bench_server_tps(r->prompt_n, r->prompt_ms));
+        vals_add(&a->prep, mx_bench_preparation_ms(v_ttfr, b->latency_ms, r->prompt_ms));
+        vals_add(&a->ttfr, v_ttfr);
+        vals_add(&a->est, v_est);
+        vals_add(&a->e2e, mx_bench_ttft_ms(r->t0, r->t_tok1));
+        vals_add(&a->rate_req, mx_bench_pp_tps(ptoks, v_est));
+        /* llama-benchy 0.4: over the time to the first text (e2e_ttft), which a role-only first chunk
+         * sent before the prefill cannot shorten. */
+        vals_add(&a->rate_text,
+                 mx_bench_pp_tps(ptoks, mx_bench_est_ppt_ms(mx_bench_ttft_ms(r->t0, r->t_tok1), b->latency_ms)));
+}
+
+/* One batch (reqs[from..to)): its peak rate (tg) and, with several requests at once, its total rate. */
+static void batch_add(const struct mx_bench *b, struct breq **reqs, size_t from, size_t to, enum row_mode mode,
+                      struct row_acc *a)
+{
+        int64_t sum_p = 0, sum_n = 0, min_t0 = INT64_MAX, max_tok1 = 0, min_tok1 = INT64_MAX, max_last = 0;
+        size_t valid = 0, n_ts = 0, cap_ts = 0;
+        _cleanup_free_ int64_t *ts = NULL;
+
+        for (size_t i = from; i < to; i++) {
+                struct breq *r = reqs[i];
+                if (r->error || !r->t_tok1)
+                        continue;
+                valid++;
+                if (mode != ROW_TG)
+                        sum_p += pp_tokens(r, a);
+                sum_n += tg_tokens(r, &a->source);
+                min_t0 = MX_MIN(min_t0, r->t0);
+                max_tok1 = MX_MAX(max_tok1, r->t_tok1);
+                min_tok1 = MX_MIN(min_tok1, r->t_tok1);
+                max_last = MX_MAX(max_last, r->t_last_tok);
+                {
+                        _cleanup_free_ int64_t *rts = NULL;
+                        size_t nr = token_stamps(r, &rts);
+
+                        MX_GROW(ts, cap_ts, n_ts + nr + 1);
+                        memcpy(ts + n_ts, rts, nr * sizeof(int64_t));
+                        n_ts += nr;
+                }
+        }
+        if (valid == 0)
+                return;
+        if (mode == ROW_TG)
+                vals_add(&a->peak, mx_bench_peak_tps(ts, n_ts, PEAK_WINDOW_US));
+        if (b->cfg.concurrency > 1)
+                vals_add(&a->rate, mode == ROW_TG ? mx_bench_batch_tg_tps(sum_n, valid, min_tok1, max_last)
+                                                  : mx_bench_batch_pp_tps(sum_p, min_t0, max_tok1));
+}
+
 static void row_add(const struct mx_bench *b, struct breq **reqs, size_t n, enum row_mode mode, struct row_acc *a)
 {
-        unsigned c = b->cfg.concurrency, run;
         size_t to = 0, from;
 
         a->requests += n;
-        for (size_t i = 0; i < n; i++) {
-                struct breq *r = reqs[i];
-                double v_ttfr, v_est;
-                int64_t ptoks;
-
-                a->expected = r->expected_prompt;
-                if (r->error) {
-                        a->failed++;
-                        a->failed_known += r->known_issue ? 1 : 0;
-                        continue;
-                }
-                if (breq_cached(r) >= 0)
-                        a->cached_max = MX_MAX(a->cached_max, breq_cached(r));
-                if (r->prompt_tokens >= 0) {
-                        a->prompt_min = MX_MIN(a->prompt_min, r->prompt_tokens);
-                        a->prompt_max = MX_MAX(a->prompt_max, r->prompt_tokens);
-                }
-                v_ttfr = mx_bench_ttfr_ms(r->t0, r->t_resp);
-                v_est = mx_bench_est_ppt_ms(v_ttfr, b->latency_ms);
-                if (mode == ROW_TG) {
-                        _cleanup_free_ int64_t *ts = NULL;
-                        size_t nts = token_stamps(r, &ts);
-
-                        vals_add(&a->rate_req, mx_bench_tg_tps(tg_tokens(r, &a->source), r->t_tok1, r->t_last_tok));
-                        vals_add(&a->peak_req, mx_bench_peak_tps(ts, nts, PEAK_WINDOW_US));
-                        vals_add(&a->server, mx_bench_server_tps(r->predicted_n, r->predicted_ms));
-                        continue;
-                }
-                ptoks = pp_tokens(r, a);
-                /* prompt_n is ptoks here: breq_check_prompt() failed the request otherwise */
-                vals_add(&a->server, mx_bench_server_tps(r->prompt_n, r->prompt_ms));
-                vals_add(&a->prep, mx_bench_preparation_ms(v_ttfr, b->latency_ms, r->prompt_ms));
-                vals_add(&a->ttfr, v_ttfr);
-                vals_add(&a->est, v_est);
-                vals_add(&a->e2e, mx_bench_ttft_ms(r->t0, r->t_tok1));
-                vals_add(&a->rate_req, mx_bench_pp_tps(ptoks, v_est));
-                /* llama-benchy 0.4: over the time to the first text (e2e_ttft), which a role-only first chunk
-                 * sent before the prefill cannot shorten. */
-                vals_add(&a->rate_text,
-                         mx_bench_pp_tps(ptoks, mx_bench_est_ppt_ms(mx_bench_ttft_ms(r->t0, r->t_tok1), b->latency_ms)));
-        }
+        for (size_t i = 0; i < n; i++)
+                request_add(b, reqs[i], mode, a);
         /* per batch: c = 1 uses the request values themselves; c > 1 the batch totals */
-        for (run = 0; batch_range(reqs, n, run, &from, &to) || to < n; run++) {
-                int64_t sum_p = 0, sum_n = 0, min_t0 = INT64_MAX, max_tok1 = 0, min_tok1 = INT64_MAX, max_last = 0;
-                size_t valid = 0, n_ts = 0, cap_ts = 0;
-                _cleanup_free_ int64_t *ts = NULL;
-
-                if (from >= to)
-                        continue;
-                for (size_t i = from; i < to; i++) {
-                        struct breq *r = reqs[i];
-                        if (r->error || !r->t_tok1)
-                                continue;
-                        valid++;
-                        if (mode != ROW_TG)
-                                sum_p += pp_tokens(r, a);
-                        sum_n += tg_tokens(r, &a->source);
-                        min_t0 = MX_MIN(min_t0, r->t0);
-                        max_tok1 = MX_MAX(max_tok1, r->t_tok1);
-                        min_tok1 = MX_MIN(min_tok1, r->t_tok1);
-                        max_last = MX_MAX(max_last, r->t_last_tok);
-                        {
-                                _cleanup_free_ int64_t *rts = NULL;
-                                size_t nr = token_stamps(r, &rts);
-
-                                MX_GROW(ts, cap_ts, n_ts + nr + 1);
-                                memcpy(ts + n_ts, rts, nr * sizeof(int64_t));
-                                n_ts += nr;
-                        }
-                }
-                if (valid == 0)
-                        continue;
-                if (mode == ROW_TG)
-                        vals_add(&a->peak, mx_bench_peak_tps(ts, n_ts, PEAK_WINDOW_US));
-                if (c > 1)
-                        vals_add(&a->rate, mode == ROW_TG ? mx_bench_batch_tg_tps(sum_n, valid, min_tok1, max_last)
-                                                          : mx_bench_batch_pp_tps(sum_p, min_t0, max_tok1));
-        }
+        for (unsigned run = 0; batch_range(reqs, n, run, &from, &to) || to < n; run++)
+                if (from < to)
+                        batch_add(b, reqs, from, to, mode, a);
 }
 
 static void row_acc_free(struct row_acc *a)
