@@ -102,9 +102,12 @@ enum {
 static int gate_option(int c, struct gate_args *a)
 {
         switch (c) {
+        case 'h':
+                gate_help(stdout);
+                return 0;
         case ARG_REPORT:
                 a->report = optarg;
-                return 1;
+                break;
         case ARG_FORMAT:
                 a->tool = mx_profreport_tool_from_string(optarg);
                 if (a->tool < 0) {
@@ -112,21 +115,21 @@ static int gate_option(int c, struct gate_args *a)
                                 optarg);
                         return -EINVAL;
                 }
-                return 1;
+                break;
         case ARG_LOG:
                 a->log = optarg;
-                return 1;
+                break;
         case ARG_SEE:
         case ARG_KSEE:
                 a->last_see = c == ARG_SEE ? &a->expect.log : &a->expect.kernels;
                 mx_kgate_rules_add_must_see(a->last_see, optarg);
-                return 1;
+                break;
         case ARG_NOT:
                 mx_kgate_rules_add_must_not_see(&a->expect.log, optarg);
-                return 1;
+                break;
         case ARG_KNOT:
                 mx_kgate_rules_add_must_not_see(&a->expect.kernels, optarg);
-                return 1;
+                break;
         case ARG_OR:
                 if (!a->last_see) {
                         fprintf(stderr, "mxmatrix gate: --or needs a --must-see or "
@@ -134,19 +137,17 @@ static int gate_option(int c, struct gate_args *a)
                         return -EINVAL;
                 }
                 (void)mx_kgate_rules_add_alternative(a->last_see, optarg);
-                return 1;
+                break;
         case ARG_KERNELS:
                 a->list_kernels = true;
-                return 1;
+                break;
         case 'j':
                 a->json = true;
-                return 1;
-        case 'h':
-                gate_help(stdout);
-                return 0;
+                break;
         default:
                 return -EINVAL;
         }
+        return 1;
 }
 
 static int gate_parse_args(int argc, char **argv, struct gate_args *a)

@@ -342,22 +342,6 @@ static int loop_setup(struct mxrun *m)
         return 0;
 }
 
-/* Everything the run held, after the loop. */
-static void mxrun_done(struct mxrun *m)
-{
-        if (m->runner)
-                m->ops->free(m->runner);
-        proc_run_end();
-        event_free(m->timeout_ev);
-        event_free(m->term_ev);
-        event_free(m->health_timer);
-        mx_http_free(m->http);
-        proc_reaper_free(m->reaper);
-        event_base_free(m->base);
-        close(m->events_fd);
-        json_decref(m->ctx);
-}
-
 int main(int argc, char **argv)
 {
         struct mxrun m = { .events_fd = -1 };
@@ -386,6 +370,16 @@ int main(int argc, char **argv)
         if (!m.done)
                 event_base_dispatch(m.base);
         rc = m.wrote ? 0 : 1;
-        mxrun_done(&m);
+        if (m.runner)
+                m.ops->free(m.runner);
+        proc_run_end();
+        event_free(m.timeout_ev);
+        event_free(m.term_ev);
+        event_free(m.health_timer);
+        mx_http_free(m.http);
+        proc_reaper_free(m.reaper);
+        event_base_free(m.base);
+        close(m.events_fd);
+        json_decref(m.ctx);
         return rc;
 }
