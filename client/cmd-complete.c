@@ -220,53 +220,45 @@ static void print_options(char **opts)
                 printf("--%.*s\n", (int)strcspn(*o, "\t"), *o);
 }
 
-int cmd_complete(int argc, char **argv)
+/* The index of the verb among the words: past the global options (and the arguments they take). */
+static int verb_index(char **w, int64_t cword)
 {
-        const struct mx_proto *p = mx_proto_get();
-        const struct mx_proto_method *m = NULL;
-        _cleanup_strv_free_ char **opts = NULL;
-        _cleanup_free_ char *help = NULL;
-        const char *matrix = NULL, *verb, *cur, *prev, *entry;
-        char **w = argv + 2;
-        int64_t cword;
-        int n = argc - 2, i = 1, pos = 0;
+        int i = 1;
 
-        /* argv: __complete CWORD WORD... */
-        if (n < 1 || mx_parse_int64(argv[1], 0, n - 1, &cword) < 0)
-                return MX_EXIT_USAGE;
-        cur = w[cword];
-        prev = cword > 0 ? w[cword - 1] : "";
-        /* Global options before the verb */
         while (i < cword && startswith(w[i], "-")) {
                 if (streq(w[i], "--socket") || streq(w[i], "--timeout"))
                         i++;
                 i++;
         }
-        if (i >= cword) {
-                if (streq(prev, "--socket"))
-                        printf("@file\n");
-                else if (!streq(prev, "--timeout") || cword == 0) {
-                        for (size_t k = 0; k < ELEMENTSOF(global_options); k++)
-                                printf("%s\n", global_options[k]);
-                        for (size_t k = 0; k < ELEMENTSOF(local_verb_names); k++)
-                                printf("%s\n", local_verb_names[k]);
-                        for (size_t k = 0; k < p->n_methods; k++)
-                                if (p->methods[k].cli)
-                                        printf("%s\n", p->methods[k].name);
-                }
-                return MX_EXIT_OK;
+        return i;
+}
+
+/* Before the verb: the global options and every verb, or what a global option's argument is. */
+static void complete_verbs(const struct mx_proto *p, const char *prev, int64_t cword)
+{
+        if (streq(prev, "--socket"))
+                printf("@file\n");
+        else if (!streq(prev, "--timeout") || cword == 0) {
+                for (size_t k = 0; k < ELEMENTSOF(global_options); k++)
+                        printf("%s\n", global_options[k]);
+                for (size_t k = 0; k < ELEMENTSOF(local_verb_names); k++)
+                        printf("%s\n", local_verb_names[k]);
+                for (size_t k = 0; k < p->n_methods; k++)
+                        if (p->methods[k].cli)
+                                printf("%s\n", p->methods[k].name);
         }
-        verb = w[i];
-        if (local_run(verb)) {
-                help = local_help(verb);
-                opts = help_options(help);
-        } else {
-                m = mx_proto_find(p, verb);
-                if (!m || !m->cli)
-                        return MX_EXIT_OK;
-                opts = proto_options(m);
-        }
-        /* Walk the words after the verb: options with their arguments, positionals counted. */
+}
+
+/*
+ * The words from after the verb (i) to the one completed: options with their arguments skipped,
+ * positionals counted (*ret_pos). The matrix file they name (--matrix, or the file word of plan, gate
+ * and matrix), or NULL.
+ */
+static const char *scan_words(char **w, int i, int64_t cword, const char *verb, char **opts, int *ret_pos)
+{
+        const char *matrix = NULL, *entry;
+        int pos = 0;
+
         for (int k = i + 1; k < cword; k++) {
                 entry = find_option(opts, w[k]);
                 if (entry && strchr(entry, '\t')[1] && !strchr(w[k], '=')) {
@@ -281,15 +273,13 @@ int cmd_complete(int argc, char **argv)
                                 matrix = w[k];
                 }
         }
-        entry = find_option(opts, prev);
-        if (entry && strchr(entry, '\t')[1]) {
-                option_values(m, entry);
-                return MX_EXIT_OK;
-        }
-        if (startswith(cur, "-")) {
-                print_options(opts);
-                return MX_EXIT_OK;
-        }
+        *ret_pos = pos;
+        return matrix;
+}
+
+/* A positional word of verb (pos before it): a matrix subcommand, a file, or a pin of the matrix. */
+static void complete_positional(const char *verb, int pos, const char *matrix, const char *cur)
+{
         if (streq(verb, "matrix")) {
                 if (pos == 0)
                         printf("check\nshow\ncover\n");
@@ -302,5 +292,49 @@ int cmd_complete(int argc, char **argv)
 
                 pin_words(matrix ?: env && *env ? env : COMPLETE_MATRIX_DEFAULT, cur);
         }
+}
+
+int cmd_complete(int argc, char **argv)
+{
+        const struct mx_proto *p = mx_proto_get();
+        const struct mx_proto_method *m = NULL;
+        _cleanup_strv_free_ char **opts = NULL;
+        _cleanup_free_ char *help = NULL;
+        const char *matrix, *verb, *cur, *prev, *entry;
+        char **w = argv + 2;
+        int64_t cword;
+        int n = argc - 2, i, pos;
+
+        /* argv: __complete CWORD WORD... */
+        if (n < 1 || mx_parse_int64(argv[1], 0, n - 1, &cword) < 0)
+                return MX_EXIT_USAGE;
+        cur = w[cword];
+        prev = cword > 0 ? w[cword - 1] : "";
+        i = verb_index(w, cword);
+        if (i >= cword) {
+                complete_verbs(p, prev, cword);
+                return MX_EXIT_OK;
+        }
+        verb = w[i];
+        if (local_run(verb)) {
+                help = local_help(verb);
+                opts = help_options(help);
+        } else {
+                m = mx_proto_find(p, verb);
+                if (!m || !m->cli)
+                        return MX_EXIT_OK;
+                opts = proto_options(m);
+        }
+        matrix = scan_words(w, i, cword, verb, opts, &pos);
+        entry = find_option(opts, prev);
+        if (entry && strchr(entry, '\t')[1]) {
+                option_values(m, entry);
+                return MX_EXIT_OK;
+        }
+        if (startswith(cur, "-")) {
+                print_options(opts);
+                return MX_EXIT_OK;
+        }
+        complete_positional(verb, pos, matrix, cur);
         return MX_EXIT_OK;
 }

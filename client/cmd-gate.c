@@ -86,19 +86,72 @@ static int gate_matrix_expect(int argc, char **argv, struct mx_kgate_expect *ret
         return 0;
 }
 
+enum {
+        ARG_REPORT = 0x100,
+        ARG_FORMAT,
+        ARG_LOG,
+        ARG_SEE,
+        ARG_NOT,
+        ARG_KSEE,
+        ARG_KNOT,
+        ARG_OR,
+        ARG_KERNELS
+};
+
+/* One option of the getopt loop: 1 to go on, 0 when it printed the help, -EINVAL after saying why not. */
+static int gate_option(int c, struct gate_args *a)
+{
+        switch (c) {
+        case 'h':
+                gate_help(stdout);
+                return 0;
+        case ARG_REPORT:
+                a->report = optarg;
+                break;
+        case ARG_FORMAT:
+                a->tool = mx_profreport_tool_from_string(optarg);
+                if (a->tool < 0) {
+                        fprintf(stderr, "mxmatrix gate: --format must be auto, nsys or ncu, not '%s'\n",
+                                optarg);
+                        return -EINVAL;
+                }
+                break;
+        case ARG_LOG:
+                a->log = optarg;
+                break;
+        case ARG_SEE:
+        case ARG_KSEE:
+                a->last_see = c == ARG_SEE ? &a->expect.log : &a->expect.kernels;
+                mx_kgate_rules_add_must_see(a->last_see, optarg);
+                break;
+        case ARG_NOT:
+                mx_kgate_rules_add_must_not_see(&a->expect.log, optarg);
+                break;
+        case ARG_KNOT:
+                mx_kgate_rules_add_must_not_see(&a->expect.kernels, optarg);
+                break;
+        case ARG_OR:
+                if (!a->last_see) {
+                        fprintf(stderr, "mxmatrix gate: --or needs a --must-see or "
+                                        "--kernel-must-see before it\n");
+                        return -EINVAL;
+                }
+                (void)mx_kgate_rules_add_alternative(a->last_see, optarg);
+                break;
+        case ARG_KERNELS:
+                a->list_kernels = true;
+                break;
+        case 'j':
+                a->json = true;
+                break;
+        default:
+                return -EINVAL;
+        }
+        return 1;
+}
+
 static int gate_parse_args(int argc, char **argv, struct gate_args *a)
 {
-        enum {
-                ARG_REPORT = 0x100,
-                ARG_FORMAT,
-                ARG_LOG,
-                ARG_SEE,
-                ARG_NOT,
-                ARG_KSEE,
-                ARG_KNOT,
-                ARG_OR,
-                ARG_KERNELS
-        };
         static const struct option opts[] = {
                 { "report", required_argument, NULL, ARG_REPORT },
                 { "format", required_argument, NULL, ARG_FORMAT },
@@ -113,58 +166,12 @@ static int gate_parse_args(int argc, char **argv, struct gate_args *a)
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        int c;
+        int c, r;
 
         optind = 0; /* main() ran getopt already: start afresh */
-        while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
-                switch (c) {
-                case ARG_REPORT:
-                        a->report = optarg;
-                        break;
-                case ARG_FORMAT:
-                        a->tool = mx_profreport_tool_from_string(optarg);
-                        if (a->tool < 0) {
-                                fprintf(stderr,
-                                        "mxmatrix gate: --format must be auto, nsys or ncu, not '%s'\n",
-                                        optarg);
-                                return -EINVAL;
-                        }
-                        break;
-                case ARG_LOG:
-                        a->log = optarg;
-                        break;
-                case ARG_SEE:
-                case ARG_KSEE:
-                        a->last_see = c == ARG_SEE ? &a->expect.log : &a->expect.kernels;
-                        mx_kgate_rules_add_must_see(a->last_see, optarg);
-                        break;
-                case ARG_NOT:
-                        mx_kgate_rules_add_must_not_see(&a->expect.log, optarg);
-                        break;
-                case ARG_KNOT:
-                        mx_kgate_rules_add_must_not_see(&a->expect.kernels, optarg);
-                        break;
-                case ARG_OR:
-                        if (!a->last_see) {
-                                fprintf(stderr, "mxmatrix gate: --or needs a --must-see or "
-                                                "--kernel-must-see before it\n");
-                                return -EINVAL;
-                        }
-                        (void)mx_kgate_rules_add_alternative(a->last_see, optarg);
-                        break;
-                case ARG_KERNELS:
-                        a->list_kernels = true;
-                        break;
-                case 'j':
-                        a->json = true;
-                        break;
-                case 'h':
-                        gate_help(stdout);
-                        return 0;
-                default:
-                        return -EINVAL;
-                }
-        }
+        while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0)
+                if ((r = gate_option(c, a)) <= 0)
+                        return r;
         if (optind < argc && gate_matrix_expect(argc - optind, argv + optind, &a->expect) < 0)
                 return -EINVAL;
         if (mx_kgate_expect_empty(&a->expect)) {

@@ -294,7 +294,107 @@ static void print_footer(const struct mx_plan *p)
                mx_plan_n_known_incompatible(p), p->n_skipped);
 }
 
-int cmd_plan(int argc, char **argv)
+/* What the command line asks for; plan_args_done() frees it. */
+struct plan_args {
+        struct mx_plan_request req;
+        const char *path, *order;
+        bool verbose;
+        char **pins;
+        json_t *levels_sel, *level_over;
+};
+
+static void plan_args_done(struct plan_args *a)
+{
+        strv_free(a->pins);
+        json_decref(a->levels_sel);
+        json_decref(a->level_over);
+}
+
+/* One option of the getopt loop: 1 to go on, 0 when it printed the help, -EINVAL after saying why not. */
+static int plan_option(int c, struct plan_args *a)
+{
+        int64_t v;
+
+        switch (c) {
+        case 's':
+                a->req.strategy = mx_plan_strategy_from_string(optarg);
+                if (a->req.strategy < 0) {
+                        fprintf(stderr, "mxmatrix: unknown strategy '%s' (default, pairwise, 3way, full)\n",
+                                optarg);
+                        return -EINVAL;
+                }
+                return 1;
+        case 'S':
+                if (mx_parse_int64(optarg, 0, INT64_MAX, &v) < 0) {
+                        fprintf(stderr, "mxmatrix: --seed wants a non-negative integer, not '%s'\n", optarg);
+                        return -EINVAL;
+                }
+                a->req.seed = (uint64_t)v;
+                return 1;
+        case 'm':
+                if (mx_parse_int64(optarg, 1, 1000000, &v) < 0) {
+                        fprintf(stderr, "mxmatrix: --max-runs wants 1 to 1000000, not '%s'\n", optarg);
+                        return -EINVAL;
+                }
+                a->req.max_runs = (size_t)v;
+                return 1;
+        case 'o':
+                if (mx_order_from_string(optarg) < 0) {
+                        fprintf(stderr, "mxmatrix: unknown order '%s' (fifo, fail-fast)\n", optarg);
+                        return -EINVAL;
+                }
+                a->order = optarg;
+                return 1;
+        case 'v':
+                a->verbose = true;
+                return 1;
+        case 'j':
+                arg_json = true;
+                return 1;
+        case 'h':
+                plan_help(stdout);
+                return 0;
+        default:
+                return -EINVAL;
+        }
+}
+
+/* One word after the options: FILE, levels=, LEVEL.setting=value, [feature=]X or a pin. */
+static int plan_word(const char *w, struct plan_args *a)
+{
+        const char *eq = strchr(w, '='), *dot = strchr(w, '.');
+
+        if (!a->path)
+                a->path = w;
+        else if (startswith(w, "levels="))
+                json_array_append_new(a->levels_sel, json_string(w + strlen("levels=")));
+        else if (dot && eq && dot < eq) {
+                /* LEVEL.setting=value, as submit takes it. */
+                _cleanup_free_ char *k = xstrndup(w, eq - w);
+
+                json_object_set_new(a->level_over, k, json_string(eq + 1));
+        } else if (startswith(w, "feature=")) {
+                if (a->req.feature) {
+                        fprintf(stderr, "mxmatrix: plan takes one feature X\n");
+                        return -EINVAL;
+                }
+                a->req.feature = w + strlen("feature=");
+        } else if (eq)
+                strv_push(&a->pins, w);
+        else if (!a->req.feature)
+                a->req.feature = w; /* a bare X, as submit takes it */
+        else {
+                fprintf(stderr,
+                        "mxmatrix: unexpected argument '%s' (plan takes one feature X; pins are "
+                        "axis=value)\n",
+                        w);
+                return -EINVAL;
+        }
+        return 1;
+}
+
+/* The command line into a: 1 to go on, 0 when it printed the help, -EINVAL after saying why not. */
+static int plan_parse_args(int argc, char **argv, struct plan_args *a)
 {
         static const struct option opts[] = {
                 { "strategy", required_argument, NULL, 's' },
@@ -306,127 +406,41 @@ int cmd_plan(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        struct mx_plan_request req = { .strategy = MX_PLAN_DEFAULT };
-        _cleanup_(mx_matrix_freep) struct mx_matrix *m = NULL;
-        _cleanup_(mx_plan_freep) struct mx_plan *p = NULL;
-        _cleanup_strv_free_ char **pins = NULL;
-        _cleanup_free_ char *why = NULL;
-        const char *path = NULL;
-        _cleanup_json_ json_t *levels_sel = json_array(), *level_over = json_object(), *run = NULL, *lset = NULL,
-                               *order_json = NULL;
-        bool verbose = false;
-        const char *order = NULL;
-        int64_t v;
         int c, r;
 
         optind = 0;
-        while ((c = getopt_long(argc, argv, "s:vh", opts, NULL)) >= 0) {
-                switch (c) {
-                case 's':
-                        req.strategy = mx_plan_strategy_from_string(optarg);
-                        if (req.strategy < 0) {
-                                fprintf(stderr,
-                                        "mxmatrix: unknown strategy '%s' (default, pairwise, 3way, full)\n",
-                                        optarg);
-                                return MX_EXIT_USAGE;
-                        }
-                        break;
-                case 'S':
-                        if (mx_parse_int64(optarg, 0, INT64_MAX, &v) < 0) {
-                                fprintf(stderr, "mxmatrix: --seed wants a non-negative integer, not '%s'\n",
-                                        optarg);
-                                return MX_EXIT_USAGE;
-                        }
-                        req.seed = (uint64_t)v;
-                        break;
-                case 'm':
-                        if (mx_parse_int64(optarg, 1, 1000000, &v) < 0) {
-                                fprintf(stderr, "mxmatrix: --max-runs wants 1 to 1000000, not '%s'\n",
-                                        optarg);
-                                return MX_EXIT_USAGE;
-                        }
-                        req.max_runs = (size_t)v;
-                        break;
-                case 'o':
-                        if (mx_order_from_string(optarg) < 0) {
-                                fprintf(stderr, "mxmatrix: unknown order '%s' (fifo, fail-fast)\n", optarg);
-                                return MX_EXIT_USAGE;
-                        }
-                        order = optarg;
-                        break;
-                case 'v':
-                        verbose = true;
-                        break;
-                case 'j':
-                        arg_json = true;
-                        break;
-                case 'h':
-                        plan_help(stdout);
-                        return MX_EXIT_OK;
-                default:
-                        return MX_EXIT_USAGE;
-                }
-        }
-        for (int i = optind; i < argc; i++) {
-                if (!path)
-                        path = argv[i];
-                else if (startswith(argv[i], "levels="))
-                        json_array_append_new(levels_sel, json_string(argv[i] + strlen("levels=")));
-                else if (strchr(argv[i], '.') && strchr(argv[i], '=') && strchr(argv[i], '.') < strchr(argv[i], '=')) {
-                        /* LEVEL.setting=value, as submit takes it. */
-                        _cleanup_free_ char *k = xstrndup(argv[i], strchr(argv[i], '=') - argv[i]);
-
-                        json_object_set_new(level_over, k, json_string(strchr(argv[i], '=') + 1));
-                } else if (startswith(argv[i], "feature=")) {
-                        if (req.feature) {
-                                fprintf(stderr, "mxmatrix: plan takes one feature X\n");
-                                return MX_EXIT_USAGE;
-                        }
-                        req.feature = argv[i] + strlen("feature=");
-                } else if (strchr(argv[i], '='))
-                        strv_push(&pins, argv[i]);
-                else if (!req.feature)
-                        req.feature = argv[i]; /* a bare X, as submit takes it */
-                else {
-                        fprintf(stderr,
-                                "mxmatrix: unexpected argument '%s' (plan takes one feature X; pins are "
-                                "axis=value)\n",
-                                argv[i]);
-                        return MX_EXIT_USAGE;
-                }
-        }
-        if (!path || !req.feature || !*req.feature) {
+        while ((c = getopt_long(argc, argv, "s:vh", opts, NULL)) >= 0)
+                if ((r = plan_option(c, a)) <= 0)
+                        return r;
+        for (int i = optind; i < argc; i++)
+                if ((r = plan_word(argv[i], a)) < 0)
+                        return r;
+        if (!a->path || !a->req.feature || !*a->req.feature) {
                 fprintf(stderr, "mxmatrix: plan wants FILE and a feature X (see mxmatrix plan --help)\n");
-                return MX_EXIT_USAGE;
+                return -EINVAL;
         }
-        req.pins = pins;
+        a->req.pins = a->pins;
+        return 1;
+}
 
-        r = mx_matrix_load_file(path, &m, &why);
-        if (r < 0) {
-                fprintf(stderr, "%s\n", why);
-                return MX_EXIT_INPUT;
-        }
-        r = mx_plan_build(m, &req, &p, &why);
-        if (r < 0) {
-                fprintf(stderr, "mxmatrix: %s: %s\n", path, why);
-                return r == -E2BIG ? MX_EXIT_FAILURE : MX_EXIT_USAGE;
-        }
-        r = mx_levels_resolve(m, p->feature, levels_sel, level_over, &run, &lset, &why);
-        if (r < 0) {
-                fprintf(stderr, "mxmatrix: levels: %s\n", why);
-                return MX_EXIT_USAGE;
-        }
-        bool two = false;
-        {
-                enum mx_order o;
-                _cleanup_free_ char *owhy = NULL;
+/* The plan's order as mx_order_to_json() gives it (*ret_two: the levels make two passes), or -EINVAL. */
+static int plan_order_json(const struct mx_matrix *m, const struct mx_plan *p, const char *order,
+                           json_t *run, bool *ret_two, json_t **ret)
+{
+        enum mx_order o;
+        _cleanup_free_ char *owhy = NULL;
 
-                if (mx_order_resolve(m, order, p->n_runs, run, &o, &two, &owhy) < 0) {
-                        fprintf(stderr, "mxmatrix: %s: unknown settings.order\n", path);
-                        return MX_EXIT_INPUT;
-                }
-                order_json = mx_order_to_json(o, two, owhy, run);
-        }
+        *ret_two = false;
+        if (mx_order_resolve(m, order, p->n_runs, run, &o, ret_two, &owhy) < 0)
+                return -EINVAL;
+        *ret = mx_order_to_json(o, *ret_two, owhy, run);
+        return 0;
+}
+
+/* The plan as one JSON document, or as text. */
+static void plan_print(const struct mx_plan *p, json_t *run, json_t *lset, json_t *order_json, bool two,
+                       bool verbose)
+{
         if (arg_json) {
                 _cleanup_(json_decrefp) json_t *j = mx_plan_to_json(p);
 
@@ -435,7 +449,7 @@ int cmd_plan(int argc, char **argv)
                 json_object_set(j, "level_settings", lset);
                 json_object_set_new(j, "estimate", plan_estimate_json(p, run, lset, two));
                 output_json(j);
-                return MX_EXIT_OK;
+                return;
         }
         print_header(p);
         print_levels(run, lset);
@@ -445,5 +459,44 @@ int cmd_plan(int argc, char **argv)
         if (verbose)
                 print_details(p);
         print_footer(p);
+}
+
+int cmd_plan(int argc, char **argv)
+{
+        _cleanup_(plan_args_done) struct plan_args a = {
+                .req = { .strategy = MX_PLAN_DEFAULT },
+                .levels_sel = json_array(),
+                .level_over = json_object(),
+        };
+        _cleanup_(mx_matrix_freep) struct mx_matrix *m = NULL;
+        _cleanup_(mx_plan_freep) struct mx_plan *p = NULL;
+        _cleanup_free_ char *why = NULL;
+        _cleanup_json_ json_t *run = NULL, *lset = NULL, *order_json = NULL;
+        bool two;
+        int r;
+
+        r = plan_parse_args(argc, argv, &a);
+        if (r <= 0)
+                return r < 0 ? MX_EXIT_USAGE : MX_EXIT_OK;
+        r = mx_matrix_load_file(a.path, &m, &why);
+        if (r < 0) {
+                fprintf(stderr, "%s\n", why);
+                return MX_EXIT_INPUT;
+        }
+        r = mx_plan_build(m, &a.req, &p, &why);
+        if (r < 0) {
+                fprintf(stderr, "mxmatrix: %s: %s\n", a.path, why);
+                return r == -E2BIG ? MX_EXIT_FAILURE : MX_EXIT_USAGE;
+        }
+        r = mx_levels_resolve(m, p->feature, a.levels_sel, a.level_over, &run, &lset, &why);
+        if (r < 0) {
+                fprintf(stderr, "mxmatrix: levels: %s\n", why);
+                return MX_EXIT_USAGE;
+        }
+        if (plan_order_json(m, p, a.order, run, &two, &order_json) < 0) {
+                fprintf(stderr, "mxmatrix: %s: unknown settings.order\n", a.path);
+                return MX_EXIT_INPUT;
+        }
+        plan_print(p, run, lset, order_json, two, a.verbose);
         return MX_EXIT_OK;
 }

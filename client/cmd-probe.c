@@ -51,7 +51,8 @@ static void print_lines(json_t *doc)
         }
 }
 
-int cmd_probe(int argc, char **argv)
+/* The command line into cfg and *json: 1 to go on, 0 when it printed the help, -EINVAL after saying why not. */
+static int probe_parse_args(int argc, char **argv, struct mx_probe_config *cfg, bool *json)
 {
         enum { OPT_MODEL = 256, OPT_KEY, OPT_KIND, OPT_TIMEOUT, OPT_JSON };
         static const struct option opts[] = {
@@ -63,61 +64,64 @@ int cmd_probe(int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        struct mx_probe_config cfg = { .api_key = getenv("OPENAI_API_KEY") };
-        _cleanup_(mx_probe_freep) struct mx_probe *p = NULL;
-        _cleanup_free_ char *err = NULL;
-        _cleanup_json_ json_t *doc = NULL;
-        struct event_base *base;
-        bool json = arg_json;
         int64_t t;
-        int c, r;
+        int c;
 
-        if (cfg.api_key && !*cfg.api_key)
-                cfg.api_key = NULL;
         optind = 0;
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
                 switch (c) {
                 case OPT_MODEL:
-                        cfg.model = optarg;
+                        cfg->model = optarg;
                         break;
                 case OPT_KEY:
-                        cfg.api_key = optarg;
+                        cfg->api_key = optarg;
                         break;
                 case OPT_KIND:
-                        cfg.expect_kind = mx_server_kind_from_profile(optarg);
-                        if (cfg.expect_kind == MX_SERVER_OTHER) {
+                        cfg->expect_kind = mx_server_kind_from_profile(optarg);
+                        if (cfg->expect_kind == MX_SERVER_OTHER) {
                                 fprintf(stderr, "mxmatrix: --kind is vllm, llama-server or sglang, not '%s'\n", optarg);
-                                return MX_EXIT_USAGE;
+                                return -EINVAL;
                         }
                         break;
                 case OPT_TIMEOUT:
                         if (mx_parse_int64(optarg, 1, 86400, &t) < 0) {
                                 fprintf(stderr, "mxmatrix: --timeout wants seconds in 1..86400, not '%s'\n", optarg);
-                                return MX_EXIT_USAGE;
+                                return -EINVAL;
                         }
-                        cfg.timeout_ms = t * 1000;
+                        cfg->timeout_ms = t * 1000;
                         break;
                 case OPT_JSON:
-                        json = true;
+                        *json = true;
                         break;
                 case 'h':
                         help(stdout);
-                        return MX_EXIT_OK;
+                        return 0;
                 default:
-                        return MX_EXIT_USAGE;
+                        return -EINVAL;
                 }
         }
         if (optind + 1 != argc) {
                 fprintf(stderr, "mxmatrix: probe wants exactly one URL (mxmatrix probe --help)\n");
-                return MX_EXIT_USAGE;
+                return -EINVAL;
         }
-        cfg.url = argv[optind];
-        base = event_base_new();
+        cfg->url = argv[optind];
+        return 1;
+}
+
+/* Probe the server on an event loop of its own and print what it found: the exit status. */
+static int probe_run(const struct mx_probe_config *cfg, bool json)
+{
+        _cleanup_(mx_probe_freep) struct mx_probe *p = NULL;
+        _cleanup_free_ char *err = NULL;
+        _cleanup_json_ json_t *doc = NULL;
+        struct event_base *base = event_base_new();
+        int r;
+
         if (!base) {
                 fprintf(stderr, "mxmatrix: cannot create an event loop\n");
                 return MX_EXIT_FAILURE;
         }
-        r = mx_probe_new(base, &cfg, &p, &err);
+        r = mx_probe_new(base, cfg, &p, &err);
         if (r < 0) {
                 fprintf(stderr, "mxmatrix: %s\n", err);
                 event_base_free(base);
@@ -134,4 +138,18 @@ int cmd_probe(int argc, char **argv)
         p = mx_probe_free(p);
         event_base_free(base);
         return r;
+}
+
+int cmd_probe(int argc, char **argv)
+{
+        struct mx_probe_config cfg = { .api_key = getenv("OPENAI_API_KEY") };
+        bool json = arg_json;
+        int r;
+
+        if (cfg.api_key && !*cfg.api_key)
+                cfg.api_key = NULL;
+        r = probe_parse_args(argc, argv, &cfg, &json);
+        if (r <= 0)
+                return r < 0 ? MX_EXIT_USAGE : MX_EXIT_OK;
+        return probe_run(&cfg, json);
 }

@@ -202,124 +202,165 @@ static int emit(json_t *doc, const struct report_kind *k, const char *feature, c
         return r;
 }
 
-int cmd_report(int argc, char **argv)
+/* What the command line asks for. */
+struct report_args {
+        const char *from, *feature, *dir, *kind;
+        int64_t job;
+};
+
+/* The options before the words: 1 to go on, 0 when it printed the help, -EINVAL after the usage. */
+static int report_options(int argc, char **argv, struct report_args *a)
 {
         static const struct option opts[] = {
                 {"from", required_argument, NULL, 'f'},   {"feature", required_argument, NULL, 'F'},
                 {"output", required_argument, NULL, 'o'}, {"json", no_argument, NULL, 'j'},
                 {"help", no_argument, NULL, 'h'},         {},
         };
-        const char *from = NULL, *feature = NULL, *dir = NULL, *kind;
-        _cleanup_json_ json_t *doc = NULL;
-        _cleanup_free_ char *err = NULL;
-        const struct report_kind *k = NULL;
-        int64_t job = 0;
-        int c, r, npos;
+        int c;
 
         optind = 1;
         while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) >= 0)
                 switch (c) {
                 case 'f':
-                        from = optarg;
+                        a->from = optarg;
                         break;
                 case 'F':
-                        feature = optarg;
+                        a->feature = optarg;
                         break;
                 case 'o':
-                        dir = optarg;
+                        a->dir = optarg;
                         break;
                 case 'j':
                         break; /* the json kind is the document; --json changes nothing here */
                 case 'h':
                         report_help(stdout);
-                        return MX_EXIT_OK;
+                        return 0;
                 default:
                         report_help(stderr);
-                        return MX_EXIT_USAGE;
+                        return -EINVAL;
                 }
-        /* Options may also follow the words: take them in a second pass. */
-        npos = argc - optind;
-        if (npos < 1) {
-                report_help(stderr);
-                return MX_EXIT_USAGE;
-        }
-        kind = argv[optind];
-        {
-                char **words = argv + optind + 1;
-                int n = npos - 1, w = 0;
-                const char *pos[2] = {};
+        return 1;
+}
 
-                for (int i = 0; i < n; i++) {
-                        if ((streq(words[i], "-o") || streq(words[i], "--output")) && i + 1 < n)
-                                dir = words[++i];
-                        else if (streq(words[i], "--from") && i + 1 < n)
-                                from = words[++i];
-                        else if (streq(words[i], "--feature") && i + 1 < n)
-                                feature = words[++i];
-                        else if (streq(words[i], "--json"))
-                                continue;
-                        else if (words[i][0] == '-' && words[i][1]) {
-                                fprintf(stderr, "mxmatrix: report: unknown option '%s'\n", words[i]);
-                                return MX_EXIT_USAGE;
-                        } else if (w < 2)
-                                pos[w++] = words[i];
-                        else {
-                                fprintf(stderr, "mxmatrix: report: too many words ('%s')\n", words[i]);
-                                return MX_EXIT_USAGE;
-                        }
+/*
+ * The words after KIND, where options may also stand (a second pass): at most two of the others, in
+ * pos (*ret_w of them). 0, or -EINVAL after saying why not.
+ */
+static int report_words(char **words, int n, struct report_args *a, const char *pos[2], int *ret_w)
+{
+        int w = 0;
+
+        for (int i = 0; i < n; i++) {
+                if ((streq(words[i], "-o") || streq(words[i], "--output")) && i + 1 < n)
+                        a->dir = words[++i];
+                else if (streq(words[i], "--from") && i + 1 < n)
+                        a->from = words[++i];
+                else if (streq(words[i], "--feature") && i + 1 < n)
+                        a->feature = words[++i];
+                else if (streq(words[i], "--json"))
+                        continue;
+                else if (words[i][0] == '-' && words[i][1]) {
+                        fprintf(stderr, "mxmatrix: report: unknown option '%s'\n", words[i]);
+                        return -EINVAL;
+                } else if (w < 2)
+                        pos[w++] = words[i];
+                else {
+                        fprintf(stderr, "mxmatrix: report: too many words ('%s')\n", words[i]);
+                        return -EINVAL;
                 }
-                /* [FEATURE] JOB, or [FEATURE] with --from */
-                if (!from && w == 0) {
-                        fprintf(stderr, "mxmatrix: report %s: name a JOB, or --from FILE\n", kind);
-                        return MX_EXIT_USAGE;
-                }
-                if (w == 2 || (w == 1 && from)) {
-                        if (feature) {
-                                fprintf(stderr, "mxmatrix: report: FEATURE given twice\n");
-                                return MX_EXIT_USAGE;
-                        }
-                        feature = pos[0];
-                }
-                if (from && w == 2) {
-                        fprintf(stderr, "mxmatrix: report: --from FILE takes no JOB\n");
-                        return MX_EXIT_USAGE;
-                }
-                if (!from && parse_job(pos[w - 1], &job) < 0)
-                        return MX_EXIT_USAGE;
         }
-        if (!streq(kind, "all")) {
-                k = report_kind_find(kind);
-                if (!k) {
-                        fprintf(stderr,
-                                "mxmatrix: report: unknown kind '%s' (mxmatrix report --help lists them)\n",
-                                kind);
-                        return MX_EXIT_USAGE;
-                }
-                if (feature && k->render) {
-                        fprintf(stderr, "mxmatrix: report %s takes no FEATURE (test-log and porting do)\n", kind);
-                        return MX_EXIT_USAGE;
-                }
-        } else if (!dir) {
-                fprintf(stderr, "mxmatrix: report all writes several files: give -o DIR\n");
-                return MX_EXIT_USAGE;
+        *ret_w = w;
+        return 0;
+}
+
+/* [FEATURE] JOB, or [FEATURE] with --from: the w words in pos into a. 0, or -EINVAL after saying why not. */
+static int report_job_words(const char *const pos[2], int w, struct report_args *a)
+{
+        if (!a->from && w == 0) {
+                fprintf(stderr, "mxmatrix: report %s: name a JOB, or --from FILE\n", a->kind);
+                return -EINVAL;
         }
-        if (from) {
-                r = report_doc_load(from, &doc, &err);
-                if (r < 0) {
-                        fprintf(stderr, "mxmatrix: report --from %s\n", err);
-                        return MX_EXIT_INPUT;
+        if (w == 2 || (w == 1 && a->from)) {
+                if (a->feature) {
+                        fprintf(stderr, "mxmatrix: report: FEATURE given twice\n");
+                        return -EINVAL;
                 }
-        } else {
-                r = fetch(job, 0, &doc);
-                if (r != MX_EXIT_OK)
-                        return r;
+                a->feature = pos[0];
         }
-        if (dir && make_dir(dir) != MX_EXIT_OK)
-                return MX_EXIT_FAILURE;
-        if (k)
-                return emit(doc, k, feature, dir);
+        if (a->from && w == 2) {
+                fprintf(stderr, "mxmatrix: report: --from FILE takes no JOB\n");
+                return -EINVAL;
+        }
+        if (!a->from && parse_job(pos[w - 1], &a->job) < 0)
+                return -EINVAL;
+        return 0;
+}
+
+/* The command line into a: 1 to go on, 0 when it printed the help, -EINVAL after saying why not. */
+static int report_parse_args(int argc, char **argv, struct report_args *a)
+{
+        const char *pos[2] = {};
+        int r, w;
+
+        r = report_options(argc, argv, a);
+        if (r <= 0)
+                return r;
+        if (argc - optind < 1) {
+                report_help(stderr);
+                return -EINVAL;
+        }
+        a->kind = argv[optind];
+        r = report_words(argv + optind + 1, argc - optind - 1, a, pos, &w);
+        if (r < 0)
+                return r;
+        r = report_job_words(pos, w, a);
+        return r < 0 ? r : 1;
+}
+
+/* The kind asked for (*ret NULL for all, which wants -o DIR): 0, or -EINVAL after saying why not. */
+static int report_kind_of(const struct report_args *a, const struct report_kind **ret)
+{
+        *ret = NULL;
+        if (streq(a->kind, "all")) {
+                if (!a->dir) {
+                        fprintf(stderr, "mxmatrix: report all writes several files: give -o DIR\n");
+                        return -EINVAL;
+                }
+                return 0;
+        }
+        *ret = report_kind_find(a->kind);
+        if (!*ret) {
+                fprintf(stderr, "mxmatrix: report: unknown kind '%s' (mxmatrix report --help lists them)\n",
+                        a->kind);
+                return -EINVAL;
+        }
+        if (a->feature && (*ret)->render) {
+                fprintf(stderr, "mxmatrix: report %s takes no FEATURE (test-log and porting do)\n", a->kind);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* The report document: from the file, or the daemon's for the job. An exit status. */
+static int report_doc(const struct report_args *a, json_t **ret)
+{
+        _cleanup_free_ char *err = NULL;
+
+        if (!a->from)
+                return fetch(a->job, 0, ret);
+        if (report_doc_load(a->from, ret, &err) < 0) {
+                fprintf(stderr, "mxmatrix: report --from %s\n", err);
+                return MX_EXIT_INPUT;
+        }
+        return MX_EXIT_OK;
+}
+
+/* Every kind into dir. An exit status. */
+static int emit_all(json_t *doc, const char *feature, const char *dir)
+{
         for (size_t i = 0; i < report_n_kinds; i++) {
-                r = emit(doc, &report_kinds[i], feature, dir);
+                int r = emit(doc, &report_kinds[i], feature, dir);
+
                 /* A job of pins only has no feature document; the others are still written. */
                 if (r == MX_EXIT_NOTFOUND && report_kinds[i].file_name == report_porting_name)
                         continue;
@@ -327,6 +368,26 @@ int cmd_report(int argc, char **argv)
                         return r;
         }
         return MX_EXIT_OK;
+}
+
+int cmd_report(int argc, char **argv)
+{
+        struct report_args a = {};
+        _cleanup_json_ json_t *doc = NULL;
+        const struct report_kind *k;
+        int r;
+
+        r = report_parse_args(argc, argv, &a);
+        if (r <= 0)
+                return r < 0 ? MX_EXIT_USAGE : MX_EXIT_OK;
+        if (report_kind_of(&a, &k) < 0)
+                return MX_EXIT_USAGE;
+        r = report_doc(&a, &doc);
+        if (r != MX_EXIT_OK)
+                return r;
+        if (a.dir && make_dir(a.dir) != MX_EXIT_OK)
+                return MX_EXIT_FAILURE;
+        return k ? emit(doc, k, a.feature, a.dir) : emit_all(doc, a.feature, a.dir);
 }
 
 int cmd_export(int argc, char **argv)

@@ -1119,39 +1119,88 @@ static bool window_call(struct mx_bench *b, bool begin)
         return true;
 }
 
+/*
+ * llama-bench style at depth, after the context batch: the same contexts again with the prompt, which
+ * must reuse the context's tokens.
+ */
+static void prompt_batch(struct mx_bench *b)
+{
+        b->batch_ctx_phase = false;
+        for (unsigned i = 0; i < b->n_batch; i++) {
+                struct breq *ctx = b->batch[i], *r = breq_new(b, REQ_MEASURED);
+                struct test *t = &b->tests[ctx->test];
+
+                r->test = ctx->test;
+                r->run = ctx->run;
+                r->warmup = ctx->warmup;
+                memcpy(r->salt, ctx->salt, sizeof(r->salt));
+                memcpy(r->prefix, ctx->prefix, sizeof(r->prefix));
+                r->text_seed = ctx->text_seed;
+                r->depth_text = xstrdup(ctx->depth_text);
+                r->depth_target = ctx->depth_target;
+                r->user_target = t->pp;
+                r->max_tokens = t->tg;
+                /* the same context, now with the prompt: the server must reuse the context's tokens */
+                r->expected_prompt = t->depth + t->pp;
+                r->reused_min = ctx->depth_target;
+                r->cached_max = -1;
+                if (ctx->error)
+                        breq_error(r, "its context load failed: %s", ctx->error);
+                b->batch[i] = r;
+        }
+        b->n_done = 0;
+        b->build_req = 0;
+        build_next(b);
+}
+
+/* "pp512 tg32: warm-up 1/2" or "...: run 3/5" for the batch starting. */
+static void batch_progress(struct mx_bench *b, const struct test *t)
+{
+        char name[64];
+
+        test_name(t, "pp", name, sizeof(name));
+        if (b->cur_warm < b->cfg.warmup)
+                progress(b, "%s tg%" PRId64 ": warm-up %u/%u", name, t->tg, b->cur_warm + 1, b->cfg.warmup);
+        else
+                progress(b, "%s tg%" PRId64 ": run %u/%u", name, t->tg, b->cur_run + 1, b->cfg.runs);
+}
+
+/* One request of the batch starting for test t: its context alone (ctx_phase), or its measured request. */
+static struct breq *batch_request(struct mx_bench *b, const struct test *t, bool ctx_phase)
+{
+        struct breq *r = breq_new(b, ctx_phase ? REQ_CTX : REQ_MEASURED);
+
+        r->test = (unsigned)b->cur_test;
+        r->run = b->cur_warm < b->cfg.warmup ? b->cur_warm : b->cur_run;
+        r->warmup = b->cur_warm < b->cfg.warmup;
+        breq_prepare(b, r);
+        if (t->depth > 0) {
+                r->depth_target = t->depth - b->delta_ctx;
+                r->user_target = ctx_phase ? 0 : t->pp;
+                if (ctx_phase)
+                        r->user_text = xstrdup(CTX_USER_TEXT);
+                r->expected_prompt = ctx_phase ? t->depth + b->t_dot : t->depth + t->pp;
+                r->max_tokens = ctx_phase ? 1 : t->tg;
+                r->cached_max = MX_MAX(b->delta_ctx, 0);
+        } else {
+                r->user_target = t->pp - b->delta_user;
+                r->expected_prompt = t->pp;
+                r->max_tokens = t->tg;
+                r->cached_max = MX_MAX(b->delta_user, 0);
+        }
+        if (r->depth_target < 1 && t->depth > 0)
+                r->depth_target = 1;
+        return r;
+}
+
 /* Start the next batch: warm-ups, then runs, test after test; the end of the last finishes the benchmark. */
 static void next_batch(struct mx_bench *b)
 {
         struct test *t;
         bool ctx_phase;
 
-        /* llama-bench style at depth: a context batch, then the same contexts with the prompt */
         if (b->batch_ctx_phase && b->n_batch > 0) {
-                b->batch_ctx_phase = false;
-                for (unsigned i = 0; i < b->n_batch; i++) {
-                        struct breq *ctx = b->batch[i], *r = breq_new(b, REQ_MEASURED);
-                        t = &b->tests[ctx->test];
-                        r->test = ctx->test;
-                        r->run = ctx->run;
-                        r->warmup = ctx->warmup;
-                        memcpy(r->salt, ctx->salt, sizeof(r->salt));
-                        memcpy(r->prefix, ctx->prefix, sizeof(r->prefix));
-                        r->text_seed = ctx->text_seed;
-                        r->depth_text = xstrdup(ctx->depth_text);
-                        r->depth_target = ctx->depth_target;
-                        r->user_target = t->pp;
-                        r->max_tokens = t->tg;
-                        /* the same context, now with the prompt: the server must reuse the context's tokens */
-                        r->expected_prompt = t->depth + t->pp;
-                        r->reused_min = ctx->depth_target;
-                        r->cached_max = -1;
-                        if (ctx->error)
-                                breq_error(r, "its context load failed: %s", ctx->error);
-                        b->batch[i] = r;
-                }
-                b->n_done = 0;
-                b->build_req = 0;
-                build_next(b);
+                prompt_batch(b);
                 return;
         }
         if (b->n_batch > 0) {
@@ -1179,44 +1228,14 @@ static void next_batch(struct mx_bench *b)
                 return;
         t = &b->tests[b->cur_test];
         ctx_phase = b->cfg.llama_bench_style && t->depth > 0;
-        {
-                char name[64];
-                test_name(t, "pp", name, sizeof(name));
-                if (b->cur_warm < b->cfg.warmup)
-                        progress(b, "%s tg%" PRId64 ": warm-up %u/%u", name, t->tg, b->cur_warm + 1,
-                                 b->cfg.warmup);
-                else
-                        progress(b, "%s tg%" PRId64 ": run %u/%u", name, t->tg, b->cur_run + 1, b->cfg.runs);
-        }
+        batch_progress(b, t);
         b->n_batch = b->cfg.concurrency;
         b->n_done = 0;
         b->build_req = 0;
         b->batch_ctx_phase = ctx_phase;
         b->test_seed = UINT64_C(0x51ed270b27f1b3d5) * (b->cur_test + 1);
-        for (unsigned i = 0; i < b->n_batch; i++) {
-                struct breq *r = breq_new(b, ctx_phase ? REQ_CTX : REQ_MEASURED);
-                r->test = (unsigned)b->cur_test;
-                r->run = b->cur_warm < b->cfg.warmup ? b->cur_warm : b->cur_run;
-                r->warmup = b->cur_warm < b->cfg.warmup;
-                breq_prepare(b, r);
-                if (t->depth > 0) {
-                        r->depth_target = t->depth - b->delta_ctx;
-                        r->user_target = ctx_phase ? 0 : t->pp;
-                        if (ctx_phase)
-                                r->user_text = xstrdup(CTX_USER_TEXT);
-                        r->expected_prompt = ctx_phase ? t->depth + b->t_dot : t->depth + t->pp;
-                        r->max_tokens = ctx_phase ? 1 : t->tg;
-                        r->cached_max = MX_MAX(b->delta_ctx, 0);
-                } else {
-                        r->user_target = t->pp - b->delta_user;
-                        r->expected_prompt = t->pp;
-                        r->max_tokens = t->tg;
-                        r->cached_max = MX_MAX(b->delta_user, 0);
-                }
-                if (r->depth_target < 1 && t->depth > 0)
-                        r->depth_target = 1;
-                b->batch[i] = r;
-        }
+        for (unsigned i = 0; i < b->n_batch; i++)
+                b->batch[i] = batch_request(b, t, ctx_phase);
         build_next(b);
 }
 
@@ -1522,90 +1541,98 @@ static void row_add_server_pp(const struct mx_bench *b, const struct breq *r, do
         vals_add(&a->prep, prep);
 }
 
+/* One request's values into the row: its failure, or its prompt counts and per-request figures. */
+static void request_add(const struct mx_bench *b, struct breq *r, enum row_mode mode, struct row_acc *a)
+{
+        double v_ttfr, v_est;
+        int64_t ptoks;
+
+        a->expected = r->expected_prompt;
+        if (r->error) {
+                a->failed++;
+                a->failed_known += r->known_issue ? 1 : 0;
+                return;
+        }
+        if (breq_cached(r) >= 0)
+                a->cached_max = MX_MAX(a->cached_max, breq_cached(r));
+        if (r->prompt_tokens >= 0) {
+                a->prompt_min = MX_MIN(a->prompt_min, r->prompt_tokens);
+                a->prompt_max = MX_MAX(a->prompt_max, r->prompt_tokens);
+        }
+        v_ttfr = mx_bench_ttfr_ms(r->t0, r->t_resp);
+        v_est = mx_bench_est_ppt_ms(v_ttfr, b->latency_ms);
+        if (mode == ROW_TG) {
+                _cleanup_free_ int64_t *ts = NULL;
+                size_t nts = token_stamps(r, &ts);
+
+                vals_add(&a->rate_req, mx_bench_tg_tps(tg_tokens(r, &a->source), r->t_tok1, r->t_last_tok));
+                vals_add(&a->peak_req, mx_bench_peak_tps(ts, nts, PEAK_WINDOW_US));
+                vals_add(&a->server, mx_bench_server_tps(r->predicted_n, r->predicted_ms));
+                a->server_partial += (r->predicted_n >= 0) != (r->predicted_ms >= 0);
+                return;
+        }
+        ptoks = pp_tokens(r, a);
+        row_add_server_pp(b, r, v_ttfr, a);
+        vals_add(&a->ttfr, v_ttfr);
+        vals_add(&a->est, v_est);
+        vals_add(&a->e2e, mx_bench_ttft_ms(r->t0, r->t_tok1));
+        vals_add(&a->rate_req, mx_bench_pp_tps(ptoks, v_est));
+        /* llama-benchy 0.4: over the time to the first text (e2e_ttft), which a role-only first chunk
+         * sent before the prefill cannot shorten. */
+        vals_add(&a->rate_text,
+                 mx_bench_pp_tps(ptoks, mx_bench_est_ppt_ms(mx_bench_ttft_ms(r->t0, r->t_tok1), b->latency_ms)));
+}
+
+/* One batch (reqs[from..to)): its peak rate (tg) and, with several requests at once, its total rate. */
+static void batch_add(const struct mx_bench *b, struct breq **reqs, size_t from, size_t to, enum row_mode mode,
+                      struct row_acc *a)
+{
+        int64_t sum_p = 0, sum_n = 0, min_t0 = INT64_MAX, max_tok1 = 0, min_tok1 = INT64_MAX, max_last = 0;
+        size_t valid = 0, n_ts = 0, cap_ts = 0;
+        _cleanup_free_ int64_t *ts = NULL;
+
+        for (size_t i = from; i < to; i++) {
+                struct breq *r = reqs[i];
+                if (r->error || !r->t_tok1)
+                        continue;
+                valid++;
+                if (mode != ROW_TG)
+                        sum_p += pp_tokens(r, a);
+                sum_n += tg_tokens(r, &a->source);
+                min_t0 = MX_MIN(min_t0, r->t0);
+                max_tok1 = MX_MAX(max_tok1, r->t_tok1);
+                min_tok1 = MX_MIN(min_tok1, r->t_tok1);
+                max_last = MX_MAX(max_last, r->t_last_tok);
+                {
+                        _cleanup_free_ int64_t *rts = NULL;
+                        size_t nr = token_stamps(r, &rts);
+
+                        MX_GROW(ts, cap_ts, n_ts + nr + 1);
+                        memcpy(ts + n_ts, rts, nr * sizeof(int64_t));
+                        n_ts += nr;
+                }
+        }
+        if (valid == 0)
+                return;
+        if (mode == ROW_TG)
+                vals_add(&a->peak, mx_bench_peak_tps(ts, n_ts, PEAK_WINDOW_US));
+        if (b->cfg.concurrency > 1)
+                vals_add(&a->rate, mode == ROW_TG ? mx_bench_batch_tg_tps(sum_n, valid, min_tok1, max_last)
+                                                  : mx_bench_batch_pp_tps(sum_p, min_t0, max_tok1));
+}
+
 /* One test's requests into a row: per request, and per batch when c > 1. */
 static void row_add(const struct mx_bench *b, struct breq **reqs, size_t n, enum row_mode mode, struct row_acc *a)
 {
-        unsigned c = b->cfg.concurrency, run;
         size_t to = 0, from;
 
         a->requests += n;
-        for (size_t i = 0; i < n; i++) {
-                struct breq *r = reqs[i];
-                double v_ttfr, v_est;
-                int64_t ptoks;
-
-                a->expected = r->expected_prompt;
-                if (r->error) {
-                        a->failed++;
-                        a->failed_known += r->known_issue ? 1 : 0;
-                        continue;
-                }
-                if (breq_cached(r) >= 0)
-                        a->cached_max = MX_MAX(a->cached_max, breq_cached(r));
-                if (r->prompt_tokens >= 0) {
-                        a->prompt_min = MX_MIN(a->prompt_min, r->prompt_tokens);
-                        a->prompt_max = MX_MAX(a->prompt_max, r->prompt_tokens);
-                }
-                v_ttfr = mx_bench_ttfr_ms(r->t0, r->t_resp);
-                v_est = mx_bench_est_ppt_ms(v_ttfr, b->latency_ms);
-                if (mode == ROW_TG) {
-                        _cleanup_free_ int64_t *ts = NULL;
-                        size_t nts = token_stamps(r, &ts);
-
-                        vals_add(&a->rate_req, mx_bench_tg_tps(tg_tokens(r, &a->source), r->t_tok1, r->t_last_tok));
-                        vals_add(&a->peak_req, mx_bench_peak_tps(ts, nts, PEAK_WINDOW_US));
-                        vals_add(&a->server, mx_bench_server_tps(r->predicted_n, r->predicted_ms));
-                        a->server_partial += (r->predicted_n >= 0) != (r->predicted_ms >= 0);
-                        continue;
-                }
-                ptoks = pp_tokens(r, a);
-                row_add_server_pp(b, r, v_ttfr, a);
-                vals_add(&a->ttfr, v_ttfr);
-                vals_add(&a->est, v_est);
-                vals_add(&a->e2e, mx_bench_ttft_ms(r->t0, r->t_tok1));
-                vals_add(&a->rate_req, mx_bench_pp_tps(ptoks, v_est));
-                /* llama-benchy 0.4: over the time to the first text (e2e_ttft), which a role-only first chunk
-                 * sent before the prefill cannot shorten. */
-                vals_add(&a->rate_text,
-                         mx_bench_pp_tps(ptoks, mx_bench_est_ppt_ms(mx_bench_ttft_ms(r->t0, r->t_tok1), b->latency_ms)));
-        }
+        for (size_t i = 0; i < n; i++)
+                request_add(b, reqs[i], mode, a);
         /* per batch: c = 1 uses the request values themselves; c > 1 the batch totals */
-        for (run = 0; batch_range(reqs, n, run, &from, &to) || to < n; run++) {
-                int64_t sum_p = 0, sum_n = 0, min_t0 = INT64_MAX, max_tok1 = 0, min_tok1 = INT64_MAX, max_last = 0;
-                size_t valid = 0, n_ts = 0, cap_ts = 0;
-                _cleanup_free_ int64_t *ts = NULL;
-
-                if (from >= to)
-                        continue;
-                for (size_t i = from; i < to; i++) {
-                        struct breq *r = reqs[i];
-                        if (r->error || !r->t_tok1)
-                                continue;
-                        valid++;
-                        if (mode != ROW_TG)
-                                sum_p += pp_tokens(r, a);
-                        sum_n += tg_tokens(r, &a->source);
-                        min_t0 = MX_MIN(min_t0, r->t0);
-                        max_tok1 = MX_MAX(max_tok1, r->t_tok1);
-                        min_tok1 = MX_MIN(min_tok1, r->t_tok1);
-                        max_last = MX_MAX(max_last, r->t_last_tok);
-                        {
-                                _cleanup_free_ int64_t *rts = NULL;
-                                size_t nr = token_stamps(r, &rts);
-
-                                MX_GROW(ts, cap_ts, n_ts + nr + 1);
-                                memcpy(ts + n_ts, rts, nr * sizeof(int64_t));
-                                n_ts += nr;
-                        }
-                }
-                if (valid == 0)
-                        continue;
-                if (mode == ROW_TG)
-                        vals_add(&a->peak, mx_bench_peak_tps(ts, n_ts, PEAK_WINDOW_US));
-                if (c > 1)
-                        vals_add(&a->rate, mode == ROW_TG ? mx_bench_batch_tg_tps(sum_n, valid, min_tok1, max_last)
-                                                          : mx_bench_batch_pp_tps(sum_p, min_t0, max_tok1));
-        }
+        for (unsigned run = 0; batch_range(reqs, n, run, &from, &to) || to < n; run++)
+                if (from < to)
+                        batch_add(b, reqs, from, to, mode, a);
 }
 
 static void row_acc_free(struct row_acc *a)

@@ -374,11 +374,24 @@ static struct mx_prompt_build *build_new(const struct mx_prompt_tokenizer *tk, e
         return p;
 }
 
+/* Send p's first text to count: 0 with p in *ret (when asked for), or -errno with p freed. */
+static int build_send(struct mx_prompt_build *p, struct mx_prompt_build **ret, char **reterr)
+{
+        int r = send_text(p, reterr);
+
+        if (r < 0) {
+                build_free(p);
+                return r;
+        }
+        if (ret)
+                *ret = p;
+        return 0;
+}
+
 int mx_prompt_build(const struct mx_prompt_tokenizer *tk, const struct mx_prompt_spec *spec, mx_prompt_done_cb done,
                     void *userdata, struct mx_prompt_build **ret, char **reterr)
 {
         struct mx_prompt_build *p;
-        int r;
 
         if (spec->target < 1)
                 return mx_reterr(reterr, -EINVAL, "a prompt of %" PRId64 " tokens", spec->target);
@@ -390,30 +403,15 @@ int mx_prompt_build(const struct mx_prompt_tokenizer *tk, const struct mx_prompt
         p->seed = spec->seed;
         mx_prompt_search_init(&p->search, spec->target, spec->tokens_per_word);
         p->text = mx_prompt_text(p->prefix, p->seed, p->search.n, 0, 0);
-        r = send_text(p, reterr);
-        if (r < 0) {
-                build_free(p);
-                return r;
-        }
-        if (ret)
-                *ret = p;
-        return 0;
+        return build_send(p, ret, reterr);
 }
 
 int mx_prompt_count(const struct mx_prompt_tokenizer *tk, enum mx_tokenize_form f, const char *text, bool add_special,
                     mx_prompt_count_cb done, void *userdata, struct mx_prompt_build **ret, char **reterr)
 {
         struct mx_prompt_build *p = build_new(tk, f, add_special, userdata);
-        int r;
 
         p->count_done = done;
         p->text = xstrdup(text);
-        r = send_text(p, reterr);
-        if (r < 0) {
-                build_free(p);
-                return r;
-        }
-        if (ret)
-                *ret = p;
-        return 0;
+        return build_send(p, ret, reterr);
 }

@@ -409,89 +409,125 @@ static char *server_cell(json_t *run, size_t c, const char **ret_why)
         return xstrdup("");
 }
 
+#define COMPARISON_COLS_MAX 16 /* of rep_bench_cols in one row */
+
+/* A row's name: the configuration's name, the run and its result (and a failure's class). */
+static char *comparison_name(json_t *doc, json_t *run)
+{
+        struct rep_failure fail;
+        bool failed = rep_run_failure(run, &fail);
+        _cleanup_free_ char *nm = rep_config_name(doc, run);
+        char *name = failed ? xasprintf("%s (r%" JSON_INTEGER_FORMAT ", %s: %s)", nm,
+                                        json_integer_value(json_object_get(run, "id")), rep_result(run),
+                                        fail.klass)
+                            : xasprintf("%s (r%" JSON_INTEGER_FORMAT ", %s)", nm,
+                                        json_integer_value(json_object_get(run, "id")), rep_result(run));
+
+        rep_failure_done(&fail);
+        return name;
+}
+
+/* The run's figures of seed 002's columns into n: whether it has any benchmark figure (memory is none). */
+static bool bench_figures(json_t *run, struct rep_num n[COMPARISON_COLS_MAX])
+{
+        bool any = false;
+
+        for (size_t c = 0; c < rep_n_bench_cols && c < COMPARISON_COLS_MAX; c++) {
+                rep_metric(run, rep_bench_cols[c].metric, &n[c]);
+                any |= n[c].have && !streq(rep_bench_cols[c].metric, "memory_gb");
+        }
+        return any;
+}
+
+/* The run's row of seed 002's table: cell and its figures n, whose definitions go to defs. */
+static void bench_row(FILE *f, struct rep_defs *defs, const char *cell,
+                      const struct rep_num n[COMPARISON_COLS_MAX])
+{
+        fprintf(f, "| %s |", cell);
+        for (size_t c = 0; c < rep_n_bench_cols && c < COMPARISON_COLS_MAX; c++) {
+                _cleanup_free_ char *t = rep_num_cell(&n[c]);
+
+                rep_defs_add(defs, rep_bench_cols[c].metric, &n[c]);
+                fprintf(f, " %s |", t);
+        }
+        fputc('\n', f);
+}
+
+/* The run's row of the server's own figures into srv; why a cell is blank (the last reason) into why. */
+static void server_row(struct mx_buf *srv, struct mx_buf *why, json_t *run, const char *cell)
+{
+        const char *blank = NULL;
+
+        mx_buf_printf(srv, "| %s |", cell);
+        for (size_t c = 0; c < ELEMENTSOF(server_cols); c++) {
+                _cleanup_free_ char *t = server_cell(run, c, &blank);
+
+                mx_buf_printf(srv, " %s |", t);
+        }
+        mx_buf_putc(srv, '\n');
+        if (blank)
+                mx_buf_printf(why, "%sr%" JSON_INTEGER_FORMAT ": %s", why->len ? "; " : "",
+                              json_integer_value(json_object_get(run, "id")), blank);
+}
+
+/*
+ * Under seed 002's table: the server's own figures and what they are, why some are blank, what was not
+ * measured. Frees the three buffers.
+ */
+static void comparison_notes(FILE *f, struct mx_buf *srv, struct mx_buf *why, struct mx_buf *none)
+{
+        if (srv->len)
+                fprintf(f,
+                        "\n| Config | server tg32 t/s | server tg128 t/s | server pp2048 t/s |\n"
+                        "|--------|-----------------|------------------|-------------------|\n%s",
+                        srv->data);
+        mx_buf_free(srv);
+        fputs("\nServer t/s: the server's own timings of the same requests, where it reports them per request "
+              "(llama-server: prompt_n / prompt_ms, predicted_n / predicted_ms); the pp columns beside them follow "
+              "llama-benchy (prompt tokens / (TTFR - latency)), and TTFR also holds the request's preparation "
+              "(chat template, tokenization) that the server's prompt timer leaves out.\n",
+              f);
+        if (why->len) {
+                _cleanup_free_ char *t = rep_md(why->data);
+
+                fprintf(f, "Blank server t/s: %s.\n", t);
+        }
+        mx_buf_free(why);
+        if (none->len) {
+                _cleanup_free_ char *t = rep_md(none->data);
+
+                fprintf(f, "\nNot measured (no L4 figure: the run failed before it or ran no L4): %s.\n", t);
+        }
+        mx_buf_free(none);
+}
+
 static void comparison(FILE *f, json_t *doc, struct rep_defs *defs)
 {
-        json_t *run;
-        size_t i;
-
         /* seed 002's table as it is; the server's own figures in a table of their own under it */
         struct mx_buf none = MX_BUF_INIT, why = MX_BUF_INIT, srv = MX_BUF_INIT;
+        json_t *run;
+        size_t i;
 
         fputs("## Comparison Matrix\n\n| Config | tg32 | tg128 | pp2048 | TTFT p50 | TTFT p99 | Memory |\n"
               "|--------|------|-------|--------|----------|----------|--------|\n",
               f);
         json_array_foreach (rep_runs(doc), i, run) {
                 _cleanup_free_ char *name = NULL, *cell = NULL;
-                struct rep_failure fail;
-                struct rep_num n[16];
-                const char *blank = NULL;
-                bool failed, any = false;
+                struct rep_num n[COMPARISON_COLS_MAX];
 
                 if (!rep_attempt(run))
                         continue; /* never ran: nothing measured */
-                failed = rep_run_failure(run, &fail);
-                {
-                        _cleanup_free_ char *nm = rep_config_name(doc, run);
-
-                        name = failed ? xasprintf("%s (r%" JSON_INTEGER_FORMAT ", %s: %s)", nm,
-                                                  json_integer_value(json_object_get(run, "id")),
-                                                  rep_result(run), fail.klass)
-                                      : xasprintf("%s (r%" JSON_INTEGER_FORMAT ", %s)", nm,
-                                                  json_integer_value(json_object_get(run, "id")),
-                                                  rep_result(run));
-                }
-                rep_failure_done(&fail);
-                for (size_t c = 0; c < rep_n_bench_cols && c < ELEMENTSOF(n); c++) {
-                        rep_metric(run, rep_bench_cols[c].metric, &n[c]);
-                        any |= n[c].have && !streq(rep_bench_cols[c].metric, "memory_gb");
-                }
+                name = comparison_name(doc, run);
                 /* a run with no benchmark figure is one line below the table, not a row of "not measured" */
-                if (!any) {
+                if (!bench_figures(run, n)) {
                         mx_buf_printf(&none, "%s%s", none.len ? "; " : "", name);
                         continue;
                 }
                 cell = rep_md(name);
-                fprintf(f, "| %s |", cell);
-                for (size_t c = 0; c < rep_n_bench_cols && c < ELEMENTSOF(n); c++) {
-                        _cleanup_free_ char *t = rep_num_cell(&n[c]);
-
-                        rep_defs_add(defs, rep_bench_cols[c].metric, &n[c]);
-                        fprintf(f, " %s |", t);
-                }
-                fputc('\n', f);
-                mx_buf_printf(&srv, "| %s |", cell);
-                for (size_t c = 0; c < ELEMENTSOF(server_cols); c++) {
-                        _cleanup_free_ char *t = server_cell(run, c, &blank);
-
-                        mx_buf_printf(&srv, " %s |", t);
-                }
-                mx_buf_putc(&srv, '\n');
-                if (blank)
-                        mx_buf_printf(&why, "%sr%" JSON_INTEGER_FORMAT ": %s", why.len ? "; " : "",
-                                      json_integer_value(json_object_get(run, "id")), blank);
+                bench_row(f, defs, cell, n);
+                server_row(&srv, &why, run, cell);
         }
-        if (srv.len)
-                fprintf(f, "\n| Config | server tg32 t/s | server tg128 t/s | server pp2048 t/s |\n"
-                           "|--------|-----------------|------------------|-------------------|\n%s",
-                        srv.data);
-        mx_buf_free(&srv);
-        fputs("\nServer t/s: the server's own timings of the same requests, where it reports them per request "
-              "(llama-server: prompt_n / prompt_ms, predicted_n / predicted_ms); the pp columns beside them follow "
-              "llama-benchy (prompt tokens / (TTFR - latency)), and TTFR also holds the request's preparation "
-              "(chat template, tokenization) that the server's prompt timer leaves out.\n",
-              f);
-        if (why.len) {
-                _cleanup_free_ char *t = rep_md(why.data);
-
-                fprintf(f, "Blank server t/s: %s.\n", t);
-        }
-        mx_buf_free(&why);
-        if (none.len) {
-                _cleanup_free_ char *t = rep_md(none.data);
-
-                fprintf(f, "\nNot measured (no L4 figure: the run failed before it or ran no L4): %s.\n", t);
-        }
-        mx_buf_free(&none);
+        comparison_notes(f, &srv, &why, &none);
         rep_defs_refs(defs, f);
 }
 
@@ -663,10 +699,7 @@ int report_benchmark_results(json_t *doc, FILE *f, char **reterr)
                 json_string_value(json_object_get(job, "feature")) ?: "(pins only)",
                 strna(json_string_value(json_object_get(job, "strategy"))), when,
                 json_array_size(rep_runs(doc)), counts, strna(json_string_value(json_object_get(m, "path"))));
-        if (json_is_false(json_object_get(m, "current")))
-                fputs("The matrix file changed after the job was planned: its declarations below are "
-                      "today's.\n",
-                      f);
+        rep_matrix_changed_note(f, doc);
         fputs("\n---\n\n", f);
         current_best(f, doc, base, &defs);
         fputs("\n---\n\n", f);

@@ -156,18 +156,32 @@ static const char *declared_symbol(const char *status)
         return status_symbols[rep_feature_status(status)];
 }
 
-static char *feature_status(json_t *doc, json_t *feature)
+/* The runs with a feature, counted for its status (feature_status()). */
+struct feature_tally {
+        unsigned pass, failed, n; /* n: the runs with a result charged to the feature */
+        unsigned excused;         /* the runs that failed from another issue */
+        json_t *passed, *others;  /* the passing runs; the issues blamed instead (strings, once each) */
+        json_t *alone;            /* the feature alone on the baseline (borrowed), or NULL */
+};
+
+/* Add other to the strings of others unless it is there. */
+static void note_other(json_t *others, const char *other)
 {
-        json_t *run, *alone = NULL;
-        unsigned pass = 0, failed = 0, n = 0;
+        json_t *x;
+        size_t q;
+        bool dup = false;
+
+        json_array_foreach (others, q, x)
+                dup |= streq(json_string_value(x), other);
+        if (!dup)
+                json_array_append_new(others, json_string(other));
+}
+
+/* Count the feature's runs into t: passed, failed, excused (another issue's crash), and the one alone. */
+static void tally_runs(json_t *doc, json_t *feature, struct feature_tally *t)
+{
+        json_t *run;
         size_t i;
-        struct rep_failure fail = {};
-        struct mx_buf st = MX_BUF_INIT, elsewhere = MX_BUF_INIT;
-        _cleanup_json_ json_t *passed = json_array(), *others = json_array();
-        _cleanup_free_ char *levels = NULL;
-        bool l4 = false;
-        unsigned excused = 0;
-        const char *declared = json_string_value(json_object_get(feature, "status"));
 
         json_array_foreach (rep_runs(doc), i, run) {
                 const char *res = rep_result(run), *other;
@@ -175,73 +189,104 @@ static char *feature_status(json_t *doc, json_t *feature)
                 if (!run_has_feature(doc, run, feature) || !rep_attempt(run))
                         continue;
                 if (streq(res, "pass")) {
-                        pass++;
-                        json_array_append(passed, run);
+                        t->pass++;
+                        json_array_append(t->passed, run);
                 } else if (streq(res, "cancelled") || streq(res, "queued") || streq(res, "running"))
                         continue;
                 else if ((other = blamed_elsewhere(doc, run, feature))) {
                         /* another issue's crash: its combination is named, the feature is not charged */
-                        json_t *x;
-                        size_t q;
-                        bool dup = false;
-
-                        excused++;
-                        json_array_foreach (others, q, x)
-                                dup |= streq(json_string_value(x), other);
-                        if (!dup)
-                                json_array_append_new(others, json_string(other));
+                        t->excused++;
+                        note_other(t->others, other);
                         continue;
                 } else
-                        failed++;
-                n++;
+                        t->failed++;
+                t->n++;
                 /* the feature alone on the baseline, as the plan's feature-on run */
-                if (!alone &&
+                if (!t->alone &&
                     startswith(json_string_value(json_array_get(json_object_get(run, "reasons"), 0)) ?: "",
                                "feature-on"))
-                        alone = run;
+                        t->alone = run;
         }
-        if (!alone) /* the feature alone on the baseline: the run named after it */
-                json_array_foreach (rep_runs(doc), i, run) {
-                        _cleanup_free_ char *name = rep_config_name(doc, run);
-                        const char *t = json_string_value(json_object_get(feature, "title"));
+}
 
-                        if (rep_attempt(run) && t && streq(name, t)) {
-                                alone = run;
-                                break;
-                        }
-                }
-        if (excused) {
-                json_t *x;
-                size_t q;
+/* The run named after the feature (its title), which has an attempt; NULL when none. */
+static json_t *run_named_after(json_t *doc, json_t *feature)
+{
+        const char *t = json_string_value(json_object_get(feature, "title"));
+        json_t *run;
+        size_t i;
 
-                mx_buf_printf(&elsewhere, "; %u run%s with it failed from other issues (", excused,
-                              excused == 1 ? "" : "s");
-                json_array_foreach (others, q, x)
-                        mx_buf_printf(&elsewhere, "%s%s", q ? ", " : "", json_string_value(x));
-                mx_buf_puts(&elsewhere, "): not counted against it");
+        json_array_foreach (rep_runs(doc), i, run) {
+                _cleanup_free_ char *name = rep_config_name(doc, run);
+
+                if (rep_attempt(run) && t && streq(name, t))
+                        return run;
         }
-        mx_buf_puts(&elsewhere, "");
-        levels = levels_run(passed, &l4);
-        if (n == 0)
-                mx_buf_printf(&st, "⏳ Not tested in this job%s", elsewhere.data);
+        return NULL;
+}
+
+/* "; 2 runs with it failed from other issues (a, b): not counted against it", or "" when none did. */
+static char *elsewhere_text(const struct feature_tally *t)
+{
+        struct mx_buf b = MX_BUF_INIT;
+        json_t *x;
+        size_t q;
+
+        if (t->excused) {
+                mx_buf_printf(&b, "; %u run%s with it failed from other issues (", t->excused,
+                              t->excused == 1 ? "" : "s");
+                json_array_foreach (t->others, q, x)
+                        mx_buf_printf(&b, "%s%s", q ? ", " : "", json_string_value(x));
+                mx_buf_puts(&b, "): not counted against it");
+        }
+        mx_buf_puts(&b, "");
+        return mx_buf_steal(&b);
+}
+
+/* The status's verdict from the tally: not tested, failing alone, failing, passing or mixed. */
+static void verdict_write(struct mx_buf *st, json_t *doc, json_t *feature, const struct feature_tally *t,
+                          const char *elsewhere)
+{
+        struct rep_failure fail = {};
+        json_t *alone = t->alone;
+
+        if (t->n == 0)
+                mx_buf_printf(st, "⏳ Not tested in this job%s", elsewhere);
         else if (alone && !blamed_elsewhere(doc, alone, feature) && rep_run_failure(alone, &fail))
-                mx_buf_printf(&st,
-                              "❌ Failing alone: r%" JSON_INTEGER_FORMAT " %s (%s); %u of %u runs with it pass%s",
-                              json_integer_value(json_object_get(alone, "id")), rep_result(alone), fail.klass,
-                              pass, n, elsewhere.data);
-        else if (pass == 0)
-                mx_buf_printf(&st, "❌ Failing: %u of %u runs with it fail%s", failed, n, elsewhere.data);
-        else if (failed == 0)
-                mx_buf_printf(&st, "✅ Passing: %u of %u runs with it pass%s", pass, n, elsewhere.data);
+                mx_buf_printf(st,
+                              "❌ Failing alone: r%" JSON_INTEGER_FORMAT
+                              " %s (%s); %u of %u runs with it pass%s",
+                              json_integer_value(json_object_get(alone, "id")), rep_result(alone),
+                              fail.klass, t->pass, t->n, elsewhere);
+        else if (t->pass == 0)
+                mx_buf_printf(st, "❌ Failing: %u of %u runs with it fail%s", t->failed, t->n, elsewhere);
+        else if (t->failed == 0)
+                mx_buf_printf(st, "✅ Passing: %u of %u runs with it pass%s", t->pass, t->n, elsewhere);
         else
-                mx_buf_printf(&st, "🔄 Passing%s; %u of %u runs with it pass, %u fail%s", alone ? " alone" : "",
-                              pass, n, failed, elsewhere.data);
+                mx_buf_printf(st, "🔄 Passing%s; %u of %u runs with it pass, %u fail%s",
+                              alone ? " alone" : "", t->pass, t->n, t->failed, elsewhere);
+        rep_failure_done(&fail);
+}
+
+static char *feature_status(json_t *doc, json_t *feature)
+{
+        _cleanup_json_ json_t *passed = json_array(), *others = json_array();
+        struct feature_tally t = {.passed = passed, .others = others};
+        _cleanup_free_ char *levels = NULL, *elsewhere = NULL;
+        struct mx_buf st = MX_BUF_INIT;
+        bool l4 = false;
+        const char *declared = json_string_value(json_object_get(feature, "status"));
+
+        tally_runs(doc, feature, &t);
+        if (!t.alone) /* the feature alone on the baseline: the run named after it */
+                t.alone = run_named_after(doc, feature);
+        elsewhere = elsewhere_text(&t);
+        levels = levels_run(passed, &l4);
+        verdict_write(&st, doc, feature, &t, elsewhere);
         /* a pass on the smoke levels alone is no benchmark: say which levels the passes rest on */
-        if (pass > 0 && !l4)
+        if (t.pass > 0 && !l4)
                 mx_buf_printf(&st, "; passes on %s only (no benchmark: L4 did not run)", levels);
         mx_buf_printf(&st, " (declared %s %s)", declared_symbol(declared), strna(declared));
-        rep_failure_done(&fail);
-        mx_buf_free(&elsewhere);
         return mx_buf_steal(&st);
 }
 
@@ -565,12 +610,18 @@ static char *evidence_of(json_t *runs)
         return ev;
 }
 
+/* "- **Status**: ..." with how many of runs reproduced it, and the blank line that ends a section. */
+static void status_line(FILE *f, const char *status, json_t *runs)
+{
+        fprintf(f, "- **Status**: %s (reproduced in this job: %zu run%s)\n\n", status ?: "Open",
+                json_array_size(runs), json_array_size(runs) == 1 ? "" : "s");
+}
+
 /* The older Known Issues: failing runs grouped by (failure class, declaration), headed by common_diff(). */
 static void issues_by_difference(FILE *f, json_t *doc)
 {
         _cleanup_json_ json_t *groups = json_object(), *order = json_array();
         json_t *run, *ki, *g;
-        const char *status;
         size_t i;
 
         json_array_foreach (rep_runs(doc), i, run) {
@@ -600,9 +651,7 @@ static void issues_by_difference(FILE *f, json_t *doc)
                 fprintf(f, "### %s\n\n", with);
                 fprintf(f, "- **Issue**: `%s`: %s\n", json_string_value(json_object_get(g, "class")), ev);
                 observed_line(f, doc, runs);
-                status = declared_lines(f, doc, runs, NULL);
-                fprintf(f, "- **Status**: %s (reproduced in this job: %zu run%s)\n\n", status ?: "Open",
-                        json_array_size(runs), json_array_size(runs) == 1 ? "" : "s");
+                status_line(f, declared_lines(f, doc, runs, NULL), runs);
         }
         if (json_array_size(order) == 0)
                 fputs("No run of this job failed.\n\n", f);
@@ -710,6 +759,184 @@ static bool run_in(json_t *list, json_t *run)
         return false;
 }
 
+/* The failing runs that hold each group's "when": one array per group, in the groups' order. */
+static json_t *runs_per_group(json_t *groups, json_t *failing)
+{
+        json_t *held = json_array(), *g, *r;
+        size_t i, k;
+
+        json_array_foreach (groups, i, g) {
+                json_t *runs = json_array();
+
+                json_array_foreach (failing, k, r)
+                        if (run_holds(r, json_object_get(g, "when")))
+                                json_array_append(runs, r);
+                json_array_append_new(held, runs);
+        }
+        return held;
+}
+
+/*
+ * Group i's ties: the groups from i on, not yet done, that hold in the same
+ * failing runs with the same support (the runs cannot separate them); marks
+ * them done.
+ */
+static json_t *ties_of(json_t *groups, json_t *held, size_t i, bool *done)
+{
+        json_t *g = json_array_get(groups, i), *runs = json_array_get(held, i), *tied = json_array();
+
+        for (size_t j = i; j < json_array_size(groups); j++) {
+                json_t *o = json_array_get(groups, j);
+
+                if (!done[j] && json_equal(json_array_get(held, j), runs) &&
+                    json_equal(json_object_get(o, "support"), json_object_get(g, "support"))) {
+                        done[j] = true;
+                        json_array_append(tied, o);
+                }
+        }
+        return tied;
+}
+
+/* "### a or b → class" */
+static void combination_heading(FILE *f, json_t *tied, const char *cls)
+{
+        struct mx_buf head = MX_BUF_INIT;
+        json_t *r;
+        size_t k;
+
+        json_array_foreach (tied, k, r)
+                mx_buf_printf(&head, "%s%s", k ? " or " : "", json_string_value(json_object_get(r, "text")));
+        fprintf(f, "### %s → %s\n\n", head.data, cls);
+        mx_buf_free(&head);
+}
+
+/* "- **Found from the runs**: ...": group g's support among the class c's failing runs. */
+static void support_line(FILE *f, json_t *at, json_t *c, json_t *g, const char *cls)
+{
+        fprintf(f,
+                "- **Found from the runs**: %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
+                " failing runs with `%s` hold it, 0 passing hold it",
+                json_integer_value(json_object_get(g, "support")),
+                json_integer_value(json_object_get(c, "failing")), cls);
+        if (json_integer_value(json_object_get(g, "other")) > 0)
+                fprintf(f, "; %" JSON_INTEGER_FORMAT " failing another way",
+                        json_integer_value(json_object_get(g, "other")));
+        if (json_integer_value(json_object_get(g, "flaky")) > 0)
+                fprintf(f, "; %" JSON_INTEGER_FORMAT " flaky",
+                        json_integer_value(json_object_get(g, "flaky")));
+        fprintf(f,
+                " (no smaller combination explains them; sets of up to %" JSON_INTEGER_FORMAT
+                " axis values searched)\n",
+                json_integer_value(json_object_get(at, "t")));
+}
+
+/* "- **Cannot separate**: `a` and `b` hold in the same failing runs ...": only for two ties or more. */
+static void ties_line(FILE *f, json_t *tied, int64_t job)
+{
+        json_t *r;
+        size_t k;
+
+        if (json_array_size(tied) <= 1)
+                return;
+        fputs("- **Cannot separate**: ", f);
+        json_array_foreach (tied, k, r)
+                fprintf(f, "%s`%s`",
+                        k == 0                           ? ""
+                        : k + 1 == json_array_size(tied) ? " and "
+                                                         : ", ",
+                        json_string_value(json_object_get(r, "text")));
+        fprintf(f,
+                " hold in the same failing runs: any of them may be the cause "
+                "(`mxmatrix submit --confirm %" PRId64 "` plans runs that tell them apart)\n",
+                job);
+}
+
+/* "- **Cannot separate**: every run with it also had ...": the values runs never varied (unvaried()). */
+static void unvaried_line(FILE *f, json_t *doc, json_t *runs, json_t *tied, int64_t job)
+{
+        _cleanup_json_ json_t *axes = json_object();
+        _cleanup_free_ char *fixed = NULL;
+        json_t *r;
+        size_t k;
+        bool several;
+
+        /* the axes of every tied set are accounted for by the heading */
+        json_array_foreach (tied, k, r)
+                json_object_update(axes, json_object_get(r, "when"));
+        fixed = json_array_size(runs) > 0 ? unvaried(doc, runs, axes) : NULL;
+        if (!fixed)
+                return;
+        several = strchr(strchr(strchr(fixed, '`') + 1, '`') + 1, '`'); /* two values or more */
+        fprintf(f,
+                "- **Cannot separate**: every run with it also had %s: the runs cannot tell "
+                "whether %s take%s part (`mxmatrix submit --confirm %" PRId64 "` plans runs that vary %s)\n",
+                fixed, several ? "these" : "this", several ? "" : "s", job, several ? "them" : "it");
+}
+
+/* A combination's observed line, the declarations of its tied sets and its status. */
+static void combination_status(FILE *f, json_t *doc, json_t *runs, json_t *tied)
+{
+        _cleanup_json_ json_t *whens = json_array();
+        json_t *r;
+        size_t k;
+
+        if (json_array_size(runs) > 0)
+                observed_line(f, doc, runs);
+        else
+                fputs("- **Observed in**: runs of the job this one confirms (`mxmatrix attribute`)\n", f);
+        json_array_foreach (tied, k, r)
+                json_array_append(whens, json_object_get(r, "when"));
+        status_line(f, declared_lines(f, doc, runs, whens), runs);
+}
+
+/* One explaining combination of class c: group g and its ties, held by runs (added to listed). */
+static void combination_section(FILE *f, json_t *doc, json_t *at, json_t *c, json_t *g, json_t *tied,
+                                json_t *runs, json_t *listed)
+{
+        const char *cls = json_string_value(json_object_get(c, "class"));
+        int64_t job = json_integer_value(json_object_get(rep_job(doc), "id"));
+        _cleanup_free_ char *ev = NULL;
+
+        combination_heading(f, tied, cls);
+        ev = evidence_of(runs);
+        fprintf(f, "- **Issue**: `%s`: %s\n", cls, ev);
+        support_line(f, at, c, g, cls);
+        ties_line(f, tied, job);
+        unvaried_line(f, doc, runs, tied, job);
+        combination_status(f, doc, runs, tied);
+        json_array_extend(listed, runs);
+}
+
+/* The section of the class's failing runs that no group holds (added to listed); none: nothing. */
+static void unexplained_section(FILE *f, json_t *doc, json_t *at, const char *cls, json_t *failing,
+                                json_t *held, json_t *listed)
+{
+        _cleanup_json_ json_t *rest = json_array();
+        _cleanup_free_ char *ev = NULL;
+        json_t *r, *g;
+        size_t i, k;
+
+        json_array_foreach (failing, k, r) {
+                bool in = false;
+
+                json_array_foreach (held, i, g)
+                        in |= run_in(g, r);
+                if (!in)
+                        json_array_append(rest, r);
+        }
+        if (json_array_size(rest) == 0)
+                return;
+        ev = evidence_of(rest);
+        fprintf(f, "### %s (no combination explains it)\n\n- **Issue**: `%s`: %s\n", cls, cls, ev);
+        fprintf(f,
+                "- **Found from the runs**: no set of up to %" JSON_INTEGER_FORMAT
+                " axis values is held by these failing runs and by no passing run\n",
+                json_integer_value(json_object_get(at, "t")));
+        observed_line(f, doc, rest);
+        status_line(f, declared_lines(f, doc, rest, NULL), rest);
+        json_array_extend(listed, rest);
+}
+
 /*
  * One failure class of the attribution: a section per explaining combination
  * (groups that hold in exactly the same failing runs, with the same support,
@@ -719,131 +946,22 @@ static bool run_in(json_t *list, json_t *run)
  */
 static void attributed_class(FILE *f, json_t *doc, json_t *at, json_t *c, json_t *failing, json_t *listed)
 {
-        const char *cls = json_string_value(json_object_get(c, "class"));
-        json_t *groups = json_object_get(c, "groups"), *g, *r;
-        size_t n = json_array_size(groups), i, j, k;
+        json_t *groups = json_object_get(c, "groups");
+        size_t n = json_array_size(groups);
         _cleanup_free_ bool *done = xcalloc(n + 1, sizeof(bool));
-        _cleanup_json_ json_t *held = json_array(), *rest = json_array();
-        int64_t job = json_integer_value(json_object_get(rep_job(doc), "id"));
-        const char *status;
+        _cleanup_json_ json_t *held = runs_per_group(groups, failing);
 
-        /* the document's runs supporting each group */
-        json_array_foreach (groups, i, g) {
-                json_t *runs = json_array();
-
-                json_array_foreach (failing, k, r)
-                        if (run_holds(r, json_object_get(g, "when")))
-                                json_array_append(runs, r);
-                json_array_append_new(held, runs);
-        }
-        for (i = 0; i < n; i++) {
-                json_t *runs = json_array_get(held, i);
-                _cleanup_json_ json_t *tied = json_array(), *axes = json_object();
-                _cleanup_free_ char *ev = NULL, *fixed = NULL;
-                struct mx_buf head = MX_BUF_INIT;
-                bool several;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_json_ json_t *tied = NULL;
 
                 if (done[i])
                         continue;
-                g = json_array_get(groups, i);
-                for (j = i; j < n; j++) {
-                        json_t *o = json_array_get(groups, j);
-
-                        if (!done[j] && json_equal(json_array_get(held, j), runs) &&
-                            json_equal(json_object_get(o, "support"), json_object_get(g, "support"))) {
-                                done[j] = true;
-                                json_array_append(tied, o);
-                        }
-                }
-                json_array_foreach (tied, k, r)
-                        mx_buf_printf(&head, "%s%s", k ? " or " : "",
-                                      json_string_value(json_object_get(r, "text")));
-                fprintf(f, "### %s → %s\n\n", head.data, cls);
-                mx_buf_free(&head);
-                ev = evidence_of(runs);
-                fprintf(f, "- **Issue**: `%s`: %s\n", cls, ev);
-                fprintf(f,
-                        "- **Found from the runs**: %" JSON_INTEGER_FORMAT " of %" JSON_INTEGER_FORMAT
-                        " failing runs with `%s` hold it, 0 passing hold it",
-                        json_integer_value(json_object_get(g, "support")),
-                        json_integer_value(json_object_get(c, "failing")), cls);
-                if (json_integer_value(json_object_get(g, "other")) > 0)
-                        fprintf(f, "; %" JSON_INTEGER_FORMAT " failing another way",
-                                json_integer_value(json_object_get(g, "other")));
-                if (json_integer_value(json_object_get(g, "flaky")) > 0)
-                        fprintf(f, "; %" JSON_INTEGER_FORMAT " flaky",
-                                json_integer_value(json_object_get(g, "flaky")));
-                fprintf(f,
-                        " (no smaller combination explains them; sets of up to %" JSON_INTEGER_FORMAT
-                        " axis values searched)\n",
-                        json_integer_value(json_object_get(at, "t")));
-                if (json_array_size(tied) > 1) {
-                        fputs("- **Cannot separate**: ", f);
-                        json_array_foreach (tied, k, r)
-                                fprintf(f, "%s`%s`",
-                                        k == 0                           ? ""
-                                        : k + 1 == json_array_size(tied) ? " and "
-                                                                         : ", ",
-                                        json_string_value(json_object_get(r, "text")));
-                        fprintf(f,
-                                " hold in the same failing runs: any of them may be the cause "
-                                "(`mxmatrix submit --confirm %" PRId64
-                                "` plans runs that tell them apart)\n",
-                                job);
-                }
-                /* the axes of every tied set are accounted for above */
-                json_array_foreach (tied, k, r)
-                        json_object_update(axes, json_object_get(r, "when"));
-                fixed = json_array_size(runs) > 0 ? unvaried(doc, runs, axes) : NULL;
-                several = fixed &&
-                          strchr(strchr(strchr(fixed, '`') + 1, '`') + 1, '`'); /* two values or more */
-                if (fixed)
-                        fprintf(f,
-                                "- **Cannot separate**: every run with it also had %s: the runs cannot tell "
-                                "whether %s take%s part (`mxmatrix submit --confirm %" PRId64
-                                "` plans runs that vary %s)\n",
-                                fixed, several ? "these" : "this", several ? "" : "s", job,
-                                several ? "them" : "it");
-                if (json_array_size(runs) > 0)
-                        observed_line(f, doc, runs);
-                else
-                        fputs("- **Observed in**: runs of the job this one confirms (`mxmatrix "
-                              "attribute`)\n",
-                              f);
-                {
-                        _cleanup_json_ json_t *whens = json_array();
-
-                        json_array_foreach (tied, k, r)
-                                json_array_append(whens, json_object_get(r, "when"));
-                        status = declared_lines(f, doc, runs, whens);
-                }
-                fprintf(f, "- **Status**: %s (reproduced in this job: %zu run%s)\n\n", status ?: "Open",
-                        json_array_size(runs), json_array_size(runs) == 1 ? "" : "s");
-                json_array_extend(listed, runs);
+                tied = ties_of(groups, held, i, done);
+                combination_section(f, doc, at, c, json_array_get(groups, i), tied, json_array_get(held, i),
+                                    listed);
         }
-        /* the class's failures no combination explains */
-        json_array_foreach (failing, k, r) {
-                bool in = false;
-
-                json_array_foreach (held, i, g)
-                        in |= run_in(g, r);
-                if (!in)
-                        json_array_append(rest, r);
-        }
-        if (json_array_size(rest) > 0) {
-                _cleanup_free_ char *ev = evidence_of(rest);
-
-                fprintf(f, "### %s (no combination explains it)\n\n- **Issue**: `%s`: %s\n", cls, cls, ev);
-                fprintf(f,
-                        "- **Found from the runs**: no set of up to %" JSON_INTEGER_FORMAT
-                        " axis values is held by these failing runs and by no passing run\n",
-                        json_integer_value(json_object_get(at, "t")));
-                observed_line(f, doc, rest);
-                status = declared_lines(f, doc, rest, NULL);
-                fprintf(f, "- **Status**: %s (reproduced in this job: %zu run%s)\n\n", status ?: "Open",
-                        json_array_size(rest), json_array_size(rest) == 1 ? "" : "s");
-                json_array_extend(listed, rest);
-        }
+        unexplained_section(f, doc, at, json_string_value(json_object_get(c, "class")), failing, held,
+                            listed);
 }
 
 /* Known Issues from the document's attribution; failures it leaves out (flaky, no result) follow. */
@@ -977,10 +1095,7 @@ int report_feature_matrix(json_t *doc, FILE *f, char **reterr)
                 json_integer_value(json_object_get(job, "id")),
                 json_string_value(json_object_get(job, "feature")) ?: "(pins only)", when,
                 json_array_size(rep_runs(doc)), counts, strna(json_string_value(json_object_get(m, "path"))));
-        if (json_is_false(json_object_get(m, "current")))
-                fputs("The matrix file changed after the job was planned: its declarations below are "
-                      "today's.\n",
-                      f);
+        rep_matrix_changed_note(f, doc);
         fputs("\n---\n\n", f);
         status_overview(f, doc);
         fputs("\n---\n\n", f);

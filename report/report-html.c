@@ -201,6 +201,14 @@ static void bars_section(FILE *f, const struct hrun *runs, size_t n, const struc
         mx_buf_free(&b);
 }
 
+/* The point arrays of n series, and the array of them. */
+static void points_free(struct svg_point **pts, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(pts[i]);
+        free(pts);
+}
+
 static void pareto_section(FILE *f, const struct hrun *runs, size_t n)
 {
         _cleanup_free_ struct svg_series *series = xcalloc(MX_MAX(n, (size_t)1), sizeof(*series));
@@ -259,9 +267,7 @@ static void pareto_section(FILE *f, const struct hrun *runs, size_t n)
                 "the dashed line joins the points no other point beats on both, as vllm bench sweep "
                 "plot_pareto draws tokens/s/user against tokens/s/GPU (one GPU here).</p>\n%s</section>\n",
                 total, b.data);
-        for (size_t i = 0; i < n; i++)
-                free(pts[i]);
-        free(pts);
+        points_free(pts, n);
         mx_buf_free(&b);
 }
 
@@ -310,9 +316,7 @@ static void memory_section(FILE *f, const struct hrun *runs, size_t n)
                 "unified-memory "
                 "GPU the system's MemTotal - MemAvailable; %zu runs with samples.</p>\n%s</section>\n",
                 ns, b.data);
-        for (size_t i = 0; i < n; i++)
-                free(pts[i]);
-        free(pts);
+        points_free(pts, n);
         mx_buf_free(&b);
 }
 
@@ -337,15 +341,11 @@ static char **axis_values(const struct hrun *runs, size_t n, const char *axis)
         return out;
 }
 
-static void grid_section(FILE *f, const struct hrun *runs, size_t n)
+/* Every axis of the runs' configurations, sorted. */
+static char **config_axes(const struct hrun *runs, size_t n)
 {
-        _cleanup_strv_free_ char **axes = NULL, **rows = NULL, **cols = NULL, **texts = NULL, **tips = NULL;
-        const char *ax_r = NULL, *ax_c = NULL;
-        size_t best_r = 1, best_c = 1, nr, nc;
-        _cleanup_free_ struct svg_cell *cells = NULL;
-        struct mx_buf b = MX_BUF_INIT;
+        char **axes = NULL;
 
-        /* The two axes that vary most among the runs: rows the most varied, columns the next. */
         for (size_t i = 0; i < n; i++) {
                 const char *k;
                 json_t *v;
@@ -356,74 +356,70 @@ static void grid_section(FILE *f, const struct hrun *runs, size_t n)
         }
         if (axes)
                 qsort(axes, strv_length(axes), sizeof(char *), cmp_str);
+        return axes;
+}
+
+/* The two axes that vary most among the runs: rows the most varied, columns the next (NULL: none). */
+static void grid_axes(const struct hrun *runs, size_t n, char **axes, const char **ret_r, const char **ret_c)
+{
+        size_t best_r = 1, best_c = 1;
+
+        *ret_r = *ret_c = NULL;
         for (char **a = axes; a && *a; a++) {
                 _cleanup_strv_free_ char **vals = axis_values(runs, n, *a);
                 size_t k = strv_length(vals);
 
                 if (k > best_r) {
                         best_c = best_r;
-                        ax_c = ax_r;
+                        *ret_c = *ret_r;
                         best_r = k;
-                        ax_r = *a;
+                        *ret_r = *a;
                 } else if (k > best_c) {
                         best_c = k;
-                        ax_c = *a;
+                        *ret_c = *a;
                 }
         }
-        rows = ax_r ? axis_values(runs, n, ax_r) : NULL;
-        cols = ax_c ? axis_values(runs, n, ax_c) : NULL;
-        if (!rows)
-                strv_push(&rows, "all runs");
-        if (!cols)
-                strv_push(&cols, ax_r ? "(one varying axis)" : "all runs");
-        nr = strv_length(rows);
-        nc = strv_length(cols);
-        cells = xcalloc(nr * nc, sizeof(*cells));
-        for (size_t r = 0; r < nr; r++)
-                for (size_t c = 0; c < nc; c++) {
-                        size_t good = 0, xfail = 0, all = 0;
-                        struct mx_buf tip = MX_BUF_INIT;
+}
 
-                        for (size_t i = 0; i < n; i++) {
-                                if (ax_r &&
-                                    !streq_ptr(json_string_value(json_object_get(runs[i].config, ax_r)),
-                                               rows[r]))
-                                        continue;
-                                if (ax_c &&
-                                    !streq_ptr(json_string_value(json_object_get(runs[i].config, ax_c)),
-                                               cols[c]))
-                                        continue;
-                                all++;
-                                good += streq_ptr(runs[i].result, "pass");
-                                xfail += streq_ptr(runs[i].result, "xfail");
-                                mx_buf_printf(&tip, "%s%s: %s", tip.len ? "\n" : "", runs[i].name,
-                                              runs[i].result ?: "not finished");
-                        }
-                        /* pass of all; an expected failure is counted apart, never as a pass */
-                        strv_consume(&texts, !all    ? xstrdup("")
-                                             : xfail ? xasprintf("%zu/%zu, %zu xfail", good, all, xfail)
-                                                     : xasprintf("%zu/%zu", good, all));
-                        strv_consume(&tips, mx_buf_steal(&tip));
-                        cells[r * nc + c] = (struct svg_cell){all ? texts[strv_length(texts) - 1] : NULL,
-                                                              all == 0              ? "none"
-                                                              : good == all         ? "pass"
-                                                              : good + xfail == all ? "xfail"
-                                                              : good == 0           ? "fail"
-                                                                                    : "mixed",
-                                                              all ? tips[strv_length(tips) - 1] : NULL};
-                }
-        {
-                struct svg_heat c = {"grid",
-                                     "Pass/fail by configuration",
-                                     ax_c ?: "",
-                                     ax_r ?: "",
-                                     (const char *const *)cols,
-                                     nc,
-                                     (const char *const *)rows,
-                                     nr,
-                                     cells};
-                svg_heatmap(&b, &c);
+/* Does the run have value on axis (no axis: every run has)? */
+static bool run_on(const struct hrun *h, const char *axis, const char *value)
+{
+        return !axis || streq_ptr(json_string_value(json_object_get(h->config, axis)), value);
+}
+
+/* The cell of the runs with ax_r=row and ax_c=col: its text and tip are kept in texts and tips. */
+static struct svg_cell grid_cell(const struct hrun *runs, size_t n, const char *ax_r, const char *row,
+                                 const char *ax_c, const char *col, char ***texts, char ***tips)
+{
+        size_t good = 0, xfail = 0, all = 0;
+        struct mx_buf tip = MX_BUF_INIT;
+
+        for (size_t i = 0; i < n; i++) {
+                if (!run_on(&runs[i], ax_r, row) || !run_on(&runs[i], ax_c, col))
+                        continue;
+                all++;
+                good += streq_ptr(runs[i].result, "pass");
+                xfail += streq_ptr(runs[i].result, "xfail");
+                mx_buf_printf(&tip, "%s%s: %s", tip.len ? "\n" : "", runs[i].name,
+                              runs[i].result ?: "not finished");
         }
+        /* pass of all; an expected failure is counted apart, never as a pass */
+        strv_consume(texts, !all    ? xstrdup("")
+                            : xfail ? xasprintf("%zu/%zu, %zu xfail", good, all, xfail)
+                                    : xasprintf("%zu/%zu", good, all));
+        strv_consume(tips, mx_buf_steal(&tip));
+        return (struct svg_cell){all ? (*texts)[strv_length(*texts) - 1] : NULL,
+                                 all == 0              ? "none"
+                                 : good == all         ? "pass"
+                                 : good + xfail == all ? "xfail"
+                                 : good == 0           ? "fail"
+                                                       : "mixed",
+                                 all ? (*tips)[strv_length(*tips) - 1] : NULL};
+}
+
+/* The grid's section around its chart: what a cell counts, by which axes, and the colours. */
+static void grid_write(FILE *f, const char *ax_r, const char *ax_c, size_t n, const char *chart)
+{
         fprintf(f,
                 "<section id=\"pass-fail\"><h2>Pass/fail grid</h2>\n<p class=\"def\">Runs that passed "
                 "(result pass) of the runs in each cell, with the expected failures (xfail: marked "
@@ -437,7 +433,44 @@ static void grid_section(FILE *f, const struct hrun *runs, size_t n)
                 " (the axes that vary most among the %zu runs); green every run pass, grey only pass and "
                 "xfail, red no pass and some other result (fail, crashed, ...), yellow some pass and some "
                 "other; hover a cell for its runs.</p>\n%s</section>\n",
-                n, b.data);
+                n, chart);
+}
+
+static void grid_section(FILE *f, const struct hrun *runs, size_t n)
+{
+        _cleanup_strv_free_ char **axes = config_axes(runs, n), **rows = NULL, **cols = NULL, **texts = NULL,
+                                 **tips = NULL;
+        const char *ax_r, *ax_c;
+        size_t nr, nc;
+        _cleanup_free_ struct svg_cell *cells = NULL;
+        struct mx_buf b = MX_BUF_INIT;
+
+        grid_axes(runs, n, axes, &ax_r, &ax_c);
+        rows = ax_r ? axis_values(runs, n, ax_r) : NULL;
+        cols = ax_c ? axis_values(runs, n, ax_c) : NULL;
+        if (!rows)
+                strv_push(&rows, "all runs");
+        if (!cols)
+                strv_push(&cols, ax_r ? "(one varying axis)" : "all runs");
+        nr = strv_length(rows);
+        nc = strv_length(cols);
+        cells = xcalloc(nr * nc, sizeof(*cells));
+        for (size_t r = 0; r < nr; r++)
+                for (size_t c = 0; c < nc; c++)
+                        cells[r * nc + c] = grid_cell(runs, n, ax_r, rows[r], ax_c, cols[c], &texts, &tips);
+        {
+                struct svg_heat c = {"grid",
+                                     "Pass/fail by configuration",
+                                     ax_c ?: "",
+                                     ax_r ?: "",
+                                     (const char *const *)cols,
+                                     nc,
+                                     (const char *const *)rows,
+                                     nr,
+                                     cells};
+                svg_heatmap(&b, &c);
+        }
+        grid_write(f, ax_r, ax_c, n, b.data);
         mx_buf_free(&b);
 }
 
@@ -542,47 +575,57 @@ static void table_section(FILE *f, const struct hrun *runs, size_t n)
         fputs("</tbody></table></section>\n", f);
 }
 
-int report_html_write(json_t *doc, FILE *f, char **reterr)
+/* The targets the bars mark: the document's, the matrix's reference ones, else seed 001's (in *ret_own). */
+static json_t *html_targets(json_t *doc, json_t **ret_own)
 {
-        json_t *runs_j = json_object_get(doc, "runs"), *targets = json_object_get(doc, "targets"), *job, *r;
-        _cleanup_json_ json_t *default_targets = NULL;
-        _cleanup_free_ struct hrun *runs = NULL;
-        const struct hrun *base = NULL;
-        size_t n, i;
-        bool l4_any = false;
-        const char *title = json_string_value(json_object_get(doc, "title"));
-        _cleanup_free_ char *deftitle = NULL;
+        json_t *targets = json_object_get(doc, "targets");
 
-        if (!json_is_array(runs_j)) {
-                *reterr = xstrdup("not a report document: no \"runs\" array");
-                return -EINVAL;
-        }
         if (!json_is_array(targets))
                 targets = json_object_get(json_object_get(rep_matrix(doc), "reference"), "targets");
-        if (!json_is_array(targets)) {
-                default_targets = json_pack("[{s:s,s:s,s:f},{s:s,s:s,s:f},{s:s,s:s,s:f}]", "metric", "tg32",
-                                            "label", "minimum", "value", REPORT_TG32_MINIMUM, "metric",
-                                            "tg32", "label", "target", "value", REPORT_TG32_TARGET, "metric",
-                                            "tg32", "label", "stretch", "value", REPORT_TG32_STRETCH);
-                targets = default_targets;
-        }
-        n = json_array_size(runs_j);
-        runs = xcalloc(MX_MAX(n, (size_t)1), sizeof(*runs));
+        if (json_is_array(targets))
+                return targets;
+        *ret_own = json_pack("[{s:s,s:s,s:f},{s:s,s:s,s:f},{s:s,s:s,s:f}]", "metric", "tg32", "label",
+                             "minimum", "value", REPORT_TG32_MINIMUM, "metric", "tg32", "label", "target",
+                             "value", REPORT_TG32_TARGET, "metric", "tg32", "label", "stretch", "value",
+                             REPORT_TG32_STRETCH);
+        return *ret_own;
+}
+
+/* The document's runs, loaded (hrun_load()); *ret_base the first baseline among them, or NULL. */
+static struct hrun *hruns_load(json_t *doc, json_t *runs_j, const struct hrun **ret_base)
+{
+        struct hrun *runs = xcalloc(MX_MAX(json_array_size(runs_j), (size_t)1), sizeof(*runs));
+        json_t *r;
+        size_t i;
+
+        *ret_base = NULL;
         json_array_foreach (runs_j, i, r) {
                 hrun_load(&runs[i], doc, r);
-                if (runs[i].baseline && !base)
-                        base = &runs[i];
+                if (runs[i].baseline && !*ret_base)
+                        *ret_base = &runs[i];
         }
-        job = json_object_get(doc, "job");
-        if (!title)
-                title = deftitle =
-                        json_is_object(job)
-                                ? xasprintf("mxmatrix report: job %" JSON_INTEGER_FORMAT "%s%s",
-                                            json_integer_value(json_object_get(job, "id")),
-                                            json_string_value(json_object_get(job, "feature")) ? ", feature "
-                                                                                               : "",
-                                            strempty(json_string_value(json_object_get(job, "feature"))))
-                                : xstrdup("mxmatrix report");
+        return runs;
+}
+
+/* The page's title: the document's, else one naming the job and its feature. */
+static char *html_title(json_t *doc)
+{
+        const char *title = json_string_value(json_object_get(doc, "title"));
+        json_t *job = json_object_get(doc, "job");
+        const char *feature = json_string_value(json_object_get(job, "feature"));
+
+        if (title)
+                return xstrdup(title);
+        if (!json_is_object(job))
+                return xstrdup("mxmatrix report");
+        return xasprintf("mxmatrix report: job %" JSON_INTEGER_FORMAT "%s%s",
+                         json_integer_value(json_object_get(job, "id")), feature ? ", feature " : "",
+                         strempty(feature));
+}
+
+/* From the doctype to the page's heading: the title and the style sheet. */
+static void head_write(FILE *f, const char *title)
+{
         fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
               "<meta name=\"generator\" content=\"mxmatrix " MX_VERSION "\">\n<title>",
               f);
@@ -596,78 +639,123 @@ int report_html_write(json_t *doc, FILE *f, char **reterr)
         fputs(svg_style(), f);
         fputs("</style></head><body>\n<h1>", f);
         put(f, title);
-        {
-                /* the job's results in the words of show, status and follow (mx_result_counts_text) */
-                _cleanup_free_ char *counts = rep_result_counts(doc);
+}
 
-                fprintf(f, "</h1>\n<p class=\"summary\"><span>%zu runs: ", n);
-                put(f, counts);
-                fputs("</span>", f);
-        }
+/* The summary line: the results, the baseline and the data's time. */
+static void summary_write(FILE *f, json_t *doc, size_t n, const struct hrun *base)
+{
+        /* the job's results in the words of show, status and follow (mx_result_counts_text) */
+        _cleanup_free_ char *counts = rep_result_counts(doc);
+        json_t *at = json_object_get(doc, "generated_at");
+
+        fprintf(f, "</h1>\n<p class=\"summary\"><span>%zu runs: ", n);
+        put(f, counts);
+        fputs("</span>", f);
         if (base) {
                 fprintf(f, "<span>baseline: r%" PRId64 " ", base->id);
                 put(f, strna(base->key));
                 fputs("</span>", f);
         } else
                 fputs("<span>no baseline run in this report</span>", f);
-        {
-                json_t *at = json_object_get(doc, "generated_at");
-
-                if (json_is_integer(at)) {
-                        _cleanup_free_ char *s = mx_format_time(json_integer_value(at));
-                        fprintf(f, "<span>generated %s</span>", s);
-                } else if (rep_last_finished(doc)) {
-                        /* The document's own time, in UTC: the same data gives the same page. */
-                        _cleanup_free_ char *s = rep_datetime(rep_last_finished(doc));
-                        fprintf(f, "<span>data as of %s UTC</span>", s);
-                }
+        if (json_is_integer(at)) {
+                _cleanup_free_ char *s = mx_format_time(json_integer_value(at));
+                fprintf(f, "<span>generated %s</span>", s);
+        } else if (rep_last_finished(doc)) {
+                /* The document's own time, in UTC: the same data gives the same page. */
+                _cleanup_free_ char *s = rep_datetime(rep_last_finished(doc));
+                fprintf(f, "<span>data as of %s UTC</span>", s);
         }
-        fputs("</p>\n<p class=\"def\">Targets: ", f);
-        json_array_foreach (targets, i, r) {
-                _cleanup_free_ char *v = svg_number(num(json_object_get(r, "value")));
+        fputs("</p>\n", f);
+}
+
+/* "Targets: minimum tg32 ≥ 20, ..." */
+static void targets_write(FILE *f, json_t *targets)
+{
+        json_t *t;
+        size_t i;
+
+        fputs("<p class=\"def\">Targets: ", f);
+        json_array_foreach (targets, i, t) {
+                _cleanup_free_ char *v = svg_number(num(json_object_get(t, "value")));
 
                 fputs(i ? ", " : "", f);
-                put(f, target_label(r));
+                put(f, target_label(t));
                 fputs(" ", f);
-                put(f, json_string_value(json_object_get(r, "metric")) ?: "?");
+                put(f, json_string_value(json_object_get(t, "metric")) ?: "?");
                 fprintf(f, " &#8805; %s", v);
         }
         fputs(" (the matrix's reference targets, else seed 001's Success Criteria).</p>\n", f);
-        /*
-         * A sweep that ran no L4 (the demo's L1-L3) has nothing for four charts: one line says so, and the
-         * sweep's own figures come first.
-         */
-        for (i = 0; i < n && !l4_any; i++)
-                l4_any = runs[i].l4 != NULL;
-        if (l4_any) {
-                for (i = 0; i < ELEMENTSOF(metrics); i++)
-                        bars_section(f, runs, n, base, &metrics[i], targets);
-                pareto_section(f, runs, n);
-        } else {
-                struct mx_buf levels = MX_BUF_INIT;
-                json_t *l;
+}
 
-                json_array_foreach (json_object_get(job, "levels"), i, l)
-                        mx_buf_printf(&levels, "%s%s", i ? ", " : "", strna(json_string_value(l)));
-                fputs("<section id=\"benchmarks\"><h2>tg32, pp2048, TTFT, Pareto</h2>\n<p class=\"def\">Not "
-                      "measured: no run of this report has an L4 (benchmark) level",
-                      f);
-                if (levels.len) {
-                        fputs(" (the job ran ", f);
-                        put(f, levels.data);
-                        fputs(")", f);
-                }
-                mx_buf_free(&levels);
-                fputs(", so the charts of tg32, pp2048, TTFT and throughput against interactivity are left "
-                      "out.</p></section>\n",
-                      f);
+/* In place of the benchmark charts when no run has L4: the line that says so, with the job's levels. */
+static void benchmarks_not_measured(FILE *f, json_t *job)
+{
+        struct mx_buf levels = MX_BUF_INIT;
+        json_t *l;
+        size_t i;
+
+        json_array_foreach (json_object_get(job, "levels"), i, l)
+                mx_buf_printf(&levels, "%s%s", i ? ", " : "", strna(json_string_value(l)));
+        fputs("<section id=\"benchmarks\"><h2>tg32, pp2048, TTFT, Pareto</h2>\n<p class=\"def\">Not "
+              "measured: no run of this report has an L4 (benchmark) level",
+              f);
+        if (levels.len) {
+                fputs(" (the job ran ", f);
+                put(f, levels.data);
+                fputs(")", f);
         }
+        mx_buf_free(&levels);
+        fputs(", so the charts of tg32, pp2048, TTFT and throughput against interactivity are left "
+              "out.</p></section>\n",
+              f);
+}
+
+/*
+ * The benchmark charts: a bar chart per metric and the Pareto chart. A sweep that ran no L4 (the demo's
+ * L1-L3) has nothing for them: one line says so, and the sweep's own figures come first.
+ */
+static void benchmarks_write(FILE *f, json_t *doc, const struct hrun *runs, size_t n,
+                             const struct hrun *base, json_t *targets)
+{
+        bool l4_any = false;
+
+        for (size_t i = 0; i < n && !l4_any; i++)
+                l4_any = runs[i].l4 != NULL;
+        if (!l4_any) {
+                benchmarks_not_measured(f, json_object_get(doc, "job"));
+                return;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(metrics); i++)
+                bars_section(f, runs, n, base, &metrics[i], targets);
+        pareto_section(f, runs, n);
+}
+
+int report_html_write(json_t *doc, FILE *f, char **reterr)
+{
+        json_t *runs_j = json_object_get(doc, "runs"), *targets;
+        _cleanup_json_ json_t *default_targets = NULL;
+        _cleanup_free_ struct hrun *runs = NULL;
+        _cleanup_free_ char *title = NULL;
+        const struct hrun *base;
+        size_t n = json_array_size(runs_j);
+
+        if (!json_is_array(runs_j)) {
+                *reterr = xstrdup("not a report document: no \"runs\" array");
+                return -EINVAL;
+        }
+        targets = html_targets(doc, &default_targets);
+        runs = hruns_load(doc, runs_j, &base);
+        title = html_title(doc);
+        head_write(f, title);
+        summary_write(f, doc, n, base);
+        targets_write(f, targets);
+        benchmarks_write(f, doc, runs, n, base, targets);
         grid_section(f, runs, n);
         decode_section(f, doc, runs, n);
         memory_section(f, runs, n);
         table_section(f, runs, n);
         fputs("</body></html>\n", f);
-        for (i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++)
                 free(runs[i].name);
         return ferror(f) ? -EIO : 0;
 }

@@ -37,6 +37,8 @@ enum mx_feature_status rep_feature_status(const char *status);
  * queued and running first). Caller frees.
  */
 char *rep_result_counts(json_t *doc);
+/* The line saying the matrix file changed after the job was planned, when the document says so. */
+void rep_matrix_changed_note(FILE *f, json_t *doc);
 /* A metric of the vocabulary (matrix.h mx_metrics) for a run, from its levels and samples. */
 void rep_metric(json_t *run, const char *metric, struct rep_num *ret);
 /* "52.10" / "not measured"; the cell form adds the spread and sample count: "52.10 ± 0.31 (n=10)". */

@@ -271,86 +271,114 @@ static void criterion_row(FILE *f, json_t *c, const char *text, json_t *base, js
         }
 }
 
+/*
+ * The rows of mxmatrixd's evaluation (matrix/analysis/criteria.c): "items" or "criteria", else "rows" (the
+ * criteria) then "constraints" (the hard ones), joined in *ret_own.
+ */
+static json_t *evaluated_items(json_t *given, json_t **ret_own)
+{
+        json_t *items = json_object_get(given, "items") ?: json_object_get(given, "criteria");
+
+        if (!items && json_is_array(json_object_get(given, "rows"))) {
+                items = json_object_get(given, "rows");
+                if (json_is_array(json_object_get(given, "constraints"))) {
+                        *ret_own = json_deep_copy(items);
+                        json_array_extend(*ret_own, json_object_get(given, "constraints"));
+                        items = *ret_own;
+                }
+        }
+        return items;
+}
+
+/* One row of the daemon's evaluation; *state rises to 2 on a fail, to 1 on anything but a pass. */
+static void evaluated_row(FILE *f, json_t *c, int *state)
+{
+        _cleanup_free_ char *a = NULL, *b = NULL, *d = NULL, *named = NULL;
+        json_t *pass = json_object_get(c, "pass");
+        const char *verdict = json_string_value(json_object_get(c, "verdict")) ?: json_string_value(pass);
+
+        if (json_is_string(json_object_get(c, "metric")) && !json_object_get(c, "criterion"))
+                named = xasprintf("%s %s", json_string_value(json_object_get(c, "metric")),
+                                  strempty(json_string_value(json_object_get(c, "target"))));
+        a = rep_md(named ?: json_string_value(json_object_get(c, "criterion"))
+                                    ?: json_string_value(json_object_get(c, "text")));
+        b = rep_md(json_string_value(json_object_get(c, "target")));
+        d = json_is_string(json_object_get(c, "actual"))
+                    ? rep_md(json_string_value(json_object_get(c, "actual")))
+            : json_is_number(json_object_get(c, "actual"))
+                    ? xasprintf("%.2f", json_number_value(json_object_get(c, "actual")))
+                    : xstrdup("not measured");
+        if (!verdict)
+                verdict = json_is_true(pass) ? "PASS" : json_is_false(pass) ? "FAIL" : "not measured";
+        if (strcasecmp(verdict, "fail") == 0)
+                *state = 2;
+        else if (strcasecmp(verdict, "pass") != 0)
+                *state = MX_MAX(*state, 1);
+        fprintf(f, "| %s | %s | %s | %s |\n", a, b, d,
+                strcasecmp(verdict, "pass") == 0   ? "PASS"
+                : strcasecmp(verdict, "fail") == 0 ? "FAIL"
+                                                   : verdict);
+}
+
+/* The daemon's evaluation: its rows, and its overall verdict into *state. */
+static void evaluated_rows(FILE *f, json_t *given, json_t *items, int *state)
+{
+        const char *overall = json_string_value(json_object_get(given, "overall"));
+        json_t *c;
+        size_t i;
+
+        json_array_foreach (items, i, c)
+                evaluated_row(f, c, state);
+        if (overall && strcasecmp(overall, "pass") != 0)
+                *state = MX_MAX(*state, streq(overall, "fail") ? 2 : 1);
+        fputs("\nEvaluated by mxmatrixd (the job's criteria).\n", f);
+}
+
+/* The feature's criteria evaluated here: the feature run against the baseline run. */
+static void feature_rows(FILE *f, json_t *feature, json_t *base, json_t *run, int *state,
+                         struct rep_defs *defs)
+{
+        json_t *c;
+        size_t i;
+
+        json_array_foreach (json_object_get(feature, "criteria"), i, c) {
+                const char *text =
+                        json_string_value(json_array_get(json_object_get(feature, "criteria_text"), i));
+                _cleanup_free_ char *note =
+                        json_is_string(json_object_get(c, "note"))
+                                ? xasprintf("%s (%s)", text ?: "?",
+                                            json_string_value(json_object_get(c, "note")))
+                                : xstrdup(text ?: "?");
+
+                criterion_row(f, c, note, base, run, state, defs);
+        }
+        fprintf(f,
+                "\nEvaluated from the runs: the feature run r%" JSON_INTEGER_FORMAT
+                " against the baseline run%s.\n",
+                json_integer_value(json_object_get(run, "id")),
+                base ? "" : " (none in this job: relative criteria are not measured)");
+        if (base)
+                fprintf(f, "Baseline run: r%" JSON_INTEGER_FORMAT ".\n",
+                        json_integer_value(json_object_get(base, "id")));
+}
+
 /* Seed 000's table: the daemon's evaluation when the document has one, else the feature's criteria here. */
 static int criteria_table(FILE *f, json_t *doc, json_t *feature, json_t *base, json_t *run,
                           struct rep_defs *defs)
 {
-        json_t *given = json_object_get(doc, "criteria"), *items, *c;
+        json_t *given = json_object_get(doc, "criteria"), *items;
         _cleanup_json_ json_t *own = NULL;
         int state = 0; /* 0 pass, 1 not measured, 2 fail */
-        size_t i;
 
         fputs("## Success Criteria Evaluation\n\n| Criterion | Target | Actual | Pass/Fail |\n"
               "|-----------|--------|--------|-----------|\n",
               f);
-        /* mxmatrixd's evaluation (matrix/analysis/criteria.c): "rows" (the criteria) then "constraints" (the hard ones). */
-        items = json_object_get(given, "items") ?: json_object_get(given, "criteria");
-        if (!items && json_is_array(json_object_get(given, "rows"))) {
-                items = json_object_get(given, "rows");
-                if (json_is_array(json_object_get(given, "constraints"))) {
-                        own = json_deep_copy(items);
-                        json_array_extend(own, json_object_get(given, "constraints"));
-                        items = own;
-                }
-        }
-        if (json_is_array(items) && json_array_size(items) > 0) {
-                json_array_foreach (items, i, c) {
-                        _cleanup_free_ char *a = NULL, *b = NULL, *d = NULL, *named = NULL;
-                        json_t *pass = json_object_get(c, "pass");
-                        const char *verdict = json_string_value(json_object_get(c, "verdict"))
-                                                      ?: json_string_value(pass);
-
-                        if (json_is_string(json_object_get(c, "metric")) && !json_object_get(c, "criterion"))
-                                named = xasprintf("%s %s", json_string_value(json_object_get(c, "metric")),
-                                                  strempty(json_string_value(json_object_get(c, "target"))));
-                        a = rep_md(named ?: json_string_value(json_object_get(c, "criterion"))
-                                                    ?: json_string_value(json_object_get(c, "text")));
-                        b = rep_md(json_string_value(json_object_get(c, "target")));
-                        d = json_is_string(json_object_get(c, "actual"))
-                                    ? rep_md(json_string_value(json_object_get(c, "actual")))
-                            : json_is_number(json_object_get(c, "actual"))
-                                    ? xasprintf("%.2f", json_number_value(json_object_get(c, "actual")))
-                                    : xstrdup("not measured");
-                        if (!verdict)
-                                verdict = json_is_true(pass)    ? "PASS"
-                                          : json_is_false(pass) ? "FAIL"
-                                                                : "not measured";
-                        if (strcasecmp(verdict, "fail") == 0)
-                                state = 2;
-                        else if (strcasecmp(verdict, "pass") != 0)
-                                state = MX_MAX(state, 1);
-                        fprintf(f, "| %s | %s | %s | %s |\n", a, b, d,
-                                strcasecmp(verdict, "pass") == 0   ? "PASS"
-                                : strcasecmp(verdict, "fail") == 0 ? "FAIL"
-                                                                   : verdict);
-                }
-                if (json_is_string(json_object_get(given, "overall")) &&
-                    strcasecmp(json_string_value(json_object_get(given, "overall")), "pass") != 0)
-                        state = MX_MAX(state, streq(json_string_value(json_object_get(given, "overall")), "fail")
-                                                      ? 2
-                                                      : 1);
-                fputs("\nEvaluated by mxmatrixd (the job's criteria).\n", f);
-        } else if (json_array_size(json_object_get(feature, "criteria")) > 0) {
-                json_array_foreach (json_object_get(feature, "criteria"), i, c) {
-                        const char *text = json_string_value(
-                                json_array_get(json_object_get(feature, "criteria_text"), i));
-                        _cleanup_free_ char *note =
-                                json_is_string(json_object_get(c, "note"))
-                                        ? xasprintf("%s (%s)", text ?: "?",
-                                                    json_string_value(json_object_get(c, "note")))
-                                        : xstrdup(text ?: "?");
-
-                        criterion_row(f, c, note, base, run, &state, defs);
-                }
-                fprintf(f,
-                        "\nEvaluated from the runs: the feature run r%" JSON_INTEGER_FORMAT
-                        " against the baseline run%s.\n",
-                        json_integer_value(json_object_get(run, "id")),
-                        base ? "" : " (none in this job: relative criteria are not measured)");
-                if (base)
-                        fprintf(f, "Baseline run: r%" JSON_INTEGER_FORMAT ".\n",
-                                json_integer_value(json_object_get(base, "id")));
-        } else {
+        items = evaluated_items(given, &own);
+        if (json_is_array(items) && json_array_size(items) > 0)
+                evaluated_rows(f, given, items, &state);
+        else if (json_array_size(json_object_get(feature, "criteria")) > 0)
+                feature_rows(f, feature, base, run, &state, defs);
+        else {
                 fputs("| (the feature declares no criteria) | - | - | - |\n", f);
                 state = 1;
         }

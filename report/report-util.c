@@ -206,6 +206,12 @@ char *rep_result_counts(json_t *doc)
         return mx_result_counts_text(counts, true);
 }
 
+void rep_matrix_changed_note(FILE *f, json_t *doc)
+{
+        if (json_is_false(json_object_get(rep_matrix(doc), "current")))
+                fputs("The matrix file changed after the job was planned: its declarations below are today's.\n", f);
+}
+
 /* ---- metrics ---- */
 
 static json_t *l4_metrics(json_t *run)

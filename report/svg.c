@@ -252,38 +252,36 @@ static const char *seg_class(const struct svg_stacked *c, size_t k, char buf[sta
         return buf;
 }
 
-void svg_stacked_chart(struct mx_buf *b, const struct svg_stacked *c)
+/* A legend entry's width: its swatch, its label and the gap before the next. */
+static double legend_width(const char *part)
 {
-        char cls[8];
-        const double W = 760, row = 22, bottom = 40;
-        size_t n = MX_MIN(c->n, (size_t)SVG_MAX_ITEMS), chars = 8, legend = 1;
-        double top, left, right = W - 56, h, max = 0, lx = 10;
-        struct svg_axis ax;
+        return 18 + CHAR_W * (double)label_chars(part) + 12;
+}
 
-        for (size_t k = 0; k < c->n_parts; k++) { /* legend rows: entries wrap at the chart's width */
-                double w = 18 + CHAR_W * (double)label_chars(c->parts[k]) + 12;
+/* How many lines the legend takes: its entries wrap at the chart's width W. */
+static size_t legend_lines(const struct svg_stacked *c, double W)
+{
+        size_t lines = 1;
+        double lx = 10;
+
+        for (size_t k = 0; k < c->n_parts; k++) {
+                double w = legend_width(c->parts[k]);
 
                 if (lx + w > W - 10 && lx > 10)
-                        legend++, lx = 10;
+                        lines++, lx = 10;
                 lx += w;
         }
-        top = 30 + 16.0 * (double)legend + 8;
-        for (size_t i = 0; i < n; i++) {
-                double sum = 0;
+        return lines;
+}
 
-                chars = MX_MAX(chars, label_chars(c->rows[i].label));
-                for (size_t k = 0; k < c->n_parts; k++)
-                        if (isfinite(c->rows[i].values[k]) && c->rows[i].values[k] > 0)
-                                sum += c->rows[i].values[k];
-                max = MX_MAX(max, sum);
-        }
-        left = MX_MIN(10 + CHAR_W * (double)chars, 340);
-        h = top + row * (double)MX_MAX(n, (size_t)1) + bottom;
-        svg_axis_nice(0, max, 6, &ax);
-        open_svg(b, "stacked", c->id, c->title, W, h);
-        lx = 10;
+/* The legend: a swatch and a label per part, wrapped as legend_lines() counts them. */
+static void legend_write(struct mx_buf *b, const struct svg_stacked *c, double W)
+{
+        char cls[8];
+        double lx = 10;
+
         for (size_t k = 0, line = 0; k < c->n_parts; k++) {
-                double w = 18 + CHAR_W * (double)label_chars(c->parts[k]) + 12, y;
+                double w = legend_width(c->parts[k]), y;
 
                 if (lx + w > W - 10 && lx > 10)
                         line++, lx = 10;
@@ -295,46 +293,83 @@ void svg_stacked_chart(struct mx_buf *b, const struct svg_stacked *c)
                 mx_buf_puts(b, "</text>\n");
                 lx += w;
         }
-        horizontal_axis(b, &ax, left, right, top, h - bottom, h, c->unit);
+}
+
+/* Of the first n rows: the widest label in characters (at least 8), and the largest total. */
+static void stacked_extent(const struct svg_stacked *c, size_t n, size_t *ret_chars, double *ret_max)
+{
+        *ret_chars = 8;
+        *ret_max = 0;
         for (size_t i = 0; i < n; i++) {
-                const struct svg_stack_row *r = &c->rows[i];
-                double y = top + row * (double)i, acc = 0;
-                bool any = false;
+                double sum = 0;
 
-                mx_buf_printf(b, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">",
-                              left - 6, y + 15);
-                put_label(b, r->label);
-                mx_buf_puts(b, "</text>");
-                for (size_t k = 0; k < c->n_parts; k++) {
-                        double v = r->values[k], x0, x1;
-                        _cleanup_free_ char *num = NULL, *t = NULL;
-
-                        if (!isfinite(v) || v <= 0)
-                                continue;
-                        x0 = map(&ax, acc, left, right);
-                        acc += v;
-                        x1 = map(&ax, acc, left, right);
-                        num = svg_number(v);
-                        t = xasprintf("%s: %s %s", c->parts[k], num, c->unit);
-                        mx_buf_printf(b,
-                                      "<rect class=\"mark seg %s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                                      "height=\"14\">",
-                                      seg_class(c, k, cls), x0, y + 4, MX_MAX(x1 - x0, 0.5));
-                        tip(b, t);
-                        mx_buf_puts(b, "</rect>");
-                        any = true;
-                }
-                if (!any)
-                        mx_buf_printf(b, "<text class=\"na\" x=\"%.1f\" y=\"%.1f\">not measured</text>",
-                                      left + 4, y + 15);
-                else {
-                        _cleanup_free_ char *num = svg_number(acc);
-
-                        mx_buf_printf(b, "<text class=\"value\" x=\"%.1f\" y=\"%.1f\">%s</text>",
-                                      map(&ax, acc, left, right) + 4, y + 15, num);
-                }
-                mx_buf_puts(b, "\n");
+                *ret_chars = MX_MAX(*ret_chars, label_chars(c->rows[i].label));
+                for (size_t k = 0; k < c->n_parts; k++)
+                        if (isfinite(c->rows[i].values[k]) && c->rows[i].values[k] > 0)
+                                sum += c->rows[i].values[k];
+                *ret_max = MX_MAX(*ret_max, sum);
         }
+}
+
+/* Row r at y: its label, a segment per part with a value, then its total, or "not measured". */
+static void stacked_row(struct mx_buf *b, const struct svg_stacked *c, const struct svg_stack_row *r,
+                        const struct svg_axis *ax, double left, double right, double y)
+{
+        char cls[8];
+        double acc = 0;
+        bool any = false;
+
+        mx_buf_printf(b, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", left - 6,
+                      y + 15);
+        put_label(b, r->label);
+        mx_buf_puts(b, "</text>");
+        for (size_t k = 0; k < c->n_parts; k++) {
+                double v = r->values[k], x0, x1;
+                _cleanup_free_ char *num = NULL, *t = NULL;
+
+                if (!isfinite(v) || v <= 0)
+                        continue;
+                x0 = map(ax, acc, left, right);
+                acc += v;
+                x1 = map(ax, acc, left, right);
+                num = svg_number(v);
+                t = xasprintf("%s: %s %s", c->parts[k], num, c->unit);
+                mx_buf_printf(b,
+                              "<rect class=\"mark seg %s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                              "height=\"14\">",
+                              seg_class(c, k, cls), x0, y + 4, MX_MAX(x1 - x0, 0.5));
+                tip(b, t);
+                mx_buf_puts(b, "</rect>");
+                any = true;
+        }
+        if (!any)
+                mx_buf_printf(b, "<text class=\"na\" x=\"%.1f\" y=\"%.1f\">not measured</text>", left + 4,
+                              y + 15);
+        else {
+                _cleanup_free_ char *num = svg_number(acc);
+
+                mx_buf_printf(b, "<text class=\"value\" x=\"%.1f\" y=\"%.1f\">%s</text>",
+                              map(ax, acc, left, right) + 4, y + 15, num);
+        }
+        mx_buf_puts(b, "\n");
+}
+
+void svg_stacked_chart(struct mx_buf *b, const struct svg_stacked *c)
+{
+        const double W = 760, row = 22, bottom = 40;
+        size_t n = MX_MIN(c->n, (size_t)SVG_MAX_ITEMS), chars;
+        double top = 30 + 16.0 * (double)legend_lines(c, W) + 8, left, right = W - 56, h, max;
+        struct svg_axis ax;
+
+        stacked_extent(c, n, &chars, &max);
+        left = MX_MIN(10 + CHAR_W * (double)chars, 340);
+        h = top + row * (double)MX_MAX(n, (size_t)1) + bottom;
+        svg_axis_nice(0, max, 6, &ax);
+        open_svg(b, "stacked", c->id, c->title, W, h);
+        legend_write(b, c, W);
+        horizontal_axis(b, &ax, left, right, top, h - bottom, h, c->unit);
+        for (size_t i = 0; i < n; i++)
+                stacked_row(b, c, &c->rows[i], &ax, left, right, top + row * (double)i);
         if (c->n > n)
                 mx_buf_printf(b, "<text class=\"na\" x=\"8\" y=\"%.1f\">%zu more left out</text>\n", h - 8,
                               c->n - n);

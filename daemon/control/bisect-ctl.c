@@ -14,7 +14,6 @@
 
 #define BISECT_ACTIVE_PER_UID_MAX 4 /* bisections a user may have resolving or running */
 #include <limits.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -40,9 +39,7 @@ static int bisect_config(struct mx_request *req, const struct mx_matrix *m, int 
                                       "axis=value words)", feature);
                         return -EINVAL;
                 }
-                for (size_t a = 0; a < m->n_axes; a++)
-                        if (m->features[f].set[a] >= 0)
-                                cfg[a] = m->features[f].set[a];
+                mx_feature_apply(m, &m->features[f], cfg);
         }
         /* the same parsing as run and gate: split, then each pin by name or alias (escaped in errors) */
         if (mx_plan_split_pins(json_object_get(req->params, "pins"), &pins, &err) < 0) {
@@ -165,23 +162,13 @@ static bool repo_allowed(struct mx_request *req, const struct mx_matrix *m, cons
         return false;
 }
 
-static char *user_name(uid_t uid)
-{
-        struct passwd pw, *res = NULL;
-        char buf[4096];
-
-        if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
-                return NULL;
-        return xstrdup(pw.pw_name);
-}
-
 static void bisect_start(struct mx_request *req)
 {
         const struct mx_matrix *m = req->d->matrix;
         json_t *p = req->params;
         _cleanup_(mx_plan_freep) struct mx_plan *plan = NULL;
         _cleanup_json_ json_t *levels = NULL, *settings = NULL, *tpl = NULL;
-        _cleanup_free_ char *err = NULL, *user = user_name(req->uid);
+        _cleanup_free_ char *err = NULL, *user = submit_user_name(req->uid);
         _cleanup_free_ int *cfg = NULL;
         char *const reasons[] = { (char *)"bisect", NULL };
         const char *thr = json_string_value(json_object_get(p, "threshold"));

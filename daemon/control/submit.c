@@ -276,7 +276,7 @@ static int check_limits(struct mx_request *req, size_t n)
         return 0;
 }
 
-static char *user_name(uid_t uid)
+char *submit_user_name(uid_t uid)
 {
         struct passwd pw, *res = NULL;
         char buf[4096];
@@ -327,7 +327,7 @@ static void submit_store(struct mx_request *req, const struct mx_matrix *m, cons
                          json_t *about)
 {
         json_t *params = req->params;
-        _cleanup_free_ char *user = user_name(req->uid);
+        _cleanup_free_ char *user = submit_user_name(req->uid);
         char digest[MX_IDENT_HASH_LEN + 1];
         _cleanup_json_ json_t *runs = NULL, *base = submit_job_spec(m, levels, level_settings);
         bool more = false;

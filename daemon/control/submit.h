@@ -15,3 +15,5 @@ struct mx_matrix;
 void submit_handle(struct mx_request *req);
 /* The snapshot part every run of a submission shares: profile, target, model, levels and their settings. */
 json_t *submit_job_spec(const struct mx_matrix *m, json_t *levels, json_t *level_settings);
+/* The login name of uid (what a job records as its user), or NULL when it has none. */
+char *submit_user_name(uid_t uid);

@@ -49,7 +49,79 @@ static void usage(FILE *f)
                    "Exit status: 0; 1 usage or a source that cannot be used; 2 the GPU source failed.\n");
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for besides the sampler's state. */
+struct sample_args {
+        struct mx_sampler_opts o;
+        const char *tag;
+        int64_t pid;
+};
+
+/* The value v of a numeric option (--gpu, --interval, --count, --until-exit, --pid, --smi-timeout). */
+static void set_number(int opt, int64_t v, struct sample_args *a, struct state *st)
+{
+        if (opt == 'g')
+                a->o.gpu = (unsigned)v;
+        else if (opt == 'i')
+                a->o.interval_ms = v;
+        else if (opt == 'n')
+                st->count = v;
+        else if (opt == 'u') {
+                st->until_exit = (pid_t)v;
+                st->count = 0;
+        } else if (opt == 'p')
+                a->pid = v;
+        else
+                a->o.smi_timeout_ms = v;
+}
+
+/* One option: 1 to go on, 0 when it printed the help, -EINVAL after saying why not. */
+static int sample_option(int opt, struct sample_args *a, struct state *st)
+{
+        int64_t v;
+        int r;
+
+        switch (opt) {
+        case 's':
+                r = mx_sample_source_from_string(optarg);
+                if (r < 0) {
+                        fprintf(stderr, "mxmatrix-sample: --source %s: not auto, nvml, nvidia-smi or proc\n",
+                                optarg);
+                        return -EINVAL;
+                }
+                a->o.source = r;
+                return 1;
+        case 'g':
+        case 'i':
+        case 'n':
+        case 'u':
+        case 'p':
+        case 'T':
+                if (mx_parse_int64(optarg, 0, INT32_MAX, &v) < 0) {
+                        fprintf(stderr, "mxmatrix-sample: %s: not a number\n", optarg);
+                        return -EINVAL;
+                }
+                set_number(opt, v, a, st);
+                return 1;
+        case 't':
+                a->tag = optarg;
+                return 1;
+        case 'N':
+                a->o.nvml_path = optarg;
+                return 1;
+        case 'S':
+                a->o.smi_path = optarg;
+                return 1;
+        case 'h':
+                usage(stdout);
+                return 0;
+        default:
+                usage(stderr);
+                return -EINVAL;
+        }
+}
+
+/* The command line into a and st: 1 to go on, 0 when it printed the help, -EINVAL after saying why not. */
+static int parse_args(int argc, char **argv, struct sample_args *a, struct state *st)
 {
         static const struct option options[] = {
                 {"source", required_argument, NULL, 's'},
@@ -65,104 +137,76 @@ int main(int argc, char **argv)
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
-        struct mx_sampler_opts o = {};
-        struct state st = {.count = 1};
+        int opt, r;
+
+        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                if ((r = sample_option(opt, a, st)) <= 0)
+                        return r;
+        if (optind < argc || (st->count == 0 && st->until_exit <= 0)) {
+                usage(stderr);
+                return -EINVAL;
+        }
+        if (a->tag && !proc_tag_is_valid(a->tag)) {
+                fprintf(stderr, "mxmatrix-sample: --tag %s: not a valid run tag\n", a->tag);
+                return -EINVAL;
+        }
+        return 1;
+}
+
+/* The summary line after several samples. */
+static void print_summary(struct mx_sampler *s)
+{
+        _cleanup_json_ json_t *j =
+                json_pack("{s:o, s:I}", "summary", mx_sample_summary_to_json(mx_sampler_summary(s)),
+                          "skipped", (json_int_t)mx_sampler_skipped(s));
+        _cleanup_free_ char *text = json_dumps(j, JSON_COMPACT);
+
+        printf("%s\n", text);
+}
+
+/* Take the samples st asks for, on an event loop of its own: the exit status. */
+static int sample(struct state *st, const struct sample_args *a)
+{
         _cleanup_(mx_sampler_freep) struct mx_sampler *s = NULL;
         _cleanup_(proc_reaper_freep) struct proc_reaper *reaper = NULL;
         _cleanup_free_ char *err = NULL;
-        const char *tag = NULL;
-        int64_t v, pid = 0;
-        int opt, r;
+        int r;
 
-        while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                switch (opt) {
-                case 's':
-                        r = mx_sample_source_from_string(optarg);
-                        if (r < 0) {
-                                fprintf(stderr,
-                                        "mxmatrix-sample: --source %s: not auto, nvml, nvidia-smi or proc\n",
-                                        optarg);
-                                return 1;
-                        }
-                        o.source = r;
-                        break;
-                case 'g':
-                case 'i':
-                case 'n':
-                case 'u':
-                case 'p':
-                case 'T':
-                        if (mx_parse_int64(optarg, 0, INT32_MAX, &v) < 0) {
-                                fprintf(stderr, "mxmatrix-sample: %s: not a number\n", optarg);
-                                return 1;
-                        }
-                        if (opt == 'g')
-                                o.gpu = (unsigned)v;
-                        else if (opt == 'i')
-                                o.interval_ms = v;
-                        else if (opt == 'n')
-                                st.count = v;
-                        else if (opt == 'u') {
-                                st.until_exit = (pid_t)v;
-                                st.count = 0;
-                        } else if (opt == 'p')
-                                pid = v;
-                        else
-                                o.smi_timeout_ms = v;
-                        break;
-                case 't':
-                        tag = optarg;
-                        break;
-                case 'N':
-                        o.nvml_path = optarg;
-                        break;
-                case 'S':
-                        o.smi_path = optarg;
-                        break;
-                case 'h':
-                        usage(stdout);
-                        return 0;
-                default:
-                        usage(stderr);
-                        return 1;
-                }
-        }
-        if (optind < argc || (st.count == 0 && st.until_exit <= 0)) {
-                usage(stderr);
-                return 1;
-        }
-        if (tag && !proc_tag_is_valid(tag)) {
-                fprintf(stderr, "mxmatrix-sample: --tag %s: not a valid run tag\n", tag);
-                return 1;
-        }
-        signal(SIGPIPE, SIG_IGN);
-        st.base = event_base_new();
-        if (!st.base || proc_reaper_new(st.base, &reaper) < 0) {
+        st->base = event_base_new();
+        if (!st->base || proc_reaper_new(st->base, &reaper) < 0) {
                 fprintf(stderr, "mxmatrix-sample: cannot set up the event loop\n");
                 return 1;
         }
-        r = mx_sampler_new(st.base, reaper, &o, sample_cb, &st, &s, &err);
+        r = mx_sampler_new(st->base, reaper, &a->o, sample_cb, st, &s, &err);
         if (r < 0) {
                 fprintf(stderr, "mxmatrix-sample: %s\n", strna(err));
-                event_base_free(st.base);
+                event_base_free(st->base);
                 return 1;
         }
-        if (tag || pid > 0)
-                mx_sampler_set_tree(s, tag ? &(struct proc_match){.tag = tag} : NULL, (pid_t)pid);
-        if (st.count == 1)
+        if (a->tag || a->pid > 0)
+                mx_sampler_set_tree(s, a->tag ? &(struct proc_match){.tag = a->tag} : NULL, (pid_t)a->pid);
+        if (st->count == 1)
                 mx_sampler_request(s);
         else
                 mx_sampler_start(s);
-        event_base_dispatch(st.base);
-        if (st.count != 1) {
-                _cleanup_json_ json_t *j =
-                        json_pack("{s:o, s:I}", "summary", mx_sample_summary_to_json(mx_sampler_summary(s)),
-                                  "skipped", (json_int_t)mx_sampler_skipped(s));
-                _cleanup_free_ char *text = json_dumps(j, JSON_COMPACT);
-                printf("%s\n", text);
-        }
+        event_base_dispatch(st->base);
+        if (st->count != 1)
+                print_summary(s);
         s = mx_sampler_free(s);
         reaper = proc_reaper_free(reaper);
-        event_base_free(st.base);
-        return st.gpu_failed ? 2 : 0;
+        event_base_free(st->base);
+        return st->gpu_failed ? 2 : 0;
+}
+
+int main(int argc, char **argv)
+{
+        struct sample_args a = {};
+        struct state st = {.count = 1};
+        int r;
+
+        r = parse_args(argc, argv, &a, &st);
+        if (r <= 0)
+                return r < 0 ? 1 : 0;
+        signal(SIGPIPE, SIG_IGN);
+        return sample(&st, &a);
 }

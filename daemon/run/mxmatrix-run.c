@@ -285,14 +285,68 @@ static int health_start(struct mxrun *m, json_t *argv_j)
         return 0;
 }
 
+/* RUNDIR/ctx.json into m->ctx and RUNDIR/events.jsonl opened: 0, or -1 after saying why not. */
+static int ctx_load(struct mxrun *m)
+{
+        _cleanup_free_ char *ctx_path = xasprintf("%s/ctx.json", m->dir), *ev_path = NULL;
+        json_error_t jerr;
+        struct stat st;
+
+        if (stat(ctx_path, &st) < 0 || st.st_size > MXRUN_CTX_MAX) {
+                fprintf(stderr, "mxmatrix-run: %s: %s\n", ctx_path, errno ? strerror(errno) : "larger than 16 MiB");
+                return -1;
+        }
+        m->ctx = json_load_file(ctx_path, JSON_REJECT_DUPLICATES, &jerr);
+        if (!json_is_object(m->ctx)) {
+                fprintf(stderr, "mxmatrix-run: %s:%d:%d: %s\n", ctx_path, jerr.line, jerr.column,
+                        m->ctx ? "expected an object" : jerr.text);
+                return -1;
+        }
+        ev_path = xasprintf("%s/events.jsonl", m->dir);
+        m->events_fd = open(ev_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+        if (m->events_fd < 0) {
+                fprintf(stderr, "mxmatrix-run: cannot open %s: %m\n", ev_path);
+                return -1;
+        }
+        return 0;
+}
+
+/* The event loop, the reaper, HTTP, SIGTERM and the timers (the run's own armed): 0, or -1. */
+static int loop_setup(struct mxrun *m)
+{
+        _cleanup_free_ char *err = NULL;
+        int64_t ms;
+        int r;
+
+        (void)signal(SIGPIPE, SIG_IGN);
+        r = proc_subreaper_enable();
+        if (r < 0)
+                log_warning_errno(r, "cannot become a child subreaper; escaped server processes are found by tag");
+        m->base = event_base_new();
+        if (!m->base || proc_reaper_new(m->base, &m->reaper) < 0 || mx_http_new(m->base, &m->http, &err) < 0) {
+                fprintf(stderr, "mxmatrix-run: cannot set up the event loop: %s\n", strna(err));
+                return -1;
+        }
+        (void)proc_run_begin(NULL, NULL); /* every process adopted from now on is this run's */
+        m->timeout_ev = evtimer_new(m->base, timeout_cb, m);
+        m->term_ev = evsignal_new(m->base, SIGTERM, term_cb, m);
+        m->health_timer = evtimer_new(m->base, health_timeout_cb, m);
+        if (!m->timeout_ev || !m->term_ev || !m->health_timer || event_add(m->term_ev, NULL) < 0)
+                return -1;
+        ms = ctx_int(m, "run_timeout_ms");
+        if (ms > 0) {
+                struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+                evtimer_add(m->timeout_ev, &tv);
+        }
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
-        _cleanup_free_ char *ctx_path = NULL, *ev_path = NULL, *err = NULL;
         struct mxrun m = { .events_fd = -1 };
-        json_error_t jerr;
         json_t *health;
-        int64_t ms;
-        int r, rc = 1;
+        int rc;
 
         if (argc != 2 || argv[1][0] == '-') {
                 fprintf(stderr, "usage: mxmatrix-run RUNDIR\n"
@@ -304,49 +358,8 @@ int main(int argc, char **argv)
         m.dir = argv[1];
         if (gethostname(m.hostname, sizeof(m.hostname) - 1) < 0)
                 snprintf(m.hostname, sizeof(m.hostname), "unknown");
-        ctx_path = xasprintf("%s/ctx.json", m.dir);
-        {
-                struct stat st;
-
-                if (stat(ctx_path, &st) < 0 || st.st_size > MXRUN_CTX_MAX) {
-                        fprintf(stderr, "mxmatrix-run: %s: %s\n", ctx_path,
-                                errno ? strerror(errno) : "larger than 16 MiB");
-                        return 1;
-                }
-        }
-        m.ctx = json_load_file(ctx_path, JSON_REJECT_DUPLICATES, &jerr);
-        if (!json_is_object(m.ctx)) {
-                fprintf(stderr, "mxmatrix-run: %s:%d:%d: %s\n", ctx_path, jerr.line, jerr.column,
-                        m.ctx ? "expected an object" : jerr.text);
+        if (ctx_load(&m) < 0 || loop_setup(&m) < 0)
                 return 1;
-        }
-        ev_path = xasprintf("%s/events.jsonl", m.dir);
-        m.events_fd = open(ev_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-        if (m.events_fd < 0) {
-                fprintf(stderr, "mxmatrix-run: cannot open %s: %m\n", ev_path);
-                return 1;
-        }
-        (void)signal(SIGPIPE, SIG_IGN);
-        r = proc_subreaper_enable();
-        if (r < 0)
-                log_warning_errno(r, "cannot become a child subreaper; escaped server processes are found by tag");
-        m.base = event_base_new();
-        if (!m.base || proc_reaper_new(m.base, &m.reaper) < 0 || mx_http_new(m.base, &m.http, &err) < 0) {
-                fprintf(stderr, "mxmatrix-run: cannot set up the event loop: %s\n", strna(err));
-                return 1;
-        }
-        (void)proc_run_begin(NULL, NULL); /* every process adopted from now on is this run's */
-        m.timeout_ev = evtimer_new(m.base, timeout_cb, &m);
-        m.term_ev = evsignal_new(m.base, SIGTERM, term_cb, &m);
-        m.health_timer = evtimer_new(m.base, health_timeout_cb, &m);
-        if (!m.timeout_ev || !m.term_ev || !m.health_timer || event_add(m.term_ev, NULL) < 0)
-                return 1;
-        ms = ctx_int(&m, "run_timeout_ms");
-        if (ms > 0) {
-                struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
-
-                evtimer_add(m.timeout_ev, &tv);
-        }
         put_event(&m, json_pack("{s:s,s:s,s:s?}", "t", "started", "node", m.hostname, "slurm_job_id",
                                 getenv("SLURM_JOB_ID")));
         health = json_object_get(m.ctx, "health_command");

@@ -146,6 +146,17 @@ int db_one_row_args(struct mx_db *db, const char *sql, sqlite3_stmt **ret, const
         return rc == SQLITE_DONE ? 0 : db_errno(db, rc);
 }
 
+int db_one_int_args(struct mx_db *db, const char *sql, int64_t *ret, const struct db_arg *args, size_t n)
+{
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = db_one_row_args(db, sql, &s, args, n);
+
+        if (r <= 0)
+                return r < 0 ? r : -ENOENT;
+        *ret = sqlite3_column_int64(s, 0);
+        return 0;
+}
+
 int db_update_args(struct mx_db *db, const char *sql, const struct db_arg *args, size_t n)
 {
         _cleanup_stmt_ sqlite3_stmt *s = NULL;

@@ -98,6 +98,9 @@ struct db_arg {
 int db_one_row_args(struct mx_db *db, const char *sql, sqlite3_stmt **ret, const struct db_arg *args,
                     size_t n);
 #define db_one_row(db, sql, ret, ...) db_one_row_args(db, sql, ret, DB_ARGS(__VA_ARGS__))
+/* The first column of a one-row statement as an integer: 0 with *ret, -ENOENT without a row, or -errno. */
+int db_one_int_args(struct mx_db *db, const char *sql, int64_t *ret, const struct db_arg *args, size_t n);
+#define db_one_int(db, sql, ret, ...) db_one_int_args(db, sql, ret, DB_ARGS(__VA_ARGS__))
 /* A statement run for its effect (no row wanted): 0, or the SQLite error as -errno. */
 int db_update_args(struct mx_db *db, const char *sql, const struct db_arg *args, size_t n);
 #define db_update(db, sql, ...) db_update_args(db, sql, DB_ARGS(__VA_ARGS__))

@@ -143,13 +143,8 @@ int queue_count_queued(struct mx_db *db, uid_t uid, int64_t *ret)
         /* user_counts (migration 002): one row, where counting runs walked every queued run. */
         static const char sql[] = "SELECT coalesce(sum(n), 0) FROM user_counts "
                                   "WHERE uid = ? AND state = 'queued'";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_one_row(db, sql, &s, DB_INT(uid));
 
-        if (r <= 0)
-                return r;
-        *ret = sqlite3_column_int64(s, 0);
-        return 0;
+        return db_one_int(db, sql, ret, DB_INT(uid));
 }
 
 void queue_next_done(struct queue_next *n)
@@ -657,13 +652,8 @@ int queue_confirm_facts(struct mx_db *db, int64_t for_attempt, struct queue_conf
 int queue_confirm_of(struct mx_db *db, int64_t attempt, int64_t *ret_for)
 {
         static const char sql[] = "SELECT coalesce(confirm_of, 0) FROM attempts WHERE id = ?";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_one_row(db, sql, &s, DB_INT(attempt));
 
-        if (r <= 0)
-                return r < 0 ? r : -ENOENT;
-        *ret_for = sqlite3_column_int64(s, 0);
-        return 0;
+        return db_one_int(db, sql, ret_for, DB_INT(attempt));
 }
 
 /* Replace the L5 row of the attempt (its started_at stays). */
@@ -784,13 +774,12 @@ void queue_open_attempts_free(struct queue_open_attempt *a, size_t n)
 int queue_job_owner(struct mx_db *db, int64_t job, uid_t *ret_uid)
 {
         static const char sql[] = "SELECT uid FROM jobs WHERE id = ?";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_one_row(db, sql, &s, DB_INT(job));
+        int64_t v;
+        int r = db_one_int(db, sql, &v, DB_INT(job));
 
-        if (r <= 0)
-                return r < 0 ? r : -ENOENT;
-        *ret_uid = (uid_t)sqlite3_column_int64(s, 0);
-        return 0;
+        if (r >= 0)
+                *ret_uid = (uid_t)v;
+        return r;
 }
 
 int queue_run_owner(struct mx_db *db, int64_t run, uid_t *ret_uid, int64_t *ret_job)
@@ -876,13 +865,8 @@ static int owner_queued(struct mx_db *db, int64_t job, int64_t *ret)
 {
         static const char sql[] = "SELECT coalesce(sum(n), 0) FROM user_counts "
                                   "WHERE uid = (SELECT uid FROM jobs WHERE id = ?) AND state = 'queued'";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_one_row(db, sql, &s, DB_INT(job));
 
-        if (r <= 0)
-                return r;
-        *ret = sqlite3_column_int64(s, 0);
-        return 0;
+        return db_one_int(db, sql, ret, DB_INT(job));
 }
 
 static int retry_body(struct mx_db *db, int64_t job, int64_t run, bool all, uid_t by, int64_t max_queued,
@@ -1012,13 +996,12 @@ static int attempt_bound_count(struct mx_db *db, int64_t attempt, bool infra, in
         static const char sql[] = "SELECT count(*) FROM attempts a JOIN attempts x ON x.id = ?1 "
                                   "WHERE a.run_id = x.run_id AND a.confirm_of IS x.confirm_of AND a.id != x.id "
                                   "AND (a.outcome = 'interrupted' OR (?2 AND a.outcome = 'infra-error'))";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_one_row(db, sql, &s, DB_INT(attempt), DB_INT(infra));
+        int64_t v;
+        int r = db_one_int(db, sql, &v, DB_INT(attempt), DB_INT(infra));
 
-        if (r <= 0)
-                return r;
-        *ret = sqlite3_column_int(s, 0);
-        return 0;
+        if (r >= 0)
+                *ret = (int)v;
+        return r;
 }
 
 int queue_attempt_interruptions(struct mx_db *db, int64_t attempt, int *ret)
@@ -1298,13 +1281,8 @@ int queue_run_json(struct mx_db *db, int64_t run, bool with_details, json_t **re
 int queue_job_run_seq(struct mx_db *db, int64_t job, int64_t run, int64_t *ret_seq)
 {
         static const char sql[] = "SELECT seq FROM runs WHERE id = ? AND job_id = ?";
-        _cleanup_stmt_ sqlite3_stmt *s = NULL;
-        int r = db_one_row(db, sql, &s, DB_INT(run), DB_INT(job));
 
-        if (r <= 0)
-                return r < 0 ? r : -ENOENT;
-        *ret_seq = sqlite3_column_int64(s, 0);
-        return 0;
+        return db_one_int(db, sql, ret_seq, DB_INT(run), DB_INT(job));
 }
 
 int queue_job_runs_json(struct mx_db *db, int64_t job, int64_t after_seq, int limit, json_t **ret,

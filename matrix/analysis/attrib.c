@@ -689,16 +689,13 @@ static void build_groups(struct mx_attrib_class *cl)
         }
 }
 
-/* One class: search every failing configuration, rank, keep the best, count coverage. */
-static void analyse_class(const struct work *w, int cls, unsigned t, struct mx_attrib_result *res,
-                          struct mx_attrib_class *cl)
+/* Search each failing configuration of class cls for the sets explaining it (into ft); count cl->failing. */
+static void search_class(const struct work *w, int cls, unsigned t, struct found_table *ft,
+                         struct mx_attrib_class *cl)
 {
-        struct found_table ft = {};
-        size_t L_max = 0;
         _cleanup_free_ uint64_t *scratch = xcalloc(MX_MAX(w->words, (size_t)1), sizeof(uint64_t));
         _cleanup_free_ bool *e2 = NULL;
-        _cleanup_free_ bool *covered = NULL, *covered_smaller = NULL;
-        size_t n = 0;
+        size_t L_max = 0;
 
         for (size_t c = 0; c < w->n_cfg; c++)
                 if (w->cfg[c].status == cls)
@@ -707,69 +704,106 @@ static void analyse_class(const struct work *w, int cls, unsigned t, struct mx_a
         for (size_t c = 0; c < w->n_cfg; c++)
                 if (w->cfg[c].status == cls) {
                         cl->failing += w->cfg[c].weight;
-                        search_config(w, c, t, &ft, scratch, e2);
+                        search_config(w, c, t, ft, scratch, e2);
                 }
-        cl->truncated = ft.full;
-        cl->sets = xcalloc(MX_MAX(ft.n, (size_t)1), sizeof(struct mx_attrib_set));
-        for (size_t i = 0; i < ft.n_slots; i++)
-                if (ft.v[i].key) {
-                        unpack(ft.v[i].key, &cl->sets[n]);
+}
+
+/* The sets found (ft, whose table is freed) into cl->sets, pairs sorted, best ranked first: how many. */
+static size_t ranked_sets(const struct mx_attrib_result *res, struct found_table *ft,
+                          struct mx_attrib_class *cl)
+{
+        size_t n = 0;
+
+        cl->truncated = ft->full;
+        cl->sets = xcalloc(MX_MAX(ft->n, (size_t)1), sizeof(struct mx_attrib_set));
+        for (size_t i = 0; i < ft->n_slots; i++)
+                if (ft->v[i].key) {
+                        unpack(ft->v[i].key, &cl->sets[n]);
                         sort_pairs(res, &cl->sets[n]);
-                        cl->sets[n++].support = ft.v[i].support;
+                        cl->sets[n++].support = ft->v[i].support;
                 }
-        free(ft.v);
+        free(ft->v);
         sort_result = res;
         qsort(cl->sets, n, sizeof(struct mx_attrib_set), cmp_sets);
-        /*
-         * Count who else holds each set, best ranked first, and drop the redundant ones:
-         *  - a set all of whose failures of this class smaller sets already explain (Occam:
-         *    activation=mxfp4 ∧ graphs=off when every such run also had sinks=on);
-         *  - a set that runs failing another way hold, whose failures of this class
-         *    better-ranked sets already explain: it is there only because the other failures
-         *    did not veto it (kernel=cutlass ∧ tile=64x128 under a crash that hit every run
-         *    with graphs=on ∧ spec=eagle3).
-         * Sets of one size that add failures stay, ties included.
-         */
-        covered = xcalloc(MX_MAX(w->n_cfg, (size_t)1), sizeof(bool));
-        covered_smaller = xcalloc(MX_MAX(w->n_cfg, (size_t)1), sizeof(bool));
-        {
-                size_t kept = 0, examined = 0;
-                unsigned size = 0;
+        return n;
+}
 
-                for (size_t i = 0; i < n; i++) {
-                        struct mx_attrib_set *s = &cl->sets[i];
-                        bool adds = false, adds_to_smaller = false;
+/*
+ * Count who else holds set s: flaky configurations and those failing another way. Whether s holds a
+ * failure of class cls that covered does not hold (*ret_adds), and one that covered_smaller does not
+ * (returned).
+ */
+static bool set_adds(const struct work *w, int cls, struct mx_attrib_set *s, const bool *covered,
+                     const bool *covered_smaller, bool *ret_adds)
+{
+        bool adds = false, adds_to_smaller = false;
 
-                        if (kept >= MX_ATTRIB_MAX_SETS || ++examined > MX_ATTRIB_MAX_EXAMINED) {
-                                cl->truncated = true;
-                                break;
-                        }
-                        if (s->n != size) {
-                                memcpy(covered_smaller, covered, w->n_cfg * sizeof(bool));
-                                size = s->n;
-                        }
-                        for (size_t c = 0; c < w->n_cfg; c++) {
-                                if (!holds(w, c, s))
-                                        continue;
-                                if (w->cfg[c].status == cls) {
-                                        adds = adds || !covered[c];
-                                        adds_to_smaller = adds_to_smaller || !covered_smaller[c];
-                                } else if (w->cfg[c].status == STATUS_FLAKY)
-                                        s->flaky += w->cfg[c].weight;
-                                else if (w->cfg[c].status >= 0)
-                                        s->other += w->cfg[c].weight;
-                        }
-                        if (!adds_to_smaller || (s->other > 0 && !adds))
-                                continue;
-                        for (size_t c = 0; c < w->n_cfg; c++)
-                                if (w->cfg[c].status == cls && holds(w, c, s))
-                                        covered[c] = true;
-                        s->complete = s->support == cl->failing;
-                        cl->sets[kept++] = *s;
-                }
-                n = kept;
+        for (size_t c = 0; c < w->n_cfg; c++) {
+                if (!holds(w, c, s))
+                        continue;
+                if (w->cfg[c].status == cls) {
+                        adds = adds || !covered[c];
+                        adds_to_smaller = adds_to_smaller || !covered_smaller[c];
+                } else if (w->cfg[c].status == STATUS_FLAKY)
+                        s->flaky += w->cfg[c].weight;
+                else if (w->cfg[c].status >= 0)
+                        s->other += w->cfg[c].weight;
         }
-        cl->n_sets = n;
+        *ret_adds = adds;
+        return adds_to_smaller;
+}
+
+/*
+ * Count who else holds each of the n ranked sets, best ranked first, and drop the redundant ones:
+ *  - a set all of whose failures of this class smaller sets already explain (Occam:
+ *    activation=mxfp4 ∧ graphs=off when every such run also had sinks=on);
+ *  - a set that runs failing another way hold, whose failures of this class
+ *    better-ranked sets already explain: it is there only because the other failures
+ *    did not veto it (kernel=cutlass ∧ tile=64x128 under a crash that hit every run
+ *    with graphs=on ∧ spec=eagle3).
+ * Sets of one size that add failures stay, ties included. covered: the configurations the kept sets
+ * explain. Returns how many are kept (at the front of cl->sets).
+ */
+static size_t prune_sets(const struct work *w, int cls, struct mx_attrib_class *cl, size_t n, bool *covered)
+{
+        _cleanup_free_ bool *covered_smaller = xcalloc(MX_MAX(w->n_cfg, (size_t)1), sizeof(bool));
+        size_t kept = 0, examined = 0;
+        unsigned size = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                struct mx_attrib_set *s = &cl->sets[i];
+                bool adds;
+
+                if (kept >= MX_ATTRIB_MAX_SETS || ++examined > MX_ATTRIB_MAX_EXAMINED) {
+                        cl->truncated = true;
+                        break;
+                }
+                if (s->n != size) {
+                        memcpy(covered_smaller, covered, w->n_cfg * sizeof(bool));
+                        size = s->n;
+                }
+                if (!set_adds(w, cls, s, covered, covered_smaller, &adds) || (s->other > 0 && !adds))
+                        continue;
+                for (size_t c = 0; c < w->n_cfg; c++)
+                        if (w->cfg[c].status == cls && holds(w, c, s))
+                                covered[c] = true;
+                s->complete = s->support == cl->failing;
+                cl->sets[kept++] = *s;
+        }
+        return kept;
+}
+
+/* One class: search every failing configuration, rank, keep the best, count coverage. */
+static void analyse_class(const struct work *w, int cls, unsigned t, struct mx_attrib_result *res,
+                          struct mx_attrib_class *cl)
+{
+        struct found_table ft = {};
+        _cleanup_free_ bool *covered = xcalloc(MX_MAX(w->n_cfg, (size_t)1), sizeof(bool));
+        size_t n;
+
+        search_class(w, cls, t, &ft, cl);
+        n = ranked_sets(res, &ft, cl);
+        cl->n_sets = prune_sets(w, cls, cl, n, covered);
         for (size_t c = 0; c < w->n_cfg; c++)
                 if (w->cfg[c].status == cls && !covered[c])
                         cl->unexplained += w->cfg[c].weight;

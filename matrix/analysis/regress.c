@@ -512,33 +512,34 @@ static struct check *check_new(struct report *r)
         return &r->v[r->n++];
 }
 
+/* One side's starts (docs) of a row: each start's mean t/s into starts, every request's t/s into reqs. */
+static void side_add(struct sample *starts, struct sample *reqs, json_t *docs, json_t *row)
+{
+        json_t *doc, *rr;
+        size_t i;
+
+        json_array_foreach (docs, i, doc)
+                if ((rr = find_row(doc, row))) {
+                        struct sample one = {};
+
+                        sample_add_json(&one, json_object_get(json_object_get(rr, "tps"), "values"));
+                        sample_add(starts, mean_of(one.v, one.n));
+                        sample_add_json(reqs, json_object_get(json_object_get(rr, "tps"), "values"));
+                        sample_done(&one);
+                }
+}
+
 /* One llama-benchy row: one mean t/s per start on each side, the requests for the within-start test. */
-static void check_row(struct report *r, json_t *row, json_t *curs, json_t *refs, const struct mx_regress_opts *o)
+static void check_row(struct report *r, json_t *row, json_t *curs, json_t *refs,
+                      const struct mx_regress_opts *o)
 {
         struct sample cur_req = {}, ref_req = {};
         struct check *c;
-        json_t *doc, *rr, *obj;
-        size_t i;
+        json_t *obj;
 
         c = check_new(r);
-        json_array_foreach (curs, i, doc)
-                if ((rr = find_row(doc, row))) {
-                        struct sample one = {};
-
-                        sample_add_json(&one, json_object_get(json_object_get(rr, "tps"), "values"));
-                        sample_add(&c->cur, mean_of(one.v, one.n));
-                        sample_add_json(&cur_req, json_object_get(json_object_get(rr, "tps"), "values"));
-                        sample_done(&one);
-                }
-        json_array_foreach (refs, i, doc)
-                if ((rr = find_row(doc, row))) {
-                        struct sample one = {};
-
-                        sample_add_json(&one, json_object_get(json_object_get(rr, "tps"), "values"));
-                        sample_add(&c->ref, mean_of(one.v, one.n));
-                        sample_add_json(&ref_req, json_object_get(json_object_get(rr, "tps"), "values"));
-                        sample_done(&one);
-                }
+        side_add(&c->cur, &cur_req, curs, row);
+        side_add(&c->ref, &ref_req, refs, row);
         if (c->cur.n == 0 || c->ref.n == 0) {
                 sample_done(&c->cur);
                 sample_done(&c->ref);

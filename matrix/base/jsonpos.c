@@ -211,6 +211,24 @@ static int skip_value(struct scanner *sc, unsigned depth)
         return 0;
 }
 
+/*
+ * Past the value at pos of an object or array whose closing character is close, to the next member or
+ * element: 0 there, -ENOENT at close (no more), -EBADMSG when neither ',' nor close follows.
+ */
+static int skip_to_next(struct scanner *sc, char close)
+{
+        int r = skip_value(sc, 1);
+
+        if (r < 0)
+                return r;
+        skip_ws(sc);
+        if (peek(sc) == ',') {
+                advance(sc);
+                return 0;
+        }
+        return peek(sc) == close ? -ENOENT : -EBADMSG;
+}
+
 /* Move from an object's '{' to the value of member key; on return pos is at the value. */
 static int find_member(struct scanner *sc, const char *key, unsigned *ret_key_line, unsigned *ret_key_col)
 {
@@ -241,15 +259,9 @@ static int find_member(struct scanner *sc, const char *key, unsigned *ret_key_li
                         *ret_key_col = kc;
                         return 0;
                 }
-                r = skip_value(sc, 1);
+                r = skip_to_next(sc, '}');
                 if (r < 0)
                         return r;
-                skip_ws(sc);
-                if (peek(sc) == ',') {
-                        advance(sc);
-                        continue;
-                }
-                return peek(sc) == '}' ? -ENOENT : -EBADMSG;
         }
 }
 
@@ -266,15 +278,9 @@ static int find_element(struct scanner *sc, size_t index)
                 skip_ws(sc);
                 if (i == index)
                         return 0;
-                r = skip_value(sc, 1);
+                r = skip_to_next(sc, ']');
                 if (r < 0)
                         return r;
-                skip_ws(sc);
-                if (peek(sc) == ',') {
-                        advance(sc);
-                        continue;
-                }
-                return peek(sc) == ']' ? -ENOENT : -EBADMSG;
         }
 }
 

@@ -886,6 +886,24 @@ static int parser_group(struct parser *p, const struct mx_csv_record *rec, const
         return 0;
 }
 
+/* The kernel of a row of one launch (ncu details, raw): a new launch ID starts a launch of it. */
+static int launch_kernel(struct parser *p, const struct mx_csv_record *rec, const char *id,
+                         struct mx_profreport_kernel **ret, char **reterr)
+{
+        bool launch;
+        int r;
+
+        if (!*id)
+                return bad_value(p, rec, COL_ID, "is an empty launch ID", reterr);
+        r = parser_group(p, rec, id, &launch, reterr);
+        if (r < 0)
+                return r;
+        *ret = &p->r->kernels[p->cur_kernel];
+        if (launch)
+                (*ret)->instances++;
+        return 0;
+}
+
 /* A metric value; -ENOENT for values that are not numbers ("n/a"), which ncu prints for some metrics. */
 static int metric_value(struct parser *p, const struct mx_csv_record *rec, enum col c, const char *metric,
                         double *ret, char **reterr)
@@ -905,18 +923,12 @@ static int row_ncu_details(struct parser *p, const struct mx_csv_record *rec, ch
         const char *id = field(p, rec, COL_ID), *metric = field(p, rec, COL_METRIC);
         const char *unit = field(p, rec, COL_UNIT);
         struct mx_profreport_kernel *k;
-        bool launch;
         double v, ns;
         int r;
 
-        if (!*id)
-                return bad_value(p, rec, COL_ID, "is an empty launch ID", reterr);
-        r = parser_group(p, rec, id, &launch, reterr);
+        r = launch_kernel(p, rec, id, &k, reterr);
         if (r < 0)
                 return r;
-        k = &p->r->kernels[p->cur_kernel];
-        if (launch)
-                k->instances++;
         r = metric_value(p, rec, COL_VALUE, metric, &v, reterr);
         if (r == -ENOENT)
                 return 0;
@@ -978,7 +990,6 @@ static int row_ncu_raw(struct parser *p, const struct mx_csv_record *rec, char *
 {
         const char *id = field(p, rec, COL_ID);
         struct mx_profreport_kernel *k;
-        bool launch;
         int r;
 
         if (!p->raw_units_seen && !*id) { /* the units row right after the header */
@@ -991,14 +1002,9 @@ static int row_ncu_raw(struct parser *p, const struct mx_csv_record *rec, char *
                 return 0;
         }
         p->raw_units_seen = true;
-        if (!*id)
-                return bad_value(p, rec, COL_ID, "is an empty launch ID", reterr);
-        r = parser_group(p, rec, id, &launch, reterr);
+        r = launch_kernel(p, rec, id, &k, reterr);
         if (r < 0)
                 return r;
-        k = &p->r->kernels[p->cur_kernel];
-        if (launch)
-                k->instances++;
         for (size_t i = 0; i < rec->n_fields; i++) {
                 const char *unit = i < p->n_raw_units ? p->raw_units[i] : "";
                 double v, ns;

@@ -45,107 +45,127 @@ char *mx_criterion_target(const struct mx_matrix_criterion *c)
         }
 }
 
+/* A target's words: ">=" or "<=", a number with or without its sign, and "%" or nothing. */
+struct target_words {
+        bool ge, sign, minus, pct;
+        double v;
+};
+
+static const char *skip_spaces(const char *p)
+{
+        while (*p == ' ')
+                p++;
+        return p;
+}
+
+/* Read the words of target s into t: 0, or -EINVAL when s is no target at all. */
+static int target_scan(const char *s, struct target_words *t)
+{
+        const char *p = skip_spaces(s);
+        char *end;
+
+        *t = (struct target_words){};
+        if (startswith(p, ">="))
+                t->ge = true;
+        else if (!startswith(p, "<="))
+                return -EINVAL;
+        p = skip_spaces(p + 2);
+        if (*p == '+' || *p == '-') {
+                t->sign = true;
+                t->minus = *p == '-';
+                p++;
+        }
+        if (!(*p >= '0' && *p <= '9') && *p != '.')
+                return -EINVAL;
+        errno = 0;
+        t->v = strtod(p, &end);
+        if (errno != 0 || end == p || !isfinite(t->v))
+                return -EINVAL;
+        p = skip_spaces(end);
+        if (*p == '%') {
+                t->pct = true;
+                p = skip_spaces(p + 1);
+        }
+        return *p ? -EINVAL : 0;
+}
+
+/* A change in percent against the baseline (up: the metric is better higher): a gain or a bound. */
+static int target_pct(const char *metric, const char *s, bool up, const struct target_words *t,
+                      enum mx_criterion_op *ret_op, char **reterr)
+{
+        /* Better by X % reads ">= +X %" for throughputs and "<= -X %" for latencies. */
+        bool better = up ? (t->ge && !t->minus) : (!t->ge && t->minus);
+        bool worse_bound = up ? (t->ge && t->minus) : (!t->ge && !t->minus);
+
+        if (better || (t->v == 0 && (t->ge == up))) {
+                *ret_op = MX_CRITERION_MIN_GAIN_PCT;
+                return 0;
+        }
+        if (worse_bound) {
+                *ret_op = MX_CRITERION_MAX_REGRESSION_PCT;
+                return 0;
+        }
+        if (reterr)
+                *reterr = xasprintf("'%s': %s is better %s, so a relative target reads %s X %% (better by "
+                                    "at least X %%) or %s X %% (worse by at most X %%)",
+                                    s, metric, up ? "higher" : "lower", up ? ">= +" : "<= -",
+                                    up ? ">= -" : "<= +");
+        return -EINVAL;
+}
+
+/* A change in units against the baseline: at most X above (<= +X) or below (>= -X). */
+static int target_units(const char *s, const struct target_words *t, enum mx_criterion_op *ret_op,
+                        char **reterr)
+{
+        if (!t->ge && !t->minus) {
+                *ret_op = MX_CRITERION_MAX_INCREASE;
+                return 0;
+        }
+        if (t->ge && t->minus) {
+                *ret_op = MX_CRITERION_MAX_DECREASE;
+                return 0;
+        }
+        if (reterr)
+                *reterr = xasprintf("'%s': a change in units reads <= +X (at most X above the baseline) or "
+                                    ">= -X (at most X below); for a gain write a percentage",
+                                    s);
+        return -EINVAL;
+}
+
 int mx_criterion_parse_target(const char *metric, const char *s, enum mx_criterion_op *ret_op,
                               double *ret_value, char **reterr)
 {
         const struct mx_metric_info *mi = mx_metric_lookup(metric);
-        bool up = mi && mi->higher_is_better, ge, pct = false, sign = false, minus = false;
-        const char *p = s;
-        char *end;
-        double v;
+        bool up = mi && mi->higher_is_better;
+        struct target_words t;
+        enum mx_criterion_op op;
+        int r;
 
-        while (*p == ' ')
-                p++;
-        if (startswith(p, ">="))
-                ge = true;
-        else if (startswith(p, "<="))
-                ge = false;
-        else
-                goto bad;
-        p += 2;
-        while (*p == ' ')
-                p++;
-        if (*p == '+' || *p == '-') {
-                sign = true;
-                minus = *p == '-';
-                p++;
+        if (target_scan(s, &t) < 0) {
+                if (reterr)
+                        *reterr = xasprintf("'%s' is not a target: write '>= 52' or '<= 500' (absolute), "
+                                            "'>= +10 %%' or '<= +3 %%' (percent against the baseline), "
+                                            "'<= +2' (units against the baseline)",
+                                            s);
+                return -EINVAL;
         }
-        if (!(*p >= '0' && *p <= '9') && *p != '.')
-                goto bad;
-        errno = 0;
-        v = strtod(p, &end);
-        if (errno != 0 || end == p || !isfinite(v))
-                goto bad;
-        p = end;
-        while (*p == ' ')
-                p++;
-        if (*p == '%') {
-                pct = true;
-                p++;
-                while (*p == ' ')
-                        p++;
-        }
-        if (*p)
-                goto bad;
-        if (pct && !sign) {
+        if (t.pct && !t.sign) {
                 if (reterr)
                         *reterr = xasprintf("'%s': a percentage is a change against the baseline: write it "
                                             "with its sign (>= +10 %%, <= +3 %%)",
                                             s);
                 return -EINVAL;
         }
-        if (!sign) {
-                *ret_op = ge ? MX_CRITERION_MIN : MX_CRITERION_MAX;
-                *ret_value = v;
-                return 0;
+        if (!t.sign)
+                op = t.ge ? MX_CRITERION_MIN : MX_CRITERION_MAX;
+        else {
+                r = t.pct ? target_pct(metric, s, up, &t, &op, reterr) : target_units(s, &t, &op, reterr);
+                if (r < 0)
+                        return r;
         }
-        if (pct) {
-                /* Better by X % reads ">= +X %" for throughputs and "<= -X %" for latencies. */
-                bool better = up ? (ge && !minus) : (!ge && minus);
-                bool worse_bound = up ? (ge && minus) : (!ge && !minus);
-
-                if (better || (v == 0 && (ge == up))) {
-                        *ret_op = MX_CRITERION_MIN_GAIN_PCT;
-                        *ret_value = v;
-                        return 0;
-                }
-                if (worse_bound) {
-                        *ret_op = MX_CRITERION_MAX_REGRESSION_PCT;
-                        *ret_value = v;
-                        return 0;
-                }
-                if (reterr)
-                        *reterr = xasprintf(
-                                "'%s': %s is better %s, so a relative target reads %s X %% (better by "
-                                "at least X %%) or %s X %% (worse by at most X %%)",
-                                s, metric, up ? "higher" : "lower", up ? ">= +" : "<= -",
-                                up ? ">= -" : "<= +");
-                return -EINVAL;
-        }
-        if (!ge && !minus) {
-                *ret_op = MX_CRITERION_MAX_INCREASE;
-                *ret_value = v;
-                return 0;
-        }
-        if (ge && minus) {
-                *ret_op = MX_CRITERION_MAX_DECREASE;
-                *ret_value = v;
-                return 0;
-        }
-        if (reterr)
-                *reterr = xasprintf(
-                        "'%s': a change in units reads <= +X (at most X above the baseline) or >= -X "
-                        "(at most X below); for a gain write a percentage",
-                        s);
-        return -EINVAL;
-bad:
-        if (reterr)
-                *reterr = xasprintf(
-                        "'%s' is not a target: write '>= 52' or '<= 500' (absolute), '>= +10 %%' or "
-                        "'<= +3 %%' (percent against the baseline), '<= +2' (units against the "
-                        "baseline)",
-                        s);
-        return -EINVAL;
+        *ret_op = op;
+        *ret_value = t.v;
+        return 0;
 }
 
 /* An optional string member of at most max bytes (a copy in *ret), NULL when absent. */

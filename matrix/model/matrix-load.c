@@ -1416,9 +1416,7 @@ static int check_baseline_and_features(struct loader *l)
                 _cleanup_free_ int *config = mx_config_copy(m, m->baseline);
                 _cleanup_free_ char *what = xasprintf("feature '%s' on the baseline", m->features[i].name);
 
-                for (size_t a = 0; a < m->n_axes; a++)
-                        if (m->features[i].set[a] >= 0)
-                                config[a] = m->features[i].set[a];
+                mx_feature_apply(m, &m->features[i], config);
                 r = check_config(l, config, m->features[i].node, "set", what);
                 if (r < 0)
                         return r;
@@ -1776,14 +1774,15 @@ static int parse_reference(struct loader *l, json_t *root)
 
 /* ---- entry points ---- */
 
-static int parse_root(struct loader *l)
+/* The root object's keys, format version, name and description. */
+static int parse_header(struct loader *l, json_t *root)
 {
         static const char *const keys[] = { "matrix",      "name",     "description", "target",   "profiles",
                                             "axes",        "baseline", "features",    "health",   "metadata",
                                             "constraints", "settings", "levels",      "hard_constraints",
                                             "reference", "bisect", "kernel_categories", "decision_rules", NULL };
         struct mx_matrix *m = l->m;
-        json_t *root = m->root, *version;
+        json_t *version;
         int r;
 
         if (!json_is_object(root))
@@ -1802,9 +1801,15 @@ static int parse_root(struct loader *l)
         r = member_name(l, root, "name", true, &m->name);
         if (r < 0)
                 return r;
-        r = member_string(l, root, "description", false, MX_MATRIX_MAX_STRING, &m->description);
-        if (r < 0)
-                return r;
+        return member_string(l, root, "description", false, MX_MATRIX_MAX_STRING, &m->description);
+}
+
+/* The sections, in the order they depend on each other: target to kernel categories. */
+static int parse_sections(struct loader *l, json_t *root)
+{
+        struct mx_matrix *m = l->m;
+        int r;
+
         r = parse_target(l, root);
         if (r < 0)
                 return r;
@@ -1841,8 +1846,15 @@ static int parse_root(struct loader *l)
         r = parse_bisect(l, root);
         if (r >= 0)
                 r = mx_kcat_load(m, l->reterr);
-        if (r < 0)
-                return r;
+        return r;
+}
+
+/* What holds across sections: baseline and features, constraints, metadata, levels, the target's profile. */
+static int check_sections(struct loader *l)
+{
+        struct mx_matrix *m = l->m;
+        int r;
+
         r = check_baseline_and_features(l);
         if (r < 0)
                 return r;
@@ -1857,6 +1869,19 @@ static int parse_root(struct loader *l)
                 return r;
         /* The runner's part of target and profiles, checked here so a bad file is refused as a whole. */
         return mx_profile_resolve(m, &m->profile_resolved, l->reterr);
+}
+
+static int parse_root(struct loader *l)
+{
+        int r;
+
+        r = parse_header(l, l->m->root);
+        if (r < 0)
+                return r;
+        r = parse_sections(l, l->m->root);
+        if (r < 0)
+                return r;
+        return check_sections(l);
 }
 
 int mx_matrix_load_string(const char *name, const char *text, size_t len, struct mx_matrix **ret,

@@ -174,9 +174,7 @@ char **mx_matrix_warnings(const struct mx_matrix *m)
                 _cleanup_free_ int *config = mx_config_copy(m, m->baseline);
                 _cleanup_free_ char *what = xasprintf("feature '%s' on the baseline", m->features[i].name);
 
-                for (size_t a = 0; a < m->n_axes; a++)
-                        if (m->features[i].set[a] >= 0)
-                                config[a] = m->features[i].set[a];
+                mx_feature_apply(m, &m->features[i], config);
                 config_warnings(m, config, m->features[i].node, "set", what, &list);
         }
         return list;

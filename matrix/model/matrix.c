@@ -533,6 +533,13 @@ int *mx_config_copy(const struct mx_matrix *m, const int *config)
         return c;
 }
 
+void mx_feature_apply(const struct mx_matrix *m, const struct mx_matrix_feature *f, int *config)
+{
+        for (size_t a = 0; a < m->n_axes; a++)
+                if (f->set[a] >= 0)
+                        config[a] = f->set[a];
+}
+
 bool mx_config_equal(const struct mx_matrix *m, const int *a, const int *b)
 {
         return memcmp(a, b, m->n_axes * sizeof(int)) == 0;

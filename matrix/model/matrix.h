@@ -380,6 +380,8 @@ int mx_matrix_feature_index(const struct mx_matrix *m, const char *name);
 /* A fresh configuration with every axis unset (caller frees). */
 int *mx_config_new(const struct mx_matrix *m);
 int *mx_config_copy(const struct mx_matrix *m, const int *config);
+/* Set on config the axis values feature f sets; its other axes stay as they are. */
+void mx_feature_apply(const struct mx_matrix *m, const struct mx_matrix_feature *f, int *config);
 bool mx_config_equal(const struct mx_matrix *m, const int *a, const int *b);
 /* "axis=value,axis=value" in file order, for messages ("" when nothing is assigned). */
 char *mx_config_describe(const struct mx_matrix *m, const int *config);

@@ -393,23 +393,16 @@ const char *mx_check_auth_hint(long status, bool key_sent)
                           "mxmatrix.json(5))";
 }
 
-char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts *o,
-                     const struct mx_http_response *res, struct mx_gen_reply *ret, const char **ret_check)
-{
-        json_t *choice, *usage, *msg, *lp;
-        const char *content = NULL, *reasoning = NULL, *nf;
-        json_error_t jerr;
-        ssize_t bad;
-        size_t i;
-        json_t *e;
-        char *p;
-
-        *ret = (struct mx_gen_reply){ .prompt_ppl = -1 };
+/* A failed check of the reply: its name into *ret_check, the message (allocated) returned. */
 #define FAIL(check, ...)                                                                                           \
         do {                                                                                                       \
                 *ret_check = check;                                                                                \
                 return xasprintf(__VA_ARGS__);                                                                     \
         } while (0)
+
+/* The request came back with HTTP 200: else what the server or the transport said. */
+static char *check_status(const struct mx_check_opts *o, const struct mx_http_response *res, const char **ret_check)
+{
         if (res->error < 0)
                 FAIL("http", "the request failed: %s", strna(res->error_text));
         if (res->status != 200) {
@@ -423,6 +416,19 @@ char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts
                         FAIL("auth", "HTTP %ld: %s: %s", res->status, b, mx_check_auth_hint(res->status, o->key_sent));
                 FAIL("http", "HTTP %ld: %s", res->status, b);
         }
+        return NULL;
+}
+
+/* The body as JSON with a first choice (*ret_choice), a finish reason and usage counts, into ret. */
+static char *check_body(const struct mx_http_response *res, struct mx_gen_reply *ret, json_t **ret_choice,
+                        const char **ret_check)
+{
+        static const char *const keys[] = { "prompt_tokens", "completion_tokens", "total_tokens" };
+        json_t *choice, *usage;
+        const char *nf;
+        json_error_t jerr;
+        ssize_t bad;
+
         bad = utf8_invalid_at(res->body, res->body_len);
         if (bad >= 0)
                 FAIL("utf8", "the reply is not valid UTF-8 (byte %zd of %zu)", bad, res->body_len);
@@ -439,18 +445,24 @@ char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts
         ret->finish_reason = json_is_string(json_object_get(choice, "finish_reason"))
                                      ? xstrdup(json_string_value(json_object_get(choice, "finish_reason")))
                                      : NULL;
-        {
-                static const char *const keys[] = { "prompt_tokens", "completion_tokens", "total_tokens" };
-
-                for (size_t k = 0; k < ELEMENTSOF(keys); k++)
-                        if (!json_is_integer(json_object_get(usage, keys[k])) ||
-                            json_integer_value(json_object_get(usage, keys[k])) < 0)
-                                FAIL("usage", "usage.%s is not a count", keys[k]);
-        }
+        for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+                if (!json_is_integer(json_object_get(usage, keys[k])) ||
+                    json_integer_value(json_object_get(usage, keys[k])) < 0)
+                        FAIL("usage", "usage.%s is not a count", keys[k]);
         ret->completion_tokens = json_integer_value(json_object_get(usage, "completion_tokens"));
         ret->prompt_tokens = json_integer_value(json_object_get(usage, "prompt_tokens"));
+        *ret_choice = choice;
+        return NULL;
+}
+
+/* The reply's text: the reasoning, then the content (chat), or the completion's text. */
+static char *reply_text(const struct mx_gen_request *rq, json_t *choice)
+{
+        const char *content, *reasoning = NULL;
+
         if (rq->endpoint == MX_ENDPOINT_CHAT) {
-                msg = json_object_get(choice, "message");
+                json_t *msg = json_object_get(choice, "message");
+
                 content = json_string_value(json_object_get(msg, "content"));
                 /* gpt-oss's analysis channel: "reasoning" (vLLM), "reasoning_content" (older vLLM, llama-server). */
                 reasoning = json_string_value(json_object_get(msg, "reasoning"));
@@ -458,7 +470,17 @@ char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts
                         reasoning = json_string_value(json_object_get(msg, "reasoning_content"));
         } else
                 content = json_string_value(json_object_get(choice, "text"));
-        ret->text = xasprintf("%s%s%s", strempty(reasoning), reasoning && content ? "\n" : "", strempty(content));
+        return xasprintf("%s%s%s", strempty(reasoning), reasoning && content ? "\n" : "", strempty(content));
+}
+
+/* The text: there, as long as asked for, coherent, holding what is expected. */
+static char *check_content(const struct mx_gen_request *rq, const struct mx_check_opts *o, struct mx_gen_reply *ret,
+                           const char **ret_check)
+{
+        size_t i;
+        json_t *e;
+        char *p;
+
         if (!*ret->text)
                 FAIL("text", "no text (%s) with completion_tokens %" PRId64,
                      rq->endpoint == MX_ENDPOINT_CHAT ? "content and reasoning are null or empty" : "text is empty",
@@ -476,9 +498,17 @@ char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts
         json_array_foreach (o->expect, i, e)
                 if (!strstr(ret->text, json_string_value(e)))
                         FAIL("expect", "the text does not contain '%s'", json_string_value(e));
-        lp = json_object_get(choice, "logprobs");
+        return NULL;
+}
+
+/* The logprobs asked for: the generated tokens' (check_logprobs()), the prompt's perplexity. */
+static char *check_reply_logprobs(const struct mx_gen_request *rq, const struct mx_check_opts *o, json_t *choice,
+                                  struct mx_gen_reply *ret, const char **ret_check)
+{
+        char *p;
+
         if (rq->logprobs >= 0) {
-                p = check_logprobs(lp, o, ret);
+                p = check_logprobs(json_object_get(choice, "logprobs"), o, ret);
                 if (p) {
                         *ret_check = "logprobs";
                         return p;
@@ -495,8 +525,23 @@ char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts
                 if (isnan(ret->prompt_ppl))
                         FAIL("logprobs", "a prompt logprob is not a finite number");
         }
-#undef FAIL
         return NULL;
+}
+#undef FAIL
+
+char *mx_check_reply(const struct mx_gen_request *rq, const struct mx_check_opts *o,
+                     const struct mx_http_response *res, struct mx_gen_reply *ret, const char **ret_check)
+{
+        json_t *choice = NULL;
+        char *p;
+
+        *ret = (struct mx_gen_reply){ .prompt_ppl = -1 };
+        if ((p = check_status(o, res, ret_check)) || (p = check_body(res, ret, &choice, ret_check)))
+                return p;
+        ret->text = reply_text(rq, choice);
+        if ((p = check_content(rq, o, ret, ret_check)))
+                return p;
+        return check_reply_logprobs(rq, o, choice, ret, ret_check);
 }
 
 char *mx_file_safe(const char *s)

@@ -399,6 +399,125 @@ static void opts_from(const struct mx_l5_input *in, struct mx_regress_opts *o)
         o->rule = mx_regress_rule_from_string(json_string_value(json_object_get(in->settings, "rule")));
 }
 
+/* L5's metrics: the groups compared, the decision, the thresholds, what was left out and the confirmation. */
+static json_t *l5_metrics(const struct mx_l5_input *in, json_t *self, const struct mx_regress_opts *o,
+                          const struct left_out *lo, const struct decision *d, json_t *cur_ids)
+{
+        json_t *m = json_pack("{s:O,s:b,s:s,s:O?,s:s,s:{s:f,s:f,s:f,s:f,s:s},s:{s:i,s:i,s:i},s:b}", "groups",
+                              d->groups, "regression", d->rule != NULL, "rule",
+                              d->rule           ? d->rule
+                              : d->compared > 0 ? "every check within its threshold or undecided"
+                                                : "nothing compared",
+                              "gpu_name", json_object_get(self, "gpu_name"), "gpu_note",
+                              "only runs on the same GPU model are compared", "thresholds", "perf_max_drop_pct",
+                              o->perf_max_drop_pct, "ttft_p99_max_rise_pct", o->ttft_p99_max_rise_pct,
+                              "memory_max_rise_gb", o->memory_max_rise_gb, "alpha", o->alpha, "test",
+                              mx_regress_rule_to_string(o->rule), "left_out", "other_gpu", lo->other_gpu,
+                              "not_pass", lo->not_pass, "invalid", lo->invalid, "no_baseline", d->no_baseline);
+
+        json_object_set_new(m, "decision",
+                            json_string(d->rule                                   ? "regression"
+                                        : d->unknown.len && d->unknown_primary ? "unknown"
+                                                                               : "no regression"));
+        json_object_set_new(m, "unit", json_string("server start: one summary per start and check"));
+        json_object_set_new(json_object_get(m, "left_out"), "traced", json_integer(lo->traced));
+        json_object_set_new(m, "traced", json_boolean(lo->cur_traced));
+        if (in->rounds > 0)
+                json_object_set_new(m, "confirmation",
+                                    json_pack("{s:i,s:i,s:O,s:O,s:O}", "rounds", in->rounds, "budget",
+                                              (int)budget(in), "current_attempts", cur_ids, "reference_attempts",
+                                              d->ref_starts, "starts", d->starts));
+        return m;
+}
+
+/* Why nothing was compared: only results traced otherwise, no baseline measured, or this run is the baseline. */
+static char *not_compared_message(const struct mx_l5_input *in, json_t *self, const struct left_out *lo,
+                                  const char *gpu_text)
+{
+        _cleanup_free_ char *gpus = NULL;
+        bool is_baseline;
+
+        if (lo->traced > 0)
+                return xasprintf("not compared: this run's L4 was measured %s a profiler traced the server "
+                                 "and the %u stored result%s to compare with %s (%s)",
+                                 lo->cur_traced ? "while" : "without", lo->traced, lo->traced == 1 ? "" : "s",
+                                 lo->traced == 1 ? (lo->cur_traced ? "was not" : "was")
+                                                 : (lo->cur_traced ? "were not" : "were"),
+                                 gpu_text);
+        is_baseline = streq_ptr(baseline_key(in, self), json_string_value(json_object_get(self, "config_key")));
+        gpus = lo->other_gpu ? xasprintf("; %u stored results on another GPU", lo->other_gpu) : NULL;
+        return xasprintf("%s%s (%s%s)",
+                         is_baseline ? "this run is the baseline and no earlier run of it at these "
+                                       "source SHAs was measured"
+                                     : "no baseline measured",
+                         wants(in, "history") ? ", nor this configuration at other SHAs" : "", gpu_text,
+                         strempty(gpus));
+}
+
+/* Undecided, and more starts may decide it: the daemon starts both sides again (metrics "confirm"). */
+static char *confirm_message(const struct mx_l5_input *in, json_t *self, const struct decision *d,
+                             const char *after, const char *unk, const char *gpu_text, struct mx_l5_output *out)
+{
+        json_t *m = out->metrics;
+
+        out->confirm_run = d->confirm_run;
+        json_object_set_new(m, "confirm",
+                            json_pack("{s:I,s:i,s:i,s:O}", "reference_run", (json_int_t)d->confirm_run, "round",
+                                      in->rounds + 1, "budget", (int)budget(in), "settings", in->settings));
+        if (baseline_key(in, self))
+                json_object_set_new(json_object_get(m, "confirm"), "baseline_key",
+                                    json_string(baseline_key(in, self)));
+        return xasprintf("%sundecided: confirming on fresh server starts of r%" JSON_INTEGER_FORMAT " and r%" PRId64
+                         " (A/B, round %d of at most %u): %s (%s)",
+                         strempty(after), json_integer_value(json_object_get(self, "run")), d->confirm_run,
+                         in->rounds + 1, budget(in), unk, gpu_text);
+}
+
+/* The verdict and the message from the comparisons d (their texts taken from it). */
+static void l5_message(const struct mx_l5_input *in, json_t *self, const struct left_out *lo, struct decision *d,
+                       const char *gpu_text, struct mx_l5_output *out)
+{
+        _cleanup_free_ char *msg = mx_buf_steal(&d->msg), *regs = mx_buf_steal(&d->regs),
+                            *unk = mx_buf_steal(&d->unknown), *after = NULL;
+
+        if (in->rounds > 0)
+                after = xasprintf("after %d confirmation round%s (A/B, fresh server starts): ", in->rounds,
+                                  in->rounds == 1 ? "" : "s");
+        if (d->compared == 0)
+                out->message = not_compared_message(in, self, lo, gpu_text);
+        else if (d->rule) {
+                out->verdict = MX_VERDICT_FAIL;
+                out->message = xasprintf("%sregression: %s (%s)", strempty(after), regs, gpu_text);
+        } else if (unk && *unk && d->confirm_run > 0)
+                out->message = confirm_message(in, self, d, after, unk, gpu_text, out);
+        else if (unk && *unk && d->unknown_primary)
+                /* undecided is not a failure: more server starts would decide it */
+                out->message = xasprintf("%sunknown (needs %u more server starts a side): %s (%s)", strempty(after),
+                                         d->more, unk, gpu_text);
+        else if (unk && *unk) {
+                /* the primary check decided; the others are Holm's family: undecided ones are informative */
+                out->verdict = MX_VERDICT_PASS;
+                out->message = xasprintf("%sno regression against %s; informative, undecided (needs %u more server "
+                                         "starts a side): %s (%s)",
+                                         strempty(after), msg, d->more, unk, gpu_text);
+        } else {
+                out->verdict = MX_VERDICT_PASS;
+                out->message = xasprintf("%s%sno regression against %s (%s)", strempty(after),
+                                         d->no_baseline ? "no baseline measured; " : "", msg, gpu_text);
+        }
+}
+
+/* Compared with the others: the stored results left out for a profiler's trace still get their line. */
+static void traced_note(const struct left_out *lo, struct mx_l5_output *out)
+{
+        char *m2 = xasprintf("%s; not compared: %u stored result%s measured %s a profiler traced the server",
+                             out->message, lo->traced, lo->traced == 1 ? "" : "s",
+                             lo->cur_traced ? "without" : "while");
+
+        free(out->message);
+        out->message = m2;
+}
+
 void mx_l5_decide(const struct mx_l5_input *in, struct mx_l5_output *out)
 {
         const struct mx_history *h = in->history;
@@ -407,9 +526,7 @@ void mx_l5_decide(const struct mx_l5_input *in, struct mx_l5_output *out)
         struct decision d = {.groups = json_array(), .msg = MX_BUF_INIT, .regs = MX_BUF_INIT,
                              .unknown = MX_BUF_INIT, .ref_starts = json_array(), .starts = json_array()};
         _cleanup_json_ json_t *self = NULL, *curs = NULL, *cur_ids = NULL;
-        _cleanup_free_ char *err = NULL, *msg = NULL, *regs = NULL, *gpu_text = NULL, *unk = NULL,
-                            *after = NULL;
-        json_t *m;
+        _cleanup_free_ char *err = NULL, *gpu_text = NULL;
         int q;
 
         *out = (struct mx_l5_output){.verdict = MX_VERDICT_SKIPPED};
@@ -425,97 +542,10 @@ void mx_l5_decide(const struct mx_l5_input *in, struct mx_l5_output *out)
         gpu_text = json_is_string(json_object_get(self, "gpu_name"))
                            ? xasprintf("GPU %s", json_string_value(json_object_get(self, "gpu_name")))
                            : xstrdup("GPU unknown (none reported): compared with runs that reported none");
-        m = json_pack("{s:O,s:b,s:s,s:O?,s:s,s:{s:f,s:f,s:f,s:f,s:s},s:{s:i,s:i,s:i},s:b}", "groups",
-                      d.groups, "regression", d.rule != NULL, "rule",
-                      d.rule           ? d.rule
-                      : d.compared > 0 ? "every check within its threshold or undecided"
-                                       : "nothing compared",
-                      "gpu_name", json_object_get(self, "gpu_name"), "gpu_note",
-                      "only runs on the same GPU model are compared", "thresholds", "perf_max_drop_pct",
-                      o.perf_max_drop_pct, "ttft_p99_max_rise_pct", o.ttft_p99_max_rise_pct,
-                      "memory_max_rise_gb", o.memory_max_rise_gb, "alpha", o.alpha, "test",
-                      mx_regress_rule_to_string(o.rule), "left_out", "other_gpu", lo.other_gpu, "not_pass",
-                      lo.not_pass, "invalid", lo.invalid, "no_baseline", d.no_baseline);
-        json_object_set_new(m, "decision",
-                            json_string(d.rule                                  ? "regression"
-                                        : d.unknown.len && d.unknown_primary ? "unknown"
-                                                                             : "no regression"));
-        json_object_set_new(m, "unit", json_string("server start: one summary per start and check"));
-        json_object_set_new(json_object_get(m, "left_out"), "traced", json_integer(lo.traced));
-        json_object_set_new(m, "traced", json_boolean(lo.cur_traced));
-        out->metrics = m;
-        if (in->rounds > 0) {
-                json_object_set_new(m, "confirmation",
-                                    json_pack("{s:i,s:i,s:O,s:O,s:O}", "rounds", in->rounds, "budget",
-                                              (int)budget(in), "current_attempts", cur_ids, "reference_attempts",
-                                              d.ref_starts, "starts", d.starts));
-                after = xasprintf("after %d confirmation round%s (A/B, fresh server starts): ", in->rounds,
-                                  in->rounds == 1 ? "" : "s");
-        }
-        msg = mx_buf_steal(&d.msg);
-        regs = mx_buf_steal(&d.regs);
-        unk = mx_buf_steal(&d.unknown);
-        if (d.compared == 0 && lo.traced > 0) {
-                out->message = xasprintf("not compared: this run's L4 was measured %s a profiler traced the server "
-                                         "and the %u stored result%s to compare with %s (%s)",
-                                         lo.cur_traced ? "while" : "without", lo.traced, lo.traced == 1 ? "" : "s",
-                                         lo.traced == 1 ? (lo.cur_traced ? "was not" : "was")
-                                                        : (lo.cur_traced ? "were not" : "were"),
-                                         gpu_text);
-        } else if (d.compared == 0) {
-                bool is_baseline = streq_ptr(baseline_key(in, self),
-                                             json_string_value(json_object_get(self, "config_key")));
-                _cleanup_free_ char *gpus =
-                        lo.other_gpu ? xasprintf("; %u stored results on another GPU", lo.other_gpu) : NULL;
-
-                out->message = xasprintf("%s%s (%s%s)",
-                                         is_baseline ? "this run is the baseline and no earlier run of it at these "
-                                                       "source SHAs was measured"
-                                                     : "no baseline measured",
-                                         wants(in, "history") ? ", nor this configuration at other SHAs" : "",
-                                         gpu_text, strempty(gpus));
-        } else if (d.rule) {
-                out->verdict = MX_VERDICT_FAIL;
-                out->message = xasprintf("%sregression: %s (%s)", strempty(after), regs, gpu_text);
-        } else if (unk && *unk && d.confirm_run > 0) {
-                /* undecided, and more starts may decide it: the daemon starts both sides again */
-                out->confirm_run = d.confirm_run;
-                json_object_set_new(m, "confirm",
-                                    json_pack("{s:I,s:i,s:i,s:O}", "reference_run", (json_int_t)d.confirm_run,
-                                              "round", in->rounds + 1, "budget", (int)budget(in), "settings",
-                                              in->settings));
-                if (baseline_key(in, self))
-                        json_object_set_new(json_object_get(m, "confirm"), "baseline_key",
-                                            json_string(baseline_key(in, self)));
-                out->message = xasprintf("%sundecided: confirming on fresh server starts of r%" JSON_INTEGER_FORMAT
-                                         " and r%" PRId64 " (A/B, round %d of at most %u): %s (%s)",
-                                         strempty(after), json_integer_value(json_object_get(self, "run")),
-                                         d.confirm_run, in->rounds + 1, budget(in), unk, gpu_text);
-        } else if (unk && *unk && d.unknown_primary)
-                /* undecided is not a failure: more server starts would decide it */
-                out->message = xasprintf("%sunknown (needs %u more server starts a side): %s (%s)", strempty(after),
-                                         d.more, unk, gpu_text);
-        else if (unk && *unk) {
-                /* the primary check decided; the others are Holm's family: undecided ones are informative */
-                out->verdict = MX_VERDICT_PASS;
-                out->message = xasprintf("%sno regression against %s; informative, undecided (needs %u more server "
-                                         "starts a side): %s (%s)",
-                                         strempty(after), msg, d.more, unk, gpu_text);
-        } else {
-                out->verdict = MX_VERDICT_PASS;
-                out->message = xasprintf("%s%sno regression against %s (%s)", strempty(after),
-                                         d.no_baseline ? "no baseline measured; " : "", msg, gpu_text);
-        }
-        if (d.compared > 0 && lo.traced > 0 && out->message) {
-                /* compared with the others: the left-out ones still get their line */
-                char *m2 = xasprintf("%s; not compared: %u stored result%s measured %s a profiler traced the "
-                                     "server",
-                                     out->message, lo.traced, lo.traced == 1 ? "" : "s",
-                                     lo.cur_traced ? "without" : "while");
-
-                free(out->message);
-                out->message = m2;
-        }
+        out->metrics = l5_metrics(in, self, &o, &lo, &d, cur_ids);
+        l5_message(in, self, &lo, &d, gpu_text, out);
+        if (d.compared > 0 && lo.traced > 0 && out->message)
+                traced_note(&lo, out);
 out:
         json_decref(d.groups);
         json_decref(d.ref_starts);
