@@ -15,6 +15,7 @@
 
 #include <arpa/inet.h>
 #include <event2/event.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
