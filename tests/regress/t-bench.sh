@@ -79,7 +79,7 @@ jq -e '.results.throughput.tg16_tps > 0 and .results.latency.ttft_p50_ms > 0' "$
         fail "no seed 002 results block"
 jq -e '.server == "vllm" and .definitions.tg_tps and .statistics.percentiles and .failed == 0' \
         "$tmp/json" >/dev/null || fail "server, definitions or statistics missing"
-echo "ok   json"
+echo "ok   json: tg16 $(jq '.tests[] | select(.test == "tg16") | .tps.mean' "$tmp/json") t/s, the sim really sent $tg_true"
 
 # the server's own figures: vLLM (this sim) sends no per-request timings, so they are null and say why, in the
 # document and under the table, never a guess; the same sim as llama-server imitates its timings, read per row
