@@ -272,7 +272,11 @@ static double mean(const double *v, size_t n)
 /* one decode step: the smallest mistake of a token (a stamp at the wrong event, a gap per chunk) */
 #define STEP_MS (1000.0 / DECODE_TPS)
 
-/* |measured - truth| within 1 % of truth or 0.2 ms (issue 8); ms values, or t/s with the 1 % rule only. */
+/*
+ * |measured - truth| within 1 % of truth or 0.2 ms (issue 8), ms values; rates (tg t/s) within 2 %: a token
+ * miscounted (N for N - 1) or a span a token off is 1/31 = 3.2 % (Harmony's 1/28 = 3.6 %), and a client woken
+ * late for the last token on a loaded machine moved a mean of five by 1.3 % (3 busy loops beside it, seen).
+ */
 #define ASSERT_FAITHFUL_MS(measured, truth)                                                                 \
         do {                                                                                                \
                 double _m = (measured), _t = (truth);                                                       \
@@ -283,7 +287,7 @@ static double mean(const double *v, size_t n)
 #define ASSERT_FAITHFUL_RATE(measured, truth)                                                               \
         do {                                                                                                \
                 double _m = (measured), _t = (truth);                                                       \
-                if (!(fabs(_m - _t) <= SLACK * 0.01 * fabs(_t)))                                            \
+                if (!(fabs(_m - _t) <= SLACK * 0.02 * fabs(_t)))                                            \
                         test_fail(__FILE__, __LINE__, "%s = %.4f, the sim's real times say %.4f", #measured, \
                                   _m, _t);                                                                  \
         } while (0)
@@ -409,10 +413,7 @@ static void check_fidelity(json_t *doc, const char *log, double jitter_ms)
                 const char *ppname = d == 0 ? "pp256" : "pp256 @ d512";
                 double prompt = d == 0 ? 256 : 768;
 
-                /*
-                 * tg within 1 % of the sim's real rate: a token miscounted (N for N - 1) or a span a token
-                 * off is 1/31 = 3.2 %; a late wake-up at either end moves a 310 ms span by well under 1 %.
-                 */
+                /* tg against the sim's real rate (ASSERT_FAITHFUL_RATE says what its 2 % catches) */
                 ASSERT_FAITHFUL_RATE(row_mean(doc, tgname, "tps"), mean(tg_true[d], n_tg[d]));
                 /* pp: its time (est_ppt) from t0 to the sim's first write, and the rate from the same time */
                 ASSERT_LATER_WITHIN(row_mean(doc, ppname, "est_ppt_ms"), mean(ppt_true[d], n_pp[d]));
@@ -568,7 +569,7 @@ static void check_harmony(json_t *doc, const char *log)
         for (int d = 0; d < 2; d++) {
                 const char *tgname = d == 0 ? "tg32" : "tg32 @ d512";
 
-                /* 1 %: the text-bearing span above says 141 t/s; a token miscounted is 1/28 = 3.6 % */
+                /* the text-bearing span above says 141 t/s; a token miscounted is 1/28 = 3.6 % */
                 ASSERT_FAITHFUL_RATE(row_mean(doc, tgname, "tps"), mean(tg_true[d], n_tg[d]));
                 ASSERT_STREQ(json_string_value(json_object_get(row(doc, tgname), "tokens_counted_from")),
                              "running counts (usage.completion_tokens)");
