@@ -68,9 +68,10 @@ echo "ok   table"
 tg_true=$(jq -s '. as $all | [.[] | select(.ev == "req" and .max_tokens == 16) | .id][-3:] |
         [.[] as $id | [$all[] | select(.ev == "tok" and .id == $id)] |
          (.[-1].tokens - 1) / ((.[-1].sent_us - .[0].sent_us) / 1e6)] | add / length' "$tmp/tokens-$PORT.jsonl")
-# 2 %: a token miscounted (N for N - 1) or a span a token off is 1/15 = 6.7 %; a late wake-up of the client
-# at either end of a 75 ms span moves one request by ~1 % a ms, the mean of three by a third of that
-jq -e --argjson t "$tg_true" '.tests[] | select(.test == "tg16") | .tps.mean | ((. - $t) | fabs) <= 0.02 * $t' \
+# 3 %: a token miscounted (N for N - 1) or a span a token off is 1/15 = 6.7 %; a late wake-up of the client
+# at either end of a 75 ms span moves a request by 1.3 % a ms (beside 3 busy loops the mean of three was
+# 1.5 % off)
+jq -e --argjson t "$tg_true" '.tests[] | select(.test == "tg16") | .tps.mean | ((. - $t) | fabs) <= 0.03 * $t' \
         "$tmp/json" >/dev/null ||
         fail "tg16 is not the $tg_true t/s the sim really sent (schedule 200): $(jq -c '.tests' "$tmp/json")"
 jq -e '.tests[] | select(.test == "pp128") | .prompt_tokens_min == 128 and .prompt_tokens_max == 128' \
