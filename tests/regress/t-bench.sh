@@ -25,11 +25,13 @@ free_port() {
                 echo $((20000 + RANDOM % 20000))
 }
 
-# start_sim [flags...]: a vLLM-flavoured sim at 200 t/s; sets PORT
+# start_sim [flags...]: a vLLM-flavoured sim at 200 t/s; sets PORT; its token log (when it really sent each
+# token, tests/sim/README.md) is $tmp/tokens-$PORT.jsonl
 start_sim() {
         PORT=$(free_port)
         MXSIM_GPU_LOCK=$tmp/gpu-$PORT.lock "$sim" serve gpt-oss-120b --host 127.0.0.1 --port "$PORT" \
-                --mxsim-decode-tps 200 --mxsim-prefill-tps 20000 "$@" >"$tmp/sim-$PORT.log" 2>&1 &
+                --mxsim-decode-tps 200 --mxsim-prefill-tps 20000 --mxsim-token-log "$tmp/tokens-$PORT.jsonl" \
+                "$@" >"$tmp/sim-$PORT.log" 2>&1 &
         pids+=($!)
         for _ in $(seq 600); do
                 curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null 2>&1 && return 0
@@ -56,18 +58,29 @@ grep -q 'linear interpolation' "$tmp/table" || fail "the percentile method is no
 grep -q 'Requests: 6 measured, 0 failed' "$tmp/table" || fail "request count missing"
 echo "ok   table"
 
-# --json: the schedule's decode rate within 1 %, exact prompt lengths, seed 002's results block
+# --json: the decode rate the sim really kept, exact prompt lengths, seed 002's results block
 "$mx" --json bench "$url" --pp 128 --tg 16 --depth 0 --runs 3 --warmup 1 -q >"$tmp/json" ||
         fail "bench --json failed"
-jq -e '.tests[] | select(.test == "tg16") | .tps.mean | (. > 198 and . < 202)' "$tmp/json" >/dev/null ||
-        fail "tg16 is not 200 t/s: $(jq -c '.tests' "$tmp/json")"
+# The truth is the sim's token log, not its 200 t/s schedule: on a loaded machine (ctest -j2 on 2 cores) the
+# sim writes late, and the client can only be as right as what it was sent. The measured requests are the
+# last 3 with max_tokens 16 (the warm-up comes first; the latency requests ask for fewer): per request
+# (N - 1) / (last token's write - first token's write), their mean.
+tg_true=$(jq -s '. as $all | [.[] | select(.ev == "req" and .max_tokens == 16) | .id][-3:] |
+        [.[] as $id | [$all[] | select(.ev == "tok" and .id == $id)] |
+         (.[-1].tokens - 1) / ((.[-1].sent_us - .[0].sent_us) / 1e6)] | add / length' "$tmp/tokens-$PORT.jsonl")
+# 3 %: a token miscounted (N for N - 1) or a span a token off is 1/15 = 6.7 %; a late wake-up of the client
+# at either end of a 75 ms span moves a request by 1.3 % a ms (beside 3 busy loops the mean of three was
+# 1.5 % off)
+jq -e --argjson t "$tg_true" '.tests[] | select(.test == "tg16") | .tps.mean | ((. - $t) | fabs) <= 0.03 * $t' \
+        "$tmp/json" >/dev/null ||
+        fail "tg16 is not the $tg_true t/s the sim really sent (schedule 200): $(jq -c '.tests' "$tmp/json")"
 jq -e '.tests[] | select(.test == "pp128") | .prompt_tokens_min == 128 and .prompt_tokens_max == 128' \
         "$tmp/json" >/dev/null || fail "prompts are not 128 tokens"
 jq -e '.results.throughput.tg16_tps > 0 and .results.latency.ttft_p50_ms > 0' "$tmp/json" >/dev/null ||
         fail "no seed 002 results block"
 jq -e '.server == "vllm" and .definitions.tg_tps and .statistics.percentiles and .failed == 0' \
         "$tmp/json" >/dev/null || fail "server, definitions or statistics missing"
-echo "ok   json"
+echo "ok   json: tg16 $(jq '.tests[] | select(.test == "tg16") | .tps.mean' "$tmp/json") t/s, the sim really sent $tg_true"
 
 # the server's own figures: vLLM (this sim) sends no per-request timings, so they are null and say why, in the
 # document and under the table, never a guess; the same sim as llama-server imitates its timings, read per row

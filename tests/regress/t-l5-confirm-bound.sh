@@ -7,6 +7,8 @@
 # r(b1); the daemon dies during r(b1)'s confirmation start. That start is
 # requeued (the earlier job's interruption is not in its bound), runs again,
 # and L5 decides; r(b1)'s own result and levels stay those of its own attempt.
+# "near" is 12 % slower against a 24 % threshold, far from both edges of the
+# decision on a loaded machine (t-l5-confirm.sh says why).
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 source "$(dirname "$0")/lib.sh"
@@ -32,7 +34,7 @@ jq -n --arg sim "$MX_BUILD_DIR/tests/sim/mxsim" --arg v "$T/vllm" --arg lock "$T
                      $kill, "-", $sim, "serve", "{model}", "--host", "{host}", "--port", "{port}",
                      "--served-model-name", "{served_model_name}", "--disable-uvicorn-access-log"],
            env: {MXSIM_LOAD_S: "0.1", MXSIM_WATCHDOG_S: "1", MXSIM_SHUTDOWN_WAIT_S: "1", MXSIM_GPU_LOCK: $lock,
-                 MXSIM_TOKEN_MS: "8", MXSIM_PREFILL_TPS: "10000", MXSIM_SPEED_RULES: "MXSIM_NEAR=1:0.97"},
+                 MXSIM_TOKEN_MS: "8", MXSIM_PREFILL_TPS: "10000", MXSIM_SPEED_RULES: "MXSIM_NEAR=1:0.88"},
            ready: {timeout: "30s", interval: "100ms"}},
   axes: [{name: "kernel", values: [
            {name: "marlin", env: {VLLM_MXFP4_MOE_KERNEL: "marlin"}},
@@ -41,7 +43,7 @@ jq -n --arg sim "$MX_BUILD_DIR/tests/sim/mxsim" --arg v "$T/vllm" --arg lock "$T
   features: [{name: "near", priority: 1, set: {kernel: "near"}, hypothesis: "the same", criteria: [{metric: "tg32_tps", min_gain_pct: 5}], status: "in-progress"}],
   levels: {run: ["L1", "L4", "L5"],
            L4: {pp: [512], tg: [32], depth: [0], runs: 4, warmup: 1},
-           L5: {confirm_starts: 2, against: ["baseline"]}},
+           L5: {confirm_starts: 2, against: ["baseline"], perf_max_drop_pct: 24, ttft_p99_max_rise_pct: 50}},
   metadata: {sources: {vllm: $v}, timeout_ms: 5000}
 }' >"$MXD_MATRIX" || fail "jq"
 expect_exit 0 mx matrix check "$MXD_MATRIX"

@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
 # L5 confirmation starts through a private daemon, the real client and mxsim
 # (issue 15 item 2), with L5.confirm_starts 2 and the baseline group only:
-#  - a 30 % slower kernel ("slow") is a regression, decided at once or after
+#  - a 50 % slower kernel ("slow") is a regression, decided at once or after
 #    confirmation starts;
 #  - after a new commit (no earlier baseline at the SHAs: 1 start a side), a
-#    kernel 3 % slower ("near", inside the 5 % threshold, significant within
+#    kernel 12 % slower ("near", inside the 24 % threshold, significant within
 #    the start) is undecided: the daemon starts "near" and the baseline again,
 #    A then B, while the job is not done; a daemon restart in the middle of
 #    the confirmation loses nothing; L5 ends decided (no regression) and
 #    show names the starts on each side and the rule.
+# The planted effects are far from every edge of the decision (issue 14): a
+# loaded 2-core machine (ctest -j2) moves a start's tg32 by a few percent
+# (the sim wakes late, and a start may run loaded while the other side ran
+# idle), and "near" at 3 % slower against 5 % decided unknown on 3 starts a
+# side. Now "near" is 12 % from zero (significant within a start of 4
+# requests, so confirmation starts) and 12 % from the threshold (clearly
+# within it on 2 or 3 starts a side), "slow" 26 % beyond it. The other
+# checks are not what this test is about and are held loosely: the pp512 row
+# by the same 24 %, TTFT p99 (here the slowest of 4 requests of ~56 ms, which
+# one late wake-up moves by 10 %) by 50 %.
 # Exit 0 pass, 1 fail, 77 skip.
 set -u
 source "$(dirname "$0")/lib.sh"
@@ -33,7 +43,7 @@ jq -n --arg sim "$MX_BUILD_DIR/tests/sim/mxsim" --arg v "$T/vllm" --arg lock "$T
                      "--served-model-name", "{served_model_name}", "--disable-uvicorn-access-log"],
            env: {MXSIM_LOAD_S: "0.1", MXSIM_WATCHDOG_S: "1", MXSIM_SHUTDOWN_WAIT_S: "1", MXSIM_GPU_LOCK: $lock,
                  MXSIM_TOKEN_MS: "8", MXSIM_PREFILL_TPS: "10000",
-                 MXSIM_SPEED_RULES: "MXSIM_SLOW=1:0.7;MXSIM_NEAR=1:0.97"},
+                 MXSIM_SPEED_RULES: "MXSIM_SLOW=1:0.5;MXSIM_NEAR=1:0.88"},
            ready: {timeout: "30s", interval: "100ms"}},
   axes: [{name: "kernel", values: [
            {name: "marlin", env: {VLLM_MXFP4_MOE_KERNEL: "marlin"}},
@@ -44,7 +54,7 @@ jq -n --arg sim "$MX_BUILD_DIR/tests/sim/mxsim" --arg v "$T/vllm" --arg lock "$T
              {name: "near", priority: 2, set: {kernel: "near"}, hypothesis: "the same", criteria: [{metric: "tg32_tps", min_gain_pct: 5}], status: "in-progress"}],
   levels: {run: ["L1", "L4", "L5"],
            L4: {pp: [512], tg: [32], depth: [0], runs: 4, warmup: 1},
-           L5: {confirm_starts: 2, against: ["baseline"]}},
+           L5: {confirm_starts: 2, against: ["baseline"], perf_max_drop_pct: 24, ttft_p99_max_rise_pct: 50}},
   metadata: {sources: {vllm: $v}, timeout_ms: 5000}
 }' >"$MXD_MATRIX" || fail "jq"
 expect_exit 0 mx matrix check "$MXD_MATRIX"
@@ -61,7 +71,7 @@ verdict_is() {
         [ "$got" = "$1" ] || fail "verdict $got, want $1: $(jq -c '{level, verdict, message}' <<<"$2")"
 }
 
-step="a 30 % regression is decided"
+step="a 50 % regression is decided"
 job=$(submit feature=slow)
 mapfile -t runs < <(job_runs "$job")
 [ "${#runs[@]}" -eq 2 ] || fail "runs: ${runs[*]}"
@@ -69,12 +79,12 @@ follow_job "$job"
 b1=${runs[0]} s1=${runs[1]}
 l5=$(l5_of "$s1")
 verdict_is fail "$l5"
-jqv "$l5" '.message | test("regression: tg32 .*-[23][0-9][.0-9]* %")' >/dev/null
+jqv "$l5" '.message | test("regression: tg32 .*-[45][0-9][.0-9]* %")' >/dev/null
 jqv "$l5" '.metrics.decision == "regression" and (.metrics.confirm == null)' >/dev/null
 [ "$(run_field "$s1" .run.result)" = fail ] || fail "r$s1 result $(run_field "$s1" .run.result)"
 ok "$(jq -r .message <<<"$l5" | cut -c1-160)"
 
-step="a new commit: 'near' (3 % slower) is undecided on 1 start a side and confirmed"
+step="a new commit: 'near' (12 % slower) is undecided on 1 start a side and confirmed"
 echo two >>"$T/vllm/README" && g -C "$T/vllm" commit -qam two || fail "git"
 job=$(submit feature=near)
 mapfile -t runs < <(job_runs "$job")

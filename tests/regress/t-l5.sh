@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # L4 and L5 through a private daemon and the real client, with the database as
 # L5's history: a matrix whose target is mxsim (250 t/s on Marlin, CUTLASS
-# 1.22x faster, a "slow" kernel value 30 % slower through MXSIM_SPEED_RULES)
-# and a git work tree as its metadata source.
+# 1.22x faster, a "slow" kernel value 50 % slower through MXSIM_SPEED_RULES)
+# and a git work tree as its metadata source. "slow" is decided on 1 start
+# against the baseline's 2, so with 1 degree of freedom: p(beyond 5 %) < 0.05
+# needs t > 6.31, se = s * sqrt(1 + 1/2): at 30 % slower a spread s of 3.2 %
+# between the baselines' two starts (a loaded machine's, issue 14) leaves it
+# unknown (then confirmed, and the message below no longer matches); at 50 %
+# it takes 5.8 %.
 #  - the plan runs the baseline first; the baseline's L5 has nothing earlier
 #    (skipped), CUTLASS passes against it;
 #  - a second job: its baseline compares with the first baseline at the same
@@ -41,7 +46,7 @@ jq -n --arg sim "$MX_BUILD_DIR/tests/sim/mxsim" --arg v "$T/vllm" --arg lock "$T
            command: [$sim, "serve", "{model}", "--host", "{host}", "--port", "{port}",
                      "--served-model-name", "{served_model_name}", "--disable-uvicorn-access-log"],
            env: {MXSIM_LOAD_S: "0.1", MXSIM_WATCHDOG_S: "1", MXSIM_SHUTDOWN_WAIT_S: "1", MXSIM_GPU_LOCK: $lock,
-                 MXSIM_TOKEN_MS: "4", MXSIM_PREFILL_TPS: "2500", MXSIM_SPEED_RULES: "MXSIM_SLOW=1:0.7"},
+                 MXSIM_TOKEN_MS: "4", MXSIM_PREFILL_TPS: "2500", MXSIM_SPEED_RULES: "MXSIM_SLOW=1:0.5"},
            ready: {timeout: "30s", interval: "100ms"}},
   axes: [{name: "kernel", values: [
            {name: "marlin", env: {VLLM_MXFP4_MOE_KERNEL: "marlin"}},

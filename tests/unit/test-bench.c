@@ -4,16 +4,18 @@
  * exact schedule (--mxsim-decode-tps and friends), a real process on
  * loopback. The sim logs every token's scheduled and sent time
  * (--mxsim-token-log); both clocks are CLOCK_MONOTONIC on this machine, so our
- * stamps and the schedule compare directly: TTFT, ITL, tg and pp must agree
- * with the schedule within 1 % or 0.2 ms (issue 8).
+ * stamps and the sim's compare directly: TTFT, ITL, tg and pp must agree with
+ * what the sim really sent within 1 % or 0.2 ms (issue 8), where a loaded
+ * machine can only delay a reading by at most half a decode step (issue 14;
+ * the tolerances below say which mistake each still catches).
  */
 #include "test.h"
 
-#include "bench-stats.h"
 #include "bench.h"
 
 #include <arpa/inet.h>
 #include <event2/event.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -209,12 +211,46 @@ static struct sreq *match(struct sreq *s, size_t n, int64_t t0)
         return best;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+
+        return (x > y) - (x < y);
+}
+
+/* The p-th percentile (linear interpolation), computed here: a truth must not come from the code under test. */
+static double quantile(const double *v, size_t n, double p)
+{
+        _cleanup_free_ double *s = xreallocarray(NULL, n, sizeof(double));
+        double rank;
+        size_t i;
+
+        ASSERT_TRUE(n > 0);
+        memcpy(s, v, n * sizeof(double));
+        qsort(s, n, sizeof(double), cmp_double);
+        rank = p / 100 * (double)(n - 1);
+        i = (size_t)rank;
+        return i + 1 >= n ? s[n - 1] : s[i] + (rank - (double)i) * (s[i + 1] - s[i]);
+}
+
 static double median(double *v, size_t n)
 {
-        struct mx_bstat st;
+        return quantile(v, n, 50);
+}
 
-        mx_bstat_compute(v, n, &st);
-        return st.p50;
+static double minimum(const double *v, size_t n)
+{
+        return quantile(v, n, 0);
+}
+
+static double mean(const double *v, size_t n)
+{
+        double sum = 0;
+
+        ASSERT_TRUE(n > 0);
+        for (size_t i = 0; i < n; i++)
+                sum += v[i];
+        return sum / (double)n;
 }
 
 /*
@@ -222,26 +258,59 @@ static double median(double *v, size_t n)
  * function of the client and of mxsim (built with it too) runs several times slower, so the sim's own
  * lateness and our stamping cost grow: there the same invariants are held to SLACK times the tolerance
  * (the fidelity figures are the optimized tree's; the sanitizer tree checks memory, not microseconds).
+ *
+ * The truth is what the sim really did (its token log's sent_us: when it handed each event to its HTTP
+ * layer, on our CLOCK_MONOTONIC), never its schedule: on a loaded machine (ctest -j2 on 2 cores) the sim
+ * wakes late, and a test that held us to its schedule measured the machine. What lies between the sim's
+ * write and our stamp (loopback, our own wake-up on a loaded machine) makes a reading later, never earlier.
  */
 #if defined(__SANITIZE_ADDRESS__)
 #define SLACK 4.0
 #else
 #define SLACK 1.0
 #endif
+/* one decode step: the smallest mistake of a token (a stamp at the wrong event, a gap per chunk) */
+#define STEP_MS (1000.0 / DECODE_TPS)
 
-/* |measured - truth| within 1 % of truth or 0.2 ms (issue 8); ms values, or t/s with the 1 % rule only. */
+/*
+ * |measured - truth| within 1 % of truth or 0.2 ms (issue 8), ms values; rates (tg t/s) within 2 %: a token
+ * miscounted (N for N - 1) or a span a token off is 1/31 = 3.2 % (Harmony's 1/28 = 3.6 %), and a client woken
+ * late for the last token on a loaded machine moved a mean of five by 1.3 % (3 busy loops beside it, seen).
+ */
 #define ASSERT_FAITHFUL_MS(measured, truth)                                                                 \
         do {                                                                                                \
                 double _m = (measured), _t = (truth);                                                       \
                 if (!(fabs(_m - _t) <= SLACK * MX_MAX(0.01 * fabs(_t), 0.2)))                               \
-                        test_fail(__FILE__, __LINE__, "%s = %.4f, schedule says %.4f", #measured, _m, _t);  \
+                        test_fail(__FILE__, __LINE__, "%s = %.4f, the sim's real times say %.4f", #measured, \
+                                  _m, _t);                                                                  \
         } while (0)
 #define ASSERT_FAITHFUL_RATE(measured, truth)                                                               \
         do {                                                                                                \
                 double _m = (measured), _t = (truth);                                                       \
-                if (!(fabs(_m - _t) <= SLACK * 0.01 * fabs(_t)))                                            \
-                        test_fail(__FILE__, __LINE__, "%s = %.4f, schedule says %.4f", #measured, _m, _t);  \
+                if (!(fabs(_m - _t) <= SLACK * 0.02 * fabs(_t)))                                            \
+                        test_fail(__FILE__, __LINE__, "%s = %.4f, the sim's real times say %.4f", #measured, \
+                                  _m, _t);                                                                  \
         } while (0)
+/*
+ * A time from our t0 against the sim's real one: not earlier than 0.2 ms before it (a stamp before the sim
+ * wrote is a bug), later by 1 % or 0.2 ms, or, on a loaded machine, by up to half a decode step: a mean of
+ * five requests where one woke late moves that far, and a stamp at the wrong event is a whole step late.
+ */
+#define ASSERT_LATER_WITHIN(measured, truth)                                                                \
+        do {                                                                                                \
+                double _m = (measured), _t = (truth);                                                       \
+                double _up = MX_MAX(SLACK * MX_MAX(0.01 * fabs(_t), 0.2), STEP_MS / 2);                     \
+                if (!(_m >= _t - SLACK * 0.2 && _m <= _t + _up))                                            \
+                        test_fail(__FILE__, __LINE__, "%s = %.4f, the sim sent at %.4f (up to %.3f ms later)", \
+                                  #measured, _m, _t, _up);                                                  \
+        } while (0)
+
+/* tg as the definitions say it, written out here: (N - 1) tokens over the first to the last token's time */
+static double tg_truth(int64_t n_tokens, int64_t t_first_us, int64_t t_last_us)
+{
+        ASSERT_TRUE(n_tokens > 1 && t_last_us > t_first_us);
+        return (double)(n_tokens - 1) * 1e6 / (double)(t_last_us - t_first_us);
+}
 
 static json_t *row(json_t *doc, const char *name)
 {
@@ -259,13 +328,34 @@ static double row_mean(json_t *doc, const char *name, const char *metric)
         return json_number_value(json_object_get(json_object_get(row(doc, name), metric), "mean"));
 }
 
-/* Check every measured request of doc against the sim's schedule. */
+/*
+ * Our first-token stamps against the sim's writes of those tokens, ms (one per measured request): none before
+ * the write; the least delayed within 0.2 ms (our own cost: a stamp taken after parsing or on a timer adds
+ * to every request, where a loaded machine's late wake-ups add to some; this is issue 8's figure); the median
+ * within half a decode step (a stamp at another event, a token later, is a whole step late).
+ */
+static void check_first_stamps(const double *err, size_t n)
+{
+        fprintf(stderr, "first token, our stamp after the sim's write: min %.3f ms, median %.3f ms\n",
+                minimum(err, n), quantile(err, n, 50));
+        if (!(minimum(err, n) >= 0))
+                test_fail(__FILE__, __LINE__, "a first-token stamp %.3f ms before the sim wrote it", minimum(err, n));
+        if (!(minimum(err, n) <= SLACK * 0.2))
+                test_fail(__FILE__, __LINE__, "every first-token stamp is %.3f ms or more after the sim's write",
+                          minimum(err, n));
+        if (!(quantile(err, n, 50) <= STEP_MS / 2))
+                test_fail(__FILE__, __LINE__, "the median first-token stamp is %.3f ms after the sim's write",
+                          quantile(err, n, 50));
+}
+
+/* Check every measured request of doc against what the sim really sent (its token log). */
 static void check_fidelity(json_t *doc, const char *log, double jitter_ms)
 {
         static struct sreq sim[256];
         size_t n_sim = read_log(log, sim, ELEMENTSOF(sim)), i, n = 0, n_gap = 0;
         json_t *rq;
-        double ttft_err[64], ttft_ratio[64], client_err[64], gap_err[2048], tg_true[2][64], ppt_true[2][64];
+        double ttft_sched[64], client_err[64], gap_err[2048], sent_gap[2048], tg_true[2][64], ppt_true[2][64];
+        double tpot_true[64];
         size_t n_tg[2] = {}, n_pp[2] = {};
 
         ASSERT_TRUE(n_sim > 0);
@@ -286,62 +376,57 @@ static void check_fidelity(json_t *doc, const char *log, double jitter_ms)
                         if (!((double)s->sched[0] >= due - 2 && (double)s->sched[0] <= due + jitter_ms * 1000 + 2))
                                 test_fail(__FILE__, __LINE__, "first token due %.0f, scheduled %" PRId64, due, s->sched[0]);
                 }
-                /* TTFT: our first-token stamp against the schedule's first token */
-                ttft_err[n] = (double)(tok1 - s->sched[0]) / 1000.0;
-                ASSERT_TRUE(ttft_err[n] > 0); /* a stamp before the token was due would be a bug */
-                ttft_ratio[n] = ttft_err[n] / MX_MAX(0.01 * (double)(s->sched[0] - t0) / 1000.0, 0.2);
-                /* our part alone: from the sim's write to our stamp */
+                /* how far the whole chain (the sim's lateness and ours) was off the schedule: shown, not held */
+                ttft_sched[n] = (double)(tok1 - s->sched[0]) / 1000.0;
+                /* TTFT: our first-token stamp against the sim's write of it */
                 client_err[n] = (double)(tok1 - s->sent[0]) / 1000.0;
                 for (size_t k = 1; k < s->n; k++) {
                         double ours = (double)(json_integer_value(json_array_get(tev, k)) -
                                                json_integer_value(json_array_get(tev, k - 1))) / 1000.0;
-                        double theirs = (double)(s->sched[k] - s->sched[k - 1]) / 1000.0;
+                        double theirs = (double)(s->sent[k] - s->sent[k - 1]) / 1000.0;
                         ASSERT_TRUE(n_gap < ELEMENTSOF(gap_err));
+                        sent_gap[n_gap] = theirs;
                         gap_err[n_gap++] = fabs(ours - theirs);
                 }
-                /*
-                 * The rows are means, which one late step of the sim on a loaded machine moves: they are
-                 * held to what the sim really did (its writes); the medians above to the schedule.
-                 */
-                tg_true[d][n_tg[d]++] = mx_bench_tg_tps((int64_t)s->n, s->sent[0], s->sent[s->n - 1]);
-                /* latency mode none: est_ppt = ttfr, the first token's time after t0 */
-                ppt_true[d][n_pp[d]++] = mx_bench_est_ppt_ms((double)(s->sent[0] - t0) / 1000.0, 0);
+                tg_true[d][n_tg[d]++] = tg_truth((int64_t)s->n, s->sent[0], s->sent[s->n - 1]);
+                tpot_true[n] = (double)(s->sent[s->n - 1] - s->sent[0]) / 1000.0 / (double)(s->n - 1);
+                /* latency mode none: est_ppt = ttfr, the first event's time after t0 (the token's, in one chunk) */
+                ppt_true[d][n_pp[d]++] = (double)(s->sent[0] - t0) / 1000.0;
+                /* (a sim more than a step behind moves its timeline on: slower, never faster) */
+                if (jitter_ms == 0)
+                        ASSERT_TRUE(tg_truth((int64_t)s->n, s->sched[0], s->sched[s->n - 1]) <= DECODE_TPS * 1.01);
                 n++;
         }
         ASSERT_EQ(n, 10); /* 2 tests x 5 runs, warm-ups not kept */
-        fprintf(stderr, "TTFT error vs schedule: median %.3f ms (%.2f of the tolerance), vs the sim's write: "
-                        "%.3f ms; ITL error median %.3f ms\n",
-                median(ttft_err, n), median(ttft_ratio, n), median(client_err, n), median(gap_err, n_gap));
-        /* TTFT against the schedule (sim lateness + loopback + us): within 1 % or 0.2 ms, the median request */
-        ASSERT_TRUE(median(ttft_ratio, n) <= SLACK);
-        /* our own part: the sim's write of the first token to our stamp */
-        ASSERT_TRUE(median(client_err, n) <= SLACK * 0.2);
-        /* ITL: the median error of each gap against the schedule's gap */
+        fprintf(stderr, "TTFT against the schedule: median %.3f ms (shown only: the sim's lateness is the machine's); "
+                        "ITL error against the sim's writes: median %.3f ms\n",
+                median(ttft_sched, n), median(gap_err, n_gap));
+        check_first_stamps(client_err, n);
+        /*
+         * ITL: each gap between our stamps against the gap between the sim's writes, the median within 0.2 ms
+         * (what it catches: stamps of a coarse clock, or one stamp for the events of a read, are off by
+         * 0.3 ms to a step in most gaps; a late wake-up lengthens one gap and shortens the next).
+         */
         ASSERT_TRUE(median(gap_err, n_gap) <= SLACK * 0.2);
         for (int d = 0; d < 2; d++) {
-                struct mx_bstat tg, ppt;
                 const char *tgname = d == 0 ? "tg32" : "tg32 @ d512";
                 const char *ppname = d == 0 ? "pp256" : "pp256 @ d512";
                 double prompt = d == 0 ? 256 : 768;
 
-                mx_bstat_compute(tg_true[d], n_tg[d], &tg);
-                mx_bstat_compute(ppt_true[d], n_pp[d], &ppt);
-                ASSERT_FAITHFUL_RATE(row_mean(doc, tgname, "tps"), tg.mean);
-                /* pp: its time (est_ppt) within 1 % or 0.2 ms, and the rate by the same margin */
-                ASSERT_FAITHFUL_MS(row_mean(doc, ppname, "est_ppt_ms"), ppt.mean);
-                ASSERT_FAITHFUL_MS(prompt * 1000.0 / row_mean(doc, ppname, "tps"), prompt * 1000.0 / (prompt * 1000.0 / ppt.mean));
-                if (jitter_ms == 0) {
-                        ASSERT_FAITHFUL_RATE(row_mean(doc, tgname, "tps"), DECODE_TPS);
-                        ASSERT_FAITHFUL_RATE(tg.mean, DECODE_TPS);
-                }
+                /* tg against the sim's real rate (ASSERT_FAITHFUL_RATE says what its 2 % catches) */
+                ASSERT_FAITHFUL_RATE(row_mean(doc, tgname, "tps"), mean(tg_true[d], n_tg[d]));
+                /* pp: its time (est_ppt) from t0 to the sim's first write, and the rate from the same time */
+                ASSERT_LATER_WITHIN(row_mean(doc, ppname, "est_ppt_ms"), mean(ppt_true[d], n_pp[d]));
+                ASSERT_LATER_WITHIN(prompt * 1000.0 / row_mean(doc, ppname, "tps"), mean(ppt_true[d], n_pp[d]));
         }
         if (jitter_ms == 0) {
                 json_t *sv = json_array_get(json_object_get(doc, "serving"), 0);
-                /* pooled ITL median: one decode step */
+                /* pooled ITL median: the median of the sim's gaps (one decode step, as it really went) */
                 ASSERT_FAITHFUL_MS(json_number_value(json_object_get(json_object_get(sv, "itl_ms"), "p50")),
-                                   1000.0 / DECODE_TPS);
+                                   median(sent_gap, n_gap));
+                /* TPOT: the sim's span from the first to the last token over its N - 1 gaps */
                 ASSERT_FAITHFUL_MS(json_number_value(json_object_get(json_object_get(sv, "tpot_ms"), "mean")),
-                                   1000.0 / DECODE_TPS);
+                                   mean(tpot_true, n));
         }
 }
 
@@ -410,8 +495,8 @@ static void check_harmony(json_t *doc, const char *log)
 {
         static struct sreq sim[256];
         size_t n_sim = read_log(log, sim, ELEMENTSOF(sim)), i, n = 0;
-        double tg_true[2][64], tok1_err[64], switch_err[64], span_ms = 0;
-        size_t n_tg[2] = {};
+        double tg_true[2][64], tok1_err[64], switch_err[64], step_gap[2048], span_ms = 0;
+        size_t n_tg[2] = {}, n_step = 0;
         json_t *rq, *sv;
 
         json_array_foreach(json_object_get(doc, "requests"), i, rq) {
@@ -447,12 +532,16 @@ static void check_harmony(json_t *doc, const char *log)
                  * usage.completion_tokens over the text-bearing events' span (tokens 4 to 26, 22 steps) would
                  * say 31 / 0.22 s = 141 t/s.
                  */
-                tg_true[d][n_tg[d]++] =
-                        mx_bench_tg_tps((int64_t)s->n - first_text, s->sent[first_text], s->sent[s->n - 1]);
+                tg_true[d][n_tg[d]++] = tg_truth((int64_t)s->n - first_text, s->sent[first_text], s->sent[s->n - 1]);
                 /* (a sim more than a step behind moves its timeline on: slower, never faster) */
-                ASSERT_TRUE(mx_bench_tg_tps((int64_t)s->n - first_text, s->sched[first_text], s->sched[s->n - 1]) <=
+                ASSERT_TRUE(tg_truth((int64_t)s->n - first_text, s->sched[first_text], s->sched[s->n - 1]) <=
                             DECODE_TPS * 1.01);
                 span_ms += (double)(s->sent[s->n - 1] - s->sent[first_text]) / 1000.0;
+                /* the sim's steps from the first text on, as it really went (a silent step is logged too) */
+                for (int64_t k = first_text + 1; k < (int64_t)s->n; k++) {
+                        ASSERT_TRUE(n_step < ELEMENTSOF(step_gap));
+                        step_gap[n_step++] = (double)(s->sent[k] - s->sent[k - 1]) / 1000.0;
+                }
                 /*
                  * Per chunk, the chunk after the switch holds its 6 silent tokens' time and its own (7 steps):
                  * the request's longest gap between events, against the sim's writes of the two chunks.
@@ -471,21 +560,25 @@ static void check_harmony(json_t *doc, const char *log)
                 n++;
         }
         ASSERT_EQ(n, 10);
-        ASSERT_TRUE(median(tok1_err, n) >= 0 && median(tok1_err, n) <= SLACK * 0.2);
+        check_first_stamps(tok1_err, n);
+        /*
+         * The switch's gap within 0.2 ms of the sim's, the median request (what it catches: a gap per chunk
+         * without the silent tokens' time is 6 steps short; a late wake-up moves one request's gap)
+         */
         ASSERT_TRUE(median(switch_err, n) <= SLACK * 0.2);
         for (int d = 0; d < 2; d++) {
-                struct mx_bstat tg;
                 const char *tgname = d == 0 ? "tg32" : "tg32 @ d512";
 
-                mx_bstat_compute(tg_true[d], n_tg[d], &tg);
-                ASSERT_FAITHFUL_RATE(row_mean(doc, tgname, "tps"), tg.mean);
+                /* the text-bearing span above says 141 t/s; a token miscounted is 1/28 = 3.6 % */
+                ASSERT_FAITHFUL_RATE(row_mean(doc, tgname, "tps"), mean(tg_true[d], n_tg[d]));
                 ASSERT_STREQ(json_string_value(json_object_get(row(doc, tgname), "tokens_counted_from")),
                              "running counts (usage.completion_tokens)");
         }
         sv = json_array_get(json_object_get(doc, "serving"), 0);
         ASSERT_STREQ(json_string_value(json_object_get(sv, "itl_from")), "running counts (per token)");
-        /* per token: every gap one step (the median); the mean is the sim's decode spans over their tokens */
-        ASSERT_FAITHFUL_MS(json_number_value(json_object_get(json_object_get(sv, "itl_ms"), "p50")), 1000.0 / DECODE_TPS);
+        /* per token: the median gap is the sim's median step; the mean is its decode spans over their tokens */
+        ASSERT_FAITHFUL_MS(json_number_value(json_object_get(json_object_get(sv, "itl_ms"), "p50")),
+                           median(step_gap, n_step));
         ASSERT_FAITHFUL_MS(json_number_value(json_object_get(json_object_get(sv, "itl_ms"), "mean")),
                            span_ms / (double)(n * (32 - SIM_HEADER - 1)));
 }

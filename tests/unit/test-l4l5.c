@@ -29,7 +29,7 @@ static json_t *sim_spec(const char *faults, const char *expect, const char *sett
                 "{\"argv\": [\"%s/tests/sim/mxsim\", \"serve\", \"{model}\", \"--host\", \"{host}\", "
                 "\"--port\", \"{port}\", \"--served-model-name\", \"{served_model_name}\", "
                 "\"--mxsim-decode-tps\", \"%g\", \"--mxsim-prefill-tps\", \"%g\", "
-                "\"--disable-uvicorn-access-log\"], "
+                "\"--mxsim-token-log\", \"{run_dir}/tokens.jsonl\", \"--disable-uvicorn-access-log\"], "
                 "\"env\": [\"MXSIM_LOAD_S=0.1\", \"MXSIM_WATCHDOG_S=1\", \"MXSIM_SHUTDOWN_WAIT_S=1\", "
                 "\"MXSIM_GPU_LOCK={run_dir}/gpu.lock\", \"VLLM_MXFP4_MOE_KERNEL=gemm\", "
                 "\"MXSIM_FAULTS=%s\"], "
@@ -84,14 +84,66 @@ static double num(json_t *o, const char *a, const char *b)
 }
 
 /*
- * Within 2 % or, for times, 0.3 ms of the schedule: mxsim keeps its schedule only as well as the machine lets
- * it (ctest -j2, the ASan tree); the engine's fidelity against what mxsim really sent is test-bench's (1 % or
- * 0.2 ms, run alone), this test checks L4's contract and figures on top of it.
+ * Within pct % or abs_ok of what mxsim really did (its token log): mxsim keeps its schedule only as well as the
+ * machine lets it (ctest -j2 on 2 cores, the ASan tree), so the truth is its writes, not its schedule (issue
+ * 14); the engine's fine fidelity is test-bench's, this test checks L4's contract and figures on top of it.
  */
-static void near(const char *what, double got, double want, double abs_ok)
+static void near(const char *what, double got, double want, double pct, double abs_ok)
 {
-        if (fabs(got - want) > MX_MAX(0.02 * fabs(want), abs_ok))
-                test_fail(__FILE__, __LINE__, "%s = %.4f, the schedule says %.4f", what, got, want);
+        if (fabs(got - want) > MX_MAX(pct / 100 * fabs(want), abs_ok))
+                test_fail(__FILE__, __LINE__, "%s = %.4f, what the sim really did says %.4f", what, got, want);
+}
+
+/*
+ * From the sim's token log ({run_dir}/tokens.jsonl, tests/sim/README.md), over the last `measured` requests for
+ * max_tokens tokens (the warm-up comes first): the mean tg as the definitions say, (N - 1) tokens over the
+ * first to the last token's write, and the mean time from a request's arrival to the sim's write of its first
+ * token (the prefill as it really went).
+ */
+static void sim_truth(struct rig *g, int64_t max_tokens, size_t measured, double *ret_tg, double *ret_ppt_ms)
+{
+        _cleanup_free_ char *path = xasprintf("%s/tokens.jsonl", g->dir);
+        _cleanup_free_ char *text = test_read_file(path, NULL);
+        char ids[64][80];
+        int64_t recv[64], first[64], last[64], tokens[64];
+        size_t n = 0, from;
+        double tg = 0, ppt = 0;
+
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+                json_auto_t *o = json_loads(line, 0, NULL);
+                const char *ev = json_string_value(json_object_get(o, "ev"));
+                const char *id = json_string_value(json_object_get(o, "id"));
+
+                ASSERT_NOT_NULL(o);
+                if (streq_ptr(ev, "req") && json_integer_value(json_object_get(o, "max_tokens")) == max_tokens) {
+                        ASSERT_TRUE(n < ELEMENTSOF(ids));
+                        snprintf(ids[n], sizeof(ids[n]), "%s", id);
+                        recv[n] = json_integer_value(json_object_get(o, "recv_us"));
+                        first[n] = last[n] = -1;
+                        tokens[n++] = 0;
+                } else if (streq_ptr(ev, "tok")) {
+                        for (size_t i = n; i-- > 0;)
+                                if (streq(ids[i], id)) {
+                                        int64_t sent = json_integer_value(json_object_get(o, "sent_us"));
+
+                                        if (first[i] < 0)
+                                                first[i] = sent;
+                                        last[i] = sent;
+                                        tokens[i] = json_integer_value(json_object_get(o, "tokens"));
+                                        break;
+                                }
+                }
+        }
+        ASSERT_TRUE(n >= measured && measured > 0);
+        from = n - measured;
+        for (size_t i = from; i < n; i++) {
+                ASSERT_EQ(tokens[i], max_tokens);
+                ASSERT_TRUE(last[i] > first[i]);
+                tg += (double)(tokens[i] - 1) * 1e6 / (double)(last[i] - first[i]);
+                ppt += (double)(first[i] - recv[i]) / 1000.0;
+        }
+        *ret_tg = tg / (double)measured;
+        *ret_ppt_ms = ppt / (double)measured;
 }
 
 static char *read_artifact(struct rig *g, const char *level, const char *name)
@@ -113,6 +165,7 @@ TEST(l4_numbers_follow_the_schedule_and_keep_the_contract)
         struct rig g;
         json_t *m, *tg, *pp, *mem;
         _cleanup_free_ char *yaml = NULL, *doc = NULL;
+        double tg_true, ppt_ms;
         _cleanup_json_ json_t *file = NULL;
 
         rig_init(&g, "l4-pass", sim_spec("", "null", L4_SMALL), "[\"L1\", \"L4\"]");
@@ -134,14 +187,32 @@ TEST(l4_numbers_follow_the_schedule_and_keep_the_contract)
         ASSERT_TRUE(json_integer_value(json_object_get(mem, "samples")) >= 2);
         ASSERT_TRUE(json_integer_value(json_object_get(mem, "peak")) > 0);
         ASSERT_STREQ(json_string_value(json_object_get(mem, "figure")), "pss");
-        /* the numbers: tg is the decode rate; pp's prefill time is prompt / prefill rate */
+        /*
+         * The numbers: tg is the rate the sim really decoded at, within 2 % (beside 3 busy loops the runner's
+         * mean of three moved by 1.3 %; a token miscounted, 1.6 %, is test-bench's to catch, this test's are
+         * a row mixed up or a rate in other units); pp's prefill time is the sim's, from a request's arrival
+         * to its first token's write: not earlier than 1.5 % before it (the API latency L4 subtracts is under
+         * a ms), at most 4 % later (beside 3 busy loops the runner, idle through the 205 ms prefill, woke for
+         * the first token 5 ms late: 2.6 %); pp from another row, or from the prompt and its depth, is
+         * off by far more.
+         */
         tg = row(m, "tg64");
         pp = row(m, "pp2048");
         ASSERT_EQ(json_array_size(json_object_get(json_object_get(tg, "tps"), "values")), 3);
-        near("tg64 t/s", num(tg, "tps", "mean"), DECODE_TPS, 0);
-        near("pp2048 prefill ms", 2048 * 1000.0 / num(pp, "tps", "mean"), 2048 * 1000.0 / PREFILL_TPS, 0.3);
-        near("results tg64_tps", num(json_object_get(m, "results"), "throughput", "tg64_tps"), DECODE_TPS,
-             0);
+        sim_truth(&g, 64, 3, &tg_true, &ppt_ms);
+        fprintf(stderr, "tg64 %.3f t/s, the sim really sent %.3f; pp2048 prefill %.3f ms, the sim's %.3f ms\n",
+                num(tg, "tps", "mean"), tg_true, 2048 * 1000.0 / num(pp, "tps", "mean"), ppt_ms);
+        near("tg64 t/s", num(tg, "tps", "mean"), tg_true, 2, 0);
+        /* (the schedule's prefill, 204.8 ms: the sim is never early) */
+        ASSERT_TRUE(ppt_ms >= 2048 * 1000.0 / PREFILL_TPS);
+        {
+                double got = 2048 * 1000.0 / num(pp, "tps", "mean");
+
+                if (!(got >= ppt_ms * 0.985 && got <= ppt_ms * 1.04))
+                        test_fail(__FILE__, __LINE__, "pp2048 prefill %.3f ms, the sim's %.3f ms (1.5 %% earlier to "
+                                  "4 %% later)", got, ppt_ms);
+        }
+        near("results tg64_tps", num(json_object_get(m, "results"), "throughput", "tg64_tps"), tg_true, 2, 0);
         /* the evidence: the same document, and seed 002's block */
         doc = read_artifact(&g, "L4", "l4-bench.json");
         file = json_loads(doc, 0, NULL);
