@@ -11,6 +11,7 @@
  */
 #include "test.h"
 
+#include "bench-stats.h"
 #include "bench.h"
 
 #include <arpa/inet.h>
