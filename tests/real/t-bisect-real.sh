@@ -20,7 +20,7 @@ real_locked real_generate bisect-big make-random-gguf.py --layers 12 --embd 512 
 ok "2 and 12 layers in $REAL_DIR/models"
 
 step="git tree"
-g() { git -c user.name=t -c user.email=t@t -c init.defaultBranch=main "$@"; }
+g() { git_t "$@"; }
 R=$T/src
 mkdir -p "$R"
 printf '#!/bin/sh\nset -e\nmkdir -p out\ncp "%s/models/bisect-$(cat model).gguf" out/model.gguf\necho "built with the $(cat model) model"\n' \

@@ -22,7 +22,7 @@ real_model llama
 ok "$REAL_SERVER, $REAL_MODEL"
 
 step="matrix"
-g() { git -c user.name=t -c user.email=t@t -c init.defaultBranch=main -C "$T/srv" "$@"; }
+g() { git_t -C "$T/srv" "$@"; }
 mkdir -p "$T/srv" && g init -q && echo 1 >"$T/srv/n" && g add n &&
         GIT_COMMITTER_DATE=2026-01-01T00:00:00Z g commit -qm c1 || fail "git"
 MXD_MATRIX=$T/matrix.json

@@ -283,6 +283,13 @@ no_process_with() {
         [ -z "$(pids_with "$1")" ]
 }
 
+# git as the tests' fixed committer, new repositories on branch main
+git_t() { git -c user.name=t -c user.email=t@t -c init.defaultBranch=main "$@"; }
+# git_one_commit DIR: a new repository at DIR with one commit (README "one")
+git_one_commit() {
+        mkdir -p "$1" && git_t -C "$1" init -q && echo one >"$1/README" && git_t -C "$1" add README &&
+                git_t -C "$1" commit -qm one
+}
 db_query() {
         sqlite3 -bail -batch "$MXD_STATE/queue.db" "$@"
 }

@@ -19,7 +19,7 @@ command -v sqlite3 >/dev/null || skip "sqlite3 is not installed"
 [ -x "$MX_BUILD_DIR/tests/sim/mxsim" ] || skip "mxsim is not built"
 
 step="git tree"
-g() { git -c user.name=t -c user.email=t@t -c init.defaultBranch=main "$@"; }
+g() { git_t "$@"; }
 R=$T/srv
 mkdir -p "$R"
 cat >"$R/build.sh" <<'EOF'

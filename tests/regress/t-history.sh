@@ -25,7 +25,7 @@ command -v sqlite3 >/dev/null || skip "sqlite3 is not installed"
 [ -x "$MX_BUILD_DIR/tests/sim/mxsim" ] || skip "mxsim is not built"
 
 step="git tree"
-g() { git -c user.name=t -c user.email=t@t -c init.defaultBranch=main -C "$T/srv" "$@"; }
+g() { git_t -C "$T/srv" "$@"; }
 mkdir -p "$T/srv"
 cat >"$T/srv/serve.sh" <<'SH'
 #!/bin/sh

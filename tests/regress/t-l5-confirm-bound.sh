@@ -18,10 +18,7 @@ command -v sqlite3 >/dev/null || skip "sqlite3 is not installed"
 [ -x "$MX_BUILD_DIR/tests/sim/mxsim" ] || skip "mxsim is not built"
 
 step="git tree"
-g() { git -c user.name=t -c user.email=t@t -c init.defaultBranch=main "$@"; }
-mkdir -p "$T/vllm"
-g -C "$T/vllm" init -q && echo one >"$T/vllm/README" && g -C "$T/vllm" add README &&
-        g -C "$T/vllm" commit -qm one || fail "git"
+git_one_commit "$T/vllm" || fail "git"
 ok "vllm $(git -C "$T/vllm" rev-parse --short HEAD)"
 
 step="matrix"

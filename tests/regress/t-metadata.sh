@@ -13,7 +13,7 @@ source "$(dirname "$0")/lib.sh"
 command -v git >/dev/null || skip "git is not installed"
 
 step="git trees"
-g() { git -c user.name=t -c user.email=t@t -c init.defaultBranch=main "$@"; }
+g() { git_t "$@"; }
 for t in vllm flashinfer; do
         mkdir -p "$T/$t"
         g -C "$T/$t" init -q || fail "git init"

@@ -278,20 +278,16 @@ static double mean(const double *v, size_t n)
  * miscounted (N for N - 1) or a span a token off is 1/31 = 3.2 % (Harmony's 1/28 = 3.6 %), and a client woken
  * late for the last token on a loaded machine moved a mean of five by 1.3 % (3 busy loops beside it, seen).
  */
-#define ASSERT_FAITHFUL_MS(measured, truth)                                                                 \
+/* |measured - truth| within pct % of truth or abs_ms (0 for rates), times SLACK */
+#define ASSERT_FAITHFUL(measured, truth, pct, abs_ms)                                                       \
         do {                                                                                                \
                 double _m = (measured), _t = (truth);                                                       \
-                if (!(fabs(_m - _t) <= SLACK * MX_MAX(0.01 * fabs(_t), 0.2)))                               \
+                if (!(fabs(_m - _t) <= SLACK * MX_MAX((pct) / 100.0 * fabs(_t), (abs_ms))))                 \
                         test_fail(__FILE__, __LINE__, "%s = %.4f, the sim's real times say %.4f", #measured, \
                                   _m, _t);                                                                  \
         } while (0)
-#define ASSERT_FAITHFUL_RATE(measured, truth)                                                               \
-        do {                                                                                                \
-                double _m = (measured), _t = (truth);                                                       \
-                if (!(fabs(_m - _t) <= SLACK * 0.02 * fabs(_t)))                                            \
-                        test_fail(__FILE__, __LINE__, "%s = %.4f, the sim's real times say %.4f", #measured, \
-                                  _m, _t);                                                                  \
-        } while (0)
+#define ASSERT_FAITHFUL_MS(measured, truth) ASSERT_FAITHFUL(measured, truth, 1, 0.2)
+#define ASSERT_FAITHFUL_RATE(measured, truth) ASSERT_FAITHFUL(measured, truth, 2, 0)
 /*
  * A time from our t0 against the sim's real one: not earlier than 0.2 ms before it (a stamp before the sim
  * wrote is a bug), later by 1 % or 0.2 ms, or, on a loaded machine, by up to half a decode step: a mean of
