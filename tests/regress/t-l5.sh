@@ -22,10 +22,8 @@ command -v git >/dev/null || skip "git is not installed"
 [ -x "$MX_BUILD_DIR/tests/sim/mxsim" ] || skip "mxsim is not built"
 
 step="git tree"
-g() { git -c user.name=t -c user.email=t@t -c init.defaultBranch=main "$@"; }
-mkdir -p "$T/vllm"
-g -C "$T/vllm" init -q && echo one >"$T/vllm/README" && g -C "$T/vllm" add README &&
-        g -C "$T/vllm" commit -qm one || fail "git"
+g() { git_t "$@"; }
+git_one_commit "$T/vllm" || fail "git"
 ok "vllm $(git -C "$T/vllm" rev-parse --short HEAD)"
 
 step="mxsim refuses a bad speed rule"
@@ -39,7 +37,10 @@ step="matrix"
 MXD_MATRIX=$T/matrix.json
 # pp512 prefills for 205 ms (2500 t/s): against 51 ms a loaded machine's few ms of client wake-up were a
 # 5 % "regression" between two starts of the same code (seen in the ASan tree); the verdicts here are
-# about tg32 and the comparisons' bookkeeping, not about how small a prefill the machine can time
+# about tg32 and the comparisons' bookkeeping, not about how small a prefill the machine can time.
+# L5's thresholds are 15 % (tg) and 30 % (TTFT p99): the same code at another commit must be shown
+# within them, and under ctest -j2 one start's tg moved 4 % (against 5 %: "unknown", seen); "slow" at
+# 50 % and CUTLASS at +24 % stay far from 15
 jq -n --arg sim "$MX_BUILD_DIR/tests/sim/mxsim" --arg v "$T/vllm" --arg lock "$T/gpu.lock" '{
   matrix: 1, name: "l5",
   target: {profile: "vllm", model: "openai/gpt-oss-120b", served_model_name: "gpt-oss-120b",
@@ -58,7 +59,8 @@ jq -n --arg sim "$MX_BUILD_DIR/tests/sim/mxsim" --arg v "$T/vllm" --arg lock "$T
              {name: "slow", priority: 2, set: {kernel: "slow"}, hypothesis: "slower", criteria: [{metric: "tg32_tps", min_gain_pct: 5}], status: "in-progress"},
              {name: "fast", priority: 3, set: {kernel: "fast"}, hypothesis: "faster", criteria: [{metric: "tg32_tps", min_gain_pct: 5}], status: "in-progress"}],
   levels: {run: ["L1", "L4", "L5"],
-           L4: {pp: [512], tg: [32], depth: [0], runs: 4, warmup: 1}},
+           L4: {pp: [512], tg: [32], depth: [0], runs: 4, warmup: 1},
+           L5: {perf_max_drop_pct: 15, ttft_p99_max_rise_pct: 30}},
   metadata: {sources: {vllm: $v}, timeout_ms: 5000}
 }' >"$MXD_MATRIX" || fail "jq"
 expect_exit 0 mx matrix check "$MXD_MATRIX"
@@ -113,7 +115,7 @@ jqv "$l5" ".message | test(\"the baseline's earlier runs r$b1\")" >/dev/null
 l5=$(l5_of "$s2")
 verdict_is fail "$l5"
 # the server start is the unit: 1 start of 'slow' against the baseline's starts (2, more when the first job confirmed), beyond 5 %
-jqv "$l5" '.message | test("^regression: tg32 .*[(]-[0-9.]+ %; 1 vs [0-9]+ starts: .* against 5: p[(]beyond[)]=[0-9.e-]+ < 0.05")' \
+jqv "$l5" '.message | test("^regression: tg32 .*[(]-[0-9.]+ %; 1 vs [0-9]+ starts: .* against 15: p[(]beyond[)]=[0-9.e-]+ < 0.05")' \
         >/dev/null
 jqv "$l5" '.metrics.rule | test("p[(]beyond[)]=[0-9.e-]+ < 0.05")' >/dev/null
 # pooled: the job's baseline and the earlier one at the same SHAs

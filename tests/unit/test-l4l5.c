@@ -416,13 +416,14 @@ TEST(l5_passes_against_a_baseline_as_fast_and_fails_against_a_faster_one)
         fake_done(&f);
 
         /*
-         * the baseline 20 % faster, and this configuration 10 % faster at other SHAs: the history group
+         * the baseline 40 % faster, and this configuration 30 % faster at other SHAs (10 % was within a loaded
+         * machine's noise: the within-start test then left it undecided, seen under ctest -j2): the history group
          * (other SHAs, never started again) decides a regression on one start a side; the baseline group
          * could be confirmed on fresh starts (unknown), but the regression is decided already
          */
         fake_init(&f, "NVIDIA GB10");
-        fake_add(&f, "test=0", 1, DECODE_TPS * 1.2, "NVIDIA GB10", "abc123");
-        fake_add(&f, "test=1", 7, DECODE_TPS * 1.1, "NVIDIA GB10", "0ld5ha");
+        fake_add(&f, "test=0", 1, DECODE_TPS * 1.4, "NVIDIA GB10", "abc123");
+        fake_add(&f, "test=1", 7, DECODE_TPS * 1.3, "NVIDIA GB10", "0ld5ha");
         rig_init(&g, "l5-fail", sim_spec("", "null", L4_SMALL), L45);
         g.history = &f.ops;
         rig_start(&g, 60000);
