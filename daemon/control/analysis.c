@@ -49,32 +49,6 @@ static int report_path(json_t *prof, const char *dir, char **ret, char **reterr)
         return 0;
 }
 
-/* All of fd, at most max bytes: a NUL-terminated buffer and its length, or -EFBIG / -errno. */
-static int read_bounded(int fd, size_t max, char **ret, size_t *ret_len)
-{
-        _cleanup_free_ char *buf = xmalloc(max + 2);
-        size_t len = 0;
-
-        /* one byte past max tells that the file grew beyond it after the check */
-        while (len <= max) {
-                ssize_t n = read(fd, buf + len, max + 1 - len);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                len += (size_t)n;
-        }
-        if (len > max)
-                return -EFBIG;
-        buf[len] = '\0';
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
-}
-
 /* The capture's declared workload at path, or NULL with *ret_why (why per token is not measured). */
 static json_t *read_workload(const char *path, char **ret_why)
 {
@@ -95,7 +69,7 @@ static json_t *read_workload(const char *path, char **ret_why)
                 return NULL;
         }
         if (r >= 0) {
-                r = read_bounded(fd, ANALYSIS_WORKLOAD_MAX, &text, &len);
+                r = mx_read_bounded(fd, ANALYSIS_WORKLOAD_MAX, &text, &len);
                 if (r < 0)
                         err = r == -EFBIG ? xasprintf("%s: grew past the limit of %d bytes while being read", path,
                                                       ANALYSIS_WORKLOAD_MAX)

@@ -489,3 +489,27 @@ int mx_open_regular(const char *path, uint64_t max_bytes, int *ret_fd, char **re
         *ret_fd = fd;
         return 0;
 }
+
+int mx_read_bounded(int fd, size_t max, char **ret, size_t *ret_len)
+{
+        _cleanup_free_ char *buf = xmalloc(max + 2);
+        size_t len = 0;
+
+        while (len <= max) {
+                ssize_t n = read(fd, buf + len, max + 1 - len);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        if (len > max)
+                return -EFBIG;
+        buf[len] = '\0';
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}

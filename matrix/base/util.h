@@ -207,3 +207,9 @@ int mx_mkdir_p(const char *path, mode_t mode);
  * bounds what it reads too.
  */
 int mx_open_regular(const char *path, uint64_t max_bytes, int *ret_fd, char **reterr);
+
+/*
+ * All of fd, at most max bytes (reads one byte past max, so a file that grew after its size was checked is
+ * told apart): a NUL-terminated buffer in *ret and its length, or -EFBIG (longer than max) or -errno.
+ */
+int mx_read_bounded(int fd, size_t max, char **ret, size_t *ret_len);

@@ -1925,9 +1925,8 @@ int mx_matrix_load_file(const char *path, struct mx_matrix **ret, char **reterr)
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
-        struct stat st;
-
-        struct stat pre;
+        struct stat st, pre;
+        int r;
 
         /*
          * Only a regular file: opening a FIFO would block until a writer comes
@@ -1962,28 +1961,17 @@ int mx_matrix_load_file(const char *path, struct mx_matrix **ret, char **reterr)
                 return -EINVAL;
         }
         /* Read up to the limit plus one byte: st_size is not trusted (pipes, /proc). */
-        buf = xmalloc(MX_MATRIX_MAX_FILE_SIZE + 1);
-        while (len <= MX_MATRIX_MAX_FILE_SIZE) {
-                ssize_t n = read(fd, buf + len, MX_MATRIX_MAX_FILE_SIZE + 1 - len);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0) {
-                        int e = errno;
-
-                        if (reterr)
-                                *reterr = xasprintf("%s: %s", path, strerror(e));
-                        return -e;
-                }
-                if (n == 0)
-                        break;
-                len += (size_t)n;
-        }
-        if (len > MX_MATRIX_MAX_FILE_SIZE) {
+        r = mx_read_bounded(fd, MX_MATRIX_MAX_FILE_SIZE, &buf, &len);
+        if (r == -EFBIG) {
                 if (reterr)
                         *reterr = xasprintf("%s: larger than the limit of %u bytes", path,
                                             MX_MATRIX_MAX_FILE_SIZE);
-                return -EFBIG;
+                return r;
+        }
+        if (r < 0) {
+                if (reterr)
+                        *reterr = xasprintf("%s: %s", path, strerror(-r));
+                return r;
         }
         return mx_matrix_load_string(path, buf, len, ret, reterr);
 }
